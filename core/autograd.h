@@ -1,0 +1,87 @@
+// Reverse-mode automatic differentiation over a dynamic graph.
+//
+// Every differentiable op (core/ops.h) computes its output and, when grad mode
+// is on and an input requires grad, records a Node on the output:
+//
+//   Node { name, inputs, backward }
+//
+// `inputs` are the op's tensor inputs (the graph's edges); `backward` is a
+// function written next to the op's forward that maps the gradient of the
+// output, dL/dy, to one gradient per input, dL/dx_i (an undefined Tensor for
+// an input that does not need one). Whatever else backward needs (saved
+// activations, statistics) it captures when the op records it.
+//
+// Tensor::Backward() on a scalar loss L:
+//   1. orders the nodes reachable from L topologically (depth-first search),
+//   2. seeds dL/dL = 1 and walks the order from L back to the leaves, calling
+//      each node's backward and summing the gradients that reach each tensor,
+//   3. accumulates (+=) into grad() of every leaf with requires_grad, so
+//      gradients add up across calls until ZeroGrad(),
+//   4. frees the graph: each node drops its inputs and saved tensors.
+// Backward runs in no-grad mode: gradients of gradients are not recorded.
+#ifndef ROTOR_CORE_AUTOGRAD_H_
+#define ROTOR_CORE_AUTOGRAD_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace rotor {
+
+class Node {
+ public:
+  // dL/dy -> {dL/dx_0, dL/dx_1, ...}, one entry per input.
+  using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out)>;
+
+  Node(std::string name, std::vector<Tensor> inputs, BackwardFn backward)
+      : name_(std::move(name)),
+        inputs_(std::move(inputs)),
+        backward_(std::move(backward)) {}
+
+  const std::string& name() const { return name_; }
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  bool released() const { return !backward_; }
+  std::vector<Tensor> Apply(const Tensor& grad_out) const;
+  // Drops inputs and everything the backward function captured.
+  void Release();
+
+ private:
+  std::string name_;
+  std::vector<Tensor> inputs_;
+  BackwardFn backward_;
+};
+
+// Grad mode is per thread and on by default.
+bool GradModeEnabled();
+
+// Turns grad mode off for its lifetime (evaluation, generation, optimizer
+// updates): ops then record nothing and outputs do not require grad.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when grad mode is on and some input requires grad: the op must record.
+bool AnyRequiresGrad(std::initializer_list<const Tensor*> inputs);
+bool AnyRequiresGrad(const std::vector<Tensor>& inputs);
+
+// If any input requires grad (and grad mode is on), marks `output` as
+// requiring grad and attaches a Node. Returns `output` for chaining.
+Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
+                Node::BackwardFn backward);
+
+// Runs reverse-mode differentiation from `root` (see the header comment).
+// `root` must be a one-element tensor that requires grad.
+void RunBackward(const Tensor& root);
+
+}  // namespace rotor
+
+#endif  // ROTOR_CORE_AUTOGRAD_H_

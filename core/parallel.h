@@ -1,0 +1,31 @@
+// One threading policy for all of rotor: oneTBB runs row-parallel kernels,
+// OpenBLAS runs matrix products, and both are sized by SetNumThreads().
+//
+// Determinism: kernels split work over independent rows only and never reduce
+// floats across threads, so a given thread count (and seed) gives bitwise the
+// same results run to run.
+#ifndef ROTOR_CORE_PARALLEL_H_
+#define ROTOR_CORE_PARALLEL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace rotor {
+
+// Sets the number of worker threads: 1 is the serial mode (no TBB tasks at
+// all), 0 means every hardware thread. Also sets OpenBLAS's thread count.
+void SetNumThreads(int threads);
+// The current thread count (>= 1).
+int NumThreads();
+// Hardware threads available to this process.
+int HardwareThreads();
+
+// Calls body(begin, end) over disjoint ranges that cover [0, n). Ranges hold
+// at least `grain` items (except the last); with one thread, or n <= grain,
+// it is a single call body(0, n) on the calling thread.
+void ParallelFor(int64_t n, int64_t grain,
+                 const std::function<void(int64_t begin, int64_t end)>& body);
+
+}  // namespace rotor
+
+#endif  // ROTOR_CORE_PARALLEL_H_

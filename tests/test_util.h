@@ -1,0 +1,168 @@
+// Shared test helpers:
+// - random data,
+// - GradCheck: an op's autograd gradient against central finite differences,
+// - ComplexStepGradient: exact-to-rounding derivatives of scalar references
+//   templated on T (run them on std::complex<double>),
+// - ExpectNear: element-wise comparison that names the first bad index,
+// - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST).
+#ifndef ROTOR_TESTS_TEST_UTIL_H_
+#define ROTOR_TESTS_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "hwy/targets.h"
+#include "hwy/tests/hwy_gtest.h"
+
+namespace rotor {
+namespace test {
+
+inline std::vector<float> RandomVector(size_t n, std::mt19937& rng,
+                                       float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+inline Tensor RandomTensor(const Shape& shape, std::mt19937& rng,
+                           float lo = -1.0f, float hi = 1.0f,
+                           bool requires_grad = true) {
+  return Tensor::FromVector(shape, RandomVector(NumElements(shape), rng, lo, hi),
+                            requires_grad);
+}
+
+// Checks every input's autograd gradient against central differences of
+// L(x) = sum_i dy_i * f(x)_i, with a random dy (fixed seed), so every output
+// element contributes. f runs in float; L is accumulated in double. The error
+// of element j is |numeric_j - autograd_j| / max(max_k |numeric_k|, 1e-3),
+// which must stay below `tolerance`. Inputs that do not require grad are
+// held fixed.
+inline void GradCheck(
+    const std::function<Tensor(const std::vector<Tensor>&)>& f,
+    const std::vector<Tensor>& inputs, double eps = 1e-3,
+    double tolerance = 1e-2) {
+  std::mt19937 rng(1234);
+  Tensor y = f(inputs);
+  const Tensor dy = RandomTensor(y.shape(), rng, -1.0f, 1.0f, false);
+  for (const Tensor& x : inputs) {
+    if (x.requires_grad()) const_cast<Tensor&>(x).ZeroGrad();
+  }
+  Sum(Mul(y, dy)).Backward();
+
+  const std::vector<float> dy_values = dy.ToVector();
+  auto loss = [&]() {
+    NoGradGuard no_grad;
+    const std::vector<float> out = f(inputs).ToVector();
+    double sum = 0.0;
+    for (size_t i = 0; i < out.size(); ++i) sum += double(out[i]) * dy_values[i];
+    return sum;
+  };
+
+  for (size_t which = 0; which < inputs.size(); ++which) {
+    Tensor x = inputs[which];
+    if (!x.requires_grad()) continue;
+    ASSERT_TRUE(x.is_contiguous()) << "GradCheck needs contiguous inputs";
+    ASSERT_TRUE(x.grad().defined()) << "input " << which << " got no gradient";
+    const std::vector<float> analytic = x.grad().ToVector();
+    std::vector<double> numeric(x.numel());
+    float* data = x.data();
+    for (int64_t j = 0; j < x.numel(); ++j) {
+      const float saved = data[j];
+      data[j] = saved + static_cast<float>(eps);
+      const double plus = loss();
+      data[j] = saved - static_cast<float>(eps);
+      const double minus = loss();
+      data[j] = saved;
+      numeric[j] = (plus - minus) / (2.0 * eps);
+    }
+    double scale = 1e-3;
+    for (double g : numeric) scale = std::max(scale, std::abs(g));
+    for (int64_t j = 0; j < x.numel(); ++j) {
+      const double error = std::abs(numeric[j] - analytic[j]) / scale;
+      ASSERT_LT(error, tolerance)
+          << "input " << which << " (shape " << ShapeToString(x.shape())
+          << ") element " << j << ": finite differences " << numeric[j]
+          << ", autograd " << analytic[j];
+    }
+  }
+}
+
+// Gradient of a scalar function by the complex step: df/dx_j = Im f(x + ih
+// e_j) / h, with h = 1e-30. No subtraction, so it is exact to rounding.
+inline std::vector<double> ComplexStepGradient(
+    const std::function<std::complex<double>(
+        const std::vector<std::complex<double>>&)>& f,
+    const std::vector<double>& x) {
+  constexpr double kStep = 1e-30;
+  std::vector<std::complex<double>> z(x.begin(), x.end());
+  std::vector<double> gradient(x.size());
+  for (size_t j = 0; j < x.size(); ++j) {
+    z[j] = {x[j], kStep};
+    gradient[j] = f(z).imag() / kStep;
+    z[j] = {x[j], 0.0};
+  }
+  return gradient;
+}
+
+// |actual_i - expected_i| <= abs_tol + rel_tol * |expected_i| for every i.
+template <typename A, typename E>
+void ExpectNear(const A* actual, const E* expected, size_t n, double abs_tol,
+                double rel_tol, const std::string& what = "") {
+  for (size_t i = 0; i < n; ++i) {
+    const double a = static_cast<double>(actual[i]);
+    const double e = static_cast<double>(expected[i]);
+    const bool both_nan = std::isnan(a) && std::isnan(e);
+    if (both_nan) continue;
+    ASSERT_LE(std::abs(a - e), abs_tol + rel_tol * std::abs(e))
+        << what << " element " << i << " of " << n << ": got " << a
+        << ", expected " << e;
+  }
+}
+
+// Sizes 0 .. 2N+1 for the widest vector (16 floats on AVX-512) plus a few
+// larger odd ones: covers empty, tail-only, exact and vector+tail cases.
+inline std::vector<size_t> KernelTestSizes() {
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= 33; ++n) sizes.push_back(n);
+  for (size_t n : {63, 64, 65, 127, 255, 1000, 4097}) sizes.push_back(n);
+  return sizes;
+}
+
+// Misalignments (in floats) applied to every pointer: 0, and offsets that
+// break 16-, 32- and 64-byte alignment.
+inline std::vector<size_t> KernelTestMisalignments() { return {0, 1, 3, 5}; }
+
+}  // namespace test
+}  // namespace rotor
+
+// Per-target tests. ROTOR_PER_TARGET_SUITE(Suite) once, then any number of
+//   ROTOR_PER_TARGET_TEST(Suite, Name) { body }
+// Each body runs once for every Highway target compiled in and supported by
+// this CPU (AVX3, AVX2, SSE4, SSSE3, SCALAR on an AVX-512 machine), with
+// dynamic dispatch forced to that target; ctest lists one entry per target,
+// e.g. "PerTarget/SoftmaxKernel.MatchesReference/AVX2". TargetName() is the
+// forced target, to check against a kernel family's reported target.
+#define ROTOR_PER_TARGET_SUITE(suite)                                        \
+  class suite : public hwy::TestWithParamTarget {                            \
+   protected:                                                                \
+    const char* TargetName() const { return hwy::TargetName(GetParam()); } \
+  };                                                                         \
+  INSTANTIATE_TEST_SUITE_P(                                                  \
+      PerTarget, suite,                                                      \
+      ::testing::ValuesIn(::hwy::SupportedAndGeneratedTargets()),            \
+      ::hwy::TestParamTargetName)
+
+#define ROTOR_PER_TARGET_TEST(suite, name) TEST_P(suite, name)
+
+#endif  // ROTOR_TESTS_TEST_UTIL_H_

@@ -1,0 +1,28 @@
+// The subcommands of build/rotor. To add one: write tools/<name>_command.cc
+// with a function `int Run<Name>Command(const std::vector<std::string>&)`,
+// declare it here and list it in Commands() (tools/commands.cc).
+#ifndef ROTOR_TOOLS_COMMANDS_H_
+#define ROTOR_TOOLS_COMMANDS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rotor {
+namespace tools {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  // Receives the arguments after the command name; returns the exit status.
+  std::function<int(const std::vector<std::string>& args)> run;
+};
+
+const std::vector<Command>& Commands();
+
+int RunDemoCommand(const std::vector<std::string>& args);
+
+}  // namespace tools
+}  // namespace rotor
+
+#endif  // ROTOR_TOOLS_COMMANDS_H_
