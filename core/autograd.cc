@@ -76,10 +76,17 @@ Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
   return output;
 }
 
-void RunBackward(const Tensor& root) {
+void RunBackward(const Tensor& root, const Tensor& grad_root) {
   ROTOR_CHECK(root.defined(), "Backward() on an undefined tensor");
-  ROTOR_CHECK(root.numel() == 1, "Backward() needs a scalar loss, got shape ",
-              ShapeToString(root.shape()));
+  if (grad_root.defined()) {
+    ROTOR_CHECK(grad_root.shape() == root.shape(), "Backward(): gradient of ",
+                "shape ", ShapeToString(grad_root.shape()),
+                " for a tensor of shape ", ShapeToString(root.shape()));
+  } else {
+    ROTOR_CHECK(root.numel() == 1,
+                "Backward() needs a scalar loss, got shape ",
+                ShapeToString(root.shape()));
+  }
   ROTOR_CHECK(root.requires_grad(),
               "Backward(): the loss does not require grad (no input requires "
               "grad, or it was computed under NoGradGuard)");
@@ -113,9 +120,11 @@ void RunBackward(const Tensor& root) {
   //    until its own node runs.
   NoGradGuard no_grad;
   std::unordered_map<const TensorImpl*, Tensor> pending;
-  Tensor seed = Tensor::Ones(root.shape());
+  const Tensor seed =
+      grad_root.defined() ? grad_root : Tensor::Ones(root.shape());
   if (!root.grad_fn()) {  // the root is itself a leaf
-    AccumulateInto(const_cast<Tensor&>(root).mutable_grad(), seed);
+    Tensor leaf = root;
+    AccumulateInto(leaf.mutable_grad(), seed);
     return;
   }
   pending[root.impl()] = seed;

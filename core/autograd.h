@@ -79,8 +79,10 @@ Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
                 Node::BackwardFn backward);
 
 // Runs reverse-mode differentiation from `root` (see the header comment).
-// `root` must be a one-element tensor that requires grad.
-void RunBackward(const Tensor& root);
+// With an undefined `grad_root`, `root` must be a one-element tensor and the
+// seed is dL/droot = 1; otherwise `grad_root` (same shape as root) is the
+// seed, i.e. the gradient of some scalar L with respect to root.
+void RunBackward(const Tensor& root, const Tensor& grad_root = Tensor());
 
 }  // namespace rotor
 

@@ -255,6 +255,7 @@ void Tensor::AttachGradFn(std::shared_ptr<Node> node) {
 }
 
 void Tensor::Backward() const { RunBackward(*this); }
+void Tensor::Backward(const Tensor& grad) const { RunBackward(*this, grad); }
 
 std::string Tensor::ToString(int64_t max_elements) const {
   if (!defined()) return "Tensor(undefined)";

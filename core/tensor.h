@@ -117,6 +117,9 @@ class Tensor {
   // Reverse-mode differentiation from this scalar tensor: accumulates
   // d(this)/d(leaf) into every leaf that requires grad, then frees the graph.
   void Backward() const;
+  // Backward from a non-scalar tensor with an explicit seed gradient
+  // dL/dthis (same shape), as torch's y.backward(dy).
+  void Backward(const Tensor& grad) const;
 
   // Identity of the underlying handle (for graph bookkeeping).
   const TensorImpl* impl() const { return impl_.get(); }

@@ -58,7 +58,7 @@ inline void GradCheck(
   for (const Tensor& x : inputs) {
     if (x.requires_grad()) const_cast<Tensor&>(x).ZeroGrad();
   }
-  Sum(Mul(y, dy)).Backward();
+  y.Backward(dy);  // dL/dy = dy
 
   const std::vector<float> dy_values = dy.ToVector();
   auto loss = [&]() {
