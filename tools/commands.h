@@ -20,8 +20,6 @@ struct Command {
 
 const std::vector<Command>& Commands();
 
-int RunDemoCommand(const std::vector<std::string>& args);
-
 }  // namespace tools
 }  // namespace rotor
 
