@@ -1,7 +1,10 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -35,29 +38,97 @@ Shape ContiguousStrides(const Shape& shape) {
   return strides;
 }
 
-// hwy::AllocateAligned gives HWY_ALIGNMENT (64-byte) alignment, so rows of a
-// freshly allocated tensor start on a cache line and a full AVX-512 vector.
-Storage::Storage(size_t size)
-    : data_(static_cast<float*>(hwy::AllocateAlignedBytes(
-                (size == 0 ? 1 : size) * sizeof(float), nullptr, nullptr))),
-      size_(size) {
-  ROTOR_CHECK(data_ != nullptr, "out of memory allocating ", size, " floats");
-  std::memset(data_.get(), 0, size * sizeof(float));
+namespace {
+
+// The caching pool behind Storage: free lists keyed by exact size in floats.
+// hwy::AllocateAlignedBytes gives HWY_ALIGNMENT (64-byte) alignment, so every
+// tensor starts on a cache line and a full AVX-512 vector.
+class BufferPool {
+ public:
+  float* Allocate(size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.live_bytes += Bytes(size);
+      stats_.peak_live_bytes =
+          std::max(stats_.peak_live_bytes, stats_.live_bytes);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        float* buffer = it->second.back();
+        it->second.pop_back();
+        stats_.cached_bytes -= Bytes(size);
+        return buffer;
+      }
+    }
+    void* buffer = hwy::AllocateAlignedBytes(Bytes(size), nullptr, nullptr);
+    ROTOR_CHECK(buffer != nullptr, "out of memory allocating ", Bytes(size),
+                " bytes");
+    return static_cast<float*>(buffer);
+  }
+
+  void Release(float* buffer, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.live_bytes -= Bytes(size);
+    stats_.cached_bytes += Bytes(size);
+    free_[size].push_back(buffer);
+  }
+
+  void ReleaseCached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, buffers] : free_) {
+      for (float* buffer : buffers) {
+        hwy::FreeAlignedBytes(buffer, nullptr, nullptr);
+      }
+    }
+    free_.clear();
+    stats_.cached_bytes = 0;
+  }
+
+  MemoryStats Stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void ResetPeak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_live_bytes = stats_.live_bytes;
+  }
+
+ private:
+  static size_t Bytes(size_t size) { return (size == 0 ? 1 : size) * 4; }
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<float*>> free_;
+  MemoryStats stats_;
+};
+
+// Never destroyed: tensors in static objects may be freed after main().
+BufferPool& Pool() {
+  static BufferPool* pool = new BufferPool;
+  return *pool;
 }
 
-void Storage::Free::operator()(float* p) const {
-  hwy::FreeAlignedBytes(p, nullptr, nullptr);
+}  // namespace
+
+Storage::Storage(size_t size, bool zero_fill)
+    : data_(Pool().Allocate(size)), size_(size) {
+  if (zero_fill) std::memset(data_, 0, size * sizeof(float));
 }
+
+Storage::~Storage() { Pool().Release(data_, size_); }
+
+MemoryStats GetMemoryStats() { return Pool().Stats(); }
+void ResetPeakMemory() { Pool().ResetPeak(); }
+void ReleaseCachedMemory() { Pool().ReleaseCached(); }
 
 namespace {
 
-std::shared_ptr<TensorImpl> MakeImpl(const Shape& shape, bool requires_grad) {
+std::shared_ptr<TensorImpl> MakeImpl(const Shape& shape, bool requires_grad,
+                                     bool zero_fill = true) {
   for (int64_t extent : shape) {
     ROTOR_CHECK(extent >= 0, "tensor shape ", ShapeToString(shape),
                 " has a negative extent");
   }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(NumElements(shape));
+  impl->storage = std::make_shared<Storage>(NumElements(shape), zero_fill);
   impl->shape = shape;
   impl->strides = ContiguousStrides(shape);
   impl->requires_grad = requires_grad;
@@ -92,12 +163,16 @@ Tensor Tensor::Zeros(const Shape& shape, bool requires_grad) {
   return Tensor(MakeImpl(shape, requires_grad));
 }
 
+Tensor Tensor::Empty(const Shape& shape, bool requires_grad) {
+  return Tensor(MakeImpl(shape, requires_grad, /*zero_fill=*/false));
+}
+
 Tensor Tensor::Ones(const Shape& shape, bool requires_grad) {
   return Full(shape, 1.0f, requires_grad);
 }
 
 Tensor Tensor::Full(const Shape& shape, float value, bool requires_grad) {
-  Tensor t(MakeImpl(shape, requires_grad));
+  Tensor t(MakeImpl(shape, requires_grad, /*zero_fill=*/false));
   t.Fill(value);
   return t;
 }
@@ -107,7 +182,7 @@ Tensor Tensor::FromVector(const Shape& shape, const std::vector<float>& values,
   ROTOR_CHECK(static_cast<int64_t>(values.size()) == NumElements(shape),
               "Tensor::FromVector: shape ", ShapeToString(shape), " needs ",
               NumElements(shape), " values, got ", values.size());
-  Tensor t(MakeImpl(shape, requires_grad));
+  Tensor t(MakeImpl(shape, requires_grad, /*zero_fill=*/false));
   std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
   return t;
 }

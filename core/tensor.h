@@ -30,21 +30,40 @@ int64_t NumElements(const Shape& shape);
 // Row-major strides for `shape`: the last dimension has stride 1.
 Shape ContiguousStrides(const Shape& shape);
 
-// Aligned float buffer shared by a tensor and its views. Zero-initialised.
+// Aligned float buffer shared by a tensor and its views.
+//
+// Buffers come from a caching pool: a freed buffer is kept and handed to the
+// next request of exactly the same size. A training step allocates the same
+// sizes every step, so after the first step no memory is requested from the
+// system and no fresh pages fault in (a large cost for eager frameworks).
 class Storage {
  public:
-  explicit Storage(size_t size);
-  float* data() { return data_.get(); }
-  const float* data() const { return data_.get(); }
+  // zero_fill = false leaves the contents unspecified (for outputs that are
+  // overwritten completely).
+  explicit Storage(size_t size, bool zero_fill = true);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  float* data() { return data_; }
+  const float* data() const { return data_; }
   size_t size() const { return size_; }
 
  private:
-  struct Free {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float[], Free> data_;
+  float* data_;
   size_t size_;
 };
+
+// Bytes held by live tensors, the peak of that since the last reset, and the
+// bytes of freed buffers kept in the pool for reuse.
+struct MemoryStats {
+  size_t live_bytes = 0;
+  size_t peak_live_bytes = 0;
+  size_t cached_bytes = 0;
+};
+MemoryStats GetMemoryStats();
+void ResetPeakMemory();
+// Returns the pool's cached buffers to the system.
+void ReleaseCachedMemory();
 
 struct TensorImpl;
 class Node;
@@ -55,6 +74,8 @@ class Tensor {
   Tensor() = default;
 
   // --- Factories (all zero-initialised unless stated) ---
+  // Contents unspecified: for outputs an op overwrites completely.
+  static Tensor Empty(const Shape& shape, bool requires_grad = false);
   static Tensor Zeros(const Shape& shape, bool requires_grad = false);
   static Tensor Ones(const Shape& shape, bool requires_grad = false);
   static Tensor Full(const Shape& shape, float value,
