@@ -1,0 +1,71 @@
+// The basic layers of a Llama-style decoder: Linear, Embedding, RMSNorm and
+// the SwiGLU feed-forward block. Each is a thin Module over the ops in
+// core/ops.h, which carry the forward/backward math.
+#ifndef ROTOR_NN_LAYERS_H_
+#define ROTOR_NN_LAYERS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/random.h"
+#include "core/tensor.h"
+#include "nn/module.h"
+
+namespace rotor {
+namespace nn {
+
+// y = x W^T (+ b).  x: [..., in], W: [out, in] ("weight"), b: [out] ("bias").
+// Initialised N(0, init_std^2); bias zero.
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias, double init_std,
+         Rng& rng);
+  Tensor Forward(const Tensor& x) const;
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  Tensor weight_;
+  Tensor bias_;  // undefined without bias
+};
+
+// Row lookup: ids -> rows of the table [vocab, dim] ("weight").
+class Embedding : public Module {
+ public:
+  Embedding(int64_t vocab_size, int64_t dim, double init_std, Rng& rng);
+  // ids: ids_shape (e.g. [batch, seq]) -> [ids_shape..., dim].
+  Tensor Forward(const std::vector<int32_t>& ids, const Shape& ids_shape) const;
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  Tensor weight_;
+};
+
+// y = x / sqrt(mean(x^2) + eps) * w over the last dim; w ("weight") starts at 1.
+class RmsNorm : public Module {
+ public:
+  RmsNorm(int64_t dim, float eps);
+  Tensor Forward(const Tensor& x) const;
+
+ private:
+  Tensor weight_;
+  float eps_;
+};
+
+// Llama's feed-forward block: down(silu(gate(x)) * up(x)).
+// gate_proj, up_proj: [intermediate, hidden]; down_proj: [hidden, intermediate].
+class SwiGluMlp : public Module {
+ public:
+  SwiGluMlp(int64_t hidden, int64_t intermediate, double init_std,
+            double output_init_std, Rng& rng);
+  Tensor Forward(const Tensor& x) const;
+
+ private:
+  Linear& gate_proj_;
+  Linear& up_proj_;
+  Linear& down_proj_;
+};
+
+}  // namespace nn
+}  // namespace rotor
+
+#endif  // ROTOR_NN_LAYERS_H_
