@@ -14,7 +14,7 @@ int RunPrepareCommand(const std::vector<std::string>& args) {
   try {
     options = ParsePrepareArgs(args);
   } catch (const Error& error) {
-    std::cerr << "rotor prepare: " << error.what() << "\n\n" << PrepareUsage();
+    std::cerr << "rotor prepare: error: " << error.what() << "\n";
     return 2;
   }
   if (options.help) {
