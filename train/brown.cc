@@ -100,16 +100,29 @@ std::string BrownToText(std::string_view tagged, std::string_view source) {
   std::vector<std::string_view> paragraph;
   const auto flush_paragraph = [&]() {
     if (paragraph.empty()) return;
-    // The corpus puts sentence punctuation after a closing double quote
-    // (`` Go '' .); American print, which it transcribes, puts it inside.
-    for (size_t i = 0; i + 1 < paragraph.size(); ++i) {
-      const std::string_view next = paragraph[i + 1];
-      if (paragraph[i] == "''" &&
-          (next == "," || next == "." || next == "?" || next == "!")) {
-        std::swap(paragraph[i], paragraph[i + 1]);
-        ++i;
+    // The corpus puts punctuation after a closing double quote
+    // (`` Why '' ?). As printed in American English, it goes inside the
+    // quote ("Why?"); a semicolon stays outside.
+    std::vector<std::string_view> words;
+    words.reserve(paragraph.size());
+    for (size_t i = 0; i < paragraph.size(); ++i) {
+      const std::string_view mark =
+          i + 1 < paragraph.size() ? paragraph[i + 1] : std::string_view();
+      if (paragraph[i] != "''" || (mark != "," && mark != "." && mark != "?" &&
+                                   mark != "!" && mark != ";")) {
+        words.push_back(paragraph[i]);
+        continue;
       }
+      if (mark == ";") {
+        words.push_back("''");
+        words.push_back(mark);
+      } else {
+        words.push_back(mark);
+        words.push_back("''");
+      }
+      ++i;
     }
+    paragraph.swap(words);
     if (!text.empty()) text += "\n\n";
     text += JoinWords(paragraph);
     paragraph.clear();
@@ -150,6 +163,8 @@ std::string BrownToText(std::string_view tagged, std::string_view source) {
       if (word == "." && previous.size() > 1 && previous.back() == '.') {
         continue;
       }
+      // The corpus doubles sentence-final ? and ! (why ? ?): keep one.
+      if ((word == "?" || word == "!") && previous == word) continue;
       words.push_back(word);
     }
     if (headline) flush_paragraph();

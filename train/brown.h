@@ -13,8 +13,9 @@
 //
 //   The jury said, "we are done."
 //
-// The corpus writes sentence punctuation after a closing quote (`` Go '' .);
-// it is moved back inside, as printed: "Go."
+// The corpus writes punctuation after a closing quote (`` Why '' ?); as
+// printed, it goes back inside ("Why?"), except a semicolon ("no";). It
+// also doubles sentence-final ? and ! (Why ? ?); one is kept.
 //
 // Headline lines (every tag carries -hl, e.g. Merger/nn-hl proposed/vbn-hl)
 // become paragraphs of their own. A sentence-final "." after a word that

@@ -58,10 +58,17 @@ TEST(BrownToText, HeadlinesAreParagraphsAndAbbreviationPeriodsMerge) {
             "However, it failed.\n");
 }
 
-TEST(BrownToText, QuestionAndExclamationMoveInsideQuotes) {
-  EXPECT_EQ(
-      BrownToText("\t``/`` Why/wrb ''/'' ?/. ``/`` No/rb ''/'' !/.\n", "x"),
-      "\"Why?\" \"No!\"\n");
+TEST(BrownToText, PunctuationAfterAClosingQuoteMovesInsideOnce) {
+  EXPECT_EQ(BrownToText("\t``/`` Why/wrb ''/'' ?/. ?/. ``/`` No/rb ''/'' !/. "
+                        "!/.\n",
+                        "x"),
+            "\"Why?\" \"No!\"\n");
+  EXPECT_EQ(BrownToText("\tHe/pps said/vbd ``/`` no/rb ''/'' ;/. ``/`` Yes/rb "
+                        "''/'' ?/.\n",
+                        "x"),
+            "He said \"no\"; \"Yes?\"\n");
+  EXPECT_EQ(BrownToText("\tWhy/wrb ?/. ?/.\nStop/vb !/. !/.\n", "x"),
+            "Why? Stop!\n");
 }
 
 TEST(BrownToText, EmptyFileGivesEmptyText) {
