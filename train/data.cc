@@ -50,7 +50,7 @@ void BatchSampler::Next(Batch& batch) {
   // Start positions 0 .. N - (T + 1), all equally likely.
   const uint64_t num_starts = tokens_->size() - static_cast<uint64_t>(seq_len_);
   for (int64_t row = 0; row < batch_size_; ++row) {
-    CopyWindow(*tokens_, rng_.Uniform(num_starts), row, batch);
+    CopyWindow(*tokens_, rng_.Below(num_starts), row, batch);
   }
   ++batches_drawn_;
 }

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/rng.h"
+#include "core/random.h"
 #include "train/token_file.h"
 #include "train/tokenizer.h"
 
@@ -57,7 +57,7 @@ class BatchSampler {
   const TokenFile* tokens_;
   int64_t batch_size_;
   int64_t seq_len_;
-  SplitMix64 rng_;
+  Rng rng_;
   uint64_t batches_drawn_ = 0;
 };
 

@@ -8,10 +8,10 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "train/atomic_file.h"
 #include "train/brown.h"
 #include "train/json.h"
-#include "train/rng.h"
 #include "train/token_file.h"
 #include "train/tokenizer.h"
 
@@ -263,9 +263,9 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   // validation documents.
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
-  SplitMix64 rng(options.seed);
+  Rng rng(options.seed);
   for (size_t i = n - 1; i > 0; --i) {
-    std::swap(order[i], order[rng.Uniform(i + 1)]);
+    std::swap(order[i], order[rng.Below(i + 1)]);
   }
   const size_t n_val = std::clamp<size_t>(
       static_cast<size_t>(std::llround(options.val_fraction * n)), 1, n - 1);
