@@ -39,6 +39,12 @@ bool AttachesToNext(std::string_view word) {
   return word == "(" || word == "[" || word == "{";
 }
 
+// Marks that the corpus sometimes writes twice in a row by mistake.
+bool IsRepeatableMark(std::string_view word) {
+  return word == ";" || word == "?" || word == "!" || word == "," ||
+         word == ":" || word == "(" || word == ")";
+}
+
 std::vector<std::string_view> SplitWhitespace(std::string_view line) {
   std::vector<std::string_view> pieces;
   size_t i = 0;
@@ -128,6 +134,17 @@ std::string BrownToText(std::string_view tagged, std::string_view source) {
     paragraph.clear();
   };
 
+  // A headline line waits here until the next line shows whether it is a
+  // dateline (the story then starts with "--") or a paragraph of its own.
+  std::vector<std::string_view> headline_words;
+  const auto flush_headline = [&]() {
+    if (headline_words.empty()) return;
+    flush_paragraph();
+    paragraph.swap(headline_words);
+    headline_words.clear();
+    flush_paragraph();
+  };
+
   size_t line_start = 0;
   size_t line_number = 0;
   while (line_start < tagged.size()) {
@@ -163,15 +180,27 @@ std::string BrownToText(std::string_view tagged, std::string_view source) {
       if (word == "." && previous.size() > 1 && previous.back() == '.') {
         continue;
       }
-      // The corpus doubles sentence-final ? and ! (why ? ?): keep one.
-      if ((word == "?" || word == "!") && previous == word) continue;
+      // The corpus often doubles a mark (why ? ?, fast ; ;, ( ( Bill ):
+      // keep one.
+      if (previous == word && IsRepeatableMark(word)) continue;
       words.push_back(word);
     }
-    if (headline) flush_paragraph();
+    if (words.empty()) continue;
+    if (headline) {
+      // Held back: a dateline joins the story that follows it.
+      flush_paragraph();
+      flush_headline();
+      headline_words = std::move(words);
+      continue;
+    }
+    if (!headline_words.empty() && paragraph.empty() && words[0] == "--") {
+      paragraph.swap(headline_words);  // "Austin, Texas -- After a ..."
+    }
+    flush_headline();
     paragraph.insert(paragraph.end(), words.begin(), words.end());
-    if (headline) flush_paragraph();
   }
   flush_paragraph();
+  flush_headline();
   if (!text.empty()) text += '\n';
   return text;
 }

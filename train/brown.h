@@ -14,12 +14,13 @@
 //   The jury said, "we are done."
 //
 // The corpus writes punctuation after a closing quote (`` Why '' ?); as
-// printed, it goes back inside ("Why?"), except a semicolon ("no";). It
-// also doubles sentence-final ? and ! (Why ? ?); one is kept.
+// printed, it goes back inside ("Why?"), except a semicolon ("no";). The
+// corpus also often doubles a mark (Why ? ?, ; ;, , ,, ( (); one is kept.
 //
 // Headline lines (every tag carries -hl, e.g. Merger/nn-hl proposed/vbn-hl)
-// become paragraphs of their own. A sentence-final "." after a word that
-// already ends in "." (Jr. .) is dropped.
+// become paragraphs of their own, except datelines, which join the story
+// that follows when it starts with -- ("Austin, Texas -- The ..."). A
+// sentence-final "." after a word that already ends in "." (Jr. .) is dropped.
 #ifndef ROTOR_TRAIN_BROWN_H_
 #define ROTOR_TRAIN_BROWN_H_
 

@@ -1,6 +1,8 @@
 // Token files: a prepared data split (train.bin / val.bin) as one flat
-// stream of uint16 token ids, read by memory mapping, so a 100 MB corpus
-// costs no load time and pages in only as batches touch it.
+// stream of uint16 token ids, read by memory mapping: no copy into the heap,
+// and the pages are file-backed, so the kernel can drop and reload them
+// instead of the process's memory growing. Opening a file makes one
+// sequential pass to check every token id.
 //
 // Layout (all integers little-endian):
 //

@@ -56,6 +56,11 @@ TEST(BrownToText, HeadlinesAreParagraphsAndAbbreviationPeriodsMerge) {
   EXPECT_EQ(BrownToText(tagged, "ca01"),
             "He met Ivan Allen Jr.\n\nMerger proposed\n\n"
             "However, it failed.\n");
+  EXPECT_EQ(BrownToText("Austin/np-hl ,/,-hl Texas/np-hl \n\n"
+                        "--/-- A/at bill/nn passed/vbd ./.\n"
+                        "Title/nn-hl \nEnd/nn-hl \n",
+                        "ca02"),
+            "Austin, Texas -- A bill passed.\n\nTitle\n\nEnd\n");
 }
 
 TEST(BrownToText, PunctuationAfterAClosingQuoteMovesInsideOnce) {
@@ -67,8 +72,10 @@ TEST(BrownToText, PunctuationAfterAClosingQuoteMovesInsideOnce) {
                         "''/'' ?/.\n",
                         "x"),
             "He said \"no\"; \"Yes?\"\n");
-  EXPECT_EQ(BrownToText("\tWhy/wrb ?/. ?/.\nStop/vb !/. !/.\n", "x"),
-            "Why? Stop!\n");
+  EXPECT_EQ(BrownToText("\tWhy/wrb ?/. ?/.\nStop/vb !/. !/.\nSo/rb ;/. ;/.\n"
+                        "Ann/np (/( (/( Bo/np )/) ,/, ,/, me/ppo ./.\n",
+                        "x"),
+            "Why? Stop! So; Ann (Bo), me.\n");
 }
 
 TEST(BrownToText, EmptyFileGivesEmptyText) {
