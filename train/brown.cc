@@ -63,6 +63,27 @@ std::vector<std::string_view> SplitWhitespace(std::string_view line) {
   return pieces;
 }
 
+// The corpus puts punctuation after a closing double quote (`` Why '' ?).
+// As printed in American English, . , ? ! go inside the quote ("Why?"); a
+// semicolon stays outside.
+void MoveMarksInsideQuotes(std::vector<std::string_view>& paragraph) {
+  std::vector<std::string_view> words;
+  words.reserve(paragraph.size());
+  for (size_t i = 0; i < paragraph.size(); ++i) {
+    const std::string_view mark =
+        i + 1 < paragraph.size() ? paragraph[i + 1] : std::string_view();
+    if (paragraph[i] == "''" &&
+        (mark == "," || mark == "." || mark == "?" || mark == "!")) {
+      words.push_back(mark);
+      words.push_back("''");
+      ++i;
+    } else {
+      words.push_back(paragraph[i]);
+    }
+  }
+  paragraph.swap(words);
+}
+
 }  // namespace
 
 std::string JoinWords(const std::vector<std::string_view>& words) {
@@ -106,29 +127,7 @@ std::string BrownToText(std::string_view tagged, std::string_view source) {
   std::vector<std::string_view> paragraph;
   const auto flush_paragraph = [&]() {
     if (paragraph.empty()) return;
-    // The corpus puts punctuation after a closing double quote
-    // (`` Why '' ?). As printed in American English, it goes inside the
-    // quote ("Why?"); a semicolon stays outside.
-    std::vector<std::string_view> words;
-    words.reserve(paragraph.size());
-    for (size_t i = 0; i < paragraph.size(); ++i) {
-      const std::string_view mark =
-          i + 1 < paragraph.size() ? paragraph[i + 1] : std::string_view();
-      if (paragraph[i] != "''" || (mark != "," && mark != "." && mark != "?" &&
-                                   mark != "!" && mark != ";")) {
-        words.push_back(paragraph[i]);
-        continue;
-      }
-      if (mark == ";") {
-        words.push_back("''");
-        words.push_back(mark);
-      } else {
-        words.push_back(mark);
-        words.push_back("''");
-      }
-      ++i;
-    }
-    paragraph.swap(words);
+    MoveMarksInsideQuotes(paragraph);
     if (!text.empty()) text += "\n\n";
     text += JoinWords(paragraph);
     paragraph.clear();
