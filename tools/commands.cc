@@ -5,6 +5,8 @@ namespace tools {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
+      {"prepare", "turn text files into train/validation token files",
+       RunPrepareCommand},
   };
   return commands;
 }

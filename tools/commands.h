@@ -20,6 +20,9 @@ struct Command {
 
 const std::vector<Command>& Commands();
 
+// tools/prepare_command.cc
+int RunPrepareCommand(const std::vector<std::string>& args);
+
 }  // namespace tools
 }  // namespace rotor
 
