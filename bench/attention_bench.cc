@@ -49,8 +49,9 @@ struct Buffers {
     dk.resize(nk);
     dv.resize(nk);
     lse.resize(s.batch * s.q_heads * s.q_len);
+    delta.resize(s.batch * s.q_heads * s.q_len);
   }
-  std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;
+  std::vector<float> q, k, v, dout, out, lse, delta, dq, dk, dv;
 };
 
 AttentionShape TrainShape(size_t batch, size_t q_heads, size_t kv_heads,
@@ -93,8 +94,8 @@ void Run(size_t max_len) {
                 forward();
                 kernels::AttentionBackward(
                     s, x.q.data(), x.k.data(), x.v.data(), x.out.data(),
-                    x.lse.data(), x.dout.data(), x.dq.data(), x.dk.data(),
-                    x.dv.data());
+                    x.lse.data(), x.dout.data(), x.delta.data(), x.dq.data(),
+                    x.dk.data(), x.dv.data());
               },
               3);
           char name[64];

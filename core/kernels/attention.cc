@@ -260,9 +260,11 @@ void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
 }
 
 // Backward, pass 1, for query rows [q0, q0 + rows) of head `head`:
-//   delta_i = <dout_i, out_i>                   (stored for pass 2)
-//   p_ij = exp(s_ij - L_i), dp_ij = <dout_i, v_j>, ds_ij = p_ij (dp_ij -
-//   delta_i) dq_i = scale * sum_j ds_ij k_j
+//   delta_i = <dout_i, out_i>          (stored for pass 2)
+//   p_ij = exp(s_ij - L_i)             (recomputed from the saved L)
+//   dp_ij = <dout_i, v_j>
+//   ds_ij = p_ij (dp_ij - delta_i)
+//   dq_i = scale * sum_j ds_ij k_j
 void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
                    const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                    const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
@@ -371,15 +373,14 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
   for (size_t c = 0; c < count; ++c) ScaleRow(s.scale, dk_tile + c * dim, dim);
 }
 
+// Pass 1 writes delta and dq; pass 2, which reads delta, writes dk and dv.
 void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                        const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
                        const float* HWY_RESTRICT out,
                        const float* HWY_RESTRICT lse,
-                       const float* HWY_RESTRICT dout, float* HWY_RESTRICT dq,
+                       const float* HWY_RESTRICT dout,
+                       float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
                        float* HWY_RESTRICT dk, float* HWY_RESTRICT dv) {
-  // delta_i for every query row: O(q_len) per head.
-  auto delta = hwy::AllocateAligned<float>(
-      std::max<size_t>(1, s.batch * s.q_heads * s.q_len));
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   ParallelFor(s.batch * s.q_heads * q_tiles, 1,
               [&](int64_t begin, int64_t end) HWY_ATTR {
@@ -387,7 +388,7 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                 for (int64_t task = begin; task < end; ++task) {
                   QueryGradTask(s, task / q_tiles,
                                 (task % q_tiles) * kQueryTile, q, k, v, out,
-                                lse, dout, delta.get(), dq, scratch);
+                                lse, dout, delta, dq, scratch);
                 }
               });
   const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
@@ -396,7 +397,7 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                 TaskScratch scratch(s.head_dim);
                 for (int64_t task = begin; task < end; ++task) {
                   KeyGradTask(s, task / k_tiles, (task % k_tiles) * kKeyTile, q,
-                              k, v, lse, dout, delta.get(), dk, dv, scratch);
+                              k, v, lse, dout, delta, dk, dv, scratch);
                 }
               });
 }
@@ -430,10 +431,10 @@ void AttentionForward(const AttentionShape& shape, const float* q,
 
 void AttentionBackward(const AttentionShape& shape, const float* q,
                        const float* k, const float* v, const float* out,
-                       const float* lse, const float* dout, float* dq,
-                       float* dk, float* dv) {
+                       const float* lse, const float* dout, float* delta,
+                       float* dq, float* dk, float* dv) {
   HWY_DYNAMIC_DISPATCH(AttentionBackward)
-  (shape, q, k, v, out, lse, dout, dq, dk, dv);
+  (shape, q, k, v, out, lse, dout, delta, dq, dk, dv);
 }
 
 const char* AttentionTarget() {

@@ -24,10 +24,10 @@
 // keeps per task (one query tile of one head) a query-tile x key-tile score
 // block and a float accumulator for the tile's output rows; it saves only
 // lse (O(q_len) per head) for backward. Backward recomputes scores tile by
-// tile from q, k and lse, plus an O(q_len) per head buffer of
-// delta_i = <dout_i, out_i>. Scratch is O(tile * (tile + D)) per running
-// task: AttentionTaskScratchFloats below is exactly what each task
-// allocates.
+// tile from q, k and lse, using a caller-provided O(q_len) per head
+// workspace for delta_i = <dout_i, out_i>. Besides that, scratch is
+// O(tile * (tile + D)) per running task: AttentionTaskScratchFloats below is
+// exactly what each task allocates.
 //
 // Determinism: every output element is produced by one task in a fixed
 // order, so results are bitwise identical run to run and for any thread
@@ -76,11 +76,12 @@ void AttentionForward(const AttentionShape& shape, const float* q,
 //   dp_ij = <dout_i, v_j>,  ds_ij = p_ij (dp_ij - delta_i)
 //   dq_i = scale sum_j ds_ij k_j,  dk_j = scale sum_i ds_ij q_i,
 //   dv_j = sum_i p_ij dout_i   (dk, dv summed over the group's query heads).
-// Overwrites dq, dk and dv (which must not alias the inputs).
+// delta: [batch, q_heads, q_len] workspace, overwritten with delta_i.
+// Overwrites dq, dk and dv. Outputs must not alias the inputs.
 void AttentionBackward(const AttentionShape& shape, const float* q,
                        const float* k, const float* v, const float* out,
-                       const float* lse, const float* dout, float* dq,
-                       float* dk, float* dv);
+                       const float* lse, const float* dout, float* delta,
+                       float* dq, float* dk, float* dv);
 
 // Name of the Highway target the attention dispatch chose ("AVX3", ...).
 const char* AttentionTarget();

@@ -73,7 +73,7 @@ kernels::AttentionShape CheckedShape(const char* op, const Tensor& q,
 // x's own storage when it is already contiguous, else a copy.
 Tensor ContiguousData(const Tensor& x) {
   if (x.is_contiguous()) return x.Detach();
-  Tensor copy = Tensor::Zeros(x.shape());
+  Tensor copy = Tensor::Empty(x.shape());
   copy.CopyFrom(x);
   return copy;
 }
@@ -86,9 +86,10 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
   const Tensor q = ContiguousData(q_in);
   const Tensor k = ContiguousData(k_in);
   const Tensor v = ContiguousData(v_in);
-  Tensor out = Tensor::Zeros(q.shape());
+  // The kernel overwrites out and lse completely.
+  Tensor out = Tensor::Empty(q.shape());
   // lse: [batch, q_heads, q_len], one float per query row.
-  Tensor lse = Tensor::Zeros({q.size(0), q.size(1), q.size(2)});
+  Tensor lse = Tensor::Empty({q.size(0), q.size(1), q.size(2)});
   kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
                             lse.data());
   // Backward captures the output's data through a detached handle: the
@@ -97,13 +98,14 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
   return RecordOp(out, op, {q_in, k_in, v_in},
                   [shape, q, k, v, saved_out, lse](const Tensor& grad_out) {
                     const Tensor dout = ContiguousData(grad_out);
-                    Tensor dq = Tensor::Zeros(q.shape());
-                    Tensor dk = Tensor::Zeros(k.shape());
-                    Tensor dv = Tensor::Zeros(v.shape());
-                    kernels::AttentionBackward(shape, q.data(), k.data(),
-                                               v.data(), saved_out.data(),
-                                               lse.data(), dout.data(),
-                                               dq.data(), dk.data(), dv.data());
+                    Tensor delta = Tensor::Empty(lse.shape());  // workspace
+                    Tensor dq = Tensor::Empty(q.shape());
+                    Tensor dk = Tensor::Empty(k.shape());
+                    Tensor dv = Tensor::Empty(v.shape());
+                    kernels::AttentionBackward(
+                        shape, q.data(), k.data(), v.data(), saved_out.data(),
+                        lse.data(), dout.data(), delta.data(), dq.data(),
+                        dk.data(), dv.data());
                     return std::vector<Tensor>{dq, dk, dv};
                   });
 }

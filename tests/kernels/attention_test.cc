@@ -71,6 +71,7 @@ void ExpectMatchesReference(const AttentionShape& s, size_t misalign,
   std::vector<float> v = RandomVector(nk + misalign, rng);
   std::vector<float> dout = RandomVector(nq + misalign, rng);
   std::vector<float> out(nq + misalign), lse(rows + misalign);
+  std::vector<float> delta(rows + misalign);
   std::vector<float> dq(nq + misalign), dk(nk + misalign), dv(nk + misalign);
   const float* pq = q.data() + misalign;
   const float* pk = k.data() + misalign;
@@ -79,7 +80,8 @@ void ExpectMatchesReference(const AttentionShape& s, size_t misalign,
   kernels::AttentionForward(s, pq, pk, pv, out.data() + misalign,
                             lse.data() + misalign);
   kernels::AttentionBackward(s, pq, pk, pv, out.data() + misalign,
-                             lse.data() + misalign, pdout, dq.data() + misalign,
+                             lse.data() + misalign, pdout,
+                             delta.data() + misalign, dq.data() + misalign,
                              dk.data() + misalign, dv.data() + misalign);
 
   const std::vector<double> dq_(pq, pq + nq), dk_(pk, pk + nk),
@@ -221,15 +223,16 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
   const std::vector<float> dout = RandomVector(QueryFloats(s), rng);
   auto run = [&](int threads) {
     ThreadCountGuard guard(threads);
-    std::vector<float> out(QueryFloats(s)), lse(s.batch * s.q_heads * s.q_len);
+    const size_t rows = s.batch * s.q_heads * s.q_len;
+    std::vector<float> out(QueryFloats(s)), lse(rows), delta(rows);
     std::vector<float> dq(QueryFloats(s)), dk(KeyFloats(s)), dv(KeyFloats(s));
     kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
                               lse.data());
     kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
-                               lse.data(), dout.data(), dq.data(), dk.data(),
-                               dv.data());
+                               lse.data(), dout.data(), delta.data(), dq.data(),
+                               dk.data(), dv.data());
     std::vector<float> all = out;
-    for (const auto* part : {&lse, &dq, &dk, &dv}) {
+    for (const auto* part : {&lse, &delta, &dq, &dk, &dv}) {
       all.insert(all.end(), part->begin(), part->end());
     }
     return all;
@@ -272,16 +275,16 @@ TEST(AttentionReference, BackwardMatchesComplexStep) {
   }
 }
 
-// Memory at T = 4096. What the kernels allocate besides their inputs and
-// outputs: forward nothing but lse ([B, Hq, T]) and one task scratch per
-// running task; backward a delta buffer ([B, Hq, T]) and the same task
-// scratch. AttentionTaskScratchFloats(D) (which sizes every task's single
-// allocation) does not depend on T, so the extra memory is O(B Hq T + D^2)
-// instead of the O(B Hq T^2) of materialised scores: at B = 1, Hq = 8,
-// D = 64 it must stay below the size of q itself, while one head's score
-// matrix alone would be 64 MiB. The forward + backward then runs at that
-// length (one small head, to keep the test fast) and is checked on rows the
-// reference can compute without a T x T matrix.
+// Memory at T = 4096. Besides their inputs, outputs, lse and the delta
+// workspace (both [B, Hq, T]), the kernels allocate only one task scratch
+// per running task, AttentionTaskScratchFloats(D) floats (the function sizes
+// that allocation), which does not depend on T. So the extra memory is
+// O(B Hq T + threads D^2) instead of the O(B Hq T^2) of materialised scores:
+// at B = 1, Hq = 8, D = 64 it must stay below the size of q itself, while
+// one head's score matrix alone would be 64 MiB. (tests/ops/attention_test.cc
+// measures the op's peak tensor memory.) The forward + backward then runs at
+// that length (one small head, to keep the test fast) and is checked on rows
+// the reference can compute without a T x T matrix.
 TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
   constexpr size_t kT = 4096;
   const AttentionShape train = MakeShape(1, 8, 8, kT, kT, 64);
@@ -299,13 +302,13 @@ TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
   const std::vector<float> k = RandomVector(KeyFloats(s), rng);
   const std::vector<float> v = RandomVector(KeyFloats(s), rng);
   const std::vector<float> dout = RandomVector(QueryFloats(s), rng);
-  std::vector<float> out(QueryFloats(s)), lse(kT);
+  std::vector<float> out(QueryFloats(s)), lse(kT), delta(kT);
   std::vector<float> dq(QueryFloats(s)), dk(KeyFloats(s)), dv(KeyFloats(s));
   kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
                             lse.data());
   kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
-                             lse.data(), dout.data(), dq.data(), dk.data(),
-                             dv.data());
+                             lse.data(), dout.data(), delta.data(), dq.data(),
+                             dk.data(), dv.data());
 
   // The last query alone (decode shape) through the reference gives the
   // last rows of out, lse and dq (dq_i depends only on query i's row).

@@ -102,6 +102,34 @@ TEST(AttentionOp, NoGraphWithoutGrad) {
   EXPECT_FALSE(out.requires_grad());
 }
 
+// Peak tensor memory of a forward + backward at T = 4096 through autograd
+// (Storage's live-byte counter sees every tensor the op and the engine
+// allocate). Expected, in floats with N = T * D per head:
+//   forward: out (Hq N) and lse (Hq T)
+//   backward: delta (Hq T), dq (Hq N), dk and dv (2 Hkv N), and the leaves'
+//   accumulated grads (as many again)
+// so well under 8 Hq N + 4 Hq T floats. Materialised scores would add
+// Hq T^2 floats (64 MiB per head here) and fail the bound by far.
+TEST(AttentionOp, LongSequencePeakMemoryIsLinear) {
+  constexpr int64_t kT = 4096, kD = 8, kHq = 2, kHkv = 1;
+  std::mt19937 rng(26);
+  const Tensor q = RandomTensor({1, kHq, kT, kD}, rng);
+  const Tensor k = RandomTensor({1, kHkv, kT, kD}, rng);
+  const Tensor v = RandomTensor({1, kHkv, kT, kD}, rng);
+  const Tensor dout = RandomTensor({1, kHq, kT, kD}, rng, -1, 1, false);
+  ReleaseCachedMemory();
+  ResetPeakMemory();
+  const size_t before = GetMemoryStats().live_bytes;
+  const Tensor out = CausalAttention(q, k, v);
+  out.Backward(dout);
+  const size_t peak = GetMemoryStats().peak_live_bytes - before;
+  const size_t bound = (8 * kHq * kT * kD + 4 * kHq * kT) * sizeof(float);
+  EXPECT_LE(peak, bound) << "peak " << peak << " bytes";
+  // It really ran: every gradient reached its leaf.
+  EXPECT_TRUE(q.grad().defined() && k.grad().defined() && v.grad().defined());
+  EXPECT_GT(peak, size_t{kHq * kT * kD * sizeof(float)});
+}
+
 // Expects rotor::Error whose message contains every string in `parts`.
 void ExpectError(const std::function<void()>& fn,
                  const std::vector<std::string>& parts) {
