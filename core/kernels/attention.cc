@@ -156,14 +156,40 @@ void ScaleRow(float alpha, float* HWY_RESTRICT x, size_t n) {
 
 // acc[e] += sum_{j < n} w[j * w_stride] * rows[j * dim + e] for e < dim:
 // a weighted sum of n contiguous rows (p v, ds k, p^T dout, ds^T q).
-// Four partial sums over j, added in a fixed order.
+// Loads are the bottleneck (one vector load per FMA is the most a core
+// sustains), so the main loop keeps four vectors of acc in registers and
+// broadcasts each weight once for all four. What remains of the row (fewer
+// than four vectors, then single lanes) goes one vector at a time, with four
+// partial sums over j, added in a fixed order.
 void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
                             const float* HWY_RESTRICT rows, size_t n,
                             size_t dim, float* HWY_RESTRICT acc) {
-  ForEachVector(dim, [&](auto d, size_t e) HWY_ATTR {
-    auto a0 = hn::LoadU(d, acc + e);
-    auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  size_t e = 0;
+  for (; e + 4 * lanes <= dim; e += 4 * lanes) {
+    auto a0 = hn::LoadU(df, acc + e);
+    auto a1 = hn::LoadU(df, acc + e + lanes);
+    auto a2 = hn::LoadU(df, acc + e + 2 * lanes);
+    auto a3 = hn::LoadU(df, acc + e + 3 * lanes);
     const float* row = rows + e;
+    for (size_t j = 0; j < n; ++j, row += dim) {
+      const auto wj = hn::Set(df, w[j * w_stride]);
+      a0 = hn::MulAdd(wj, hn::LoadU(df, row), a0);
+      a1 = hn::MulAdd(wj, hn::LoadU(df, row + lanes), a1);
+      a2 = hn::MulAdd(wj, hn::LoadU(df, row + 2 * lanes), a2);
+      a3 = hn::MulAdd(wj, hn::LoadU(df, row + 3 * lanes), a3);
+    }
+    hn::StoreU(a0, df, acc + e);
+    hn::StoreU(a1, df, acc + e + lanes);
+    hn::StoreU(a2, df, acc + e + 2 * lanes);
+    hn::StoreU(a3, df, acc + e + 3 * lanes);
+  }
+  ForEachVector(dim - e, [&](auto d, size_t i) HWY_ATTR {
+    float* acc_e = acc + e + i;
+    auto a0 = hn::LoadU(d, acc_e);
+    auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    const float* row = rows + e + i;
     size_t j = 0;
     for (; j + 4 <= n; j += 4, row += 4 * dim) {
       a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
@@ -177,7 +203,7 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
     for (; j < n; ++j, row += dim) {
       a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
     }
-    hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc + e);
+    hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc_e);
   });
 }
 
