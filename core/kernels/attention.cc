@@ -6,6 +6,7 @@
 //   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile],
 //                          so a row of scores is D broadcast-FMAs over keys
 //   ScoreRow               s_c = scale * <x, key_c> for the keys of a tile
+//   ScoreRowDirect         the same from the untransposed tile (decoding)
 //   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
 //   AccumulateWeightedRows acc += sum_j w_j * row_j (p v, ds k, p^T dout, ...)
 // Tasks:
@@ -38,6 +39,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t kQueryTile = kAttentionQueryTile;
 constexpr size_t kKeyTile = kAttentionKeyTile;
+// Query tiles of at most this many rows score keys with ScoreRowDirect.
+constexpr size_t kDirectScoreRows = 2;
 
 size_t DivCeil(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -119,6 +122,15 @@ void ScoreRow(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys_t,
     }
     hn::StoreU(hn::Mul(a0, vscale), d, s + c);
   }
+}
+
+// s[c] = scale * <x, keys[c]> for c < n, straight from the row-major key
+// tile [n, dim]: one Dot (with a horizontal sum) per key. Used for query
+// tiles of at most kDirectScoreRows rows (decoding), for which transposing
+// the key tile would cost as much as scoring it.
+void ScoreRowDirect(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys,
+                    size_t n, size_t dim, float scale, float* HWY_RESTRICT s) {
+  for (size_t c = 0; c < n; ++c) s[c] = scale * Dot(x, keys + c * dim, dim);
 }
 
 // s[c] = exp(s[c] - shift) for c < n; returns sum_c s[c].
@@ -235,17 +247,25 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   std::fill(acc, acc + rows * dim, 0.0f);
   std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
   std::fill(row_sum, row_sum + rows, 0.0f);
+  const bool transpose_keys = rows > kDirectScoreRows;
   // The tile's last row sees the most keys.
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
   for (size_t k0 = 0; k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
     const size_t cols = DivCeil(count, lanes) * lanes;
-    TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+    if (transpose_keys) {
+      TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+    }
     for (size_t r = 0; r < rows; ++r) {
       const size_t visible = VisibleKeys(s, q0 + r);
       if (visible <= k0) continue;  // the whole tile is masked for row r
       const size_t n = std::min(count, visible - k0);
-      ScoreRow(q_tile + r * dim, scratch.keys_t, dim, cols, s.scale, scores);
+      if (transpose_keys) {
+        ScoreRow(q_tile + r * dim, scratch.keys_t, dim, cols, s.scale, scores);
+      } else {
+        ScoreRowDirect(q_tile + r * dim, k_head + k0 * dim, n, dim, s.scale,
+                       scores);
+      }
       const float new_max = std::max(row_max[r], Max(scores, n));
       const float tile_sum = ExpShift(scores, n, new_max);
       // exp(m_old - m_new): 0 on the first tile (m_old = -inf), where acc

@@ -166,8 +166,9 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, ZeroKeysAverageVisibleValues) {
 }
 
 // Decoding the last position with a KV cache (Tq = 1, offset = T - 1) gives
-// the last row of the full causal forward. Both walk the same key tiles in
-// the same order with the same operations, so the rows are bitwise equal.
+// the last row of the full causal forward. They agree to float rounding,
+// not bitwise: the one-row decode tile scores keys with direct dot products,
+// the full forward's 64-row tiles with the transposed key tile.
 ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
   std::mt19937 rng(14);
   for (size_t t : {1, 64, 130}) {
@@ -192,10 +193,10 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
     for (size_t h = 0; h < 2; ++h) {
       const size_t row = (h + 1) * t - 1;
       for (size_t e = 0; e < dim; ++e) {
-        ASSERT_EQ(out_last[h * dim + e], out[row * dim + e])
+        ASSERT_NEAR(out_last[h * dim + e], out[row * dim + e], 2e-6)
             << "T=" << t << " head " << h << " element " << e;
       }
-      ASSERT_EQ(lse_last[h], lse[row]) << "T=" << t << " head " << h;
+      ASSERT_NEAR(lse_last[h], lse[row], 4e-6) << "T=" << t << " head " << h;
     }
   }
 }
