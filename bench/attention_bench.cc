@@ -131,6 +131,32 @@ void Run(size_t max_len) {
               "B8 Hq8 Hkv4 T256 D64", 1, fwd * 1e3,
               4.0 * 64 * pairs / fwd / 1e9, (fwd + bwd) * 1e3,
               12.0 * 64 * pairs / (fwd + bwd) / 1e9);
+
+  // One decoding step with a KV cache: a single new query per head against
+  // kv_len cached positions (q_offset = kv_len - 1). Memory-bound: the
+  // figure that matters is how fast the cached k and v are read.
+  std::printf("\n%-28s %7s %10s %12s\n", "decode step (Tq=1)", "threads", "us",
+              "k+v GB/s");
+  for (size_t kv_len : {1024, 4096}) {
+    AttentionShape d = TrainShape(1, 8, 4, 1, 64);
+    d.kv_len = kv_len;
+    d.q_offset = kv_len - 1;
+    Buffers y(d);
+    const double kv_bytes = 2.0 * d.kv_heads * kv_len * d.head_dim * 4;
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      const double step = bench::BestSeconds(
+          [&] {
+            kernels::AttentionForward(d, y.q.data(), y.k.data(), y.v.data(),
+                                      y.out.data(), y.lse.data());
+          },
+          20);
+      char name[64];
+      std::snprintf(name, sizeof(name), "B1 Hq8 Hkv4 Tk%zu D64", kv_len);
+      std::printf("%-28s %7d %10.1f %12.2f\n", name, threads, step * 1e6,
+                  kv_bytes / step / 1e9);
+    }
+  }
 }
 
 }  // namespace
