@@ -12,10 +12,18 @@
 // cross-thread reductions). Compare with bench/attention_torch.py, which runs
 // PyTorch's eager matmul + mask + softmax + matmul attention.
 //
+// A last table times forward and backward separately at one thread in
+// thread CPU time, which stays meaningful on a machine shared with other
+// jobs; then one KV-cache decoding step.
+//
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
+#include <time.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -64,6 +72,25 @@ AttentionShape TrainShape(size_t batch, size_t q_heads, size_t kv_heads,
   s.head_dim = head_dim;
   s.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   return s;
+}
+
+// Fastest of `repeats` runs of fn in CPU time of the calling thread: robust
+// to other processes sharing the cores (wall time is not). Single-threaded
+// use only (SetNumThreads(1)).
+double BestThreadCpuSeconds(const std::function<void()>& fn, int repeats) {
+  auto now = [] {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+  };
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    const double start = now();
+    fn();
+    best = std::min(best, now() - start);
+  }
+  return best;
 }
 
 double CausalPairs(const AttentionShape& s) {
@@ -131,6 +158,35 @@ void Run(size_t max_len) {
               "B8 Hq8 Hkv4 T256 D64", 1, fwd * 1e3,
               4.0 * 64 * pairs / fwd / 1e9, (fwd + bwd) * 1e3,
               12.0 * 64 * pairs / (fwd + bwd) / 1e9);
+
+  // Forward and backward separately, one thread, in thread CPU time.
+  std::printf("\n%-28s %10s %8s %10s %8s   (1 thread, CPU time)\n",
+              "shape (causal)", "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s");
+  SetNumThreads(1);
+  for (size_t head_dim : {32, 64}) {
+    const AttentionShape c = TrainShape(2, 8, 4, 1024, head_dim);
+    Buffers z(c);
+    const double pairs = CausalPairs(c);
+    const double fwd = BestThreadCpuSeconds(
+        [&] {
+          kernels::AttentionForward(c, z.q.data(), z.k.data(), z.v.data(),
+                                    z.out.data(), z.lse.data());
+        },
+        3);
+    const double bwd = BestThreadCpuSeconds(
+        [&] {
+          kernels::AttentionBackward(c, z.q.data(), z.k.data(), z.v.data(),
+                                     z.out.data(), z.lse.data(), z.dout.data(),
+                                     z.delta.data(), z.dq.data(), z.dk.data(),
+                                     z.dv.data());
+        },
+        3);
+    char name[64];
+    std::snprintf(name, sizeof(name), "B2 Hq8 Hkv4 T1024 D%zu", head_dim);
+    std::printf("%-28s %10.2f %8.2f %10.2f %8.2f\n", name, fwd * 1e3,
+                4.0 * head_dim * pairs / fwd / 1e9, bwd * 1e3,
+                8.0 * head_dim * pairs / bwd / 1e9);
+  }
 
   // One decoding step with a KV cache: a single new query per head against
   // kv_len cached positions (q_offset = kv_len - 1). Memory-bound: the
