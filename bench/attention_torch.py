@@ -84,6 +84,32 @@ def main():
                           f"{12 * d * pairs / both / 1e9:8.2f} "
                           f"{tt_mib:14.0f}")
 
+    # Forward and backward separately, one thread, in process CPU time (as
+    # the last table of attention_bench).
+    torch.set_num_threads(1)
+    print(f"\n{'shape (causal)':28s} {'fwd ms':>10s} {'GFLOP/s':>8s} "
+          f"{'bwd ms':>10s} {'GFLOP/s':>8s}   (1 thread, CPU time)")
+    for d in (32, 64):
+        b, hq, hkv, t = 2, 8, 4, 1024
+        q = torch.rand(b, hq, t, d) * 2 - 1
+        k = torch.rand(b, hkv, t, d) * 2 - 1
+        v = torch.rand(b, hkv, t, d) * 2 - 1
+        dout = torch.rand(b, hq, t, d) * 2 - 1
+        pairs = b * hq * t * (t + 1) / 2
+        fwd = bwd = float("inf")
+        for _ in range(4):
+            qg, kg, vg = (x.detach().requires_grad_() for x in (q, k, v))
+            start = time.process_time()
+            out = eager_attention(qg, kg, vg, d ** -0.5)
+            middle = time.process_time()
+            out.backward(dout)
+            end = time.process_time()
+            fwd = min(fwd, middle - start)
+            bwd = min(bwd, end - middle)
+        name = f"B{b} Hq{hq} Hkv{hkv} T{t} D{d}"
+        print(f"{name:28s} {fwd * 1e3:10.2f} {4 * d * pairs / fwd / 1e9:8.2f} "
+              f"{bwd * 1e3:10.2f} {8 * d * pairs / bwd / 1e9:8.2f}")
+
 
 if __name__ == "__main__":
     main()
