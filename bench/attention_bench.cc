@@ -1,0 +1,225 @@
+// Memory-efficient attention (core/kernels/attention.h): forward and
+// forward + backward time and GFLOP/s at the shapes of rotor's small models,
+// at 1 and 2 threads, plus the scalar reference (which materialises each
+// query's row of scores) at the smallest length for comparison.
+//
+// FLOPs counted are the algorithmic ones over the visible (causal) query-key
+// pairs P = batch * q_heads * sum_i (i + 1):
+//   forward   4 D P   (q k^T and p v)
+//   backward  8 D P   (dp = dout v^T, dv, dq, dk)
+// The backward kernel actually executes 14 D P: it recomputes q k^T in both
+// of its passes and dout v^T in both (the price of no T x T storage and no
+// cross-thread reductions). Compare with bench/attention_torch.py, which runs
+// PyTorch's eager matmul + mask + softmax + matmul attention.
+//
+// A last table times forward and backward separately at one thread in
+// thread CPU time, which stays meaningful on a machine shared with other
+// jobs; then one KV-cache decoding step.
+//
+// Usage: build/bench/attention_bench [max_len]   (default 1024)
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "core/kernels/attention.h"
+#include "core/kernels/attention_scalar.h"
+#include "core/parallel.h"
+
+namespace rotor {
+namespace {
+
+using kernels::AttentionShape;
+
+struct Buffers {
+  explicit Buffers(const AttentionShape& s) {
+    const size_t nq = s.batch * s.q_heads * s.q_len * s.head_dim;
+    const size_t nk = s.batch * s.kv_heads * s.kv_len * s.head_dim;
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    auto random = [&](size_t n) {
+      std::vector<float> x(n);
+      for (float& value : x) value = dist(rng);
+      return x;
+    };
+    q = random(nq);
+    k = random(nk);
+    v = random(nk);
+    dout = random(nq);
+    out.resize(nq);
+    dq.resize(nq);
+    dk.resize(nk);
+    dv.resize(nk);
+    lse.resize(s.batch * s.q_heads * s.q_len);
+    delta.resize(s.batch * s.q_heads * s.q_len);
+  }
+  std::vector<float> q, k, v, dout, out, lse, delta, dq, dk, dv;
+};
+
+AttentionShape TrainShape(size_t batch, size_t q_heads, size_t kv_heads,
+                          size_t len, size_t head_dim) {
+  AttentionShape s;
+  s.batch = batch;
+  s.q_heads = q_heads;
+  s.kv_heads = kv_heads;
+  s.q_len = s.kv_len = len;
+  s.head_dim = head_dim;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return s;
+}
+
+// Fastest of `repeats` runs of fn in CPU time of the calling thread: robust
+// to other processes sharing the cores (wall time is not). Single-threaded
+// use only (SetNumThreads(1)).
+double BestThreadCpuSeconds(const std::function<void()>& fn, int repeats) {
+  auto now = [] {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+  };
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    const double start = now();
+    fn();
+    best = std::min(best, now() - start);
+  }
+  return best;
+}
+
+double CausalPairs(const AttentionShape& s) {
+  return double(s.batch * s.q_heads) * s.q_len * (s.q_len + 1) / 2.0;
+}
+
+void Run(size_t max_len) {
+  std::printf("attention kernels, target %s, %d hardware threads\n",
+              kernels::AttentionTarget(), HardwareThreads());
+  std::printf("%-28s %7s %10s %8s %12s %8s\n", "shape (causal)", "threads",
+              "fwd ms", "GFLOP/s", "fwd+bwd ms", "GFLOP/s");
+  for (size_t len : {256, 512, 1024, 2048, 4096}) {
+    if (len > max_len) break;
+    for (size_t head_dim : {32, 64}) {
+      for (size_t kv_heads : {8, 4}) {
+        const AttentionShape s = TrainShape(8, 8, kv_heads, len, head_dim);
+        Buffers x(s);
+        const double pairs = CausalPairs(s);
+        for (int threads : {1, 2}) {
+          SetNumThreads(threads);
+          auto forward = [&] {
+            kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
+                                      x.out.data(), x.lse.data());
+          };
+          const double fwd = bench::BestSeconds(forward, 3);
+          const double both = bench::BestSeconds(
+              [&] {
+                forward();
+                kernels::AttentionBackward(
+                    s, x.q.data(), x.k.data(), x.v.data(), x.out.data(),
+                    x.lse.data(), x.dout.data(), x.delta.data(), x.dq.data(),
+                    x.dk.data(), x.dv.data());
+              },
+              3);
+          char name[64];
+          std::snprintf(name, sizeof(name), "B8 Hq8 Hkv%zu T%zu D%zu", kv_heads,
+                        len, head_dim);
+          std::printf("%-28s %7d %10.2f %8.2f %12.2f %8.2f\n", name, threads,
+                      fwd * 1e3, 4.0 * head_dim * pairs / fwd / 1e9, both * 1e3,
+                      12.0 * head_dim * pairs / both / 1e9);
+        }
+      }
+    }
+  }
+
+  // The float scalar reference, single-threaded, at T = 256.
+  SetNumThreads(1);
+  const AttentionShape s = TrainShape(8, 8, 4, 256, 64);
+  Buffers x(s);
+  const double pairs = CausalPairs(s);
+  const double fwd = bench::BestSeconds(
+      [&] {
+        kernels::AttentionForwardRef<float>(
+            s, x.q.data(), x.k.data(), x.v.data(), x.out.data(), x.lse.data());
+      },
+      1);
+  const double bwd = bench::BestSeconds(
+      [&] {
+        kernels::AttentionBackwardRef<float>(
+            s, x.q.data(), x.k.data(), x.v.data(), x.dout.data(), x.dq.data(),
+            x.dk.data(), x.dv.data());
+      },
+      1);
+  std::printf("%-28s %7d %10.2f %8.2f %12.2f %8.2f   (scalar reference)\n",
+              "B8 Hq8 Hkv4 T256 D64", 1, fwd * 1e3,
+              4.0 * 64 * pairs / fwd / 1e9, (fwd + bwd) * 1e3,
+              12.0 * 64 * pairs / (fwd + bwd) / 1e9);
+
+  // Forward and backward separately, one thread, in thread CPU time.
+  std::printf("\n%-28s %10s %8s %10s %8s   (1 thread, CPU time)\n",
+              "shape (causal)", "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s");
+  SetNumThreads(1);
+  for (size_t head_dim : {32, 64}) {
+    const AttentionShape c = TrainShape(2, 8, 4, 1024, head_dim);
+    Buffers z(c);
+    const double pairs = CausalPairs(c);
+    const double fwd = BestThreadCpuSeconds(
+        [&] {
+          kernels::AttentionForward(c, z.q.data(), z.k.data(), z.v.data(),
+                                    z.out.data(), z.lse.data());
+        },
+        3);
+    const double bwd = BestThreadCpuSeconds(
+        [&] {
+          kernels::AttentionBackward(c, z.q.data(), z.k.data(), z.v.data(),
+                                     z.out.data(), z.lse.data(), z.dout.data(),
+                                     z.delta.data(), z.dq.data(), z.dk.data(),
+                                     z.dv.data());
+        },
+        3);
+    char name[64];
+    std::snprintf(name, sizeof(name), "B2 Hq8 Hkv4 T1024 D%zu", head_dim);
+    std::printf("%-28s %10.2f %8.2f %10.2f %8.2f\n", name, fwd * 1e3,
+                4.0 * head_dim * pairs / fwd / 1e9, bwd * 1e3,
+                8.0 * head_dim * pairs / bwd / 1e9);
+  }
+
+  // One decoding step with a KV cache: a single new query per head against
+  // kv_len cached positions (q_offset = kv_len - 1). Memory-bound: the
+  // figure that matters is how fast the cached k and v are read.
+  std::printf("\n%-28s %7s %10s %12s\n", "decode step (Tq=1)", "threads", "us",
+              "k+v GB/s");
+  for (size_t kv_len : {1024, 4096}) {
+    AttentionShape d = TrainShape(1, 8, 4, 1, 64);
+    d.kv_len = kv_len;
+    d.q_offset = kv_len - 1;
+    Buffers y(d);
+    const double kv_bytes = 2.0 * d.kv_heads * kv_len * d.head_dim * 4;
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      const double step = bench::BestSeconds(
+          [&] {
+            kernels::AttentionForward(d, y.q.data(), y.k.data(), y.v.data(),
+                                      y.out.data(), y.lse.data());
+          },
+          20);
+      char name[64];
+      std::snprintf(name, sizeof(name), "B1 Hq8 Hkv4 Tk%zu D64", kv_len);
+      std::printf("%-28s %7d %10.1f %12.2f\n", name, threads, step * 1e6,
+                  kv_bytes / step / 1e9);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rotor
+
+int main(int argc, char** argv) {
+  const size_t max_len = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;
+  rotor::Run(max_len);
+  return 0;
+}

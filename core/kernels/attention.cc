@@ -1,0 +1,492 @@
+// Highway implementation of core/kernels/attention.h, compiled once per SIMD
+// target (foreach_target.h re-includes this file). docs/attention.md explains
+// the algorithm; the comments here name the formula each step computes.
+//
+// Building blocks (per target):
+//   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile],
+//                          so a row of scores is D broadcast-FMAs over keys
+//   ScoreRow               s_c = scale * <x, key_c> for the keys of a tile
+//   ScoreRowDirect         the same from the untransposed tile (decoding)
+//   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
+//   AccumulateWeightedRows acc += sum_j w_j * row_j (p v, ds k, p^T dout, ...)
+// Tasks:
+//   ForwardTask   one query tile of one head: online softmax over key tiles
+//   QueryGradTask one query tile of one head: delta, then dq
+//   KeyGradTask   one key tile of one kv head: dk and dv, summed over the
+//                 group's query heads in a fixed order
+#include "core/kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/kernels/attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// Per-target helpers, after highway.h:
+#include "core/kernels/simd-inl.h"
+#include "core/parallel.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rotor {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr size_t kQueryTile = kAttentionQueryTile;
+constexpr size_t kKeyTile = kAttentionKeyTile;
+// Query tiles of at most this many rows score keys with ScoreRowDirect.
+constexpr size_t kDirectScoreRows = 2;
+
+size_t DivCeil(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// Keys 0 .. VisibleKeys(i) - 1 are visible to query i (see attention.h).
+size_t VisibleKeys(const AttentionShape& s, size_t i) {
+  return s.causal ? std::min(s.kv_len, s.q_offset + i + 1) : s.kv_len;
+}
+
+// One task's scratch, carved out of a single aligned allocation of
+// AttentionTaskScratchFloats(head_dim) floats.
+struct TaskScratch {
+  explicit TaskScratch(size_t head_dim)
+      : buffer(
+            hwy::AllocateAligned<float>(AttentionTaskScratchFloats(head_dim))) {
+    float* next = buffer.get();
+    auto take = [&next](size_t floats) {
+      float* block = next;
+      next += floats;
+      return block;
+    };
+    keys_t = take(head_dim * kKeyTile);
+    values_t = take(head_dim * kKeyTile);
+    probs = take(kQueryTile * kKeyTile);
+    grads = take(kQueryTile * kKeyTile);
+    acc = take(kQueryTile * head_dim);
+    row_max = take(kQueryTile);
+    row_sum = take(kQueryTile);
+  }
+  hwy::AlignedFreeUniquePtr<float[]> buffer;
+  float* keys_t;    // [D, kKeyTile]: the key tile, transposed
+  float* values_t;  // [D, kKeyTile]: the value tile, transposed (backward)
+  float* probs;     // [kQueryTile, kKeyTile]: scores, then probabilities
+  float* grads;     // [kQueryTile, kKeyTile]: dp, then ds (backward)
+  float* acc;       // [kQueryTile, D]: forward output accumulator
+  float* row_max;   // [kQueryTile]: running max m_i (forward)
+  float* row_sum;   // [kQueryTile]: running sum l_i (forward)
+};
+
+// out[e * kKeyTile + c] = rows[c * dim + e] for c < count, and 0 for
+// count <= c < cols (padding to whole vectors, so ScoreRow needs no tail).
+void TransposeTile(const float* HWY_RESTRICT rows, size_t count, size_t dim,
+                   size_t cols, float* HWY_RESTRICT out) {
+  for (size_t e = 0; e < dim; ++e) {
+    float* out_row = out + e * kKeyTile;
+    for (size_t c = 0; c < count; ++c) out_row[c] = rows[c * dim + e];
+    for (size_t c = count; c < cols; ++c) out_row[c] = 0.0f;
+  }
+}
+
+// s[c] = scale * sum_e x[e] * keys_t[e * kKeyTile + c] for c < cols, i.e.
+// scale * <x, key_c>. cols is a multiple of the vector length and keys_t is
+// aligned. Four independent accumulators hide the FMA latency.
+void ScoreRow(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys_t,
+              size_t dim, size_t cols, float scale, float* HWY_RESTRICT s) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto vscale = hn::Set(d, scale);
+  size_t c = 0;
+  for (; c + 4 * lanes <= cols; c += 4 * lanes) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    const float* col = keys_t + c;
+    for (size_t e = 0; e < dim; ++e, col += kKeyTile) {
+      const auto xe = hn::Set(d, x[e]);
+      a0 = hn::MulAdd(xe, hn::Load(d, col), a0);
+      a1 = hn::MulAdd(xe, hn::Load(d, col + lanes), a1);
+      a2 = hn::MulAdd(xe, hn::Load(d, col + 2 * lanes), a2);
+      a3 = hn::MulAdd(xe, hn::Load(d, col + 3 * lanes), a3);
+    }
+    hn::StoreU(hn::Mul(a0, vscale), d, s + c);
+    hn::StoreU(hn::Mul(a1, vscale), d, s + c + lanes);
+    hn::StoreU(hn::Mul(a2, vscale), d, s + c + 2 * lanes);
+    hn::StoreU(hn::Mul(a3, vscale), d, s + c + 3 * lanes);
+  }
+  for (; c < cols; c += lanes) {
+    auto a0 = hn::Zero(d);
+    const float* col = keys_t + c;
+    for (size_t e = 0; e < dim; ++e, col += kKeyTile) {
+      a0 = hn::MulAdd(hn::Set(d, x[e]), hn::Load(d, col), a0);
+    }
+    hn::StoreU(hn::Mul(a0, vscale), d, s + c);
+  }
+}
+
+// s[c] = scale * <x, keys[c]> for c < n, straight from the row-major key
+// tile [n, dim]: one Dot (with a horizontal sum) per key. Used for query
+// tiles of at most kDirectScoreRows rows (decoding), for which transposing
+// the key tile would cost as much as scoring it.
+void ScoreRowDirect(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys,
+                    size_t n, size_t dim, float scale, float* HWY_RESTRICT s) {
+  for (size_t c = 0; c < n; ++c) s[c] = scale * Dot(x, keys + c * dim, dim);
+}
+
+// s[c] = exp(s[c] - shift) for c < n; returns sum_c s[c].
+float ExpShift(float* HWY_RESTRICT s, size_t n, float shift) {
+  const hn::ScalableTag<float> df;
+  auto sum = hn::Zero(df);
+  float tail_sum = 0.0f;
+  ForEachVector(n, [&](auto d, size_t c) HWY_ATTR {
+    const auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + c), hn::Set(d, shift)));
+    hn::StoreU(p, d, s + c);
+    if constexpr (hn::MaxLanes(decltype(d)()) == 1) {  // the one-lane tail
+      tail_sum += hn::GetLane(p);
+    } else {
+      sum = hn::Add(sum, p);
+    }
+  });
+  return ReduceSum(df, sum) + tail_sum;
+}
+
+// ds[c] = p[c] * (ds[c] - delta) for c < n: on entry ds holds dp.
+void SoftmaxGrad(const float* HWY_RESTRICT p, float delta,
+                 float* HWY_RESTRICT ds, size_t n) {
+  ForEachVector(n, [&](auto d, size_t c) HWY_ATTR {
+    const auto dp = hn::Sub(hn::LoadU(d, ds + c), hn::Set(d, delta));
+    hn::StoreU(hn::Mul(hn::LoadU(d, p + c), dp), d, ds + c);
+  });
+}
+
+// x[e] *= alpha for e < n.
+void ScaleRow(float alpha, float* HWY_RESTRICT x, size_t n) {
+  ForEachVector(n, [&](auto d, size_t e) HWY_ATTR {
+    hn::StoreU(hn::Mul(hn::Set(d, alpha), hn::LoadU(d, x + e)), d, x + e);
+  });
+}
+
+// acc[e] += sum_{j < n} w[j * w_stride] * rows[j * dim + e] for e < dim:
+// a weighted sum of n contiguous rows (p v, ds k, p^T dout, ds^T q).
+// Loads are the bottleneck (one vector load per FMA is the most a core
+// sustains), so the main loop keeps four vectors of acc in registers and
+// broadcasts each weight once for all four. What remains of the row (fewer
+// than four vectors, then single lanes) goes one vector at a time, with four
+// partial sums over j, added in a fixed order.
+void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
+                            const float* HWY_RESTRICT rows, size_t n,
+                            size_t dim, float* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  size_t e = 0;
+  for (; e + 4 * lanes <= dim; e += 4 * lanes) {
+    auto a0 = hn::LoadU(df, acc + e);
+    auto a1 = hn::LoadU(df, acc + e + lanes);
+    auto a2 = hn::LoadU(df, acc + e + 2 * lanes);
+    auto a3 = hn::LoadU(df, acc + e + 3 * lanes);
+    const float* row = rows + e;
+    for (size_t j = 0; j < n; ++j, row += dim) {
+      const auto wj = hn::Set(df, w[j * w_stride]);
+      a0 = hn::MulAdd(wj, hn::LoadU(df, row), a0);
+      a1 = hn::MulAdd(wj, hn::LoadU(df, row + lanes), a1);
+      a2 = hn::MulAdd(wj, hn::LoadU(df, row + 2 * lanes), a2);
+      a3 = hn::MulAdd(wj, hn::LoadU(df, row + 3 * lanes), a3);
+    }
+    hn::StoreU(a0, df, acc + e);
+    hn::StoreU(a1, df, acc + e + lanes);
+    hn::StoreU(a2, df, acc + e + 2 * lanes);
+    hn::StoreU(a3, df, acc + e + 3 * lanes);
+  }
+  ForEachVector(dim - e, [&](auto d, size_t i) HWY_ATTR {
+    float* acc_e = acc + e + i;
+    auto a0 = hn::LoadU(d, acc_e);
+    auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    const float* row = rows + e + i;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4, row += 4 * dim) {
+      a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
+      a1 = hn::MulAdd(hn::Set(d, w[(j + 1) * w_stride]),
+                      hn::LoadU(d, row + dim), a1);
+      a2 = hn::MulAdd(hn::Set(d, w[(j + 2) * w_stride]),
+                      hn::LoadU(d, row + 2 * dim), a2);
+      a3 = hn::MulAdd(hn::Set(d, w[(j + 3) * w_stride]),
+                      hn::LoadU(d, row + 3 * dim), a3);
+    }
+    for (; j < n; ++j, row += dim) {
+      a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
+    }
+    hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc_e);
+  });
+}
+
+// Forward for query rows [q0, q0 + rows) of head `head` (= b * q_heads + h):
+// the online softmax. Per row i it keeps the running max m_i, the running
+// sum l_i = sum_j exp(s_ij - m_i) and acc_i = sum_j exp(s_ij - m_i) v_j over
+// the key tiles seen so far. A new tile with max m' rescales both by
+// exp(m_i - m') before adding its terms; at the end out_i = acc_i / l_i and
+// L_i = m_i + log l_i.
+void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
+                 const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                 const float* HWY_RESTRICT v, float* HWY_RESTRICT out,
+                 float* HWY_RESTRICT lse, TaskScratch& scratch) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t dim = s.head_dim;
+  const size_t rows = std::min(kQueryTile, s.q_len - q0);
+  const size_t b = head / s.q_heads;
+  const size_t kv_head =
+      b * s.kv_heads + (head % s.q_heads) / (s.q_heads / s.kv_heads);
+  const float* q_tile = q + (head * s.q_len + q0) * dim;
+  const float* k_head = k + kv_head * s.kv_len * dim;
+  const float* v_head = v + kv_head * s.kv_len * dim;
+  float* acc = scratch.acc;
+  float* row_max = scratch.row_max;
+  float* row_sum = scratch.row_sum;
+  float* scores = scratch.probs;  // one row at a time
+
+  std::fill(acc, acc + rows * dim, 0.0f);
+  std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
+  std::fill(row_sum, row_sum + rows, 0.0f);
+  const bool transpose_keys = rows > kDirectScoreRows;
+  // The tile's last row sees the most keys.
+  const size_t keys = VisibleKeys(s, q0 + rows - 1);
+  for (size_t k0 = 0; k0 < keys; k0 += kKeyTile) {
+    const size_t count = std::min(kKeyTile, keys - k0);
+    const size_t cols = DivCeil(count, lanes) * lanes;
+    if (transpose_keys) {
+      TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t visible = VisibleKeys(s, q0 + r);
+      if (visible <= k0) continue;  // the whole tile is masked for row r
+      const size_t n = std::min(count, visible - k0);
+      if (transpose_keys) {
+        ScoreRow(q_tile + r * dim, scratch.keys_t, dim, cols, s.scale, scores);
+      } else {
+        ScoreRowDirect(q_tile + r * dim, k_head + k0 * dim, n, dim, s.scale,
+                       scores);
+      }
+      const float new_max = std::max(row_max[r], Max(scores, n));
+      const float tile_sum = ExpShift(scores, n, new_max);
+      // exp(m_old - m_new): 0 on the first tile (m_old = -inf), where acc
+      // and l are still 0.
+      const float correction = std::exp(row_max[r] - new_max);
+      row_sum[r] = row_sum[r] * correction + tile_sum;
+      if (correction != 1.0f) ScaleRow(correction, acc + r * dim, dim);
+      AccumulateWeightedRows(scores, 1, v_head + k0 * dim, n, dim,
+                             acc + r * dim);
+      row_max[r] = new_max;
+    }
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t row = head * s.q_len + q0 + r;
+    float* out_row = out + row * dim;
+    std::copy(acc + r * dim, acc + (r + 1) * dim, out_row);
+    if (row_sum[r] > 0.0f) {
+      ScaleRow(1.0f / row_sum[r], out_row, dim);
+      lse[row] = row_max[r] + std::log(row_sum[r]);
+    } else {  // no visible key: zero output (acc is 0), L = log 0
+      lse[row] = -std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
+void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
+                      const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
+                      float* HWY_RESTRICT out, float* HWY_RESTRICT lse) {
+  const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
+  const size_t heads = s.batch * s.q_heads;
+  ParallelFor(heads * q_tiles, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+    TaskScratch scratch(s.head_dim);
+    for (int64_t task = begin; task < end; ++task) {
+      ForwardTask(s, task / q_tiles, (task % q_tiles) * kQueryTile, q, k, v,
+                  out, lse, scratch);
+    }
+  });
+}
+
+// Backward, pass 1, for query rows [q0, q0 + rows) of head `head`:
+//   delta_i = <dout_i, out_i>          (stored for pass 2)
+//   p_ij = exp(s_ij - L_i)             (recomputed from the saved L)
+//   dp_ij = <dout_i, v_j>
+//   ds_ij = p_ij (dp_ij - delta_i)
+//   dq_i = scale * sum_j ds_ij k_j
+void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
+                   const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                   const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
+                   const float* HWY_RESTRICT lse,
+                   const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
+                   float* HWY_RESTRICT dq, TaskScratch& scratch) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t dim = s.head_dim;
+  const size_t rows = std::min(kQueryTile, s.q_len - q0);
+  const size_t b = head / s.q_heads;
+  const size_t kv_head =
+      b * s.kv_heads + (head % s.q_heads) / (s.q_heads / s.kv_heads);
+  const size_t first_row = head * s.q_len + q0;
+  const float* k_head = k + kv_head * s.kv_len * dim;
+  const float* v_head = v + kv_head * s.kv_len * dim;
+  float* probs = scratch.probs;  // one row at a time
+  float* grads = scratch.grads;
+
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t row = first_row + r;
+    delta[row] = Dot(dout + row * dim, out + row * dim, dim);
+  }
+  std::fill(dq + first_row * dim, dq + (first_row + rows) * dim, 0.0f);
+  const size_t keys = VisibleKeys(s, q0 + rows - 1);
+  for (size_t k0 = 0; k0 < keys; k0 += kKeyTile) {
+    const size_t count = std::min(kKeyTile, keys - k0);
+    const size_t cols = DivCeil(count, lanes) * lanes;
+    TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+    TransposeTile(v_head + k0 * dim, count, dim, cols, scratch.values_t);
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t visible = VisibleKeys(s, q0 + r);
+      if (visible <= k0) continue;
+      const size_t n = std::min(count, visible - k0);
+      const size_t row = first_row + r;
+      ScoreRow(q + row * dim, scratch.keys_t, dim, cols, s.scale, probs);
+      ExpShift(probs, n, lse[row]);
+      ScoreRow(dout + row * dim, scratch.values_t, dim, cols, 1.0f, grads);
+      SoftmaxGrad(probs, delta[row], grads, n);
+      AccumulateWeightedRows(grads, 1, k_head + k0 * dim, n, dim,
+                             dq + row * dim);
+    }
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    ScaleRow(s.scale, dq + (first_row + r) * dim, dim);
+  }
+}
+
+// Backward, pass 2, for keys [k0, k0 + count) of kv head `kv_head` (=
+// b * kv_heads + g), over every query of the group's query heads in order:
+//   dv_j = sum_i p_ij dout_i,   dk_j = scale * sum_i ds_ij q_i.
+// Probabilities and ds of a query tile are kept as [rows, keys] blocks
+// (zero where masked), then each key's row of dk and dv is one weighted sum
+// over the block's column.
+void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
+                 const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                 const float* HWY_RESTRICT v, const float* HWY_RESTRICT lse,
+                 const float* HWY_RESTRICT dout,
+                 const float* HWY_RESTRICT delta, float* HWY_RESTRICT dk,
+                 float* HWY_RESTRICT dv, TaskScratch& scratch) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t dim = s.head_dim;
+  const size_t group = s.q_heads / s.kv_heads;
+  const size_t b = kv_head / s.kv_heads;
+  const size_t g = kv_head % s.kv_heads;
+  const size_t count = std::min(kKeyTile, s.kv_len - k0);
+  const size_t cols = DivCeil(count, lanes) * lanes;
+  const size_t key_row = kv_head * s.kv_len + k0;
+  float* dk_tile = dk + key_row * dim;
+  float* dv_tile = dv + key_row * dim;
+  std::fill(dk_tile, dk_tile + count * dim, 0.0f);
+  std::fill(dv_tile, dv_tile + count * dim, 0.0f);
+  TransposeTile(k + key_row * dim, count, dim, cols, scratch.keys_t);
+  TransposeTile(v + key_row * dim, count, dim, cols, scratch.values_t);
+  // Queries before first_query see none of these keys.
+  const size_t first_query =
+      (s.causal && k0 > s.q_offset) ? k0 - s.q_offset : 0;
+  for (size_t h = g * group; h < (g + 1) * group; ++h) {
+    const size_t head = b * s.q_heads + h;
+    for (size_t i0 = first_query; i0 < s.q_len; i0 += kQueryTile) {
+      const size_t rows = std::min(kQueryTile, s.q_len - i0);
+      const size_t first_row = head * s.q_len + i0;
+      for (size_t r = 0; r < rows; ++r) {
+        const size_t row = first_row + r;
+        // >= 1 since i0 + r >= first_query.
+        const size_t n = std::min(count, VisibleKeys(s, i0 + r) - k0);
+        float* p = scratch.probs + r * kKeyTile;
+        float* ds = scratch.grads + r * kKeyTile;
+        ScoreRow(q + row * dim, scratch.keys_t, dim, cols, s.scale, p);
+        ExpShift(p, n, lse[row]);
+        ScoreRow(dout + row * dim, scratch.values_t, dim, cols, 1.0f, ds);
+        SoftmaxGrad(p, delta[row], ds, n);
+        std::fill(p + n, p + count, 0.0f);  // masked keys
+        std::fill(ds + n, ds + count, 0.0f);
+      }
+      for (size_t c = 0; c < count; ++c) {
+        AccumulateWeightedRows(scratch.probs + c, kKeyTile,
+                               dout + first_row * dim, rows, dim,
+                               dv_tile + c * dim);
+        AccumulateWeightedRows(scratch.grads + c, kKeyTile, q + first_row * dim,
+                               rows, dim, dk_tile + c * dim);
+      }
+    }
+  }
+  for (size_t c = 0; c < count; ++c) ScaleRow(s.scale, dk_tile + c * dim, dim);
+}
+
+// Pass 1 writes delta and dq; pass 2, which reads delta, writes dk and dv.
+void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
+                       const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
+                       const float* HWY_RESTRICT out,
+                       const float* HWY_RESTRICT lse,
+                       const float* HWY_RESTRICT dout,
+                       float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
+                       float* HWY_RESTRICT dk, float* HWY_RESTRICT dv) {
+  const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
+  ParallelFor(s.batch * s.q_heads * q_tiles, 1,
+              [&](int64_t begin, int64_t end) HWY_ATTR {
+                TaskScratch scratch(s.head_dim);
+                for (int64_t task = begin; task < end; ++task) {
+                  QueryGradTask(s, task / q_tiles,
+                                (task % q_tiles) * kQueryTile, q, k, v, out,
+                                lse, dout, delta, dq, scratch);
+                }
+              });
+  const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
+  ParallelFor(s.batch * s.kv_heads * k_tiles, 1,
+              [&](int64_t begin, int64_t end) HWY_ATTR {
+                TaskScratch scratch(s.head_dim);
+                for (int64_t task = begin; task < end; ++task) {
+                  KeyGradTask(s, task / k_tiles, (task % k_tiles) * kKeyTile, q,
+                              k, v, lse, dout, delta, dk, dv, scratch);
+                }
+              });
+}
+
+const char* AttentionTarget() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace rotor
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace rotor {
+namespace kernels {
+
+HWY_EXPORT(AttentionForward);
+HWY_EXPORT(AttentionBackward);
+HWY_EXPORT(AttentionTarget);
+
+size_t AttentionTaskScratchFloats(size_t head_dim) {
+  return 2 * head_dim * kAttentionKeyTile +
+         2 * kAttentionQueryTile * kAttentionKeyTile +
+         kAttentionQueryTile * head_dim + 2 * kAttentionQueryTile;
+}
+
+void AttentionForward(const AttentionShape& shape, const float* q,
+                      const float* k, const float* v, float* out, float* lse) {
+  HWY_DYNAMIC_DISPATCH(AttentionForward)(shape, q, k, v, out, lse);
+}
+
+void AttentionBackward(const AttentionShape& shape, const float* q,
+                       const float* k, const float* v, const float* out,
+                       const float* lse, const float* dout, float* delta,
+                       float* dq, float* dk, float* dv) {
+  HWY_DYNAMIC_DISPATCH(AttentionBackward)
+  (shape, q, k, v, out, lse, dout, delta, dq, dk, dv);
+}
+
+const char* AttentionTarget() {
+  return HWY_DYNAMIC_DISPATCH(AttentionTarget)();
+}
+
+}  // namespace kernels
+}  // namespace rotor
+#endif  // HWY_ONCE

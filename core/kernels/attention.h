@@ -1,0 +1,92 @@
+// Memory-efficient (FlashAttention-style) scaled dot-product attention on
+// contiguous float arrays, Highway-vectorised with dynamic dispatch
+// (core/kernels/attention.cc) and parallel over independent work items.
+// Scalar reference: core/kernels/attention_scalar.h. The idea, derivations
+// and the map from formulas to code: docs/attention.md.
+//
+// Layout (all row-major and contiguous, D = head_dim):
+//   q, out, dq, dout : [batch, q_heads,  q_len,  D]
+//   k, v, dk, dv     : [batch, kv_heads, kv_len, D]
+//   lse              : [batch, q_heads,  q_len]
+// Grouped-query attention: kv_heads divides q_heads and query head h reads
+// key/value head h / (q_heads / kv_heads).
+//
+// Math, per batch b and query head h with kv head g = h / group:
+//   s_ij = scale * <q_i, k_j>              for visible keys j of query i
+//   p_ij = exp(s_ij - L_i),   L_i = log sum_j exp(s_ij)   (the logsumexp)
+//   out_i = sum_j p_ij v_j
+// Causal masking with a query offset: query i (0-based within q_len) sits at
+// absolute position q_offset + i and sees keys 0 .. q_offset + i. Training
+// uses q_offset = 0 with q_len == kv_len; decoding with a KV cache uses
+// q_offset = kv_len - q_len. Non-causal attention sees every key.
+//
+// Memory: neither kernel stores the [q_len, kv_len] score matrix. Forward
+// keeps per task (one query tile of one head) a query-tile x key-tile score
+// block and a float accumulator for the tile's output rows; it saves only
+// lse (O(q_len) per head) for backward. Backward recomputes scores tile by
+// tile from q, k and lse, using a caller-provided O(q_len) per head
+// workspace for delta_i = <dout_i, out_i>. Besides that, scratch is
+// O(tile * (tile + D)) per running task: AttentionTaskScratchFloats below is
+// exactly what each task allocates.
+//
+// Determinism: every output element is produced by one task in a fixed
+// order, so results are bitwise identical run to run and for any thread
+// count.
+#ifndef ROTOR_CORE_KERNELS_ATTENTION_H_
+#define ROTOR_CORE_KERNELS_ATTENTION_H_
+
+#include <cstddef>
+
+namespace rotor {
+namespace kernels {
+
+struct AttentionShape {
+  size_t batch = 1;
+  size_t q_heads = 1;
+  size_t kv_heads = 1;  // divides q_heads
+  size_t q_len = 0;
+  size_t kv_len = 0;
+  size_t head_dim = 0;
+  // Causal only: absolute position of query 0. Requires
+  // q_offset + q_len <= kv_len.
+  size_t q_offset = 0;
+  bool causal = true;
+  float scale = 1.0f;  // usually 1 / sqrt(head_dim)
+};
+
+// Query rows and key rows handled per tile (see docs/attention.md).
+constexpr size_t kAttentionQueryTile = 64;
+constexpr size_t kAttentionKeyTile = 64;
+
+// Floats of scratch one forward or backward task allocates (the larger of
+// the two): score and probability blocks of kAttentionQueryTile x
+// kAttentionKeyTile, key and value tiles transposed to [head_dim,
+// kAttentionKeyTile], an output accumulator of [kAttentionQueryTile,
+// head_dim] and per-row statistics. Independent of q_len and kv_len.
+size_t AttentionTaskScratchFloats(size_t head_dim);
+
+// out = softmax(scale * q k^T, masked) v; lse[i] = L_i (-inf for a query
+// that sees no key, whose output row is then 0). Overwrites out and lse.
+void AttentionForward(const AttentionShape& shape, const float* q,
+                      const float* k, const float* v, float* out, float* lse);
+
+// Gradients of L = sum(dout * out) with respect to q, k and v, from the
+// forward's inputs, its output `out` and its `lse`:
+//   delta_i = <dout_i, out_i>
+//   dp_ij = <dout_i, v_j>,  ds_ij = p_ij (dp_ij - delta_i)
+//   dq_i = scale sum_j ds_ij k_j,  dk_j = scale sum_i ds_ij q_i,
+//   dv_j = sum_i p_ij dout_i   (dk, dv summed over the group's query heads).
+// delta: [batch, q_heads, q_len] workspace, overwritten with delta_i.
+// Overwrites dq, dk and dv. Outputs must not alias the inputs.
+void AttentionBackward(const AttentionShape& shape, const float* q,
+                       const float* k, const float* v, const float* out,
+                       const float* lse, const float* dout, float* delta,
+                       float* dq, float* dk, float* dv);
+
+// Name of the Highway target the attention dispatch chose ("AVX3", ...).
+const char* AttentionTarget();
+
+}  // namespace kernels
+}  // namespace rotor
+
+#endif  // ROTOR_CORE_KERNELS_ATTENTION_H_

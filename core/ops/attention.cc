@@ -1,0 +1,141 @@
+// Attention op (core/attention.h): forward and backward side by side, both
+// through the memory-efficient kernels of core/kernels/attention.h.
+//
+// Forward:  out = softmax(scale q k^T, masked) v, plus lse_i = L_i, the
+//           logsumexp of query i's scores, saved for backward.
+// Backward: dq, dk, dv from q, k, v, out, lse and dout; the kernel
+//           recomputes probabilities tile by tile as exp(s_ij - L_i).
+#include "core/attention.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/error.h"
+#include "core/kernels/attention.h"
+
+namespace rotor {
+
+namespace {
+
+// Checks the shapes (see core/attention.h) and returns the kernel's view of
+// them. `op` names the caller in error messages.
+kernels::AttentionShape CheckedShape(const char* op, const Tensor& q,
+                                     const Tensor& k, const Tensor& v,
+                                     bool causal, int64_t q_offset,
+                                     float scale) {
+  ROTOR_CHECK(q.dim() == 4, op,
+              ": q must be [batch, q_heads, q_len, head_dim], got ",
+              ShapeToString(q.shape()));
+  ROTOR_CHECK(k.dim() == 4, op,
+              ": k must be [batch, kv_heads, kv_len, head_dim], got ",
+              ShapeToString(k.shape()));
+  ROTOR_CHECK(k.shape() == v.shape(), op, ": k ", ShapeToString(k.shape()),
+              " and v ", ShapeToString(v.shape()), " must have the same shape");
+  ROTOR_CHECK(q.size(0) == k.size(0), op, ": batch of q ",
+              ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()),
+              " differ");
+  ROTOR_CHECK(q.size(3) == k.size(3), op, ": head_dim of q ",
+              ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()),
+              " differ");
+  ROTOR_CHECK(q.size(3) > 0, op, ": head_dim must be > 0, got shape ",
+              ShapeToString(q.shape()));
+  ROTOR_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, op, ": q_heads (",
+              q.size(1), ", q ", ShapeToString(q.shape()),
+              ") must be a multiple of kv_heads (", k.size(1), ", k ",
+              ShapeToString(k.shape()), ")");
+  if (causal) {
+    ROTOR_CHECK(q_offset >= 0 && q_offset + q.size(2) <= k.size(2), op,
+                ": q_offset ", q_offset, " with q_len ", q.size(2),
+                " needs 0 <= q_offset and q_offset + q_len <= kv_len ",
+                k.size(2), " (q ", ShapeToString(q.shape()), ", k ",
+                ShapeToString(k.shape()), ")");
+  } else {
+    ROTOR_CHECK(k.size(2) > 0 || q.size(2) == 0, op,
+                ": queries need at least one key, got q ",
+                ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()));
+  }
+  ROTOR_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
+  kernels::AttentionShape s;
+  s.batch = q.size(0);
+  s.q_heads = q.size(1);
+  s.kv_heads = k.size(1);
+  s.q_len = q.size(2);
+  s.kv_len = k.size(2);
+  s.head_dim = q.size(3);
+  s.q_offset = causal ? q_offset : 0;
+  s.causal = causal;
+  s.scale = scale;
+  return s;
+}
+
+// A handle on contiguous data with the values of x and no autograd history:
+// x's own storage when it is already contiguous, else a copy.
+Tensor ContiguousData(const Tensor& x) {
+  if (x.is_contiguous()) return x.Detach();
+  Tensor copy = Tensor::Empty(x.shape());
+  copy.CopyFrom(x);
+  return copy;
+}
+
+Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
+                   const Tensor& v_in, bool causal, int64_t q_offset,
+                   float scale) {
+  const kernels::AttentionShape shape =
+      CheckedShape(op, q_in, k_in, v_in, causal, q_offset, scale);
+  const Tensor q = ContiguousData(q_in);
+  const Tensor k = ContiguousData(k_in);
+  const Tensor v = ContiguousData(v_in);
+  // The kernel overwrites out and lse completely.
+  Tensor out = Tensor::Empty(q.shape());
+  // lse: [batch, q_heads, q_len], one float per query row.
+  Tensor lse = Tensor::Empty({q.size(0), q.size(1), q.size(2)});
+  kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
+                            lse.data());
+  // Backward captures the output's data through a detached handle: the
+  // output itself would own this node (a reference cycle).
+  const Tensor saved_out = out.Detach();
+  return RecordOp(out, op, {q_in, k_in, v_in},
+                  [shape, q, k, v, saved_out, lse](const Tensor& grad_out) {
+                    const Tensor dout = ContiguousData(grad_out);
+                    Tensor delta = Tensor::Empty(lse.shape());  // workspace
+                    Tensor dq = Tensor::Empty(q.shape());
+                    Tensor dk = Tensor::Empty(k.shape());
+                    Tensor dv = Tensor::Empty(v.shape());
+                    kernels::AttentionBackward(
+                        shape, q.data(), k.data(), v.data(), saved_out.data(),
+                        lse.data(), dout.data(), delta.data(), dq.data(),
+                        dk.data(), dv.data());
+                    return std::vector<Tensor>{dq, dk, dv};
+                  });
+}
+
+}  // namespace
+
+float DefaultAttentionScale(int64_t head_dim) {
+  ROTOR_CHECK(head_dim > 0, "DefaultAttentionScale: head_dim must be > 0, got ",
+              head_dim);
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                       float scale, int64_t q_offset) {
+  return AttentionOp("CausalAttention", q, k, v, /*causal=*/true, q_offset,
+                     scale);
+}
+
+Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  ROTOR_CHECK(q.dim() == 4 && k.dim() == 4,
+              "CausalAttention: q and k must be 4-D [batch, heads, len, "
+              "head_dim], got q ",
+              ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()));
+  return CausalAttention(q, k, v, DefaultAttentionScale(q.size(3)),
+                         k.size(2) - q.size(2));
+}
+
+Tensor FullAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                     float scale) {
+  return AttentionOp("FullAttention", q, k, v, /*causal=*/false, 0, scale);
+}
+
+}  // namespace rotor
