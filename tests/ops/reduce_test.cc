@@ -1,0 +1,92 @@
+// Reductions: Sum / Mean over dimension lists with and without keepdim, Max
+// over one dimension with its first-maximum gradient.
+#include <random>
+
+#include "core/ops.h"
+#include "tests/ops/ops_test_util.h"
+#include "tests/test_util.h"
+
+namespace rotor {
+namespace {
+
+using test::ErrorMessage;
+using test::GradCheck;
+using test::RandomTensor;
+using Inputs = std::vector<Tensor>;
+
+TEST(Reduce, SumValuesAndShapes) {
+  // x[i, j, k] = 100 i + 10 j + k, shape [2, 3, 4].
+  std::vector<float> values;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      for (int k = 0; k < 4; ++k) values.push_back(100 * i + 10 * j + k);
+    }
+  }
+  const Tensor x = Tensor::FromVector({2, 3, 4}, values);
+  EXPECT_EQ(Sum(x).shape(), Shape{});
+  EXPECT_EQ(Sum(x).item(), 24 * 50 + 8 * 30 + 6 * 6);  // 1200 + 240 + 36
+  const Tensor over_j = Sum(x, {1});
+  ASSERT_EQ(over_j.shape(), (Shape{2, 4}));
+  EXPECT_EQ(over_j.at({1, 2}), 300 + 30 + 6);
+  const Tensor over_ik = Sum(x, {0, -1}, /*keepdim=*/true);
+  ASSERT_EQ(over_ik.shape(), (Shape{1, 3, 1}));
+  EXPECT_EQ(over_ik.at({0, 2, 0}), 100 * 4 + 20 * 8 + 6 * 2);
+  // A permuted (non-contiguous) input gives the same sums.
+  const Tensor permuted = Permute(x, {2, 0, 1});
+  EXPECT_EQ(Sum(permuted, {2}).at({3, 1}), Sum(x, {1}).at({1, 3}));
+}
+
+TEST(Reduce, MeanAndMax) {
+  const Tensor x = Tensor::FromVector({2, 3}, {1, 5, 3, 4, 2, 6});
+  EXPECT_EQ(Mean(x).item(), 3.5f);
+  EXPECT_EQ(Mean(x, {1}).ToVector(), (std::vector<float>{3, 4}));
+  EXPECT_EQ(Mean(x, {0}, true).shape(), (Shape{1, 3}));
+  EXPECT_EQ(Max(x, 1).ToVector(), (std::vector<float>{5, 6}));
+  EXPECT_EQ(Max(x, 0).ToVector(), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(Max(x, -1, true).shape(), (Shape{2, 1}));
+}
+
+TEST(Reduce, Errors) {
+  const Tensor x = Tensor::Zeros({2, 3});
+  EXPECT_CONTAINS(
+      ErrorMessage([&] { Sum(x, {2}); }),
+      "Sum: dimension 2 is out of range for a tensor of shape [2, 3]");
+  EXPECT_CONTAINS(ErrorMessage([&] { Sum(x, {1, -1}); }), "listed twice");
+  EXPECT_CONTAINS(ErrorMessage([&] { Max(x, 3); }), "Max: dimension 3");
+}
+
+TEST(ReduceGrad, Sum) {
+  std::mt19937 rng(11);
+  const Inputs in = {RandomTensor({2, 3, 4}, rng)};
+  GradCheck([](const Inputs& x) { return Sum(x[0]); }, in);
+  GradCheck([](const Inputs& x) { return Sum(x[0], {1}); }, in);
+  GradCheck([](const Inputs& x) { return Sum(x[0], {0, 2}, true); }, in);
+  GradCheck([](const Inputs& x) { return Sum(Transpose(x[0], 0, 2), {1}); },
+            in);
+}
+
+TEST(ReduceGrad, Mean) {
+  std::mt19937 rng(12);
+  const Inputs in = {RandomTensor({2, 3, 4}, rng)};
+  GradCheck([](const Inputs& x) { return Mean(x[0]); }, in);
+  GradCheck([](const Inputs& x) { return Mean(x[0], {-1}, true); }, in);
+  GradCheck([](const Inputs& x) { return Mean(x[0], {0, 1}); }, in);
+}
+
+TEST(ReduceGrad, Max) {
+  std::mt19937 rng(13);
+  // Distinct values, so small perturbations do not change the argmax.
+  const Inputs in = {RandomTensor({3, 4, 5}, rng)};
+  GradCheck([](const Inputs& x) { return Max(x[0], 1); }, in);
+  GradCheck([](const Inputs& x) { return Max(x[0], -1, true); }, in);
+  GradCheck([](const Inputs& x) { return Max(Transpose(x[0], 0, 2), 0); }, in);
+}
+
+TEST(ReduceGrad, MaxTieGoesToFirst) {
+  Tensor x = Tensor::FromVector({1, 4}, {1, 7, 7, 2}, true);
+  Sum(Max(x, 1)).Backward();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{0, 1, 0, 0}));
+}
+
+}  // namespace
+}  // namespace rotor
