@@ -11,28 +11,23 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/ops/strided.h"
+#include "core/random.h"
 
 namespace rotor {
 
 namespace {
 
-// SplitMix64's output function: a bijective 64-bit mixer.
-uint64_t SplitMix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // y[i] = x[i] * scale if element i is kept, else 0, for x and y contiguous
 // with n elements.
 void ApplyMask(const float* x, float* y, int64_t n, float p, uint64_t seed) {
   const float scale = 1.0f / (1.0f - p);
-  const uint64_t key = SplitMix64(seed);
+  // Rng(z).NextU64() is SplitMix64's mixing of z: a fresh generator per
+  // element, keyed by the seed and the element's index.
+  const uint64_t key = Rng(seed).NextU64();
   ParallelFor(n, internal::kElementwiseGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       // Top 24 bits as a float in [0, 1) (exact: 24 bits fit the mantissa).
-      const uint64_t bits = SplitMix64(key ^ static_cast<uint64_t>(i));
+      const uint64_t bits = Rng(key ^ static_cast<uint64_t>(i)).NextU64();
       const float u = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
       y[i] = u >= p ? x[i] * scale : 0.0f;
     }
@@ -46,11 +41,11 @@ Tensor Dropout(const Tensor& x, float p, uint64_t seed) {
               " must be in [0, 1)");
   if (p == 0.0f) return x;
   const Tensor xc = x.is_contiguous() ? x : internal::ContiguousCopy(x);
-  Tensor out = Tensor::Zeros(x.shape());
+  Tensor out = Tensor::Empty(x.shape());
   ApplyMask(xc.data(), out.data(), out.numel(), p, seed);
   return RecordOp(out, "Dropout", {x}, [p, seed](const Tensor& g) {
     const Tensor gc = g.is_contiguous() ? g : internal::ContiguousCopy(g);
-    Tensor dx = Tensor::Zeros(g.shape());
+    Tensor dx = Tensor::Empty(g.shape());
     ApplyMask(gc.data(), dx.data(), dx.numel(), p, seed);
     return std::vector<Tensor>{dx};
   });

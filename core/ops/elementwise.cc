@@ -62,7 +62,7 @@ template <class F>
 Tensor BinaryForward(const Tensor& a, const Tensor& b, const char* op,
                      VectorKernel kernel, const F& f) {
   if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
-    Tensor out = Tensor::Zeros(a.shape());
+    Tensor out = Tensor::Empty(a.shape());
     kernel(a.data(), b.data(), out.data(), out.numel());
     return out;
   }

@@ -32,7 +32,7 @@ Tensor Embedding(const Tensor& table, const std::vector<int32_t>& ids,
       table.is_contiguous() ? table : internal::ContiguousCopy(table);
   Shape out_shape = ids_shape;
   out_shape.push_back(dim);
-  Tensor out = Tensor::Zeros(out_shape);
+  Tensor out = Tensor::Empty(out_shape);
   const float* pt = table_c.data();
   float* po = out.data();
   const int64_t rows = ids.size();

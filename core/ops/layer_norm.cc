@@ -45,7 +45,7 @@ Tensor LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const int64_t rows = dim == 0 ? 0 : x.numel() / dim;
   const Tensor xc = ContiguousOf(x), wc = ContiguousOf(weight),
                bc = ContiguousOf(bias);
-  Tensor out = Tensor::Zeros(x.shape());
+  Tensor out = Tensor::Empty(x.shape());
   // Per-row statistics, saved for backward.
   auto mean = std::make_shared<std::vector<float>>(rows);
   auto rstd = std::make_shared<std::vector<float>>(rows);
@@ -78,7 +78,7 @@ Tensor LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
       out, "LayerNorm", {x, weight, bias},
       [xc, wc, mean, rstd, rows, dim](const Tensor& g) {
         const Tensor gc = ContiguousOf(g);
-        Tensor dx = Tensor::Zeros(xc.shape());
+        Tensor dx = Tensor::Empty(xc.shape());
         const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
         // Per-block partial sums of g * xhat and g.
         std::vector<float> partial_w(blocks * dim, 0.0f);

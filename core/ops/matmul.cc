@@ -142,7 +142,7 @@ Tensor MatMul(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   out_shape.push_back(n);
   out_shape.push_back(m);
-  Tensor out = Tensor::Zeros(out_shape);
+  Tensor out = Tensor::Empty(out_shape);
   const MatrixOperand a_op = MakeOperand(a, batch);
   const MatrixOperand b_op = MakeOperand(b, batch);
   BatchedGemm(batch, a_op, b_op, out, n, m, k, "MatMul");
@@ -197,7 +197,7 @@ Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  Tensor out = Tensor::Zeros(out_shape);
+  Tensor out = Tensor::Empty(out_shape);
   Tensor out2d = out.ViewAs({rows, out_features}, {out_features, 1}, 0);
   BatchedGemm({}, x_op, Transposed(w_op), out2d, rows, out_features,
               in_features, "Linear");

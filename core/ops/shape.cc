@@ -168,7 +168,7 @@ Tensor Concat(const std::vector<Tensor>& xs, int64_t dim) {
     starts.push_back(shape[d]);
     shape[d] += x.shape()[d];
   }
-  Tensor out = Tensor::Zeros(shape);
+  Tensor out = Tensor::Empty(shape);
   for (size_t i = 0; i < xs.size(); ++i) {
     Shape slice_shape = shape;
     slice_shape[d] = xs[i].shape()[d];

@@ -137,7 +137,7 @@ inline void StridedCopy(Tensor dst, const Tensor& src) {
 // out = f(x) elementwise, into a fresh contiguous tensor.
 template <class F>
 Tensor MapUnary(const Tensor& x, const F& f) {
-  Tensor out = Tensor::Zeros(x.shape());
+  Tensor out = Tensor::Empty(x.shape());
   const StridedLayout<2> layout(x.shape(), {out.strides(), x.strides()});
   float* po = out.data();
   const float* px = x.data();
@@ -162,7 +162,7 @@ template <class F>
 Tensor BroadcastBinary(const Tensor& a, const Tensor& b, const char* op,
                        const F& f) {
   const Shape out_shape = BroadcastShapes(a.shape(), b.shape(), op);
-  Tensor out = Tensor::Zeros(out_shape);
+  Tensor out = Tensor::Empty(out_shape);
   const StridedLayout<3> layout(
       out_shape,
       {out.strides(), BroadcastStrides(a.shape(), a.strides(), out_shape),
@@ -176,8 +176,21 @@ Tensor BroadcastBinary(const Tensor& a, const Tensor& b, const char* op,
         float* o = po + offset[0];
         const float* x = pa + offset[1];
         const float* y = pb + offset[2];
-        for (int64_t i = 0; i < count; ++i) {
-          o[i * stride[0]] = f(x[i * stride[1]], y[i * stride[2]]);
+        // The usual cases get loops with constant strides, which the
+        // compiler can vectorise: both dense, or one operand fixed along
+        // the row (a bias or a per-row scale).
+        if (stride[0] == 1 && stride[1] == 1 && stride[2] == 1) {
+          for (int64_t i = 0; i < count; ++i) o[i] = f(x[i], y[i]);
+        } else if (stride[0] == 1 && stride[1] == 1 && stride[2] == 0) {
+          const float y0 = *y;
+          for (int64_t i = 0; i < count; ++i) o[i] = f(x[i], y0);
+        } else if (stride[0] == 1 && stride[1] == 0 && stride[2] == 1) {
+          const float x0 = *x;
+          for (int64_t i = 0; i < count; ++i) o[i] = f(x0, y[i]);
+        } else {
+          for (int64_t i = 0; i < count; ++i) {
+            o[i * stride[0]] = f(x[i * stride[1]], y[i * stride[2]]);
+          }
         }
       });
   return out;
@@ -186,7 +199,7 @@ Tensor BroadcastBinary(const Tensor& a, const Tensor& b, const char* op,
 // A fresh contiguous tensor with the values of `x` (any strides, including
 // the stride-0 dimensions of a broadcast view). No autograd.
 inline Tensor ContiguousCopy(const Tensor& x) {
-  Tensor out = Tensor::Zeros(x.shape());
+  Tensor out = Tensor::Empty(x.shape());
   StridedCopy(out, x);
   return out;
 }
