@@ -184,7 +184,8 @@ Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 ShapeToString(bias.shape()), " does not match weight shape ",
                 ShapeToString(weight.shape()), " (need [", out_features, "])");
   }
-  const int64_t rows = in_features == 0 ? 0 : x.numel() / in_features;
+  const int64_t rows =
+      NumElements(Shape(x.shape().begin(), x.shape().end() - 1));
   // x as a [rows, in] matrix: a 2-D x as it is (possibly transposed), a
   // higher-rank x as a view of its contiguous data.
   Tensor x2d = x;

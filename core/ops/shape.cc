@@ -59,7 +59,7 @@ Tensor Reshape(const Tensor& x, const Shape& shape) {
 }
 
 // out.shape[i] = x.shape[dims[i]], out.strides[i] = x.strides[dims[i]].
-// dL/dx = Permute(g, inverse of dims).
+// dL/dx = Permute(g, inverse of dims), made contiguous.
 Tensor Permute(const Tensor& x, const std::vector<int64_t>& dims) {
   ROTOR_CHECK(
       static_cast<int64_t>(dims.size()) == x.dim(), "Permute: ", dims.size(),
@@ -79,7 +79,9 @@ Tensor Permute(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   return RecordOp(x.ViewAs(shape, strides, 0), "Permute", {x},
                   [inverse](const Tensor& g) {
-                    return std::vector<Tensor>{Permute(g, inverse)};
+                    // Contiguous, so the engine's accumulation stays cheap.
+                    return std::vector<Tensor>{
+                        internal::ContiguousCopy(Permute(g, inverse))};
                   });
 }
 

@@ -59,6 +59,19 @@ TEST(MatMul, MatchesTripleLoopForEveryLayout) {
                       RandomTensor({1, 6}, rng, -1, 1, false));
 }
 
+// k = 0: an empty sum, so every output is 0 (sgemm with beta = 0 must still
+// write the output).
+TEST(MatMul, EmptyInnerDimensionGivesZeros) {
+  // Leave non-zero buffers of the output sizes in the memory pool, so
+  // unwritten outputs would show.
+  Tensor::Full({6}, 5.0f);
+  Tensor::Full({8}, 5.0f);
+  const Tensor c = MatMul(Tensor::Zeros({2, 0}), Tensor::Zeros({0, 3}));
+  EXPECT_EQ(c.ToVector(), std::vector<float>(6, 0.0f));
+  const Tensor y = Linear(Tensor::Zeros({4, 0}), Tensor::Zeros({2, 0}));
+  EXPECT_EQ(y.ToVector(), std::vector<float>(8, 0.0f));
+}
+
 TEST(MatMul, BroadcastBatches) {
   std::mt19937 rng(22);
   const Tensor a = RandomTensor({2, 1, 4, 3}, rng, -1, 1, false);
