@@ -95,9 +95,10 @@ void BatchedGemm(const Shape& batch, const MatrixOperand& a,
                  int64_t k, const char* op) {
   if (m == 0 || n == 0) return;
   const Shape c_batch(c.shape().begin(), c.shape().end() - 2);
+  // C is contiguous: its batch strides count whole [m, n] matrices (scaled
+  // below), while A's and B's count elements.
   const Shape c_strides =
       internal::BroadcastStrides(c_batch, ContiguousStrides(c_batch), batch);
-  // Batch strides are in matrices; scale C's by the matrix size.
   const int64_t batches = NumElements(batch);
   const int64_t rank = batch.size();
   std::vector<int64_t> index(rank, 0);
