@@ -1,6 +1,6 @@
 // Determinism: a forward and backward pass through the row-parallel ops and
 // sgemm, run twice at 2 threads, gives bitwise identical values and
-// gradients.
+// gradients; the cross-row sums match even between 1 and 2 threads.
 #include <random>
 
 #include "core/ops.h"
@@ -38,6 +38,28 @@ TEST(Determinism, SameResultsAtTwoThreads) {
   EXPECT_EQ(first.grad_x, second.grad_x);
   EXPECT_EQ(first.grad_w, second.grad_w);
   EXPECT_EQ(first.grad_gain, second.grad_gain);
+}
+
+// Cross-row sums (column sums, LayerNorm's weight gradient) group rows in
+// fixed chunks, so they do not even depend on the thread count.
+TEST(Determinism, CrossRowSumsIndependentOfThreadCount) {
+  auto run = [] {
+    std::mt19937 rng(82);
+    Tensor x = test::RandomTensor({1000, 300}, rng);
+    Tensor gain = test::RandomTensor({300}, rng);
+    Tensor shift = test::RandomTensor({300}, rng);
+    const Tensor column_sums = Sum(x, {0});
+    Sum(Mul(LayerNorm(x, gain, shift), x)).Backward();
+    return std::vector<std::vector<float>>{column_sums.ToVector(),
+                                           gain.grad().ToVector()};
+  };
+  const int threads = NumThreads();
+  SetNumThreads(1);
+  const auto serial = run();
+  SetNumThreads(2);
+  const auto parallel = run();
+  SetNumThreads(threads);
+  EXPECT_EQ(serial, parallel);
 }
 
 }  // namespace

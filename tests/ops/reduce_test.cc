@@ -37,13 +37,19 @@ TEST(Reduce, SumValuesAndShapes) {
   EXPECT_EQ(Sum(permuted, {2}).at({3, 1}), Sum(x, {1}).at({1, 3}));
 }
 
-// Every subset of dimensions of a [5, 3, 600] tensor (and of a permuted
-// view of it), against sums in double: covers both loop orders, including
-// column blocks wider than one task's 256 outputs.
+// Every subset of dimensions of a few 3-D tensors (and of permuted views of
+// them), against sums in double: covers both loop orders, wide rows, and
+// sums over more than one fixed chunk of 64 rows.
 TEST(Reduce, SumMatchesReferenceForEveryDimSet) {
   std::mt19937 rng(14);
-  const Tensor base = RandomTensor({5, 3, 600}, rng, -1, 1, false);
-  for (const Tensor& x : {base, Permute(base, {2, 0, 1})}) {
+  std::vector<Tensor> inputs;
+  for (const Shape& shape : {Shape{5, 3, 600}, Shape{300, 2, 7},
+                             Shape{3, 130, 5}}) {
+    const Tensor base = RandomTensor(shape, rng, -1, 1, false);
+    inputs.push_back(base);
+    inputs.push_back(Permute(base, {2, 0, 1}));
+  }
+  for (const Tensor& x : inputs) {
     const Shape& shape = x.shape();
     const std::vector<float> values = x.ToVector();
     for (int mask = 1; mask < 8; ++mask) {
