@@ -14,11 +14,11 @@
 //
 //   ./build/examples/mlp_xor
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/ops.h"
+#include "core/random.h"
 #include "core/tensor.h"
 
 using rotor::Tensor;
@@ -33,14 +33,14 @@ int main() {
   // ---- 2. Parameters ----
   // hidden = tanh(x W1^T + b1)      W1: [8, 2], b1: [8]
   // output = hidden W2^T + b2       W2: [1, 8], b2: [1]
-  // Random starting values (a fixed seed makes every run identical) break the
-  // symmetry between the 8 hidden units. requires_grad = true marks them as
-  // leaves whose gradient Backward() should compute.
-  std::mt19937 rng(2024);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  // Random starting values, uniform in [-1, 1), break the symmetry between
+  // the 8 hidden units (rotor::Rng with a fixed seed gives the same values on
+  // every machine). requires_grad = true marks them as leaves whose gradient
+  // Backward() should compute.
+  rotor::Rng rng(2024);
   auto random_parameter = [&](const rotor::Shape& shape) {
     std::vector<float> values(rotor::NumElements(shape));
-    for (float& v : values) v = uniform(rng);
+    for (float& v : values) v = static_cast<float>(2.0 * rng.Uniform() - 1.0);
     return Tensor::FromVector(shape, values, /*requires_grad=*/true);
   };
   Tensor w1 = random_parameter({8, 2});

@@ -1,9 +1,9 @@
 // End to end: a 2 -> 8 -> 1 MLP (Linear, Tanh, Linear) learns XOR with plain
 // gradient descent from a fixed seed within a fixed step budget.
-#include <random>
 
 #include "core/autograd.h"
 #include "core/ops.h"
+#include "core/random.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -12,10 +12,15 @@ namespace {
 TEST(Xor, MlpLearnsXor) {
   const Tensor inputs = Tensor::FromVector({4, 2}, {0, 0, 0, 1, 1, 0, 1, 1});
   const Tensor targets = Tensor::FromVector({4, 1}, {0, 1, 1, 0});
-  std::mt19937 rng(2024);
-  std::vector<Tensor> params = {
-      test::RandomTensor({8, 2}, rng), test::RandomTensor({8}, rng),
-      test::RandomTensor({1, 8}, rng), test::RandomTensor({1}, rng)};
+  Rng rng(2024);
+  auto random_parameter = [&](const Shape& shape) {
+    std::vector<float> values(NumElements(shape));
+    for (float& v : values) v = static_cast<float>(2.0 * rng.Uniform() - 1.0);
+    return Tensor::FromVector(shape, values, /*requires_grad=*/true);
+  };
+  std::vector<Tensor> params = {random_parameter({8, 2}), random_parameter({8}),
+                                random_parameter({1, 8}),
+                                random_parameter({1})};
   auto forward = [&] {
     const Tensor hidden = Tanh(Linear(inputs, params[0], params[1]));
     return Linear(hidden, params[2], params[3]);
