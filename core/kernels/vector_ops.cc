@@ -26,7 +26,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 constexpr int64_t kChunk = 16384;
 
 void Axpy(float alpha, const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
-              size_t n) {
+          size_t n) {
   ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
     ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
       const size_t k = begin + i;
@@ -56,11 +56,31 @@ void Add(const float* a, const float* b, float* out, size_t n) {
   });
 }
 
+void Sub(const float* a, const float* b, float* out, size_t n) {
+  ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
+    ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
+      const size_t k = begin + i;
+      hn::StoreU(hn::Sub(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
+    });
+  });
+}
+
 void Mul(const float* a, const float* b, float* out, size_t n) {
   ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
     ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
       const size_t k = begin + i;
       hn::StoreU(hn::Mul(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
+    });
+  });
+}
+
+// IEEE division on every target (Highway's Div is exact, not an
+// approximate reciprocal), so results equal the scalar reference.
+void Div(const float* a, const float* b, float* out, size_t n) {
+  ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
+    ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
+      const size_t k = begin + i;
+      hn::StoreU(hn::Div(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
     });
   });
 }
@@ -80,7 +100,9 @@ namespace kernels {
 HWY_EXPORT(Axpy);
 HWY_EXPORT(Scale);
 HWY_EXPORT(Add);
+HWY_EXPORT(Sub);
 HWY_EXPORT(Mul);
+HWY_EXPORT(Div);
 HWY_EXPORT(VectorOpsTarget);
 
 void Axpy(float alpha, const float* x, float* y, size_t n) {
@@ -92,10 +114,18 @@ void Scale(float alpha, float* x, size_t n) {
 void Add(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(Add)(a, b, out, n);
 }
+void Sub(const float* a, const float* b, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(Sub)(a, b, out, n);
+}
 void Mul(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(Mul)(a, b, out, n);
 }
-const char* VectorOpsTarget() { return HWY_DYNAMIC_DISPATCH(VectorOpsTarget)(); }
+void Div(const float* a, const float* b, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(Div)(a, b, out, n);
+}
+const char* VectorOpsTarget() {
+  return HWY_DYNAMIC_DISPATCH(VectorOpsTarget)();
+}
 
 }  // namespace kernels
 }  // namespace rotor

@@ -18,8 +18,12 @@ void Axpy(float alpha, const float* x, float* y, size_t n);
 void Scale(float alpha, float* x, size_t n);
 // out[i] = a[i] + b[i]                          a, b, out: [n]
 void Add(const float* a, const float* b, float* out, size_t n);
+// out[i] = a[i] - b[i]                          a, b, out: [n]
+void Sub(const float* a, const float* b, float* out, size_t n);
 // out[i] = a[i] * b[i]                          a, b, out: [n]
 void Mul(const float* a, const float* b, float* out, size_t n);
+// out[i] = a[i] / b[i]                          a, b, out: [n]
+void Div(const float* a, const float* b, float* out, size_t n);
 
 // Name of the Highway target the vector-ops dispatch chose ("AVX3", "AVX2",
 // "SSE4", "SSSE3", "SCALAR", ...): tests use it to prove which target ran.

@@ -24,6 +24,16 @@ void AddRef(const T* a, const T* b, T* out, size_t n) {
 }
 
 template <typename T>
+void SubRef(const T* a, const T* b, T* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+}
+
+template <typename T>
+void DivRef(const T* a, const T* b, T* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] / b[i];
+}
+
+template <typename T>
 void MulRef(const T* a, const T* b, T* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 }

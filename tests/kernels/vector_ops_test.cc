@@ -1,5 +1,5 @@
-// Vector basics (axpy, scale, add, mul): the Highway kernels against their
-// scalar references on every compiled target, every size 0..33 and some
+// Vector basics (axpy, scale, add, sub, mul, div): the Highway kernels against
+// their scalar references on every compiled target, every size 0..33 and some
 // larger odd ones, with misaligned pointers.
 #include "core/kernels/vector_ops.h"
 
@@ -40,9 +40,17 @@ ROTOR_PER_TARGET_TEST(VectorOpsKernel, MatchesReference) {
       kernels::AddRef(pa, pb, pe, n);
       ExpectNear(po, pe, n, 0, 0, "Add " + where);
 
+      kernels::Sub(pa, pb, po, n);
+      kernels::SubRef(pa, pb, pe, n);
+      ExpectNear(po, pe, n, 0, 0, "Sub " + where);
+
       kernels::Mul(pa, pb, po, n);
       kernels::MulRef(pa, pb, pe, n);
       ExpectNear(po, pe, n, 0, 0, "Mul " + where);
+
+      kernels::Div(pa, pb, po, n);
+      kernels::DivRef(pa, pb, pe, n);
+      ExpectNear(po, pe, n, 0, 0, "Div " + where);
 
       std::copy(pb, pb + n, po);
       std::copy(pb, pb + n, pe);

@@ -1,0 +1,259 @@
+// Matrix products through OpenBLAS cblas_sgemm: MatMul (batched, with
+// broadcast batch dimensions) and Linear (x W^T + bias).
+//
+// sgemm computes C = alpha op(A) op(B) + beta C on row-major matrices, where
+// op(X) is X or X^T. A matrix operand is described by (data, trans, ld), so a
+// transposed view (last two dimensions swapped) is passed as CblasTrans and
+// never copied; only layouts sgemm cannot express (e.g. a stride-2 column)
+// are made contiguous first. Backward is sgemm too:
+//   C = A B   =>   dA = dC B^T,   dB = A^T dC,
+// and where an operand was shared by several batches its gradient is summed
+// over them by accumulating in sgemm (beta = 1) instead of a separate pass.
+//
+// sgemm calls run one after another on the calling thread: OpenBLAS has its
+// own threads, sized by SetNumThreads(), and must not run inside TBB tasks.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "core/autograd.h"
+#include "core/error.h"
+#include "core/kernels/vector_ops.h"
+#include "core/ops.h"
+#include "core/ops/strided.h"
+
+namespace rotor {
+
+namespace {
+
+// The last two dimensions of a tensor, as sgemm sees them, plus where each
+// batch's matrix starts.
+struct MatrixOperand {
+  Tensor holder;  // keeps the data alive (the input, or a contiguous copy)
+  const float* data = nullptr;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 1;
+  Shape batch_strides;  // over the broadcast batch shape; 0 = shared
+};
+
+// Describes `t`'s matrices (rows x cols = its last two extents) for sgemm
+// over the broadcast batch shape `batch`.
+MatrixOperand MakeOperand(const Tensor& t, const Shape& batch) {
+  const int64_t rank = t.dim();
+  const int64_t rows = t.shape()[rank - 2], cols = t.shape()[rank - 1];
+  const int64_t row_stride = t.strides()[rank - 2];
+  const int64_t col_stride = t.strides()[rank - 1];
+  MatrixOperand op;
+  op.holder = t;
+  // Row-major: element (i, j) at i * ld + j.
+  const bool row_major =
+      (cols <= 1 || col_stride == 1) &&
+      (rows <= 1 || row_stride >= std::max<int64_t>(cols, 1));
+  // Column-major (a transposed view): element (i, j) at i + j * ld.
+  const bool col_major =
+      (rows <= 1 || row_stride == 1) &&
+      (cols <= 1 || col_stride >= std::max<int64_t>(rows, 1));
+  if (row_major) {
+    op.trans = CblasNoTrans;
+    op.ld = rows <= 1 ? std::max<int64_t>(cols, 1) : row_stride;
+  } else if (col_major) {
+    op.trans = CblasTrans;
+    op.ld = cols <= 1 ? std::max<int64_t>(rows, 1) : col_stride;
+  } else {
+    op.holder = internal::ContiguousCopy(t);
+    op.trans = CblasNoTrans;
+    op.ld = std::max<int64_t>(cols, 1);
+  }
+  op.data = op.holder.data();
+  const Shape t_batch(t.shape().begin(), t.shape().end() - 2);
+  const Shape t_batch_strides(op.holder.strides().begin(),
+                              op.holder.strides().end() - 2);
+  op.batch_strides =
+      internal::BroadcastStrides(t_batch, t_batch_strides, batch);
+  return op;
+}
+
+// The same matrices, transposed: op(X^T) = op(X)^T.
+MatrixOperand Transposed(MatrixOperand op) {
+  op.trans = op.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
+  return op;
+}
+
+int BlasInt(int64_t v, const char* op) {
+  ROTOR_CHECK(v <= INT_MAX, op, ": extent ", v, " is too large for BLAS");
+  return static_cast<int>(v);
+}
+
+// For every batch index b of `batch` (row-major order):
+//   C_b = op(A_b) op(B_b) + (first write of C_b ? 0 : C_b),
+// with op(A_b): [m, k], op(B_b): [k, n], C_b: [m, n] row-major (ld = n).
+// `c` is contiguous with shape c_batch + [m, n], where c_batch broadcasts to
+// `batch`; a C matrix shared by several batches accumulates all of them.
+void BatchedGemm(const Shape& batch, const MatrixOperand& a,
+                 const MatrixOperand& b, Tensor& c, int64_t m, int64_t n,
+                 int64_t k, const char* op) {
+  if (m == 0 || n == 0) return;
+  const Shape c_batch(c.shape().begin(), c.shape().end() - 2);
+  // C is contiguous: its batch strides count whole [m, n] matrices (scaled
+  // below), while A's and B's count elements.
+  const Shape c_strides =
+      internal::BroadcastStrides(c_batch, ContiguousStrides(c_batch), batch);
+  const int64_t batches = NumElements(batch);
+  const int64_t rank = batch.size();
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t count = 0; count < batches; ++count) {
+    int64_t a_offset = 0, b_offset = 0, c_offset = 0;
+    bool first_write = true;  // index is 0 on every dimension C broadcasts
+    for (int64_t d = 0; d < rank; ++d) {
+      a_offset += index[d] * a.batch_strides[d];
+      b_offset += index[d] * b.batch_strides[d];
+      c_offset += index[d] * c_strides[d] * m * n;
+      if (c_strides[d] == 0 && index[d] != 0) first_write = false;
+    }
+    cblas_sgemm(CblasRowMajor, a.trans, b.trans, BlasInt(m, op), BlasInt(n, op),
+                BlasInt(k, op), 1.0f, a.data + a_offset, BlasInt(a.ld, op),
+                b.data + b_offset, BlasInt(b.ld, op), first_write ? 0.0f : 1.0f,
+                c.data() + c_offset, BlasInt(n, op));
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+Shape BatchShape(const Tensor& t) {
+  return Shape(t.shape().begin(), t.shape().end() - 2);
+}
+
+}  // namespace
+
+// C[..., n, m] = A[..., n, k] B[..., k, m];  dA = dC B^T,  dB = A^T dC, each
+// summed over the batches its operand was broadcast to.
+Tensor MatMul(const Tensor& a, const Tensor& b) {
+  ROTOR_CHECK(a.dim() >= 2 && b.dim() >= 2 &&
+                  a.shape()[a.dim() - 1] == b.shape()[b.dim() - 2],
+              "MatMul: shapes ", ShapeToString(a.shape()), " and ",
+              ShapeToString(b.shape()),
+              " do not multiply (need [..., n, k] and [..., k, m])");
+  const int64_t n = a.shape()[a.dim() - 2];
+  const int64_t k = a.shape()[a.dim() - 1];
+  const int64_t m = b.shape()[b.dim() - 1];
+  const Shape batch = BroadcastShapes(BatchShape(a), BatchShape(b), "MatMul");
+  Shape out_shape = batch;
+  out_shape.push_back(n);
+  out_shape.push_back(m);
+  Tensor out = Tensor::Empty(out_shape);
+  const MatrixOperand a_op = MakeOperand(a, batch);
+  const MatrixOperand b_op = MakeOperand(b, batch);
+  BatchedGemm(batch, a_op, b_op, out, n, m, k, "MatMul");
+  if (!AnyRequiresGrad({&a, &b})) return out;
+
+  const bool grad_a = a.requires_grad(), grad_b = b.requires_grad();
+  const Shape a_shape = a.shape(), b_shape = b.shape();
+  return RecordOp(
+      out, "MatMul", {a, b},
+      [a_op, b_op, batch, a_shape, b_shape, n, k, m, grad_a,
+       grad_b](const Tensor& g) {
+        const MatrixOperand g_op = MakeOperand(g, batch);
+        Tensor da, db;
+        if (grad_a) {  // dA [n, k] = dC [n, m] B^T [m, k]
+          da = Tensor::Zeros(a_shape);
+          BatchedGemm(batch, g_op, Transposed(b_op), da, n, k, m, "MatMul");
+        }
+        if (grad_b) {  // dB [k, m] = A^T [k, n] dC [n, m]
+          db = Tensor::Zeros(b_shape);
+          BatchedGemm(batch, Transposed(a_op), g_op, db, k, m, n, "MatMul");
+        }
+        return std::vector<Tensor>{da, db};
+      });
+}
+
+// Y [rows, out] = X [rows, in] W^T [in, out] + bias, rows = all leading
+// dimensions of x flattened. Backward:
+//   dX = dY W,   dW = dY^T X,   dbias = sum over rows of dY.
+Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  ROTOR_CHECK(weight.dim() == 2 && x.dim() >= 1 &&
+                  x.shape().back() == weight.shape()[1],
+              "Linear: input shape ", ShapeToString(x.shape()),
+              " and weight shape ", ShapeToString(weight.shape()),
+              " do not match (need [..., in] and [out, in])");
+  const int64_t out_features = weight.shape()[0];
+  const int64_t in_features = weight.shape()[1];
+  if (bias.defined()) {
+    ROTOR_CHECK(bias.shape() == Shape{out_features}, "Linear: bias shape ",
+                ShapeToString(bias.shape()), " does not match weight shape ",
+                ShapeToString(weight.shape()), " (need [", out_features, "])");
+  }
+  const int64_t rows =
+      NumElements(Shape(x.shape().begin(), x.shape().end() - 1));
+  // x as a [rows, in] matrix: a 2-D x as it is (possibly transposed), a
+  // higher-rank x as a view of its contiguous data.
+  Tensor x2d = x;
+  if (x.dim() != 2) {
+    const Tensor xc = x.is_contiguous() ? x : internal::ContiguousCopy(x);
+    x2d = xc.ViewAs({rows, in_features}, {in_features, 1}, 0);
+  }
+  const MatrixOperand x_op = MakeOperand(x2d, {});
+  const MatrixOperand w_op = MakeOperand(weight, {});
+
+  Shape out_shape = x.shape();
+  out_shape.back() = out_features;
+  Tensor out = Tensor::Empty(out_shape);
+  Tensor out2d = out.ViewAs({rows, out_features}, {out_features, 1}, 0);
+  BatchedGemm({}, x_op, Transposed(w_op), out2d, rows, out_features,
+              in_features, "Linear");
+  if (bias.defined()) {
+    const Tensor bias_c =
+        bias.is_contiguous() ? bias : internal::ContiguousCopy(bias);
+    const float* pb = bias_c.data();
+    float* po = out.data();
+    ParallelFor(rows,
+                std::max<int64_t>(1, internal::kElementwiseGrain /
+                                         std::max<int64_t>(out_features, 1)),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t r = begin; r < end; ++r) {
+                    kernels::Add(po + r * out_features, pb,
+                                 po + r * out_features, out_features);
+                  }
+                });
+  }
+  if (!AnyRequiresGrad({&x, &weight, &bias})) return out;
+
+  const bool grad_x = x.requires_grad(), grad_w = weight.requires_grad();
+  const bool grad_b = bias.defined() && bias.requires_grad();
+  const Shape x_shape = x.shape();
+  std::vector<Tensor> inputs = {x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return RecordOp(
+      out, "Linear", inputs,
+      [x_op, w_op, x_shape, rows, in_features, out_features, grad_x, grad_w,
+       grad_b, has_bias = bias.defined()](const Tensor& g) {
+        const Tensor gc = g.is_contiguous() ? g : internal::ContiguousCopy(g);
+        const MatrixOperand g_op = MakeOperand(
+            gc.ViewAs({rows, out_features}, {out_features, 1}, 0), {});
+        std::vector<Tensor> grads(has_bias ? 3 : 2);
+        if (grad_x) {  // dX [rows, in] = dY [rows, out] W [out, in]
+          grads[0] = Tensor::Zeros(x_shape);
+          Tensor dx2d =
+              grads[0].ViewAs({rows, in_features}, {in_features, 1}, 0);
+          BatchedGemm({}, g_op, w_op, dx2d, rows, in_features, out_features,
+                      "Linear");
+        }
+        if (grad_w) {  // dW [out, in] = dY^T [out, rows] X [rows, in]
+          grads[1] = Tensor::Zeros({out_features, in_features});
+          BatchedGemm({}, Transposed(g_op), x_op, grads[1], out_features,
+                      in_features, rows, "Linear");
+        }
+        if (grad_b) {  // rows added one after another: deterministic
+          grads[2] = Tensor::Zeros({out_features});
+          for (int64_t r = 0; r < rows; ++r) {
+            kernels::Axpy(1.0f, gc.data() + r * out_features, grads[2].data(),
+                          out_features);
+          }
+        }
+        return grads;
+      });
+}
+
+}  // namespace rotor

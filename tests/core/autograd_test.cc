@@ -1,0 +1,96 @@
+// The autograd engine (core/autograd.h): gradient summing over a diamond,
+// accumulation across Backward() calls, NoGradGuard, the freed graph, the
+// scalar-loss requirement and requires_grad propagation.
+#include "core/autograd.h"
+
+#include "core/ops.h"
+#include "tests/ops/ops_test_util.h"
+#include "tests/test_util.h"
+
+namespace rotor {
+namespace {
+
+using test::ErrorMessage;
+
+TEST(Autograd, DiamondSumsGradients) {
+  // L = sum(x * x + 3 x): x reaches L along three paths; dL/dx = 2x + 3.
+  Tensor x = Tensor::FromVector({3}, {1.0f, -2.0f, 0.5f}, true);
+  const Tensor a = Mul(x, x);
+  const Tensor b = Mul(x, 3.0f);
+  Sum(Add(a, b)).Backward();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{5.0f, -1.0f, 4.0f}));
+}
+
+TEST(Autograd, SharedIntermediateSumsGradients) {
+  // h = 2x is used twice: L = sum(h * h) = 4 sum(x^2), dL/dx = 8x.
+  Tensor x = Tensor::FromVector({2}, {1.0f, 3.0f}, true);
+  const Tensor h = Mul(x, 2.0f);
+  Sum(Mul(h, h)).Backward();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{8.0f, 24.0f}));
+}
+
+TEST(Autograd, GradientsAccumulateUntilZeroGrad) {
+  Tensor x = Tensor::FromVector({2}, {1.0f, 2.0f}, true);
+  Sum(Mul(x, x)).Backward();
+  Sum(Mul(x, x)).Backward();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{4.0f, 8.0f}));
+  x.ZeroGrad();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{0.0f, 0.0f}));
+  Sum(Mul(x, 5.0f)).Backward();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{5.0f, 5.0f}));
+}
+
+TEST(Autograd, NoGradGuardRecordsNothing) {
+  Tensor x = Tensor::Ones({2}, true);
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(GradModeEnabled());
+    const Tensor y = Sum(Mul(Exp(x), x));
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(y.grad_fn(), nullptr);
+  }
+  EXPECT_TRUE(GradModeEnabled());
+  EXPECT_TRUE(Sum(x).requires_grad());
+}
+
+TEST(Autograd, SecondBackwardThroughFreedGraphThrows) {
+  Tensor x = Tensor::Ones({2}, true);
+  const Tensor loss = Sum(Mul(x, x));
+  loss.Backward();
+  EXPECT_CONTAINS(ErrorMessage([&] { loss.Backward(); }),
+                  "a second time: the graph was freed by the first "
+                  "Backward()");
+}
+
+TEST(Autograd, BackwardNeedsAScalar) {
+  Tensor x = Tensor::Ones({2, 2}, true);
+  const Tensor y = Mul(x, 2.0f);
+  EXPECT_CONTAINS(ErrorMessage([&] { y.Backward(); }),
+                  "Backward() needs a scalar loss, got shape [2, 2]");
+  // With an explicit seed gradient it is allowed.
+  y.Backward(Tensor::Full({2, 2}, 0.5f));
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{1, 1, 1, 1}));
+}
+
+TEST(Autograd, RequiresGradPropagatesFromLeaves) {
+  Tensor w = Tensor::Full({2}, 3.0f, true);
+  const Tensor c = Tensor::Full({2}, 2.0f);  // a constant
+  const Tensor y = Mul(w, c);
+  EXPECT_TRUE(y.requires_grad());
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_EQ(y.grad_fn()->name(), "Mul");
+  const Tensor k = Mul(c, c);
+  EXPECT_FALSE(k.requires_grad());
+  EXPECT_EQ(k.grad_fn(), nullptr);
+  EXPECT_CONTAINS(ErrorMessage([&] { Sum(k).Backward(); }),
+                  "the loss does not require grad");
+  // Only leaves that require grad receive gradients.
+  Sum(y).Backward();
+  EXPECT_EQ(w.grad().ToVector(), (std::vector<float>{2.0f, 2.0f}));
+  EXPECT_FALSE(c.grad().defined());
+  EXPECT_CONTAINS(ErrorMessage([&] { Tensor(y).set_requires_grad(true); }),
+                  "only leaf tensors can be marked");
+}
+
+}  // namespace
+}  // namespace rotor
