@@ -1,0 +1,156 @@
+// Highway implementation of core/kernels/rmsnorm.h (file anatomy as in
+// core/kernels/softmax.cc: per-target bodies, HWY_EXPORT, one dispatch
+// wrapper per function).
+#include "core/kernels/rmsnorm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/kernels/row_split.h"
+#include "core/parallel.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/kernels/rmsnorm.cc"
+#include "hwy/aligned_allocator.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// Per-target helpers, after highway.h:
+#include "core/kernels/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rotor {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Rows per block of the dweight reduction. Fixed (not derived from the
+// thread count) so the summation order, and hence dweight, never changes.
+constexpr size_t kRowsPerBlock = 32;
+
+void RmsNormForward(const float* HWY_RESTRICT x,
+                    const float* HWY_RESTRICT weight, float* HWY_RESTRICT y,
+                    float* HWY_RESTRICT rstd, size_t rows, size_t cols,
+                    float eps) {
+  ParallelFor(rows, RowsPerTask(cols),
+              [&](int64_t begin, int64_t end) HWY_ATTR {
+                for (int64_t r = begin; r < end; ++r) {
+                  const float* xr = x + r * cols;
+                  float* yr = y + r * cols;
+                  const float mean_sq =
+                      cols == 0 ? 0.0f : SumOfSquares(xr, cols) / cols;
+                  const float s = 1.0f / std::sqrt(mean_sq + eps);
+                  rstd[r] = s;
+                  ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
+                    const auto normalized =
+                        hn::Mul(hn::LoadU(d, xr + i), hn::Set(d, s));
+                    hn::StoreU(hn::Mul(normalized, hn::LoadU(d, weight + i)), d,
+                               yr + i);
+                  });
+                }
+              });
+}
+
+// sum_i a[i] * b[i] * c[i].
+float Dot3(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+           const float* HWY_RESTRICT c, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  auto sum = hn::Zero(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto ab = hn::Mul(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
+    sum = hn::MulAdd(ab, hn::LoadU(d, c + i), sum);
+  }
+  float total = ReduceSum(d, sum);
+  for (; i < n; ++i) total += a[i] * b[i] * c[i];
+  return total;
+}
+
+void RmsNormBackward(const float* HWY_RESTRICT x,
+                     const float* HWY_RESTRICT weight,
+                     const float* HWY_RESTRICT rstd,
+                     const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
+                     float* HWY_RESTRICT dweight, size_t rows, size_t cols) {
+  if (rows == 0 || cols == 0) return;
+  const size_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  // partial[b * cols + i] = sum over the rows of block b of dy * x * rstd.
+  auto partial = hwy::AllocateAligned<float>(blocks * cols);
+  const int64_t blocks_per_task =
+      std::max<int64_t>(1, kMinFloatsPerTask / (kRowsPerBlock * cols));
+  ParallelFor(
+      blocks, blocks_per_task, [&](int64_t begin, int64_t end) HWY_ATTR {
+        for (int64_t b = begin; b < end; ++b) {
+          float* pb = partial.get() + b * cols;
+          std::fill(pb, pb + cols, 0.0f);
+          const size_t row_end = std::min(rows, (b + 1) * kRowsPerBlock);
+          for (size_t r = b * kRowsPerBlock; r < row_end; ++r) {
+            const float* xr = x + r * cols;
+            const float* dyr = dy + r * cols;
+            float* dxr = dx + r * cols;
+            const float s = rstd[r];
+            const float k = s * s * s * Dot3(dyr, weight, xr, cols) / cols;
+            ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
+              const auto xv = hn::LoadU(d, xr + i);
+              const auto dyv = hn::LoadU(d, dyr + i);
+              // dx += s * w * dy - k * x
+              const auto g = hn::Mul(
+                  hn::Mul(hn::Set(d, s), hn::LoadU(d, weight + i)), dyv);
+              const auto dxv = hn::Add(hn::LoadU(d, dxr + i),
+                                       hn::NegMulAdd(hn::Set(d, k), xv, g));
+              hn::StoreU(dxv, d, dxr + i);
+              // partial += dy * x * s
+              const auto p = hn::MulAdd(hn::Mul(dyv, xv), hn::Set(d, s),
+                                        hn::LoadU(d, pb + i));
+              hn::StoreU(p, d, pb + i);
+            });
+          }
+        }
+      });
+  // dweight += partial_0 + partial_1 + ... in block order; columns are
+  // independent, so splitting them over threads changes nothing.
+  const int64_t cols_per_task =
+      std::max<int64_t>(1, kMinFloatsPerTask / blocks);
+  ParallelFor(cols, cols_per_task, [&](int64_t begin, int64_t end) HWY_ATTR {
+    ForEachVector(end - begin, [&](auto d, size_t offset) HWY_ATTR {
+      const size_t i = begin + offset;
+      auto total = hn::LoadU(d, partial.get() + i);
+      for (size_t b = 1; b < blocks; ++b) {
+        total = hn::Add(total, hn::LoadU(d, partial.get() + b * cols + i));
+      }
+      hn::StoreU(hn::Add(hn::LoadU(d, dweight + i), total), d, dweight + i);
+    });
+  });
+}
+
+const char* RmsNormTarget() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace rotor
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace rotor {
+namespace kernels {
+
+HWY_EXPORT(RmsNormForward);
+HWY_EXPORT(RmsNormBackward);
+HWY_EXPORT(RmsNormTarget);
+
+void RmsNormForward(const float* x, const float* weight, float* y, float* rstd,
+                    size_t rows, size_t cols, float eps) {
+  HWY_DYNAMIC_DISPATCH(RmsNormForward)(x, weight, y, rstd, rows, cols, eps);
+}
+void RmsNormBackward(const float* x, const float* weight, const float* rstd,
+                     const float* dy, float* dx, float* dweight, size_t rows,
+                     size_t cols) {
+  HWY_DYNAMIC_DISPATCH(RmsNormBackward)
+  (x, weight, rstd, dy, dx, dweight, rows, cols);
+}
+const char* RmsNormTarget() { return HWY_DYNAMIC_DISPATCH(RmsNormTarget)(); }
+
+}  // namespace kernels
+}  // namespace rotor
+#endif  // HWY_ONCE

@@ -1,0 +1,84 @@
+// Per-target helpers for the row-wise kernels (softmax, cross entropy,
+// activations): sums of exponentials and the sigmoid. Re-included once per
+// target by foreach_target.h, hence the toggle guard. Include after
+// "hwy/highway.h" and "hwy/contrib/math/math-inl.h".
+#if defined(ROTOR_CORE_KERNELS_ROW_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ROTOR_CORE_KERNELS_ROW_MATH_INL_H_
+#undef ROTOR_CORE_KERNELS_ROW_MATH_INL_H_
+#else
+#define ROTOR_CORE_KERNELS_ROW_MATH_INL_H_
+#endif
+
+#include <stddef.h>
+
+#include "core/kernels/simd-inl.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rotor {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// exp(x - shift), lane by lane. hn::Exp returns 0 below -104, so -inf
+// entries (masked logits) give exactly 0.
+template <class D>
+HWY_INLINE hn::Vec<D> ExpShifted(D d, hn::Vec<D> x, float shift) {
+  return hn::Exp(d, hn::Sub(x, hn::Set(d, shift)));
+}
+
+// Returns sum_i exp(x[i] - shift); with kStore, also writes each term to
+// y[i] (y may be x). Full vectors first, then a one-lane tail, so no masked
+// loads are needed.
+template <bool kStore>
+HWY_INLINE float SumExpShifted(const float* x, float* y, size_t n,
+                               float shift) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  auto sum = hn::Zero(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto e = ExpShifted(d, hn::LoadU(d, x + i), shift);
+    if (kStore) hn::StoreU(e, d, y + i);
+    sum = hn::Add(sum, e);
+  }
+  float total = ReduceSum(d, sum);
+  const hn::CappedTag<float, 1> d1;
+  for (; i < n; ++i) {
+    const auto e = ExpShifted(d1, hn::LoadU(d1, x + i), shift);
+    if (kStore) hn::StoreU(e, d1, y + i);
+    total += hn::GetLane(e);
+  }
+  return total;
+}
+
+// sum_i x[i].
+HWY_INLINE float Sum(const float* x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  auto sum = hn::Zero(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) sum = hn::Add(sum, hn::LoadU(d, x + i));
+  float total = ReduceSum(d, sum);
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+// sigmoid(x) = 1 / (1 + exp(-x)), evaluated as s / (1 + e) with
+// e = exp(-|x|) <= 1 and s = 1 (x >= 0) or e (x < 0): exp never overflows
+// and hn::Exp stays inside its valid range for every x.
+template <class D>
+HWY_INLINE hn::Vec<D> Sigmoid(D d, hn::Vec<D> x) {
+  const auto e = hn::Exp(d, hn::Neg(hn::Abs(x)));
+  const auto one = hn::Set(d, 1.0f);
+  const auto numerator = hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, e);
+  return hn::Div(numerator, hn::Add(one, e));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace rotor
+HWY_AFTER_NAMESPACE();
+
+#endif  // ROTOR_CORE_KERNELS_ROW_MATH_INL_H_ toggle
