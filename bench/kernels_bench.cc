@@ -67,8 +67,7 @@ void Run() {
     const double in_out = 2.0 * n * sizeof(float);
 
     const std::vector<Kernel> kernel_list = {
-        {"softmax fwd",
-         [&] { kernels::SoftmaxForward(px, py, rows, cols); },
+        {"softmax fwd", [&] { kernels::SoftmaxForward(px, py, rows, cols); },
          [&] {
            ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
              kernels::SoftmaxForwardRef(px + begin * cols, py + begin * cols,
@@ -86,14 +85,12 @@ void Run() {
            });
          },
          in_out + (cols + rows) * sizeof(float)},
-        {"silu fwd",
-         [&] { kernels::SiluForward(px, py, n); },
+        {"silu fwd", [&] { kernels::SiluForward(px, py, n); },
          [&] {
-           ParallelFor(n, kernels::kMinFloatsPerTask,
-                       [&](int64_t begin, int64_t end) {
-                         kernels::SiluForwardRef(px + begin, py + begin,
-                                                 end - begin);
-                       });
+           ParallelFor(
+               n, kernels::kMinFloatsPerTask, [&](int64_t begin, int64_t end) {
+                 kernels::SiluForwardRef(px + begin, py + begin, end - begin);
+               });
          },
          in_out},
     };
@@ -104,12 +101,12 @@ void Run() {
                 "% of copy");
     for (int threads : {1, 2}) {
       SetNumThreads(threads);
-      const double copy = bench::CopyBandwidthGBs(n * sizeof(float),
-                                                  size.repeats);
+      const double copy =
+          bench::CopyBandwidthGBs(n * sizeof(float), size.repeats);
       for (const Kernel& kernel : kernel_list) {
-        const double highway = kernel.bytes /
-                               bench::BestSeconds(kernel.highway, size.repeats) /
-                               1e9;
+        const double highway =
+            kernel.bytes / bench::BestSeconds(kernel.highway, size.repeats) /
+            1e9;
         const double scalar = kernel.bytes /
                               bench::BestSeconds(kernel.scalar, size.repeats) /
                               1e9;

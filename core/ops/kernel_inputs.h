@@ -15,7 +15,7 @@ namespace ops_internal {
 // values (no autograd). Only views pay for a copy.
 inline Tensor ContiguousOrCopy(const Tensor& x) {
   if (x.is_contiguous()) return x;
-  Tensor copy = Tensor::Zeros(x.shape());
+  Tensor copy = Tensor::Empty(x.shape());
   copy.CopyFrom(x);
   return copy;
 }

@@ -28,8 +28,8 @@ Tensor RmsNorm(const Tensor& x, const Tensor& weight, float eps) {
   const Tensor input = ContiguousOrCopy(x);
   const Tensor w = ContiguousOrCopy(weight);
   const auto [rows, cols] = AsRows(x);
-  Tensor y = Tensor::Zeros(x.shape());
-  Tensor rstd = Tensor::Zeros({static_cast<int64_t>(rows)});
+  Tensor y = Tensor::Empty(x.shape());
+  Tensor rstd = Tensor::Empty({static_cast<int64_t>(rows)});
   kernels::RmsNormForward(input.data(), w.data(), y.data(), rstd.data(), rows,
                           cols, eps);
   if (!AnyRequiresGrad({&x, &weight})) return y;

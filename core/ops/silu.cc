@@ -16,7 +16,7 @@ using ops_internal::ContiguousOrCopy;
 // Backward: dx = dy * sigmoid(x) * (1 + x * (1 - sigmoid(x))), from saved x.
 Tensor Silu(const Tensor& x) {
   const Tensor input = ContiguousOrCopy(x);
-  Tensor y = Tensor::Zeros(x.shape());
+  Tensor y = Tensor::Empty(x.shape());
   kernels::SiluForward(input.data(), y.data(), y.numel());
   if (!AnyRequiresGrad({&x})) return y;
   const Tensor saved_x = input.Detach();
@@ -36,7 +36,7 @@ Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
               ShapeToString(up.shape()), " must have the same shape");
   const Tensor g = ContiguousOrCopy(gate);
   const Tensor u = ContiguousOrCopy(up);
-  Tensor out = Tensor::Zeros(gate.shape());
+  Tensor out = Tensor::Empty(gate.shape());
   kernels::SwiGluForward(g.data(), u.data(), out.data(), out.numel());
   if (!AnyRequiresGrad({&gate, &up})) return out;
   const Tensor saved_gate = g.Detach();

@@ -24,7 +24,7 @@ Tensor Softmax(const Tensor& x) {
               ShapeToString(x.shape()));
   const Tensor input = ContiguousOrCopy(x);
   const auto [rows, cols] = AsRows(x);
-  Tensor y = Tensor::Zeros(x.shape());
+  Tensor y = Tensor::Empty(x.shape());
   kernels::SoftmaxForward(input.data(), y.data(), rows, cols);
   if (!AnyRequiresGrad({&x})) return y;
   const Tensor saved_y = y.Detach();  // no grad_fn: no reference cycle
@@ -46,7 +46,7 @@ Tensor LogSoftmax(const Tensor& x) {
               ShapeToString(x.shape()));
   const Tensor input = ContiguousOrCopy(x);
   const auto [rows, cols] = AsRows(x);
-  Tensor y = Tensor::Zeros(x.shape());
+  Tensor y = Tensor::Empty(x.shape());
   kernels::LogSoftmaxForward(input.data(), y.data(), rows, cols);
   if (!AnyRequiresGrad({&x})) return y;
   const Tensor saved_y = y.Detach();
@@ -88,8 +88,8 @@ Tensor CrossEntropy(const Tensor& logits, const std::vector<int32_t>& targets,
   }
 
   const Tensor input = ContiguousOrCopy(logits);
-  Tensor row_losses = Tensor::Zeros({rows});
-  Tensor logsumexp = Tensor::Zeros({rows});
+  Tensor row_losses = Tensor::Empty({rows});
+  Tensor logsumexp = Tensor::Empty({rows});
   kernels::CrossEntropyForward(input.data(), targets.data(), rows, vocab,
                                ignore_index, row_losses.data(),
                                logsumexp.data());
