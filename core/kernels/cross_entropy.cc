@@ -22,24 +22,42 @@ namespace HWY_NAMESPACE {
 namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Returns logsumexp(row) = max + log(sum exp(row - max)), prefetching the
+// next row meanwhile.
+float LogSumExpRow(const float* row, size_t n, const float* next_row) {
+  const float shift = Max(row, n);
+  return shift +
+         std::log(SumExpShifted<false>(row, nullptr, n, shift, next_row));
+}
+
+// drow += scale * (exp(row - lse) - onehot(target))
+void CrossEntropyBackwardRow(const float* HWY_RESTRICT row, float lse,
+                             int32_t target, float scale,
+                             float* HWY_RESTRICT drow, size_t n) {
+  ForEachVector(n, [&](auto d, size_t j) HWY_ATTR {
+    const auto p = ExpShifted(d, hn::LoadU(d, row + j), lse);
+    hn::StoreU(hn::MulAdd(p, hn::Set(d, scale), hn::LoadU(d, drow + j)), d,
+               drow + j);
+  });
+  drow[target] -= scale;
+}
+
 void CrossEntropyForward(const float* HWY_RESTRICT logits,
                          const int32_t* HWY_RESTRICT targets, size_t rows,
                          size_t vocab, int32_t ignore_index,
                          float* HWY_RESTRICT losses,
                          float* HWY_RESTRICT logsumexp) {
-  ParallelFor(rows, RowsPerTask(vocab),
-              [&](int64_t begin, int64_t end) HWY_ATTR {
-                for (int64_t r = begin; r < end; ++r) {
-                  losses[r] = logsumexp[r] = 0.0f;
-                  if (targets[r] == ignore_index) continue;
-                  const float* row = logits + r * vocab;
-                  const float shift = Max(row, vocab);
-                  const float lse = shift + std::log(SumExpShifted<false>(
-                                                row, nullptr, vocab, shift));
-                  logsumexp[r] = lse;
-                  losses[r] = lse - row[targets[r]];
-                }
-              });
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      losses[r] = logsumexp[r] = 0.0f;
+      if (targets[r] == ignore_index) continue;
+      const float* row = logits + r * vocab;
+      logsumexp[r] =
+          LogSumExpRow(row, vocab, NextRowOrSelf(logits, r, rows, vocab));
+      losses[r] = logsumexp[r] - row[targets[r]];
+    }
+  };
+  ParallelFor(rows, RowsPerTask(vocab), body);
 }
 
 void CrossEntropyBackward(const float* HWY_RESTRICT logits,
@@ -47,22 +65,14 @@ void CrossEntropyBackward(const float* HWY_RESTRICT logits,
                           const int32_t* HWY_RESTRICT targets, size_t rows,
                           size_t vocab, int32_t ignore_index, float scale,
                           float* HWY_RESTRICT dlogits) {
-  ParallelFor(
-      rows, RowsPerTask(vocab), [&](int64_t begin, int64_t end) HWY_ATTR {
-        for (int64_t r = begin; r < end; ++r) {
-          if (targets[r] == ignore_index) continue;
-          const float* row = logits + r * vocab;
-          float* drow = dlogits + r * vocab;
-          const float lse = logsumexp[r];
-          // drow += scale * softmax(row); then the one-hot term at the target.
-          ForEachVector(vocab, [&](auto d, size_t j) HWY_ATTR {
-            const auto p = ExpShifted(d, hn::LoadU(d, row + j), lse);
-            hn::StoreU(hn::MulAdd(p, hn::Set(d, scale), hn::LoadU(d, drow + j)),
-                       d, drow + j);
-          });
-          drow[targets[r]] -= scale;
-        }
-      });
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      if (targets[r] == ignore_index) continue;
+      CrossEntropyBackwardRow(logits + r * vocab, logsumexp[r], targets[r],
+                              scale, dlogits + r * vocab, vocab);
+    }
+  };
+  ParallelFor(rows, RowsPerTask(vocab), body);
 }
 
 const char* CrossEntropyTarget() { return hwy::TargetName(HWY_TARGET); }

@@ -12,6 +12,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/kernels/rmsnorm.cc"
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // Per-target helpers, after highway.h:
@@ -28,27 +29,36 @@ namespace hn = hwy::HWY_NAMESPACE;
 // thread count) so the summation order, and hence dweight, never changes.
 constexpr size_t kRowsPerBlock = 32;
 
+// One row: y = x * rstd * weight; returns rstd. `next_row` is only
+// prefetched: it is the row the following call reads first, and asking for
+// it while this row is written keeps reads and writes flowing together.
+float RmsNormRow(const float* HWY_RESTRICT x, const float* HWY_RESTRICT weight,
+                 float* HWY_RESTRICT y, size_t n, float eps,
+                 const float* next_row) {
+  const float mean_sq = n == 0 ? 0.0f : SumOfSquares(x, n) / n;
+  const float s = 1.0f / std::sqrt(mean_sq + eps);
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
+    hwy::Prefetch(next_row + i);
+    const auto normalized = hn::Mul(hn::LoadU(d, x + i), hn::Set(d, s));
+    hn::StoreU(hn::Mul(normalized, hn::LoadU(d, weight + i)), d, y + i);
+  });
+  return s;
+}
+
 void RmsNormForward(const float* HWY_RESTRICT x,
                     const float* HWY_RESTRICT weight, float* HWY_RESTRICT y,
                     float* HWY_RESTRICT rstd, size_t rows, size_t cols,
                     float eps) {
-  ParallelFor(rows, RowsPerTask(cols),
-              [&](int64_t begin, int64_t end) HWY_ATTR {
-                for (int64_t r = begin; r < end; ++r) {
-                  const float* xr = x + r * cols;
-                  float* yr = y + r * cols;
-                  const float mean_sq =
-                      cols == 0 ? 0.0f : SumOfSquares(xr, cols) / cols;
-                  const float s = 1.0f / std::sqrt(mean_sq + eps);
-                  rstd[r] = s;
-                  ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
-                    const auto normalized =
-                        hn::Mul(hn::LoadU(d, xr + i), hn::Set(d, s));
-                    hn::StoreU(hn::Mul(normalized, hn::LoadU(d, weight + i)), d,
-                               yr + i);
-                  });
-                }
-              });
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* next_row = r + 1 < static_cast<int64_t>(rows)
+                                  ? x + (r + 1) * cols
+                                  : x + r * cols;
+      rstd[r] =
+          RmsNormRow(x + r * cols, weight, y + r * cols, cols, eps, next_row);
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
 }
 
 // sum_i a[i] * b[i] * c[i].

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "core/kernels/simd-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
@@ -29,16 +30,18 @@ HWY_INLINE hn::Vec<D> ExpShifted(D d, hn::Vec<D> x, float shift) {
 }
 
 // Returns sum_i exp(x[i] - shift); with kStore, also writes each term to
-// y[i] (y may be x). Full vectors first, then a one-lane tail, so no masked
-// loads are needed.
+// y[i] (y may be x). Meanwhile prefetches the n floats at `prefetch` (the
+// next row; exp is slow enough to hide its memory reads). Full vectors
+// first, then a one-lane tail, so no masked loads are needed.
 template <bool kStore>
-HWY_INLINE float SumExpShifted(const float* x, float* y, size_t n,
-                               float shift) {
+HWY_INLINE float SumExpShifted(const float* x, float* y, size_t n, float shift,
+                               const float* prefetch) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   auto sum = hn::Zero(d);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
+    hwy::Prefetch(prefetch + i);
     const auto e = ExpShifted(d, hn::LoadU(d, x + i), shift);
     if (kStore) hn::StoreU(e, d, y + i);
     sum = hn::Add(sum, e);

@@ -19,6 +19,15 @@ inline int64_t RowsPerTask(size_t cols) {
       1, kMinFloatsPerTask / std::max<int64_t>(1, static_cast<int64_t>(cols)));
 }
 
+// Row r + 1 of a [rows, cols] array, or row r itself when r is the last
+// row. Forward kernels prefetch it while they work on row r, so the memory
+// reads of the next row overlap this row's arithmetic and writes.
+inline const float* NextRowOrSelf(const float* base, int64_t r, size_t rows,
+                                  size_t cols) {
+  const int64_t next = r + 1 < static_cast<int64_t>(rows) ? r + 1 : r;
+  return base + next * cols;
+}
+
 }  // namespace kernels
 }  // namespace rotor
 

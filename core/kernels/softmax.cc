@@ -25,81 +25,93 @@ namespace HWY_NAMESPACE {
 namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// One row: y = exp(x - max) / sum. Three passes over a row that stays in
-// the L1/L2 cache, so memory sees one read of x and one write of y.
-void SoftmaxRow(const float* x, float* y, size_t n) {
+// Each kernel is a function for one row plus a loop over the rows that
+// ParallelFor hands this thread. A row is small enough to stay in L1/L2
+// across a kernel's passes, so memory sees each array once.
+
+// y = exp(x - max) / sum: a max pass, an exp-and-sum pass that stores the
+// exps (and prefetches the next row), and a pass scaling by 1 / sum.
+void SoftmaxRow(const float* x, float* y, size_t n, const float* next_row) {
   const float shift = Max(x, n);
-  const float inverse_sum = 1.0f / SumExpShifted<true>(x, y, n, shift);
+  const float inverse_sum =
+      1.0f / SumExpShifted<true>(x, y, n, shift, next_row);
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
     hn::StoreU(hn::Mul(hn::LoadU(d, y + i), hn::Set(d, inverse_sum)), d, y + i);
   });
 }
 
-void SoftmaxForward(const float* x, float* y, size_t rows, size_t cols) {
-  ParallelFor(rows, RowsPerTask(cols),
-              [&](int64_t begin, int64_t end) HWY_ATTR {
-                for (int64_t r = begin; r < end; ++r) {
-                  SoftmaxRow(x + r * cols, y + r * cols, cols);
-                }
-              });
+// dx += y * (dy - sum(dy * y))
+void SoftmaxBackwardRow(const float* HWY_RESTRICT y,
+                        const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
+                        size_t n) {
+  const float dot = Dot(dy, y, n);
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
+    const auto centered = hn::Sub(hn::LoadU(d, dy + i), hn::Set(d, dot));
+    hn::StoreU(hn::MulAdd(hn::LoadU(d, y + i), centered, hn::LoadU(d, dx + i)),
+               d, dx + i);
+  });
 }
 
-void SoftmaxBackward(const float* HWY_RESTRICT y, const float* HWY_RESTRICT dy,
-                     float* HWY_RESTRICT dx, size_t rows, size_t cols) {
-  ParallelFor(rows, RowsPerTask(cols),
-              [&](int64_t begin, int64_t end) HWY_ATTR {
-                for (int64_t r = begin; r < end; ++r) {
-                  const float* yr = y + r * cols;
-                  const float* dyr = dy + r * cols;
-                  float* dxr = dx + r * cols;
-                  const float dot = Dot(dyr, yr, cols);
-                  ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
-                    const auto centered =
-                        hn::Sub(hn::LoadU(d, dyr + i), hn::Set(d, dot));
-                    hn::StoreU(hn::MulAdd(hn::LoadU(d, yr + i), centered,
-                                          hn::LoadU(d, dxr + i)),
-                               d, dxr + i);
-                  });
-                }
-              });
+// y = x - (max + log(sum exp(x - max)))
+void LogSoftmaxRow(const float* x, float* y, size_t n, const float* next_row) {
+  const float shift = Max(x, n);
+  const float logsumexp =
+      shift + std::log(SumExpShifted<false>(x, nullptr, n, shift, next_row));
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
+    hn::StoreU(hn::Sub(hn::LoadU(d, x + i), hn::Set(d, logsumexp)), d, y + i);
+  });
+}
+
+// dx += dy - exp(y) * sum(dy)
+void LogSoftmaxBackwardRow(const float* HWY_RESTRICT y,
+                           const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
+                           size_t n) {
+  const float sum = Sum(dy, n);
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
+    const auto p = hn::Exp(d, hn::LoadU(d, y + i));
+    const auto g = hn::NegMulAdd(p, hn::Set(d, sum), hn::LoadU(d, dy + i));
+    hn::StoreU(hn::Add(hn::LoadU(d, dx + i), g), d, dx + i);
+  });
+}
+
+void SoftmaxForward(const float* x, float* y, size_t rows, size_t cols) {
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      SoftmaxRow(x + r * cols, y + r * cols, cols,
+                 NextRowOrSelf(x, r, rows, cols));
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
+}
+
+void SoftmaxBackward(const float* y, const float* dy, float* dx, size_t rows,
+                     size_t cols) {
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      SoftmaxBackwardRow(y + r * cols, dy + r * cols, dx + r * cols, cols);
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
 }
 
 void LogSoftmaxForward(const float* x, float* y, size_t rows, size_t cols) {
-  ParallelFor(
-      rows, RowsPerTask(cols), [&](int64_t begin, int64_t end) HWY_ATTR {
-        for (int64_t r = begin; r < end; ++r) {
-          const float* xr = x + r * cols;
-          float* yr = y + r * cols;
-          const float shift = Max(xr, cols);
-          const float logsumexp =
-              shift + std::log(SumExpShifted<false>(xr, nullptr, cols, shift));
-          ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
-            hn::StoreU(hn::Sub(hn::LoadU(d, xr + i), hn::Set(d, logsumexp)), d,
-                       yr + i);
-          });
-        }
-      });
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      LogSoftmaxRow(x + r * cols, y + r * cols, cols,
+                    NextRowOrSelf(x, r, rows, cols));
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
 }
 
-void LogSoftmaxBackward(const float* HWY_RESTRICT y,
-                        const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
-                        size_t rows, size_t cols) {
-  ParallelFor(
-      rows, RowsPerTask(cols), [&](int64_t begin, int64_t end) HWY_ATTR {
-        for (int64_t r = begin; r < end; ++r) {
-          const float* yr = y + r * cols;
-          const float* dyr = dy + r * cols;
-          float* dxr = dx + r * cols;
-          const float sum = Sum(dyr, cols);
-          ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
-            // dx += dy - exp(y) * sum
-            const auto p = hn::Exp(d, hn::LoadU(d, yr + i));
-            const auto g =
-                hn::NegMulAdd(p, hn::Set(d, sum), hn::LoadU(d, dyr + i));
-            hn::StoreU(hn::Add(hn::LoadU(d, dxr + i), g), d, dxr + i);
-          });
-        }
-      });
+void LogSoftmaxBackward(const float* y, const float* dy, float* dx, size_t rows,
+                        size_t cols) {
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      LogSoftmaxBackwardRow(y + r * cols, dy + r * cols, dx + r * cols, cols);
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
 }
 
 const char* SoftmaxTarget() { return hwy::TargetName(HWY_TARGET); }
