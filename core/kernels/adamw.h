@@ -25,7 +25,9 @@ struct AdamWHyperparams {
 //   m <- beta1 * m + (1 - beta1) * g           first moment
 //   v <- beta2 * v + (1 - beta2) * g * g       second moment
 //   p <- p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// The bias corrections 1 - beta^t are computed once per call in double.
+// The bias corrections 1 - beta^t are computed once per call in double; the
+// kernel multiplies by 1 / sqrt(1 - beta2^t) instead of dividing (equal up
+// to float rounding).
 // Arrays may be unaligned and must not alias each other.
 void AdamWUpdate(float* param, const float* grad, float* m, float* v, size_t n,
                  const AdamWHyperparams& hyper, int64_t step);

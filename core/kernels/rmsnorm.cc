@@ -77,6 +77,28 @@ float Dot3(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
   return total;
 }
 
+// One row of the backward pass, with s = rstd of the row:
+//   dx += s * w * dy - (s^3 / n) * (sum_j dy_j w_j x_j) * x
+//   partial += dy * x * s          (this row's share of dweight)
+void RmsNormBackwardRow(const float* HWY_RESTRICT x,
+                        const float* HWY_RESTRICT weight, float s,
+                        const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
+                        float* HWY_RESTRICT partial, size_t n) {
+  const float k = s * s * s * Dot3(dy, weight, x, n) / n;
+  ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
+    const auto xv = hn::LoadU(d, x + i);
+    const auto dyv = hn::LoadU(d, dy + i);
+    const auto g =
+        hn::Mul(hn::Mul(hn::Set(d, s), hn::LoadU(d, weight + i)), dyv);
+    const auto dxv =
+        hn::Add(hn::LoadU(d, dx + i), hn::NegMulAdd(hn::Set(d, k), xv, g));
+    hn::StoreU(dxv, d, dx + i);
+    const auto p =
+        hn::MulAdd(hn::Mul(dyv, xv), hn::Set(d, s), hn::LoadU(d, partial + i));
+    hn::StoreU(p, d, partial + i);
+  });
+}
+
 void RmsNormBackward(const float* HWY_RESTRICT x,
                      const float* HWY_RESTRICT weight,
                      const float* HWY_RESTRICT rstd,
@@ -86,37 +108,21 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
   const size_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   // partial[b * cols + i] = sum over the rows of block b of dy * x * rstd.
   auto partial = hwy::AllocateAligned<float>(blocks * cols);
+  const auto block_body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t b = begin; b < end; ++b) {
+      float* pb = partial.get() + b * cols;
+      std::fill(pb, pb + cols, 0.0f);
+      const size_t row_end = std::min(rows, (b + 1) * kRowsPerBlock);
+      for (size_t r = b * kRowsPerBlock; r < row_end; ++r) {
+        RmsNormBackwardRow(x + r * cols, weight, rstd[r], dy + r * cols,
+                           dx + r * cols, pb, cols);
+      }
+    }
+  };
   const int64_t blocks_per_task =
       std::max<int64_t>(1, kMinFloatsPerTask / (kRowsPerBlock * cols));
-  ParallelFor(
-      blocks, blocks_per_task, [&](int64_t begin, int64_t end) HWY_ATTR {
-        for (int64_t b = begin; b < end; ++b) {
-          float* pb = partial.get() + b * cols;
-          std::fill(pb, pb + cols, 0.0f);
-          const size_t row_end = std::min(rows, (b + 1) * kRowsPerBlock);
-          for (size_t r = b * kRowsPerBlock; r < row_end; ++r) {
-            const float* xr = x + r * cols;
-            const float* dyr = dy + r * cols;
-            float* dxr = dx + r * cols;
-            const float s = rstd[r];
-            const float k = s * s * s * Dot3(dyr, weight, xr, cols) / cols;
-            ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
-              const auto xv = hn::LoadU(d, xr + i);
-              const auto dyv = hn::LoadU(d, dyr + i);
-              // dx += s * w * dy - k * x
-              const auto g = hn::Mul(
-                  hn::Mul(hn::Set(d, s), hn::LoadU(d, weight + i)), dyv);
-              const auto dxv = hn::Add(hn::LoadU(d, dxr + i),
-                                       hn::NegMulAdd(hn::Set(d, k), xv, g));
-              hn::StoreU(dxv, d, dxr + i);
-              // partial += dy * x * s
-              const auto p = hn::MulAdd(hn::Mul(dyv, xv), hn::Set(d, s),
-                                        hn::LoadU(d, pb + i));
-              hn::StoreU(p, d, pb + i);
-            });
-          }
-        }
-      });
+  ParallelFor(blocks, blocks_per_task, block_body);
+
   // dweight += partial_0 + partial_1 + ... in block order; columns are
   // independent, so splitting them over threads changes nothing.
   const int64_t cols_per_task =
