@@ -20,6 +20,7 @@ namespace kernels {
 //   losses[r]    = logsumexp[r] - logits[r, targets[r]]
 //                  (= -log softmax(logits[r])[targets[r]])
 // Rows with targets[r] == ignore_index get losses[r] = logsumexp[r] = 0.
+// A NaN logit in a counted row makes its loss NaN (a diverged model shows).
 // logsumexp is the state the backward pass needs: with it, backward gets
 // softmax = exp(logits - logsumexp) without another max or sum pass.
 void CrossEntropyForward(const float* logits, const int32_t* targets,

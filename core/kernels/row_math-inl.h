@@ -22,11 +22,18 @@ namespace kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// exp(x - shift), lane by lane. hn::Exp returns 0 below -104, so -inf
-// entries (masked logits) give exactly 0.
+// e^x, lane by lane. hn::Exp alone returns 0 for NaN (and below -104, so
+// -inf gives exactly 0); keeping NaN as NaN lets a diverged value show up in
+// the loss instead of vanishing from a softmax.
+template <class D>
+HWY_INLINE hn::Vec<D> ExpKeepNaN(D d, hn::Vec<D> x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x));
+}
+
+// exp(x - shift), lane by lane.
 template <class D>
 HWY_INLINE hn::Vec<D> ExpShifted(D d, hn::Vec<D> x, float shift) {
-  return hn::Exp(d, hn::Sub(x, hn::Set(d, shift)));
+  return ExpKeepNaN(d, hn::Sub(x, hn::Set(d, shift)));
 }
 
 // Returns sum_i exp(x[i] - shift); with kStore, also writes each term to

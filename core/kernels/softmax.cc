@@ -68,7 +68,7 @@ void LogSoftmaxBackwardRow(const float* HWY_RESTRICT y,
                            size_t n) {
   const float sum = Sum(dy, n);
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
-    const auto p = hn::Exp(d, hn::LoadU(d, y + i));
+    const auto p = ExpKeepNaN(d, hn::LoadU(d, y + i));
     const auto g = hn::NegMulAdd(p, hn::Set(d, sum), hn::LoadU(d, dy + i));
     hn::StoreU(hn::Add(hn::LoadU(d, dx + i), g), d, dx + i);
   });

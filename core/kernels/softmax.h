@@ -17,7 +17,7 @@ namespace kernels {
 // y[r, i] = exp(x[r, i] - m_r) / sum_j exp(x[r, j] - m_r),  m_r = max_j x[r, j]
 // Subtracting the row maximum keeps exp <= 1: no overflow for any finite
 // input ([1000, 0] gives [1, 0]); -inf entries give 0. A row of only -inf
-// gives NaN (0/0), as in PyTorch.
+// gives NaN (0/0), as in PyTorch, and a NaN entry makes its row NaN.
 void SoftmaxForward(const float* x, float* y, size_t rows, size_t cols);
 
 // Given y = softmax(x) and dy = dL/dy, accumulates dL/dx:

@@ -4,6 +4,7 @@
 // against complex-step derivatives in double.
 #include "core/kernels/activations.h"
 
+#include <cmath>
 #include <complex>
 #include <limits>
 #include <random>
@@ -87,6 +88,21 @@ ROTOR_PER_TARGET_TEST(ActivationsKernel, ExtremeInputs) {
     EXPECT_EQ(y[i], silu[i]) << "silu(" << x[i] << ")";
     EXPECT_EQ(dx[i], derivative[i]) << "silu'(" << x[i] << ")";
   }
+}
+
+ROTOR_PER_TARGET_TEST(ActivationsKernel, NaNPropagates) {
+  const float x = NAN, one = 1.0f;
+  float y = 0.0f, dx = 0.0f, dup = 0.0f;
+  kernels::SiluForward(&x, &y, 1);
+  EXPECT_TRUE(std::isnan(y));
+  kernels::SiluBackward(&x, &one, &dx, 1);
+  EXPECT_TRUE(std::isnan(dx));
+  dx = 0.0f;
+  kernels::SwiGluForward(&x, &one, &y, 1);
+  EXPECT_TRUE(std::isnan(y));
+  kernels::SwiGluBackward(&x, &one, &one, &dx, &dup, 1);
+  EXPECT_TRUE(std::isnan(dx));
+  EXPECT_TRUE(std::isnan(dup));
 }
 
 std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,

@@ -100,13 +100,18 @@ ROTOR_PER_TARGET_TEST(CrossEntropyKernel, ExtremeLogits) {
       {{-kInf, 5.0f, 5.0f}, 2, std::log(2.0f)},
       {{-kInf, 5.0f}, 0, kInf},  // impossible target: infinite loss
       {{kMax, 0.0f}, 0, 0.0f},
-      {{3.0f}, 0, 0.0f},  // one class: always right
+      {{3.0f}, 0, 0.0f},            // one class: always right
+      {{1.0f, NAN, 2.0f}, 0, NAN},  // NaN logits give a NaN loss
   };
   for (const Case& c : cases) {
     const size_t vocab = c.logits.size();
     float loss = 0.0f, lse = 0.0f;
     kernels::CrossEntropyForward(c.logits.data(), &c.target, 1, vocab, kIgnore,
                                  &loss, &lse);
+    if (std::isnan(c.loss)) {
+      EXPECT_TRUE(std::isnan(loss)) << "loss " << loss;
+      continue;
+    }
     if (std::isinf(c.loss)) {
       EXPECT_EQ(loss, c.loss) << "target " << c.target;
     } else {

@@ -133,6 +133,8 @@ ROTOR_PER_TARGET_TEST(SoftmaxKernel, ExtremeValues) {
        {-kInf, -kLn2, -kInf, -kLn2}},
       {{42.0f}, {1.0f}, {0.0f}},
       {{-kInf}, {NAN}, {NAN}},  // 0/0, as in PyTorch
+      // A NaN anywhere makes the whole row NaN: it must not vanish.
+      {{1.0f, NAN, 2.0f}, {NAN, NAN, NAN}, {NAN, NAN, NAN}},
   };
   for (const Case& c : cases) {
     const size_t n = c.x.size();
