@@ -1,0 +1,149 @@
+// RMSNorm kernels: the Highway versions against the scalar references on
+// every compiled target, the determinism of the cross-row dweight sum, and
+// the reference backward against complex-step derivatives in double.
+#include "core/kernels/rmsnorm.h"
+
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/kernels/rmsnorm_scalar.h"
+#include "core/parallel.h"
+#include "tests/test_util.h"
+
+namespace rotor {
+namespace {
+
+using test::ExpectNear;
+using test::RandomVector;
+
+ROTOR_PER_TARGET_SUITE(RmsNormKernel);
+
+ROTOR_PER_TARGET_TEST(RmsNormKernel, MatchesReference) {
+  EXPECT_STREQ(kernels::RmsNormTarget(), TargetName());
+  std::mt19937 rng(21);
+  // 70 rows span three blocks of the dweight reduction.
+  for (size_t rows : {1, 3, 70}) {
+    for (size_t cols : test::KernelTestSizes()) {
+      for (size_t misalign : test::KernelTestMisalignments()) {
+        const std::string where = "rows=" + std::to_string(rows) +
+                                  " cols=" + std::to_string(cols) +
+                                  " misalign=" + std::to_string(misalign);
+        const size_t n = rows * cols;
+        const size_t m = misalign;
+        const std::vector<float> x = RandomVector(n + m, rng, -3.0f, 3.0f);
+        const std::vector<float> w = RandomVector(cols + m, rng, 0.5f, 1.5f);
+        const std::vector<float> dy = RandomVector(n + m, rng);
+        const std::vector<float> dx0 = RandomVector(n + m, rng);
+        const std::vector<float> dw0 = RandomVector(cols + m, rng);
+        std::vector<float> y(n + m), y_ref(n + m);
+        std::vector<float> rstd(rows + m), rstd_ref(rows + m);
+
+        kernels::RmsNormForward(x.data() + m, w.data() + m, y.data() + m,
+                                rstd.data() + m, rows, cols, 1e-5f);
+        kernels::RmsNormForwardRef(x.data() + m, w.data() + m, y_ref.data() + m,
+                                   rstd_ref.data() + m, rows, cols, 1e-5f);
+        ExpectNear(rstd.data() + m, rstd_ref.data() + m, rows, 0, 1e-5,
+                   "rstd " + where);
+        ExpectNear(y.data() + m, y_ref.data() + m, n, 1e-6, 1e-5, "y " + where);
+
+        std::vector<float> dx = dx0, dx_ref = dx0, dw = dw0, dw_ref = dw0;
+        kernels::RmsNormBackward(x.data() + m, w.data() + m,
+                                 rstd_ref.data() + m, dy.data() + m,
+                                 dx.data() + m, dw.data() + m, rows, cols);
+        kernels::RmsNormBackwardRef(
+            x.data() + m, w.data() + m, rstd_ref.data() + m, dy.data() + m,
+            dx_ref.data() + m, dw_ref.data() + m, rows, cols);
+        ExpectNear(dx.data() + m, dx_ref.data() + m, n, 1e-5, 1e-5,
+                   "dx " + where);
+        ExpectNear(dw.data() + m, dw_ref.data() + m, cols, 1e-4, 1e-5,
+                   "dweight " + where);
+      }
+    }
+  }
+}
+
+// dweight sums over rows; its fixed block order must make it bitwise
+// independent of the thread count.
+ROTOR_PER_TARGET_TEST(RmsNormKernel, WeightGradientIndependentOfThreads) {
+  std::mt19937 rng(22);
+  const size_t rows = 1000, cols = 67;
+  const std::vector<float> x = RandomVector(rows * cols, rng, -3.0f, 3.0f);
+  const std::vector<float> w = RandomVector(cols, rng, 0.5f, 1.5f);
+  const std::vector<float> dy = RandomVector(rows * cols, rng);
+  std::vector<float> y(rows * cols), rstd(rows);
+  kernels::RmsNormForward(x.data(), w.data(), y.data(), rstd.data(), rows, cols,
+                          1e-5f);
+  const int saved_threads = NumThreads();
+  std::vector<std::vector<float>> dweights;
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    std::vector<float> dx(rows * cols), dw(cols);
+    kernels::RmsNormBackward(x.data(), w.data(), rstd.data(), dy.data(),
+                             dx.data(), dw.data(), rows, cols);
+    dweights.push_back(dw);
+  }
+  SetNumThreads(saved_threads);
+  EXPECT_EQ(dweights[0], dweights[1]);
+}
+
+// A zero row gives rstd = 1/sqrt(eps) and y = 0; a row of length 1 gives
+// y = x / sqrt(x^2 + eps) * w.
+ROTOR_PER_TARGET_TEST(RmsNormKernel, SpecialRows) {
+  const std::vector<float> zeros(5, 0.0f), w(5, 2.0f);
+  std::vector<float> y(5, 1.0f);
+  float rstd = 0.0f;
+  kernels::RmsNormForward(zeros.data(), w.data(), y.data(), &rstd, 1, 5, 1e-4f);
+  EXPECT_FLOAT_EQ(rstd, 100.0f);
+  for (float value : y) EXPECT_EQ(value, 0.0f);
+
+  const float x = -3.0f;
+  kernels::RmsNormForward(&x, w.data(), y.data(), &rstd, 1, 1, 0.0f);
+  EXPECT_FLOAT_EQ(y[0], -2.0f);
+}
+
+std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
+                                  double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double& value : v) value = dist(rng);
+  return v;
+}
+
+TEST(RmsNormReference, BackwardMatchesComplexStep) {
+  using C = std::complex<double>;
+  std::mt19937 rng(23);
+  const size_t rows = 4, cols = 6;
+  const double eps = 1e-3;
+  const std::vector<double> x = RandomDoubles(rows * cols, rng, -2, 2);
+  const std::vector<double> w = RandomDoubles(cols, rng, 0.5, 1.5);
+  const std::vector<double> dy = RandomDoubles(rows * cols, rng, -1, 1);
+
+  std::vector<double> y(rows * cols), rstd(rows);
+  std::vector<double> dx(rows * cols, 0.0), dw(cols, 0.0);
+  kernels::RmsNormForwardRef(x.data(), w.data(), y.data(), rstd.data(), rows,
+                             cols, eps);
+  kernels::RmsNormBackwardRef(x.data(), w.data(), rstd.data(), dy.data(),
+                              dx.data(), dw.data(), rows, cols);
+
+  // One parameter vector: x followed by w; L = sum dy * y.
+  std::vector<double> params = x;
+  params.insert(params.end(), w.begin(), w.end());
+  const std::vector<double> expected = test::ComplexStepGradient(
+      [&](const std::vector<C>& z) {
+        std::vector<C> out(rows * cols), r(rows);
+        kernels::RmsNormForwardRef(z.data(), z.data() + rows * cols, out.data(),
+                                   r.data(), rows, cols, eps);
+        C loss = 0;
+        for (size_t i = 0; i < out.size(); ++i) loss += dy[i] * out[i];
+        return loss;
+      },
+      params);
+  ExpectNear(dx.data(), expected.data(), dx.size(), 1e-14, 1e-12, "dx");
+  ExpectNear(dw.data(), expected.data() + rows * cols, cols, 1e-14, 1e-12,
+             "dweight");
+}
+
+}  // namespace
+}  // namespace rotor
