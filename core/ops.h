@@ -93,7 +93,8 @@ Tensor Contiguous(const Tensor& x);
 Tensor Embedding(const Tensor& table, const std::vector<int32_t>& ids,
                  const Shape& ids_shape);
 
-// ---- Activations (core/ops/activation.cc) ----
+// ---- Activations (core/ops/activation.cc; Silu and SwiGlu: core/ops/silu.cc,
+// on the Highway kernels of core/kernels/activations.h) ----
 Tensor Relu(const Tensor& x);
 Tensor Silu(const Tensor& x);  // x * sigmoid(x)
 // tanh approximation (as GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -102,7 +103,8 @@ Tensor Tanh(const Tensor& x);
 // SwiGLU's gating: silu(gate) * up, in one pass. gate, up: same shape.
 Tensor SwiGlu(const Tensor& gate, const Tensor& up);
 
-// ---- Normalisation, softmax and losses (core/ops/nn.cc) ----
+// ---- Normalisation, softmax and losses: core/ops/softmax.cc (Softmax,
+// LogSoftmax, CrossEntropy), rms_norm.cc, layer_norm.cc, dropout.cc ----
 // Over the last dimension.
 Tensor Softmax(const Tensor& x);
 Tensor LogSoftmax(const Tensor& x);
