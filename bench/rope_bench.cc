@@ -3,9 +3,9 @@
 // (core/kernels/rope_scalar.h) with the same thread split.
 //
 // Queries and keys both have the printed shape [batch, heads, seq, head_dim]
-// and are rotated in one fused call (split-half layout, positions 0..seq-1,
-// full rotary). GB/s counts the bytes the kernel must read and write
-// (1e9 bytes per GB), the table not included:
+// and are rotated in one fused call (split-half layout unless a row says
+// interleaved; positions 0..seq-1; full rotary). GB/s counts the bytes the
+// kernel must read and write (1e9 bytes per GB), the table not included:
 //   forward (out of place or in place):  read q, k; write q, k    2 x size
 //   backward, accumulating (dq += R^T dy): read dy, dq; write dq  3 x size
 //   backward, in place (dy <- R^T dy):   read dy; write dy        2 x size
@@ -104,6 +104,25 @@ void Run(const BenchShape& s, int threads, int repeats) {
                repeats),
            copy);
 
+  RopeShape interleaved = shape;
+  interleaved.layout = kernels::RopeLayout::kInterleaved;
+  PrintRow("interleaved forward, out of place", 2 * size,
+           bench::BestSeconds(
+               [&] {
+                 kernels::RopeForward(*rows, interleaved, positions, q_oop,
+                                      k_oop);
+               },
+               repeats),
+           copy);
+  PrintRow("interleaved forward, in place", 2 * size,
+           bench::BestSeconds(
+               [&] {
+                 kernels::RopeForward(*rows, interleaved, positions, q_ip,
+                                      k_ip);
+               },
+               repeats),
+           copy);
+
   // The scalar reference, split over tokens on the same threads.
   const float* ref_rows = rows->row(0);
   auto reference = [&](bool inverse, bool accumulate) {
@@ -130,7 +149,7 @@ void Run(const BenchShape& s, int threads, int repeats) {
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int repeats = quick ? 3 : 10;
-  std::printf("RoPE kernels, target %s, split-half layout, fused q+k\n",
+  std::printf("RoPE kernels, target %s, fused q+k\n",
               rotor::kernels::RopeTarget());
   for (const rotor::BenchShape& shape : {rotor::BenchShape{8, 8, 1024, 64},
                                          rotor::BenchShape{1, 32, 4096, 128}}) {
