@@ -20,7 +20,7 @@ using kernels::RopeStrides;
 // otherwise a contiguous copy.
 Tensor UnitStrideRows(const Tensor& x) {
   if (x.strides().back() == 1 || x.size(-1) == 1) return x;
-  Tensor copy = Tensor::Zeros(x.shape());
+  Tensor copy = Tensor::Empty(x.shape());
   copy.CopyFrom(x);
   return copy;
 }
@@ -73,7 +73,7 @@ Tensor RecordRope(Tensor output, const Tensor& input,
       std::move(output), "Rope", {input},
       [rows, shape, positions](const Tensor& grad_out) -> std::vector<Tensor> {
         const Tensor dy = UnitStrideRows(grad_out);
-        Tensor dx = Tensor::Zeros(dy.shape());
+        Tensor dx = Tensor::Empty(dy.shape());
         kernels::RopeBackward(*rows, shape, positions, Operand(dy, dx),
                               RopeOperand(), /*accumulate=*/false);
         return {dx};
@@ -98,8 +98,8 @@ std::pair<Tensor, Tensor> Rope(const Tensor& q, const Tensor& k,
   const auto rows = table.Rows(kernels::RopePositionsEnd(shape, positions));
   const Tensor q_in = UnitStrideRows(q);
   const Tensor k_in = UnitStrideRows(k);
-  Tensor q_rot = Tensor::Zeros(q.shape());
-  Tensor k_rot = Tensor::Zeros(k.shape());
+  Tensor q_rot = Tensor::Empty(q.shape());
+  Tensor k_rot = Tensor::Empty(k.shape());
   kernels::RopeForward(*rows, shape, positions, Operand(q_in, q_rot),
                        Operand(k_in, k_rot));
   return {RecordRope(q_rot, q, rows, shape, positions),
@@ -112,7 +112,7 @@ Tensor Rope(const Tensor& x, RopeTable& table, const RopePositions& positions,
   const RopeShape shape = ShapeFor(x, table, layout, partial_rotary_factor);
   const auto rows = table.Rows(kernels::RopePositionsEnd(shape, positions));
   const Tensor x_in = UnitStrideRows(x);
-  Tensor y = Tensor::Zeros(x.shape());
+  Tensor y = Tensor::Empty(x.shape());
   kernels::RopeForward(*rows, shape, positions, Operand(x_in, y),
                        RopeOperand());
   return RecordRope(y, x, rows, shape, positions);
