@@ -44,6 +44,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // position, ran at under 10 GB/s out of place).
 constexpr int64_t kTileBytes = 256 * 1024;
 constexpr int64_t kMaxTile = 1024;
+constexpr int64_t kMinTile = 16;
 // Outputs at least this large are written with streaming stores.
 constexpr double kStreamBytes = 16.0 * (1 << 20);
 
@@ -176,9 +177,18 @@ void ApplyAll(const RopeRows& rows, const RopeShape& shape,
               const RopeOperand& b) {
   const size_t half = static_cast<size_t>(shape.rotary_dim / 2);
   const size_t pass = static_cast<size_t>(shape.head_dim - shape.rotary_dim);
-  const int64_t tile = std::clamp<int64_t>(
-      kTileBytes / (shape.rotary_dim * static_cast<int64_t>(sizeof(float))), 1,
-      kMaxTile);
+  // Positions per tile: as many as kTileBytes of table rows allow, but
+  // short enough to give every thread about four tiles (load balance) unless
+  // that would make tiles shorter than kMinTile positions. The result does
+  // not depend on the tiling: every row is computed the same way.
+  const int64_t tiles_wanted_per_row =
+      (4 * NumThreads() + shape.batch - 1) / std::max<int64_t>(shape.batch, 1);
+  const int64_t tile = std::min(
+      std::clamp<int64_t>(
+          kTileBytes / (shape.rotary_dim * static_cast<int64_t>(sizeof(float))),
+          1, kMaxTile),
+      std::max(kMinTile,
+               (shape.seq + tiles_wanted_per_row - 1) / tiles_wanted_per_row));
   const int64_t tiles_per_row = (shape.seq + tile - 1) / tile;
   const int64_t ids_batch_stride =
       static_cast<int64_t>(positions.ids.size()) == shape.seq ? 0 : shape.seq;
@@ -190,7 +200,8 @@ void ApplyAll(const RopeRows& rows, const RopeShape& shape,
                            shape.seq * shape.head_dim * (a.heads + b.heads);
   const bool stream = kLayout == RopeLayout::kSplitHalf && !kAccumulate &&
                       half % lanes == 0 && out_bytes >= kStreamBytes &&
-                      a.src != a.dst && b.src != b.dst;
+                      (a.heads == 0 || a.src != a.dst) &&
+                      (b.heads == 0 || b.src != b.dst);
   const uintptr_t vector_bytes = lanes * sizeof(float);
 
   ParallelFor(
