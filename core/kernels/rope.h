@@ -89,7 +89,8 @@ class RopeTable {
   // sin. This is the interface for RoPE scaling methods (linear, dynamic NTK,
   // YaRN, LongRoPE, llama3), which compute both. Throws if inv_freq is empty
   // or not finite, or if attention_factor is not a finite positive number.
-  RopeTable(std::vector<double> inv_freq, double attention_factor = 1.0);
+  explicit RopeTable(std::vector<double> inv_freq,
+                     double attention_factor = 1.0);
 
   // The unscaled frequencies inv_freq[i] = 1 / base^(2i / rotary_dim),
   // i = 0 .. rotary_dim/2 - 1, in double. Throws if rotary_dim is odd or not
@@ -159,6 +160,7 @@ struct RopeShape {
 //   ids.size() == seq:   ids[t]           (shared by every batch row)
 //   ids.size() == batch * seq: ids[b * seq + t]  (packed sequences whose
 //                                          positions restart per document)
+// With ids, offset must stay 0 (one or the other, not both).
 struct RopePositions {
   int64_t offset = 0;
   std::vector<int64_t> ids;
