@@ -1,8 +1,9 @@
 // Highway implementation of the RoPE kernels in core/kernels/rope.h,
 // compiled once per SIMD target (foreach_target.h re-includes this file).
 //
-// Memory plan. RoPE is memory-bound: per element it does two multiplies and
-// an add, so the speed limit is how fast q and k stream through memory. The
+// Memory plan. RoPE is memory-bound: per element it does one multiply and
+// one fused multiply-add, so the speed limit is how fast q and k stream
+// through memory. The
 // loops are ordered so that every byte of q and k is touched once and the
 // table rows are loaded once per tile and reused from cache by every head:
 //   for each (batch row b, tile of positions)                 [threads]
