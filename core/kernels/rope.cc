@@ -3,9 +3,9 @@
 //
 // Memory plan. RoPE is memory-bound: per element it does one multiply and
 // one fused multiply-add, so the speed limit is how fast q and k stream
-// through memory. The
-// loops are ordered so that every byte of q and k is touched once and the
-// table rows are loaded once per tile and reused from cache by every head:
+// through memory. The loops are ordered so that every byte of q and k is
+// touched once and the table rows are loaded once per tile and reused from
+// cache by every head:
 //   for each (batch row b, tile of positions)                 [threads]
 //     look up the table row of every position of the tile  (<= 256 KiB)
 //     for each operand (q, then k), for each head h,
