@@ -18,6 +18,7 @@
 #include "core/kernels/rope_scalar.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -514,17 +515,9 @@ TEST(RopeTable, RebuildsWhenFrequenciesChange) {
 
 // ---- Errors ----
 
-// EXPECT_THROW plus a check that the message names the problem.
-#define EXPECT_ROPE_ERROR(statement, fragment)                           \
-  do {                                                                   \
-    try {                                                                \
-      statement;                                                         \
-      ADD_FAILURE() << "no error from " #statement;                      \
-    } catch (const Error& e) {                                           \
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) \
-          << e.what();                                                   \
-    }                                                                    \
-  } while (0)
+// `statement` must throw a rotor::Error whose message contains `fragment`.
+#define EXPECT_ROPE_ERROR(statement, fragment) \
+  EXPECT_CONTAINS(test::ErrorMessage([&] { statement; }), fragment)
 
 TEST(RopeKernelErrors, BadConfiguration) {
   EXPECT_ROPE_ERROR(RopeTable::DefaultInvFreq(7, 10000.0), "got 7");

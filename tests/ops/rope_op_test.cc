@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/rope.h"
+#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -108,16 +109,9 @@ TEST(RopeOp, BackwardUsesTheForwardTable) {
   EXPECT_EQ(x.grad().ToVector(), expected);
 }
 
-#define EXPECT_ROPE_ERROR(statement, fragment)                           \
-  do {                                                                   \
-    try {                                                                \
-      statement;                                                         \
-      ADD_FAILURE() << "no error from " #statement;                      \
-    } catch (const Error& e) {                                           \
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) \
-          << e.what();                                                   \
-    }                                                                    \
-  } while (0)
+// `statement` must throw a rotor::Error whose message contains `fragment`.
+#define EXPECT_ROPE_ERROR(statement, fragment) \
+  EXPECT_CONTAINS(test::ErrorMessage([&] { statement; }), fragment)
 
 TEST(RopeOp, Errors) {
   RopeTable table = RopeTable::Default(8, 10000.0);
