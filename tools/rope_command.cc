@@ -120,7 +120,7 @@ RopeOptions ParseFlags(const std::vector<std::string>& args) {
     }
     auto value = [&]() -> std::string {
       if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) {
+      if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) {
         throw FlagError{StrCat(flag, ": missing value")};
       }
       return args[++i];
