@@ -3,6 +3,7 @@
 // cos/sin values that multiply q and k — as text, JSON or a gnuplot PNG.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -190,8 +191,16 @@ RopeReport BuildReport(const RopeOptions& options) {
   report.seq_len = options.seq_len.value_or(rope.max_position_embeddings);
   report.frequencies = ComputeRopeFrequencies(rope, report.seq_len);
   report.unscaled_inv_freq = UnscaledInvFreq(rope);
-  report.positions = options.positions.value_or(std::vector<int64_t>{
-      0, std::min<int64_t>(1, report.seq_len - 1), report.seq_len - 1});
+  if (options.positions) {
+    report.positions = *options.positions;
+  } else {  // 0, 1 and the last position, without repeats
+    for (int64_t p : {int64_t{0}, int64_t{1}, report.seq_len - 1}) {
+      if (p < report.seq_len &&
+          (report.positions.empty() || p > report.positions.back())) {
+        report.positions.push_back(p);
+      }
+    }
+  }
   const double a = report.frequencies.attention_factor;
   for (int64_t p : report.positions) {
     std::vector<double> cos_row, sin_row;
