@@ -360,6 +360,33 @@ TEST(RopeScaling, RelativePositionPropertyHoldsForEveryMethod) {
   }
 }
 
+// Why the dynamic base must be fixed per sequence (transformers#25104): if
+// each decode step recomputed the base from the current length, the key
+// cached at step n (rotated with base(n + 1)) and the query at step m (rotated
+// with base(m + 1)) would no longer give a score that depends only on m - n.
+// With one table for the whole sequence, it does.
+TEST(RopeScaling, DynamicWithAFixedBaseKeepsKvCacheScoresConsistent) {
+  RopeScalingConfig config = Config(RopeType::kDynamic, 32, 10000.0, 64);
+  config.factor = 4.0;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> q(32), k(32);
+  for (double& v : q) v = uniform(rng);
+  for (double& v : k) v = uniform(rng);
+  // Key at position n, query at position n + 10, decoded one token at a time
+  // past L0 = 64.
+  auto score = [&](int64_t n, bool fixed_base) {
+    const int64_t m = n + 10;
+    const RopeFrequencies key_table =
+        ComputeRopeFrequencies(config, fixed_base ? 512 : n + 1);
+    const RopeFrequencies query_table =
+        ComputeRopeFrequencies(config, fixed_base ? 512 : m + 1);
+    return Dot(Rotate(q, query_table, m), Rotate(k, key_table, n));
+  };
+  EXPECT_NEAR(score(100, true), score(300, true), 1e-12);
+  EXPECT_GT(std::abs(score(100, false) - score(300, false)), 1e-3);
+}
+
 TEST(RopeScaling, ProblemsNameTheKey) {
   auto key_of = [](const RopeScalingConfig& config) {
     const std::optional<RopeConfigProblem> problem =
