@@ -1,5 +1,5 @@
-// `rotor rope` end to end: runs build/rotor (ROTOR_BINARY_DIR/rotor) and checks its
-// JSON and text output, exit statuses, error messages and --plot.
+// `rotor rope` end to end: runs build/rotor (ROTOR_BINARY_DIR/rotor) and
+// checks its JSON and text output, exit statuses, error messages and --plot.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
