@@ -7,6 +7,8 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"prepare", "turn text files into train/validation token files",
        RunPrepareCommand},
+      {"rope", "show a config's RoPE frequencies, scaling and cos/sin",
+       RunRopeCommand},
   };
   return commands;
 }

@@ -23,6 +23,9 @@ const std::vector<Command>& Commands();
 // tools/prepare_command.cc
 int RunPrepareCommand(const std::vector<std::string>& args);
 
+// tools/rope_command.cc
+int RunRopeCommand(const std::vector<std::string>& args);
+
 }  // namespace tools
 }  // namespace rotor
 
