@@ -8,7 +8,8 @@
 # multilayer perceptron that learns XOR with rotor's tensors and autograd.
 set -euo pipefail
 
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 readonly MAIN_JOB="${BUILD_DIR}/examples/mlp_xor"
 

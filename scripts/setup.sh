@@ -20,7 +20,8 @@
 #   CMAKE_BUILD_PARALLEL_LEVEL  compile jobs (default: nproc)
 set -euo pipefail
 
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 
 # The toolchain, then the libraries (CMakeLists.txt finds each through the

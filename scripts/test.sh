@@ -13,7 +13,8 @@
 #   ROTOR_BUILD_DIR      build directory (default: <repo>/build)
 set -euo pipefail
 
-readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
 readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 
 labels="unit"
