@@ -18,5 +18,5 @@ if [[ ! -x "${MAIN_JOB}" ]]; then
   echo "run.sh: ${MAIN_JOB} was not built (is examples/mlp_xor.cc there?)" >&2
   exit 1
 fi
-echo "run.sh: ${MAIN_JOB#"${REPO_ROOT}/"} $*"
+echo "run.sh: ${MAIN_JOB#"${REPO_ROOT}/"}${*:+ $*}"
 exec "${MAIN_JOB}" "$@"

@@ -83,11 +83,14 @@ build() {
   # changed or a source file was added. The sed filter hides the lines that
   # every build prints (so a no-op build prints nothing) and keeps compile
   # lines, warnings and errors; pipefail keeps cmake's exit status.
-  cmake --build "${BUILD_DIR}" \
+  if ! cmake --build "${BUILD_DIR}" \
     --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" 2>&1 |
     sed -u -e '/Built target /d' -e '/Consolidate compiler generated/d' \
-      -e '/Scanning dependencies of target/d' \
-      -e '/^-- \(Configuring done\|Generating done\|Build files have\)/d'
+      -e '/Scanning dependencies of target/d' -e '/^-- GLOB mismatch/d' \
+      -e '/^-- \(Configuring done\|Generating done\|Build files have\)/d'; then
+    echo "setup: the build failed (see the errors above)" >&2
+    exit 1
+  fi
 }
 
 main() {
