@@ -56,7 +56,10 @@ install_packages() {
   log "installing ${missing[*]}"
   # The lock timeout waits for another apt run (e.g. unattended upgrades)
   # instead of failing at once.
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  # A failing third-party source should not stop the install: Debian's own
+  # lists are usually enough.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq ||
+    echo "setup: apt-get update reported errors; installing anyway" >&2
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install \
     -y -qq --no-install-recommends "${missing[@]}"
   for package in "${missing[@]}"; do
