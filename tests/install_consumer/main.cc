@@ -1,11 +1,13 @@
-// Uses the installed rotor library from another project: builds tensors,
-// defines an op with its backward through the public autograd API, runs
-// Backward and checks the gradients. Prints "consumer: OK" and exits 0 when
-// every check holds.
+// Uses the installed rotor library from another project: builds tensors, runs
+// rotor's ops and an op of its own through the public autograd API, calls
+// Backward and checks the gradients. Prints "... OK" and exits 0 when every
+// check holds.
 //
-// The op is the elementwise product y = x * w (x, w, y: [n]), whose
-// gradients are dL/dx = dL/dy * w and dL/dw = dL/dy * x; the forward and
-// both gradients run through rotor's Highway kernel kernels::Mul.
+// 1. rotor's ops: L = sum(A B) with A: [2, 3], B: [3, 2] (MatMul runs on
+//    OpenBLAS). dL/dA[i][k] = sum_j B[k][j], dL/dB[k][j] = sum_i A[i][k].
+// 2. An op defined here: the elementwise product y = x * w (x, w, y: [n]),
+//    dL/dx = dL/dy * w and dL/dw = dL/dy * x, forward and gradients on
+//    rotor's Highway kernel kernels::Mul.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/vector_ops.h"
+#include "core/ops.h"
 #include "core/tensor.h"
 
 namespace {
@@ -50,9 +53,37 @@ bool Equal(const std::vector<float>& actual,
   return true;
 }
 
-}  // namespace
+// Part 1: L = sum(A B) through rotor's ops.
+bool CheckLibraryOps() {
+  const std::vector<float> a_values = {1, 2, 3, 4, 5, 6};      // [2, 3]
+  const std::vector<float> b_values = {1, -1, 2, 0.5f, 0, 3};  // [3, 2]
+  rotor::Tensor a = rotor::Tensor::FromVector({2, 3}, a_values, true);
+  rotor::Tensor b = rotor::Tensor::FromVector({3, 2}, b_values, true);
+  const rotor::Tensor loss = rotor::Sum(rotor::MatMul(a, b));
+  loss.Backward();
 
-int main() {
+  // A B = [[5, 9], [14, 16.5]], so L = 44.5.
+  std::vector<float> expected_da, expected_db;
+  for (int i = 0; i < 2; ++i) {  // the same for every row i of A
+    for (int k = 0; k < 3; ++k) {
+      expected_da.push_back(b_values[2 * k] + b_values[2 * k + 1]);
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    for (int j = 0; j < 2; ++j) {
+      expected_db.push_back(a_values[k] + a_values[3 + k]);
+    }
+  }
+  bool ok = Check(std::fabs(loss.item() - 44.5f) < 1e-5f, "sum(A B) = 44.5");
+  ok &= Check(a.grad().defined() && Equal(a.grad().ToVector(), expected_da),
+              "dL/dA = row sums of B");
+  ok &= Check(b.grad().defined() && Equal(b.grad().ToVector(), expected_db),
+              "dL/dB = column sums of A");
+  return ok;
+}
+
+// Part 2: an op of our own, y = x * w, with an explicit seed gradient.
+bool CheckOwnOp() {
   const std::vector<float> x_values = {1, -2, 3, 0.5f, 4};
   const std::vector<float> w_values = {2, 0.25f, -1, 8, 3};
   const std::vector<float> seed_values = {1, 2, 3, 4, 5};
@@ -82,7 +113,15 @@ int main() {
     threw = true;
   }
   ok &= Check(threw, "a shape mismatch throws rotor::Error");
+  return ok;
+}
 
+}  // namespace
+
+int main() {
+  const bool library_ops_ok = CheckLibraryOps();
+  const bool own_op_ok = CheckOwnOp();
+  const bool ok = library_ops_ok && own_op_ok;
   std::printf("consumer: rotor %s, vector kernels on %s: %s\n", ROTOR_VERSION,
               rotor::kernels::VectorOpsTarget(), ok ? "OK" : "FAILED");
   return ok ? 0 : 1;
