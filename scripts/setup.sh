@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Prepares this machine for rotor and builds it: safe to run any number of
+# times, from any directory.
+#
+#   bash scripts/setup.sh
+#
+# Steps, in order (each is one function below, called from main):
+#   1. install_packages  Installs the Debian packages rotor needs that are
+#                        missing. As root it runs apt-get; otherwise it prints
+#                        the exact apt-get line to run and stops (exit 1).
+#   2. build             Configures build/ at the repository root (Release) on
+#                        first use, then builds every target. Prints nothing
+#                        but compile lines, so a build with nothing to do is
+#                        silent.
+# A new step (say, fetching a corpus into a cache directory) is one more
+# function and one more line in main.
+#
+# Environment:
+#   ROTOR_BUILD_DIR             build directory (default: <repo>/build)
+#   CMAKE_BUILD_PARALLEL_LEVEL  compile jobs (default: nproc)
+set -euo pipefail
+
+REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
+readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
+
+# The toolchain, then the libraries (CMakeLists.txt finds each through the
+# CMake package file its Debian package ships).
+readonly PACKAGES=(
+  cmake g++ make
+  libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
+)
+
+log() { echo "setup: $*"; }
+
+package_installed() {
+  [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
+}
+
+install_packages() {
+  local missing=()
+  local package
+  for package in "${PACKAGES[@]}"; do
+    package_installed "${package}" || missing+=("${package}")
+  done
+  ((${#missing[@]} == 0)) && return 0
+
+  if ((EUID != 0)); then
+    echo "setup: missing Debian packages: ${missing[*]}" >&2
+    echo "setup: install them as root, then run this script again:" >&2
+    echo >&2
+    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    echo >&2
+    exit 1
+  fi
+  log "installing ${missing[*]}"
+  # The lock timeout waits for another apt run (e.g. unattended upgrades)
+  # instead of failing at once.
+  # A failing third-party source should not stop the install: Debian's own
+  # lists are usually enough.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq ||
+    echo "setup: apt-get update reported errors; installing anyway" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install \
+    -y -qq --no-install-recommends "${missing[@]}"
+  for package in "${missing[@]}"; do
+    package_installed "${package}" || {
+      echo "setup: apt-get did not install ${package}" >&2
+      exit 1
+    }
+  done
+}
+
+build() {
+  local log_file="${BUILD_DIR}/setup-configure.log"
+  if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]]; then
+    log "configuring ${BUILD_DIR} (Release)"
+    mkdir -p "${BUILD_DIR}"
+    if ! cmake -S "${REPO_ROOT}" -B "${BUILD_DIR}" \
+      -DCMAKE_BUILD_TYPE=Release >"${log_file}" 2>&1; then
+      cat "${log_file}" >&2
+      echo "setup: cmake configure failed (log: ${log_file})" >&2
+      exit 1
+    fi
+  fi
+  # cmake --build re-runs the configure step itself when a CMakeLists.txt
+  # changed or a source file was added. The sed filter hides the lines that
+  # every build prints (so a no-op build prints nothing) and keeps compile
+  # lines, warnings and errors; pipefail keeps cmake's exit status.
+  if ! cmake --build "${BUILD_DIR}" \
+    --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" 2>&1 |
+    sed -u -e '/Built target /d' -e '/Consolidate compiler generated/d' \
+      -e '/Scanning dependencies of target/d' -e '/^-- GLOB mismatch/d' \
+      -e '/^-- \(Configuring done\|Generating done\|Build files have\)/d'; then
+    echo "setup: the build failed (see the errors above)" >&2
+    exit 1
+  fi
+}
+
+main() {
+  install_packages
+  build
+}
+
+main "$@"

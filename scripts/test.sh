@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Sets up and builds rotor (scripts/setup.sh), then runs the whole test suite
+# with ctest: every test labelled "unit" (GoogleTest cases, one ctest entry
+# each, per-target ones named e.g. PerTarget/VectorOpsKernel.MatchesReference/
+# AVX2; and the install test). Exits non-zero when a test fails.
+#
+#   bash scripts/test.sh           # label unit
+#   bash scripts/test.sh --long    # labels unit and long (minutes longer)
+#
+# Environment:
+#   ROTOR_LONG_TESTS=1   same as --long
+#   ROTOR_TEST_JOBS      tests run at once (default 2)
+#   ROTOR_BUILD_DIR      build directory (default: <repo>/build)
+set -euo pipefail
+
+REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO_ROOT
+readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
+
+labels="unit"
+[[ "${ROTOR_LONG_TESTS:-0}" == 1 ]] && labels="unit|long"
+for arg in "$@"; do
+  case "${arg}" in
+    --long) labels="unit|long" ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "test.sh: unknown option '${arg}' (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+start=${SECONDS}
+bash "${REPO_ROOT}/scripts/setup.sh"
+setup_seconds=$((SECONDS - start))
+
+# --no-tests=error: a suite that finds no test fails instead of passing.
+log_file="${BUILD_DIR}/test-output.log"
+status=0
+ctest --test-dir "${BUILD_DIR}" --output-on-failure --no-tests=error \
+  -L "${labels}" -j "${ROTOR_TEST_JOBS:-2}" 2>&1 | tee "${log_file}" ||
+  status=$?
+
+# ctest's summary line: "97% tests passed, 1 tests failed out of 35".
+summary="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' \
+  "${log_file}" | tail -n 1 || true)"
+echo
+echo "test.sh: labels ${labels}, $((SECONDS - start)) s in all" \
+  "(setup and build ${setup_seconds} s)"
+if [[ -n "${summary}" ]]; then
+  failed="$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"${summary}")"
+  total="$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"${summary}")"
+  echo "tests: $((total - failed)) passed, ${failed} failed"
+fi
+if ((status != 0)); then
+  echo "test.sh: FAILED (ctest exit status ${status})" >&2
+fi
+exit "${status}"
