@@ -5,6 +5,12 @@ namespace tools {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
+      {"train", "train a model from a YAML config (resumes automatically)",
+       RunTrainCommand},
+      {"eval", "validation loss, perplexity and bits per byte of a checkpoint",
+       RunEvalCommand},
+      {"generate", "continue a prompt with a trained model (KV cache)",
+       RunGenerateCommand},
       {"prepare", "turn text files into train/validation token files",
        RunPrepareCommand},
       {"rope", "show a config's RoPE frequencies, scaling and cos/sin",

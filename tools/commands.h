@@ -22,6 +22,9 @@ const std::vector<Command>& Commands();
 
 // tools/prepare_command.cc
 int RunPrepareCommand(const std::vector<std::string>& args);
+int RunTrainCommand(const std::vector<std::string>& args);
+int RunEvalCommand(const std::vector<std::string>& args);
+int RunGenerateCommand(const std::vector<std::string>& args);
 
 // tools/rope_command.cc
 int RunRopeCommand(const std::vector<std::string>& args);

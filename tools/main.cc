@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "tools/commands.h"
+#include "tools/flag_parser.h"
 
 namespace {
 
@@ -45,6 +46,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 2, argv + argc);
     try {
       return command.run(args);
+    } catch (const rotor::tools::UsageError& error) {
+      std::cerr << "rotor " << first << ": " << error.what() << " (see 'rotor "
+                << first << " --help')\n";
+      return 2;
     } catch (const rotor::Error& error) {
       std::cerr << "rotor " << first << ": error: " << error.what() << "\n";
       return 1;

@@ -1,0 +1,230 @@
+#include "nn/transformer.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/attention.h"
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace rotor {
+namespace nn {
+
+namespace {
+
+int64_t Required(const std::optional<int64_t>& value, const char* key) {
+  ROTOR_CHECK(value.has_value(), "model.", key,
+              " is required to build the model");
+  return *value;
+}
+
+// Std of the projections that add into the residual stream.
+double OutputInitStd(const TransformerConfig& config) {
+  return config.initializer_range /
+         std::sqrt(2.0 * static_cast<double>(config.num_hidden_layers));
+}
+
+}  // namespace
+
+TransformerConfig ResolveTransformerConfig(const ModelConfig& model) {
+  TransformerConfig config;
+  config.vocab_size = Required(model.vocab_size, "vocab_size");
+  config.hidden_size = Required(model.hidden_size, "hidden_size");
+  config.intermediate_size =
+      Required(model.intermediate_size, "intermediate_size");
+  config.num_hidden_layers =
+      Required(model.num_hidden_layers, "num_hidden_layers");
+  config.num_attention_heads =
+      Required(model.num_attention_heads, "num_attention_heads");
+  config.num_key_value_heads =
+      model.num_key_value_heads.value_or(config.num_attention_heads);
+  config.rms_norm_eps = model.rms_norm_eps.value_or(1e-5);
+  config.tie_word_embeddings = model.tie_word_embeddings.value_or(false);
+  config.rope = model.rope;
+  config.head_dim = model.rope.head_dim;
+
+  for (auto [value, key] :
+       {std::pair{config.vocab_size, "vocab_size"},
+        std::pair{config.hidden_size, "hidden_size"},
+        std::pair{config.intermediate_size, "intermediate_size"},
+        std::pair{config.num_hidden_layers, "num_hidden_layers"},
+        std::pair{config.num_attention_heads, "num_attention_heads"},
+        std::pair{config.num_key_value_heads, "num_key_value_heads"},
+        std::pair{config.head_dim, "head_dim"}}) {
+    ROTOR_CHECK(value > 0, "model.", key, " must be positive, got ", value);
+  }
+  ROTOR_CHECK(config.num_attention_heads % config.num_key_value_heads == 0,
+              "model.num_attention_heads (", config.num_attention_heads,
+              ") must be a multiple of model.num_key_value_heads (",
+              config.num_key_value_heads, ")");
+  ROTOR_CHECK(config.rms_norm_eps > 0, "model.rms_norm_eps must be positive");
+  return config;
+}
+
+// ---------------------------------------------------------------------------
+CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
+                                         Rng& rng)
+    : num_heads_(config.num_attention_heads),
+      num_kv_heads_(config.num_key_value_heads),
+      head_dim_(config.head_dim),
+      partial_rotary_factor_(config.rope.partial_rotary_factor),
+      layout_(config.rope_layout),
+      q_proj_(RegisterModule(
+          "q_proj", std::make_unique<Linear>(config.hidden_size,
+                                             num_heads_ * head_dim_, false,
+                                             config.initializer_range, rng))),
+      k_proj_(RegisterModule(
+          "k_proj", std::make_unique<Linear>(config.hidden_size,
+                                             num_kv_heads_ * head_dim_, false,
+                                             config.initializer_range, rng))),
+      v_proj_(RegisterModule(
+          "v_proj", std::make_unique<Linear>(config.hidden_size,
+                                             num_kv_heads_ * head_dim_, false,
+                                             config.initializer_range, rng))),
+      o_proj_(RegisterModule(
+          "o_proj",
+          std::make_unique<Linear>(num_heads_ * head_dim_, config.hidden_size,
+                                   false, OutputInitStd(config), rng))) {}
+
+Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
+                                    int64_t offset,
+                                    LayerKvCache* cache) const {
+  const int64_t batch = x.size(0);
+  const int64_t seq = x.size(1);
+  // Projections [B, T, heads*D], viewed as [B, heads, T, D] without copying;
+  // RoPE reads the views and writes contiguous rotated q and k.
+  auto heads_view = [&](const Tensor& projected, int64_t heads) {
+    return Permute(Reshape(projected, {batch, seq, heads, head_dim_}),
+                   {0, 2, 1, 3});
+  };
+  const Tensor q = heads_view(q_proj_.Forward(x), num_heads_);
+  const Tensor k = heads_view(k_proj_.Forward(x), num_kv_heads_);
+  Tensor values = Contiguous(heads_view(v_proj_.Forward(x), num_kv_heads_));
+  auto [q_rot, keys] = Rope(q, k, table, RopePositions{offset, {}}, layout_,
+                            partial_rotary_factor_);
+
+  if (cache != nullptr) {
+    if (cache->keys.defined()) {
+      keys = Concat({cache->keys, keys}, 2);
+      values = Concat({cache->values, values}, 2);
+    }
+    cache->keys = keys;
+    cache->values = values;
+  }
+  // Queries are the last `seq` of the keys' positions: causal with offset.
+  const Tensor attended = CausalAttention(q_rot, keys, values);
+  const Tensor merged = Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
+                                {batch, seq, num_heads_ * head_dim_});
+  return o_proj_.Forward(merged);
+}
+
+// ---------------------------------------------------------------------------
+DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng& rng)
+    : input_layernorm_(RegisterModule(
+          "input_layernorm",
+          std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))),
+      self_attn_(RegisterModule(
+          "self_attn", std::make_unique<CausalSelfAttention>(config, rng))),
+      post_attention_layernorm_(RegisterModule(
+          "post_attention_layernorm",
+          std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))),
+      mlp_(RegisterModule(
+          "mlp", std::make_unique<SwiGluMlp>(
+                     config.hidden_size, config.intermediate_size,
+                     config.initializer_range, OutputInitStd(config), rng))) {}
+
+Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table, int64_t offset,
+                             LayerKvCache* cache) const {
+  const Tensor h = Add(
+      x, self_attn_.Forward(input_layernorm_.Forward(x), table, offset, cache));
+  return Add(h, mlp_.Forward(post_attention_layernorm_.Forward(h)));
+}
+
+// ---------------------------------------------------------------------------
+DecoderStack::DecoderStack(const TransformerConfig& config, Rng& rng)
+    : embed_tokens_(RegisterModule(
+          "embed_tokens",
+          std::make_unique<Embedding>(config.vocab_size, config.hidden_size,
+                                      config.initializer_range, rng))),
+      layers_([&] {
+        std::vector<DecoderLayer*> layers;
+        for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+          layers.push_back(&RegisterModule(
+              "layers." + std::to_string(i),
+              std::make_unique<DecoderLayer>(config, rng)));
+        }
+        return layers;
+      }()),
+      norm_(RegisterModule(
+          "norm",
+          std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))) {}
+
+Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
+                             int64_t seq, RopeTable& table, int64_t offset,
+                             KvCache* cache) const {
+  Tensor h = embed_tokens_.Forward(ids, {batch, seq});
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    h = layers_[i]->Forward(h, table, offset,
+                            cache ? &cache->layers[i] : nullptr);
+  }
+  return norm_.Forward(h);
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+RopeTable TableFor(const RopeScalingConfig& rope, int64_t sequence_length) {
+  const RopeFrequencies frequencies =
+      ComputeRopeFrequencies(rope, sequence_length);
+  return RopeTable(frequencies.inv_freq, frequencies.attention_factor);
+}
+}  // namespace
+
+Transformer::Transformer(const TransformerConfig& config, uint64_t seed)
+    : config_(config),
+      rope_table_(TableFor(config.rope, config.rope.max_position_embeddings)),
+      rope_sequence_length_(config.rope.max_position_embeddings) {
+  Rng rng(seed);
+  model_ = &RegisterModule("model", std::make_unique<DecoderStack>(config, rng));
+  if (!config.tie_word_embeddings) {
+    lm_head_ = &RegisterModule(
+        "lm_head",
+        std::make_unique<Linear>(config.hidden_size, config.vocab_size, false,
+                                 config.initializer_range, rng));
+  }
+}
+
+void Transformer::SetSequenceLength(int64_t sequence_length) {
+  if (sequence_length == rope_sequence_length_) return;
+  const RopeFrequencies frequencies =
+      ComputeRopeFrequencies(config_.rope, sequence_length);
+  rope_table_.Rebuild(frequencies.inv_freq, frequencies.attention_factor);
+  rope_sequence_length_ = sequence_length;
+}
+
+Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
+                           int64_t seq, int64_t offset, KvCache* cache) {
+  ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
+              "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
+              " x seq ", seq);
+  const Tensor hidden =
+      model_->Forward(ids, batch, seq, rope_table_, offset, cache);
+  if (cache != nullptr) cache->length += seq;
+  const Tensor flat = Reshape(hidden, {batch * seq, config_.hidden_size});
+  return lm_head_ ? lm_head_->Forward(flat)
+                  : rotor::Linear(flat, model_->embed_tokens().weight());
+}
+
+Tensor Transformer::Loss(const std::vector<int32_t>& ids,
+                         const std::vector<int32_t>& targets, int64_t batch,
+                         int64_t seq, int32_t ignore_index) {
+  return CrossEntropy(Logits(ids, batch, seq), targets, ignore_index);
+}
+
+KvCache Transformer::NewKvCache() const {
+  KvCache cache;
+  cache.layers.resize(model_->num_layers());
+  return cache;
+}
+
+}  // namespace nn
+}  // namespace rotor

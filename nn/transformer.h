@@ -1,0 +1,152 @@
+// A Llama-style decoder-only language model, built from rotor's ops:
+//
+//   h = embed_tokens[ids]                                        [B, T, H]
+//   for each layer:
+//     h = h + o_proj(Attention(RoPE(q_proj(n)), RoPE(k_proj(n)), v_proj(n)))
+//         with n = input_layernorm(h)           (grouped-query, causal)
+//     h = h + down_proj(silu(gate_proj(n)) * up_proj(n))
+//         with n = post_attention_layernorm(h)
+//   logits = lm_head(norm(h))                                     [B*T, V]
+//
+// Parameter names are Hugging Face's (model.layers.0.self_attn.q_proj.weight,
+// ...). With tie_word_embeddings the output projection reuses
+// model.embed_tokens.weight and lm_head.weight does not exist.
+//
+// Initialisation (seeded): every weight matrix ~ N(0, initializer_range^2),
+// except the projections that write into the residual stream (o_proj,
+// down_proj), scaled by 1/sqrt(2 * num_hidden_layers) as in GPT-2, so the
+// residual's variance does not grow with depth; norms start at 1.
+#ifndef ROTOR_NN_TRANSFORMER_H_
+#define ROTOR_NN_TRANSFORMER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/rope.h"
+#include "core/rope_scaling.h"
+#include "core/tensor.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+#include "train/model_config.h"
+
+namespace rotor {
+namespace nn {
+
+// Every size the model needs, resolved and checked.
+struct TransformerConfig {
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  double rms_norm_eps = 1e-5;
+  bool tie_word_embeddings = true;
+  double initializer_range = 0.02;
+  RopeLayout rope_layout = RopeLayout::kSplitHalf;
+  RopeScalingConfig rope;  // theta, max positions, partial rotary, scaling
+};
+
+// Fills a TransformerConfig from a parsed `model:` section; throws naming the
+// missing key or the inconsistent sizes (e.g. heads not divisible by kv heads).
+TransformerConfig ResolveTransformerConfig(const ModelConfig& model);
+
+// Keys and values of one layer, for decoding one token at a time: the keys
+// are stored already rotated, so each step only appends.
+struct LayerKvCache {
+  Tensor keys;    // [B, Hkv, length, D], undefined while empty
+  Tensor values;  // [B, Hkv, length, D]
+};
+struct KvCache {
+  std::vector<LayerKvCache> layers;
+  int64_t length = 0;  // positions cached
+};
+
+class CausalSelfAttention : public Module {
+ public:
+  CausalSelfAttention(const TransformerConfig& config, Rng& rng);
+  // x: [B, T, H] at positions offset .. offset+T-1 -> [B, T, H].
+  // Without a cache, attends causally within x (training, evaluation).
+  // With a cache, appends this step's rotated keys and values to it first and
+  // attends to everything cached (decoding).
+  Tensor Forward(const Tensor& x, RopeTable& table, int64_t offset,
+                 LayerKvCache* cache) const;
+
+ private:
+  int64_t num_heads_, num_kv_heads_, head_dim_;
+  double partial_rotary_factor_;
+  RopeLayout layout_;
+  Linear& q_proj_;
+  Linear& k_proj_;
+  Linear& v_proj_;
+  Linear& o_proj_;
+};
+
+class DecoderLayer : public Module {
+ public:
+  DecoderLayer(const TransformerConfig& config, Rng& rng);
+  Tensor Forward(const Tensor& x, RopeTable& table, int64_t offset,
+                 LayerKvCache* cache) const;
+
+ private:
+  RmsNorm& input_layernorm_;
+  CausalSelfAttention& self_attn_;
+  RmsNorm& post_attention_layernorm_;
+  SwiGluMlp& mlp_;
+};
+
+// The decoder stack without the output head ("model." in HF's names).
+class DecoderStack : public Module {
+ public:
+  DecoderStack(const TransformerConfig& config, Rng& rng);
+  // ids: [B, T] -> final normed hidden states [B, T, H].
+  Tensor Forward(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
+                 RopeTable& table, int64_t offset, KvCache* cache) const;
+  const Embedding& embed_tokens() const { return embed_tokens_; }
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+
+ private:
+  Embedding& embed_tokens_;
+  std::vector<DecoderLayer*> layers_;
+  RmsNorm& norm_;
+};
+
+class Transformer : public Module {
+ public:
+  Transformer(const TransformerConfig& config, uint64_t seed);
+
+  const TransformerConfig& config() const { return config_; }
+
+  // Sets the RoPE frequencies for sequences of `sequence_length` tokens (only
+  // dynamic NTK and LongRoPE depend on it; see core/rope_scaling.h). Call it
+  // once per sequence, before its prefill.
+  void SetSequenceLength(int64_t sequence_length);
+
+  // ids: [B, T] (row-major) at positions offset .. offset+T-1 -> logits
+  // [B*T, vocab]. With a cache, decodes: appends to it and advances it.
+  Tensor Logits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
+                int64_t offset = 0, KvCache* cache = nullptr);
+
+  // Mean next-token cross-entropy of logits(ids) against targets ([B, T],
+  // entries equal to ignore_index do not count).
+  Tensor Loss(const std::vector<int32_t>& ids,
+              const std::vector<int32_t>& targets, int64_t batch, int64_t seq,
+              int32_t ignore_index = -100);
+
+  // An empty cache (one entry per layer).
+  KvCache NewKvCache() const;
+
+ private:
+  TransformerConfig config_;
+  RopeTable rope_table_;
+  int64_t rope_sequence_length_ = -1;
+  DecoderStack* model_;
+  Linear* lm_head_ = nullptr;  // null when tied
+};
+
+}  // namespace nn
+}  // namespace rotor
+
+#endif  // ROTOR_NN_TRANSFORMER_H_

@@ -1,0 +1,170 @@
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "train/atomic_file.h"
+#include "train/json.h"
+#include "train/safetensors.h"
+
+namespace rotor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kModelFile[] = "model.safetensors";
+constexpr char kOptimizerFile[] = "optimizer.safetensors";
+constexpr char kStateFile[] = "trainer_state.json";
+constexpr char kConfigFile[] = "config.yaml";
+
+SafetensorsEntry Entry(const std::string& name, const Tensor& tensor) {
+  return {name, SafetensorsDtype::kF32, tensor.shape(), tensor.data()};
+}
+
+JsonValue FiniteOrNull(double value) {
+  return std::isfinite(value) ? JsonValue::Number(value) : JsonValue();
+}
+
+double NumberOr(const JsonValue& object, const char* key, double fallback) {
+  const JsonValue* value = object.Find(key);
+  return value == nullptr || value->is_null() ? fallback : value->AsDouble();
+}
+
+// Copies tensor `name` of `file` into `target` (shapes must match).
+void CopyInto(const SafetensorsFile& file, const std::string& name,
+              Tensor target) {
+  const std::vector<float> values = file.ReadF32(name, &target.shape());
+  ROTOR_CHECK(target.is_contiguous(), "checkpoint target ", name,
+              " is not contiguous");
+  std::copy(values.begin(), values.end(), target.data());
+}
+
+}  // namespace
+
+std::string CheckpointDir(const std::string& output_dir, int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step_%08lld",
+                static_cast<long long>(step));
+  return (fs::path(output_dir) / "checkpoints" / name).string();
+}
+
+std::vector<std::string> ListCheckpoints(const std::string& output_dir) {
+  std::vector<std::string> dirs;
+  const fs::path root = fs::path(output_dir) / "checkpoints";
+  std::error_code error;
+  if (!fs::is_directory(root, error)) return dirs;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    // Only complete folders: temporary ones carry a ".tmp-" suffix.
+    if (entry.is_directory() && name.rfind("step_", 0) == 0 &&
+        name.find('.') == std::string::npos) {
+      dirs.push_back(entry.path().string());
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());  // zero-padded: sorts by step
+  return dirs;
+}
+
+void SaveCheckpoint(const std::string& dir, const nn::Module& model,
+                    AdamW* optimizer, const TrainerState& state,
+                    const std::string& config_yaml) {
+  fs::create_directories(fs::path(dir).parent_path());
+  const std::string step_text = std::to_string(state.step);
+  ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
+    std::vector<SafetensorsEntry> weights;
+    for (const auto& [name, tensor] : model.NamedParameters()) {
+      weights.push_back(Entry(name, tensor));
+    }
+    WriteSafetensors(temp + "/" + kModelFile, weights,
+                     {{"step", step_text}, {"producer", "rotor"}});
+
+    if (optimizer != nullptr) {
+      std::vector<SafetensorsEntry> moments;
+      const auto& params = optimizer->parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        moments.push_back(
+            Entry("exp_avg." + params[i].first, optimizer->first_moments()[i]));
+        moments.push_back(Entry("exp_avg_sq." + params[i].first,
+                                optimizer->second_moments()[i]));
+      }
+      WriteSafetensors(temp + "/" + kOptimizerFile, moments,
+                       {{"step", std::to_string(optimizer->step())},
+                        {"optimizer", "adamw"}});
+    }
+
+    JsonValue json = JsonValue::Object();
+    json.Set("step", JsonValue::Integer(state.step));
+    json.Set("sampler_rng_state", JsonValue::Unsigned(state.sampler.rng_state));
+    json.Set("sampler_batches_drawn",
+             JsonValue::Unsigned(state.sampler.batches_drawn));
+    json.Set("tokens_seen", JsonValue::Integer(state.tokens_seen));
+    json.Set("best_val_loss", FiniteOrNull(state.best_val_loss));
+    json.Set("smoothed_loss", FiniteOrNull(state.smoothed_loss));
+    json.Set("min_smoothed_loss", FiniteOrNull(state.min_smoothed_loss));
+    json.Set("elapsed_seconds", JsonValue::Number(state.elapsed_seconds));
+    WriteFileAtomically(temp + "/" + kStateFile, json.Dump(2) + "\n");
+    WriteFileAtomically(temp + "/" + kConfigFile, config_yaml);
+  });
+}
+
+void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n) {
+  const std::vector<std::string> dirs = ListCheckpoints(output_dir);
+  for (size_t i = 0; i + keep_last_n < dirs.size(); ++i) {
+    fs::remove_all(dirs[i]);
+  }
+}
+
+void LoadModelWeights(const std::string& dir, const nn::Module& model) {
+  const SafetensorsFile file = SafetensorsFile::Read(dir + "/" + kModelFile);
+  const auto params = model.NamedParameters();
+  for (const auto& [name, tensor] : params) CopyInto(file, name, tensor);
+  ROTOR_CHECK(file.tensors().size() == params.size(), file.source(), ": has ",
+              file.tensors().size(), " tensors, the model has ", params.size(),
+              " parameters (a checkpoint of another architecture?)");
+}
+
+void LoadOptimizerState(const std::string& dir, AdamW& optimizer) {
+  const SafetensorsFile file =
+      SafetensorsFile::Read(dir + "/" + kOptimizerFile);
+  const auto& params = optimizer.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    CopyInto(file, "exp_avg." + params[i].first, optimizer.first_moments()[i]);
+    CopyInto(file, "exp_avg_sq." + params[i].first,
+             optimizer.second_moments()[i]);
+  }
+  const auto step = file.metadata().find("step");
+  ROTOR_CHECK(step != file.metadata().end(), file.source(),
+              ": __metadata__ has no \"step\"");
+  optimizer.set_step(std::stoll(step->second));
+}
+
+TrainerState LoadTrainerState(const std::string& dir) {
+  const std::string path = dir + "/" + kStateFile;
+  const JsonValue json = ParseJson(ReadFile(path), path);
+  TrainerState state;
+  try {
+    state.step = json.Get("step").AsInt64();
+    state.sampler.rng_state = json.Get("sampler_rng_state").AsUint64();
+    state.sampler.batches_drawn = json.Get("sampler_batches_drawn").AsUint64();
+    state.tokens_seen = json.Get("tokens_seen").AsInt64();
+  } catch (const Error& e) {
+    throw Error(StrCat(path, ": ", e.what()));
+  }
+  state.best_val_loss = NumberOr(json, "best_val_loss", state.best_val_loss);
+  state.smoothed_loss = NumberOr(json, "smoothed_loss", state.smoothed_loss);
+  state.min_smoothed_loss =
+      NumberOr(json, "min_smoothed_loss", state.min_smoothed_loss);
+  state.elapsed_seconds = NumberOr(json, "elapsed_seconds", 0.0);
+  return state;
+}
+
+std::string LoadCheckpointConfig(const std::string& dir) {
+  return ReadFile(dir + "/" + kConfigFile);
+}
+
+}  // namespace rotor

@@ -1,0 +1,99 @@
+// The training loop behind `rotor train`:
+//
+//   for step in [start, max_steps):
+//     lr = warm-up + cosine schedule(step)
+//     zero gradients
+//     for each of gradient_accumulation_steps micro-batches:
+//       loss = cross-entropy(model(inputs), targets)
+//       backward(loss * micro_tokens / step_tokens)   (token-weighted mean)
+//     clip the global gradient norm, AdamW update
+//     watchdog: stop on NaN/Inf, or when the smoothed loss explodes
+//     log (progress line, metrics.jsonl); evaluate and checkpoint every N
+//
+// Everything that decides the next step (weights, AdamW moments and step,
+// sampler state) is in the checkpoint, so a resumed run continues bitwise
+// like the uninterrupted one at the same thread count.
+#ifndef ROTOR_TRAIN_TRAINER_H_
+#define ROTOR_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "nn/transformer.h"
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/optimizer.h"
+#include "train/token_file.h"
+#include "train/train_config.h"
+
+namespace rotor {
+
+// The folder data.path names: "brown" is the prepared Brown corpus in the
+// cache folder ($ROTOR_CACHE_DIR, default ~/.cache/rotor); anything else is
+// used as is. Throws, saying how to prepare it, if train.bin is missing.
+std::string ResolveDataDir(const std::string& path);
+
+struct ValidationResult {
+  double loss = 0.0;        // mean cross-entropy per token (nats)
+  double perplexity = 0.0;  // exp(loss)
+  double bits_per_byte = 0.0;  // loss / ln 2 (byte tokens)
+  int64_t tokens = 0;
+};
+
+// Mean validation loss over up to `max_batches` batches of the validation
+// file (0 = all), in order, without gradients.
+ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
+                          int64_t batch_size, int64_t seq_len,
+                          int64_t max_batches);
+
+// A trained model from a checkpoint folder: its config.yaml rebuilds the
+// architecture, model.safetensors fills the weights. `config` (optional)
+// receives the parsed training config.
+std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(
+    const std::string& dir, TrainConfig* config = nullptr);
+
+struct TrainSummary {
+  int64_t steps = 0;  // optimizer steps completed in total
+  double train_loss = 0.0;  // last step's loss
+  double val_loss = 0.0;    // final evaluation
+  double seconds = 0.0;     // wall time of this run
+  double tokens_per_second = 0.0;
+  std::string checkpoint;   // the final checkpoint folder
+};
+
+class Trainer {
+ public:
+  // Builds the model, optimizer and data from `config`, and resumes from a
+  // checkpoint as config.train.resume says. Messages go to `log`.
+  Trainer(TrainConfig config, std::ostream& log);
+
+  // Trains to config.train.max_steps (or until the watchdog stops it, which
+  // throws rotor::Error after saving nothing broken). `stop_after_steps`
+  // > 0 stops early after that many steps of this run, checkpointing first
+  // (used to test resuming).
+  TrainSummary Run(int64_t stop_after_steps = 0);
+
+  nn::Transformer& model() { return *model_; }
+  const TrainerState& state() const { return state_; }
+
+ private:
+  void SaveAndPrune();
+  void LogLine(const std::string& line);
+
+  TrainConfig config_;
+  std::string config_yaml_;
+  std::ostream& log_;
+  std::unique_ptr<nn::Transformer> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  TokenFile train_tokens_;
+  TokenFile val_tokens_;
+  std::unique_ptr<BatchSampler> sampler_;
+  TrainerState state_;
+  bool live_progress_ = false;
+};
+
+}  // namespace rotor
+
+#endif  // ROTOR_TRAIN_TRAINER_H_
