@@ -228,8 +228,14 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   top.RequireKnownKeys(kTopLevelKeys);
   top.Read("output_dir", config.output_dir);
 
-  ROTOR_CHECK(root["model"] && root["model"].IsMap(), file,
+  ROTOR_CHECK(root["model"] && !root["model"].IsNull(), file,
               ": the model: section is missing");
+  if (!root["model"].IsMap()) {
+    const std::string got = root["model"].IsSequence() ? "a list" : "a value";
+    top.Fail(root["model"], "model",
+             "expected a map of model settings (vocab_size, hidden_size, "
+             "...), got " + got);
+  }
   try {
     config.model = ParseModelConfig(root["model"], file);
   } catch (const Error& e) {
