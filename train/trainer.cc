@@ -228,7 +228,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
     log_ << "resuming from " << resume_dir << " at step " << state_.step
          << "\n";
   }
-  fs::create_directories(config_.output_dir);
+  std::error_code error;
+  fs::create_directories(config_.output_dir, error);
+  ROTOR_CHECK(fs::is_directory(config_.output_dir), config_.file,
+              ": output_dir ", config_.output_dir, " is not a folder",
+              error ? " (" + error.message() + ")" : "");
   TrimMetrics(config_.output_dir + "/metrics.jsonl", state_.step);
   live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
                    &log_ == &std::cout;

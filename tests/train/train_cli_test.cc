@@ -189,6 +189,9 @@ TEST_F(RotorCli, BadConfigsCheckpointsAndDataExitOne) {
         "model.num_key_value_heads (3)"}},
       {"train " + config + " " + Quote("data.path=" + dir_.Path("empty")),
        {dir_.Path("empty") + " has no train.bin/val.bin"}},
+      {"train " + config + " " + Quote("data.path=" + data_) + " " +
+           Quote("output_dir=" + broken),
+       {"output_dir " + broken + " is not a folder"}},
       {"eval --checkpoint " + Quote(dir_.Path("nowhere")),
        {"rotor eval: error: checkpoint folder " + dir_.Path("nowhere") +
         " does not exist"}},

@@ -112,13 +112,18 @@ TEST_F(TrainerTest, LossFallsOnText) {
 
 // Stop after k = 5 steps, then resume in a new Trainer to n = 12: bitwise
 // the weights, AdamW moments, trainer state and metrics of one uninterrupted
-// run (same thread count: configs/tiny.yaml sets train.threads: 1).
-// Gradient accumulation is on, and k is not a multiple of the checkpoint
-// or evaluation interval.
-TEST_F(TrainerTest, StopAndResumeIsBitwiseTheUninterruptedRun) {
+// run at the same thread count (1 and 2). Gradient accumulation is on, and
+// k is not a multiple of the checkpoint or evaluation interval.
+class TrainerResumeTest : public TrainerTest,
+                          public ::testing::WithParamInterface<int> {};
+
+TEST_P(TrainerResumeTest, StopAndResumeIsBitwiseTheUninterruptedRun) {
   const std::vector<std::string> overrides = {
-      "train.max_steps=12", "train.gradient_accumulation_steps=2",
-      "checkpoint.every_n_steps=4", "eval.every_n_steps=4",
+      "train.max_steps=12",
+      "train.gradient_accumulation_steps=2",
+      "train.threads=" + std::to_string(GetParam()),
+      "checkpoint.every_n_steps=4",
+      "eval.every_n_steps=4",
       "logging.log_every_n_steps=1"};
   TrainSummary whole;
   {
@@ -168,6 +173,8 @@ TEST_F(TrainerTest, StopAndResumeIsBitwiseTheUninterruptedRun) {
   EXPECT_EQ(metrics.size(), 12u + 3u);
   EXPECT_EQ(MetricsWithoutTiming(dir_.Path("split")), metrics);
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, TrainerResumeTest, ::testing::Values(1, 2));
 
 // A run killed after its last checkpoint (here: the newest checkpoint
 // deleted) logged steps that the resumed run logs again; they are dropped,
@@ -259,6 +266,13 @@ TEST_F(TrainerTest, BadDataIsRejectedBeforeTraining) {
       "model.vocab_size (257) is smaller than the data's vocabulary (300",
       dir_.Path("bad/val.bin"));
   EXPECT_FALSE(fs::exists(dir_.Path("run")));
+}
+
+TEST_F(TrainerTest, OutputDirThatIsAFileIsRejected) {
+  const std::string file = dir_.Write("taken", "a file");
+  ROTOR_EXPECT_ERROR(Trainer(test::TinyConfig(data_, file), log_),
+                     "output_dir " + file + " is not a folder");
+  EXPECT_EQ(ReadFile(file), "a file");
 }
 
 // A NaN weight makes the first loss NaN: the watchdog stops before the
