@@ -201,6 +201,9 @@ TEST(TrainConfig, OverridesScalarsListsNewSectionsAndModelKeys) {
   EXPECT_EQ(c.model.rope.head_dim, 16);  // follows hidden_size
   EXPECT_EQ(c.train.seq_len, 128);
   EXPECT_EQ(c.data.path, "elsewhere");
+  // "null" resets a key to its default.
+  EXPECT_EQ(Parse(kMinimal, {"train.seq_len=128", "train.lr=null"}).train.lr,
+            TrainSection().lr);
   // A nested map value.
   const TrainConfig scaled =
       Parse(kMinimal, {"model.rope_scaling={rope_type: linear, factor: 2.0}"});
@@ -221,6 +224,9 @@ TEST(TrainConfig, OverrideErrorsNameTheOverride) {
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr"}), "override 'train.lr'",
                      "not of the form key.path=value");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"=1"}), "not of the form");
+  // An empty value (say, an unset shell variable) is not silently "default".
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"output_dir="}),
+                     "override 'output_dir=' has no value");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train..lr=1"}), "empty key");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"data.path.x=1"}),
                      "path is not a section");
@@ -285,6 +291,13 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
        "max_position_embeddings: 8\ndata:\n  path: d\n",
        {"run.yaml:3:3: model.hiden_size: unknown key"}},
       {"[1, 2]\n", {"run.yaml: expected a map with sections"}},
+      // yaml-cpp would keep the first lr (and the model parser the last
+      // hidden_size): repeated keys are errors.
+      {m + "data:\n  path: d\ntrain:\n  lr: 1e-3\n  lr: 2e-3\n",
+       {"run.yaml:12:3: train.lr: duplicate key (first given on line 11)"}},
+      {m + "  hidden_size: 64\ndata:\n  path: d\n",
+       {"run.yaml:8:3: model.hidden_size: duplicate key (first given on line "
+        "3)"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.yaml);
