@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "tests/train/train_test_util.h"
 #include "train/atomic_file.h"
@@ -266,6 +267,28 @@ TEST_F(TrainerTest, BadDataIsRejectedBeforeTraining) {
       "model.vocab_size (257) is smaller than the data's vocabulary (300",
       dir_.Path("bad/val.bin"));
   EXPECT_FALSE(fs::exists(dir_.Path("run")));
+}
+
+// Two micro-batches of 4 draw the same windows as one batch of 8, and the
+// accumulated gradient is their token-weighted mean: the same training up
+// to float summation order.
+TEST_F(TrainerTest, GradientAccumulationMatchesOneLargerBatch) {
+  Trainer large(Config("large", {"train.max_steps=3", "train.batch_size=8"}),
+                log_);
+  Trainer accumulated(
+      Config("accumulated", {"train.max_steps=3", "train.batch_size=4",
+                             "train.gradient_accumulation_steps=2"}),
+      log_);
+  const TrainSummary a = large.Run();
+  const TrainSummary b = accumulated.Run();
+  EXPECT_NEAR(a.train_loss, b.train_loss, 1e-5);
+  EXPECT_EQ(large.state().tokens_seen, accumulated.state().tokens_seen);
+  const auto wa = Weights(large.model()), wb = Weights(accumulated.model());
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) {
+    test::ExpectNear(wb[i].data(), wa[i].data(), wa[i].size(), 1e-5, 1e-4,
+                     "parameter " + std::to_string(i));
+  }
 }
 
 TEST_F(TrainerTest, OutputDirThatIsAFileIsRejected) {
