@@ -206,6 +206,10 @@ Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
   ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
               "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
               " x seq ", seq);
+  ROTOR_CHECK(cache == nullptr || offset == cache->length,
+              "Transformer::Logits: decoding at offset ", offset,
+              " but the KV cache holds ", cache ? cache->length : 0,
+              " positions (the offset must equal the cache length)");
   const Tensor hidden =
       model_->Forward(ids, batch, seq, rope_table_, offset, cache);
   if (cache != nullptr) cache->length += seq;

@@ -45,16 +45,22 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   if (!flags.positional().empty()) {
     throw UsageError("unexpected argument '" + flags.positional()[0] + "'");
   }
+  // Every flag is checked before any work; 0 stands for "the checkpoint
+  // config's value".
   const std::string dir = flags.Required("--checkpoint");
-  SetNumThreads(static_cast<int>(flags.Int("--threads", 0, 0)));
+  const int64_t threads = flags.Int("--threads", 0, 0);
+  const int64_t seq_len_flag = flags.Int("--seq-len", 0, 1);
+  const int64_t batch_size_flag = flags.Int("--batch-size", 0, 1);
+  const int64_t max_batches = flags.Int("--max-batches", 0, 0);
+  SetNumThreads(static_cast<int>(threads));
   TrainConfig config;
   auto model = LoadModelFromCheckpoint(dir, &config);
   const std::string data_dir =
       ResolveDataDir(flags.String("--data", config.data.path));
-  const int64_t seq_len = flags.Int("--seq-len", config.train.seq_len, 1);
+  const int64_t seq_len =
+      seq_len_flag > 0 ? seq_len_flag : config.train.seq_len;
   const int64_t batch_size =
-      flags.Int("--batch-size", config.train.batch_size, 1);
-  const int64_t max_batches = flags.Int("--max-batches", 0, 0);
+      batch_size_flag > 0 ? batch_size_flag : config.train.batch_size;
 
   const TokenFile val(data_dir + "/val.bin");
   const ValidationResult result =

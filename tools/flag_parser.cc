@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 namespace rotor {
 namespace tools {
@@ -78,8 +79,10 @@ double FlagParser::Double(const std::string& flag, double fallback, double min,
     throw UsageError(flag + " expects a number, got '" + it->second + "'");
   }
   if (value < min || value > max) {
-    throw UsageError(flag + " must be in [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "], got " + it->second);
+    std::ostringstream range;  // shortest form: 1e-09, not 0.000000
+    range << "[" << min << ", " << max << "]";
+    throw UsageError(flag + " must be in " + range.str() + ", got " +
+                     it->second);
   }
   return value;
 }

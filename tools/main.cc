@@ -1,6 +1,7 @@
 // build/rotor: the command-line program. Each subcommand lives in its own
 // tools/<name>_command.cc and registers itself in tools/commands.h.
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -51,6 +52,11 @@ int main(int argc, char** argv) {
                 << first << " --help')\n";
       return 2;
     } catch (const rotor::Error& error) {
+      std::cerr << "rotor " << first << ": error: " << error.what() << "\n";
+      return 1;
+    } catch (const std::exception& error) {
+      // Not rotor's own checks (e.g. a file system error): still a message
+      // and status 1 rather than an abort.
       std::cerr << "rotor " << first << ": error: " << error.what() << "\n";
       return 1;
     }

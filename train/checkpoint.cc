@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -140,7 +141,13 @@ void LoadOptimizerState(const std::string& dir, AdamW& optimizer) {
   const auto step = file.metadata().find("step");
   ROTOR_CHECK(step != file.metadata().end(), file.source(),
               ": __metadata__ has no \"step\"");
-  optimizer.set_step(std::stoll(step->second));
+  const std::string& text = step->second;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(text.c_str(), &end, 10);
+  ROTOR_CHECK(!text.empty() && *end == '\0' && parsed >= 0, file.source(),
+              ": __metadata__ \"step\" is '", text,
+              "', not a non-negative integer");
+  optimizer.set_step(parsed);
 }
 
 TrainerState LoadTrainerState(const std::string& dir) {
@@ -152,14 +159,14 @@ TrainerState LoadTrainerState(const std::string& dir) {
     state.sampler.rng_state = json.Get("sampler_rng_state").AsUint64();
     state.sampler.batches_drawn = json.Get("sampler_batches_drawn").AsUint64();
     state.tokens_seen = json.Get("tokens_seen").AsInt64();
+    state.best_val_loss = NumberOr(json, "best_val_loss", state.best_val_loss);
+    state.smoothed_loss = NumberOr(json, "smoothed_loss", state.smoothed_loss);
+    state.min_smoothed_loss =
+        NumberOr(json, "min_smoothed_loss", state.min_smoothed_loss);
+    state.elapsed_seconds = NumberOr(json, "elapsed_seconds", 0.0);
   } catch (const Error& e) {
     throw Error(StrCat(path, ": ", e.what()));
   }
-  state.best_val_loss = NumberOr(json, "best_val_loss", state.best_val_loss);
-  state.smoothed_loss = NumberOr(json, "smoothed_loss", state.smoothed_loss);
-  state.min_smoothed_loss =
-      NumberOr(json, "min_smoothed_loss", state.min_smoothed_loss);
-  state.elapsed_seconds = NumberOr(json, "elapsed_seconds", 0.0);
   return state;
 }
 

@@ -160,6 +160,29 @@ class SectionReader {
   const std::set<std::string>& overridden_;
 };
 
+// yaml-cpp keeps both entries of a repeated key (node[key] finds the first,
+// a loop over the map sees both), so one of the two values would be lost
+// without a word: reject repeated keys anywhere in the file.
+void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
+                         const std::string& file) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) RejectDuplicateKeys(item, path, file);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const std::string key_path = path.empty() ? key : path + "." + key;
+    const YAML::Mark mark = entry.first.Mark();
+    const auto [first, inserted] = first_line.emplace(key, mark.line + 1);
+    ROTOR_CHECK(inserted, file, ":", mark.line + 1, ":", mark.column + 1, ": ",
+                key_path, ": duplicate key (first given on line ",
+                first->second, ")");
+    RejectDuplicateKeys(entry.second, key_path, file);
+  }
+}
+
 // Applies "a.b.c=value" to the YAML tree; returns the overridden key path.
 std::string ApplyOverride(YAML::Node& root, const std::string& assignment) {
   const size_t equals = assignment.find('=');
@@ -168,6 +191,8 @@ std::string ApplyOverride(YAML::Node& root, const std::string& assignment) {
               "' is not of the form key.path=value (e.g. train.lr=3e-4)");
   const std::string path = assignment.substr(0, equals);
   const std::string text = assignment.substr(equals + 1);
+  ROTOR_CHECK(!text.empty(), "override '", assignment,
+              "' has no value (key.path=null resets a key to its default)");
   std::vector<std::string> keys;
   std::stringstream stream(path);
   for (std::string key; std::getline(stream, key, '.');) {
@@ -215,6 +240,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                        ": not valid YAML: ", e.msg));
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  RejectDuplicateKeys(root, "", file);
   ROTOR_CHECK(root.IsMap(), file,
               ": expected a map with sections model:, data:, train:, ...");
   std::set<std::string> overridden;
@@ -228,8 +254,14 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   top.RequireKnownKeys(kTopLevelKeys);
   top.Read("output_dir", config.output_dir);
 
-  ROTOR_CHECK(root["model"] && root["model"].IsMap(), file,
+  ROTOR_CHECK(root["model"] && !root["model"].IsNull(), file,
               ": the model: section is missing");
+  if (!root["model"].IsMap()) {
+    const std::string got = root["model"].IsSequence() ? "a list" : "a value";
+    top.Fail(root["model"], "model",
+             "expected a map of model settings (vocab_size, hidden_size, "
+             "...), got " + got);
+  }
   try {
     config.model = ParseModelConfig(root["model"], file);
   } catch (const Error& e) {

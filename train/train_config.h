@@ -9,8 +9,8 @@
 //   logging:    { log_every_n_steps, progress }
 //
 // Every key has a default except the model sizes and data.path (see
-// configs/default.yaml for each key's meaning). Unknown keys and wrong types
-// are errors that name the file, line and key path. `key.sub=value` overrides
+// configs/default.yaml for each key's meaning). Unknown, repeated and
+// wrongly typed keys are errors that name the file, line and key path. `key.sub=value` overrides
 // from the command line are applied to the YAML before it is read, and are
 // checked the same way. The resolved config (every default filled in) is
 // printed when training starts and saved with each checkpoint.

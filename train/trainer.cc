@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/parallel.h"
+#include "train/atomic_file.h"
 #include "train/json.h"
 #include "train/lr_schedule.h"
 #include "train/tokenizer.h"
@@ -59,6 +60,25 @@ std::string CacheDir() {
 void AppendLine(const std::string& path, const std::string& line) {
   std::ofstream out(path, std::ios::app);
   out << line << "\n";
+}
+
+// Keeps the lines of metrics.jsonl up to `step` (the step training starts
+// from) and drops the rest: a run killed after its last checkpoint logged
+// steps that the resumed run logs again, and may have left half a line.
+void TrimMetrics(const std::string& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  const std::string text = ReadFile(path);
+  std::string kept;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    try {
+      if (ParseJson(line, path).Get("step").AsInt64() <= step) {
+        kept += line + "\n";
+      }
+    } catch (const Error&) {  // half-written: dropped
+    }
+  }
+  if (kept != text) WriteFileAtomically(path, kept);
 }
 
 // Writes <output_dir>/loss.png from metrics.jsonl with gnuplot, if present.
@@ -164,10 +184,15 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
   nn::TransformerConfig model_config = nn::ResolveTransformerConfig(config_.model);
-  ROTOR_CHECK(model_config.vocab_size >= train_tokens_.vocab_size(),
-              config_.file, ": model.vocab_size (", model_config.vocab_size,
-              ") is smaller than the data's vocabulary (",
-              train_tokens_.vocab_size(), ", ", train_tokens_.path(), ")");
+  for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
+    ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
+                ": model.vocab_size (", model_config.vocab_size,
+                ") is smaller than the data's vocabulary (",
+                tokens->vocab_size(), ", ", tokens->path(), ")");
+  }
+  // Checks now, rather than at the first evaluation, that val.bin holds at
+  // least one window.
+  ValidationBatches(val_tokens_, t.batch_size, t.seq_len);
   model_ = std::make_unique<nn::Transformer>(model_config, t.seed);
   model_->SetSequenceLength(t.seq_len);
   optimizer_ = std::make_unique<AdamW>(
@@ -188,6 +213,9 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
                 "another output_dir — nothing was overwritten");
   } else {
     resume_dir = t.resume;
+    ROTOR_CHECK(fs::is_directory(resume_dir), config_.file,
+                ": train.resume: checkpoint folder ", resume_dir,
+                " does not exist (use auto, none or a step_N folder)");
   }
   if (!resume_dir.empty()) {
     LoadModelWeights(resume_dir, *model_);
@@ -200,7 +228,12 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
     log_ << "resuming from " << resume_dir << " at step " << state_.step
          << "\n";
   }
-  fs::create_directories(config_.output_dir);
+  std::error_code error;
+  fs::create_directories(config_.output_dir, error);
+  ROTOR_CHECK(fs::is_directory(config_.output_dir), config_.file,
+              ": output_dir ", config_.output_dir, " is not a folder",
+              error ? " (" + error.message() + ")" : "");
+  TrimMetrics(config_.output_dir + "/metrics.jsonl", state_.step);
   live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
                    &log_ == &std::cout;
 }

@@ -66,7 +66,11 @@ struct TrainSummary {
 class Trainer {
  public:
   // Builds the model, optimizer and data from `config`, and resumes from a
-  // checkpoint as config.train.resume says. Messages go to `log`.
+  // checkpoint as config.train.resume says. Messages go to `log`. Bad data,
+  // checkpoints or output_dir throw here, before anything is written; then
+  // <output_dir>/metrics.jsonl keeps only the lines up to the starting step
+  // (so a run killed after its last checkpoint and resumed still logs each
+  // step once).
   Trainer(TrainConfig config, std::ostream& log);
 
   // Trains to config.train.max_steps (or until the watchdog stops it, which

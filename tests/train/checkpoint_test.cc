@@ -1,0 +1,265 @@
+// Checkpoints (train/checkpoint.h): an exact round trip of weights, AdamW
+// moments and trainer state; clear errors for missing or corrupt files and
+// checkpoints of another architecture; half-written temporary folders are
+// invisible; pruning keeps the newest N.
+#include "train/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "nn/transformer.h"
+#include "tests/train/temp_dir.h"
+#include "train/atomic_file.h"
+#include "train/model_config.h"
+#include "train/safetensors.h"
+
+namespace rotor {
+namespace {
+
+namespace fs = std::filesystem;
+
+nn::TransformerConfig Config(int64_t hidden, bool tied) {
+  return nn::ResolveTransformerConfig(ParseModelConfigText(
+      "model:\n  vocab_size: 13\n  hidden_size: " + std::to_string(hidden) +
+          "\n  intermediate_size: 16\n  num_hidden_layers: 2\n"
+          "  num_attention_heads: 2\n  num_key_value_heads: 1\n"
+          "  max_position_embeddings: 16\n  tie_word_embeddings: " +
+          (tied ? "true" : "false") + "\n",
+      "test.yaml"));
+}
+
+// Two AdamW steps on a fixed batch, so the weights and both moments are
+// generic (not the initial values, not zero).
+void TrainTwoSteps(nn::Transformer& model, AdamW& optimizer) {
+  std::vector<int32_t> ids, targets;
+  Rng rng(3);
+  for (int i = 0; i < 12; ++i) {
+    ids.push_back(static_cast<int32_t>(rng.Below(13)));
+    targets.push_back(static_cast<int32_t>(rng.Below(13)));
+  }
+  for (int step = 0; step < 2; ++step) {
+    model.ZeroGrad();
+    model.Loss(ids, targets, 2, 6).Backward();
+    optimizer.Step(1e-2);
+  }
+}
+
+std::vector<std::vector<float>> Values(const std::vector<Tensor>& tensors) {
+  std::vector<std::vector<float>> out;
+  for (const Tensor& t : tensors) out.push_back(t.ToVector());
+  return out;
+}
+
+TrainerState SampleState() {
+  TrainerState state;
+  state.step = 2;
+  state.sampler.rng_state = 0xFEDCBA9876543210ull;  // above 2^63
+  state.sampler.batches_drawn = 5;
+  state.tokens_seen = 123456789012;
+  state.best_val_loss = 2.718281828459045;
+  state.smoothed_loss = 0.1 + 0.2;  // no short decimal form
+  state.min_smoothed_loss = 1.0 / 3.0;
+  state.elapsed_seconds = 12.5;
+  return state;
+}
+
+TEST(Checkpoint, SaveLoadRoundTripsWeightsMomentsAndStateExactly) {
+  test::TempDir dir;
+  nn::Transformer model(Config(8, false), 1);
+  AdamW optimizer(model.NamedParameters(), AdamWSettings{});
+  TrainTwoSteps(model, optimizer);
+  const TrainerState state = SampleState();
+  const std::string path = CheckpointDir(dir.path(), 2);
+  EXPECT_EQ(path, dir.path() + "/checkpoints/step_00000002");
+  SaveCheckpoint(path, model, &optimizer, state, "output_dir: x\n");
+  EXPECT_EQ(dir.List("checkpoints/step_00000002"),
+            (std::vector<std::string>{"config.yaml", "model.safetensors",
+                                      "optimizer.safetensors",
+                                      "trainer_state.json"}));
+
+  // A differently initialised model and a fresh optimizer.
+  nn::Transformer restored(Config(8, false), 99);
+  AdamW restored_optimizer(restored.NamedParameters(), AdamWSettings{});
+  ASSERT_NE(Values(restored.Parameters()), Values(model.Parameters()));
+  LoadModelWeights(path, restored);
+  LoadOptimizerState(path, restored_optimizer);
+  EXPECT_EQ(Values(restored.Parameters()), Values(model.Parameters()));
+  EXPECT_EQ(Values(restored_optimizer.first_moments()),
+            Values(optimizer.first_moments()));
+  EXPECT_EQ(Values(restored_optimizer.second_moments()),
+            Values(optimizer.second_moments()));
+  EXPECT_EQ(restored_optimizer.step(), 2);
+
+  const TrainerState loaded = LoadTrainerState(path);
+  EXPECT_EQ(loaded.step, state.step);
+  EXPECT_EQ(loaded.sampler.rng_state, state.sampler.rng_state);
+  EXPECT_EQ(loaded.sampler.batches_drawn, state.sampler.batches_drawn);
+  EXPECT_EQ(loaded.tokens_seen, state.tokens_seen);
+  EXPECT_EQ(loaded.best_val_loss, state.best_val_loss);  // bitwise
+  EXPECT_EQ(loaded.smoothed_loss, state.smoothed_loss);
+  EXPECT_EQ(loaded.min_smoothed_loss, state.min_smoothed_loss);
+  EXPECT_EQ(loaded.elapsed_seconds, state.elapsed_seconds);
+  EXPECT_EQ(LoadCheckpointConfig(path), "output_dir: x\n");
+
+  // The weights file opens as plain safetensors with HF names.
+  const SafetensorsFile file =
+      SafetensorsFile::Read(path + "/model.safetensors");
+  EXPECT_NE(file.Find("lm_head.weight"), nullptr);
+  EXPECT_NE(file.Find("model.layers.1.self_attn.k_proj.weight"), nullptr);
+  EXPECT_EQ(file.metadata().at("format"), "pt");
+}
+
+TEST(Checkpoint, StateBeforeAnyStepRoundTripsItsNaNAndInfinity) {
+  test::TempDir dir;
+  nn::Transformer model(Config(8, true), 1);
+  const std::string path = CheckpointDir(dir.path(), 0);
+  SaveCheckpoint(path, model, nullptr, TrainerState{}, "");
+  const TrainerState loaded = LoadTrainerState(path);
+  EXPECT_TRUE(std::isnan(loaded.smoothed_loss));
+  EXPECT_TRUE(std::isinf(loaded.best_val_loss));
+  EXPECT_TRUE(std::isinf(loaded.min_smoothed_loss));
+  EXPECT_FALSE(fs::exists(path + "/optimizer.safetensors"));  // weights only
+}
+
+TEST(Checkpoint, SavingAgainReplacesTheFolderAtomically) {
+  test::TempDir dir;
+  nn::Transformer model(Config(8, true), 1);
+  const std::string path = CheckpointDir(dir.path(), 4);
+  SaveCheckpoint(path, model, nullptr, SampleState(), "first\n");
+  SaveCheckpoint(path, model, nullptr, SampleState(), "second\n");
+  EXPECT_EQ(LoadCheckpointConfig(path), "second\n");
+  EXPECT_EQ(dir.List("checkpoints"),
+            std::vector<std::string>{"step_00000004"});  // no leftovers
+}
+
+TEST(Checkpoint, ListIgnoresHalfWrittenFoldersAndPruneKeepsTheNewest) {
+  test::TempDir dir;
+  nn::Transformer model(Config(8, true), 1);
+  for (int64_t step : {100, 2, 10, 1}) {
+    SaveCheckpoint(CheckpointDir(dir.path(), step), model, nullptr,
+                   TrainerState{}, "");
+  }
+  // What a run killed while saving step 200 leaves behind, and clutter.
+  dir.Write("checkpoints/step_00000200.tmp-AbC123/model.safetensors", "half");
+  dir.Write("checkpoints/notes.txt", "hello");
+  fs::create_directories(dir.Path("checkpoints/best"));
+  const std::string root = dir.path() + "/checkpoints/";
+  EXPECT_EQ(ListCheckpoints(dir.path()),
+            (std::vector<std::string>{
+                root + "step_00000001", root + "step_00000002",
+                root + "step_00000010", root + "step_00000100"}));
+  EXPECT_TRUE(ListCheckpoints(dir.Path("elsewhere")).empty());
+
+  PruneCheckpoints(dir.path(), 2);
+  EXPECT_EQ(ListCheckpoints(dir.path()),
+            (std::vector<std::string>{root + "step_00000010",
+                                      root + "step_00000100"}));
+  PruneCheckpoints(dir.path(), 5);  // fewer than N: nothing to do
+  EXPECT_EQ(ListCheckpoints(dir.path()).size(), 2u);
+  EXPECT_TRUE(fs::exists(dir.Path("checkpoints/notes.txt")));
+}
+
+class CheckpointErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = std::make_unique<nn::Transformer>(Config(8, false), 1);
+    optimizer_ =
+        std::make_unique<AdamW>(model_->NamedParameters(), AdamWSettings{});
+    TrainTwoSteps(*model_, *optimizer_);
+    path_ = CheckpointDir(dir_.path(), 2);
+    SaveCheckpoint(path_, *model_, optimizer_.get(), SampleState(), "x\n");
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+  test::TempDir dir_;
+  std::unique_ptr<nn::Transformer> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  std::string path_;
+};
+
+TEST_F(CheckpointErrors, MissingFiles) {
+  fs::remove(File("model.safetensors"));
+  ROTOR_EXPECT_ERROR(LoadModelWeights(path_, *model_), "cannot open",
+                     File("model.safetensors"));
+  fs::remove(File("optimizer.safetensors"));
+  ROTOR_EXPECT_ERROR(LoadOptimizerState(path_, *optimizer_), "cannot open",
+                     File("optimizer.safetensors"));
+  fs::remove(File("trainer_state.json"));
+  ROTOR_EXPECT_ERROR(LoadTrainerState(path_), "cannot open",
+                     File("trainer_state.json"));
+}
+
+TEST_F(CheckpointErrors, TruncatedWeights) {
+  const std::string bytes = ReadFile(File("model.safetensors"));
+  WriteFileAtomically(File("model.safetensors"),
+                      bytes.substr(0, bytes.size() - 100));
+  ROTOR_EXPECT_ERROR(LoadModelWeights(path_, *model_),
+                     File("model.safetensors"));
+  WriteFileAtomically(File("model.safetensors"), bytes.substr(0, 5));
+  ROTOR_EXPECT_ERROR(LoadModelWeights(path_, *model_),
+                     File("model.safetensors"), "not a safetensors file");
+}
+
+TEST_F(CheckpointErrors, AnotherArchitecture) {
+  // Wider model: the first tensor already has the wrong shape.
+  nn::Transformer wider(Config(16, false), 1);
+  ROTOR_EXPECT_ERROR(LoadModelWeights(path_, wider),
+                     "tensor 'model.embed_tokens.weight' has shape [13, 8], "
+                     "expected [13, 16]");
+  // Tied model: every tensor it needs is there, plus lm_head.weight.
+  nn::Transformer tied(Config(8, true), 1);
+  ROTOR_EXPECT_ERROR(LoadModelWeights(path_, tied), "has 21 tensors",
+                     "the model has 20 parameters");
+  // And the other way round: lm_head.weight is missing.
+  const std::string tied_path = CheckpointDir(dir_.path(), 3);
+  SaveCheckpoint(tied_path, tied, nullptr, TrainerState{}, "");
+  ROTOR_EXPECT_ERROR(LoadModelWeights(tied_path, *model_),
+                     "no tensor named 'lm_head.weight'");
+}
+
+TEST_F(CheckpointErrors, BadOptimizerMetadata) {
+  std::vector<SafetensorsEntry> moments;
+  const auto& params = optimizer_->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& m = optimizer_->first_moments()[i];
+    moments.push_back({"exp_avg." + params[i].first, SafetensorsDtype::kF32,
+                       m.shape(), m.data()});
+    moments.push_back({"exp_avg_sq." + params[i].first, SafetensorsDtype::kF32,
+                       m.shape(), m.data()});
+  }
+  WriteSafetensors(File("optimizer.safetensors"), moments, {{"step", "two"}});
+  ROTOR_EXPECT_ERROR(LoadOptimizerState(path_, *optimizer_),
+                     File("optimizer.safetensors"),
+                     "\"step\" is 'two', not a non-negative integer");
+  WriteSafetensors(File("optimizer.safetensors"), moments);
+  ROTOR_EXPECT_ERROR(LoadOptimizerState(path_, *optimizer_),
+                     "__metadata__ has no \"step\"");
+  moments.pop_back();
+  WriteSafetensors(File("optimizer.safetensors"), moments, {{"step", "2"}});
+  ROTOR_EXPECT_ERROR(LoadOptimizerState(path_, *optimizer_),
+                     "no tensor named 'exp_avg_sq.lm_head.weight'");
+}
+
+TEST_F(CheckpointErrors, BrokenTrainerState) {
+  WriteFileAtomically(File("trainer_state.json"), "{\"step\": 2,");
+  ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"));
+  WriteFileAtomically(File("trainer_state.json"), "{\"step\": 2}");
+  ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"),
+                     "missing key \"sampler_rng_state\"");
+  WriteFileAtomically(
+      File("trainer_state.json"),
+      "{\"step\": 2, \"sampler_rng_state\": 1, \"sampler_batches_drawn\": 1,"
+      " \"tokens_seen\": 1, \"best_val_loss\": \"low\"}");
+  ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"),
+                     "expected type number, got string");
+  WriteFileAtomically(File("trainer_state.json"), "[]");
+  ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"));
+}
+
+}  // namespace
+}  // namespace rotor

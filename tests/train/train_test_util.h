@@ -1,0 +1,71 @@
+// Helpers for the trainer tests: a small prepared data set of English-like
+// text (made with the library's own `prepare` pipeline, so tests never read
+// ~/.cache) and configs/tiny.yaml pointed at temporary folders.
+#ifndef ROTOR_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
+#define ROTOR_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "tests/train/temp_dir.h"
+#include "train/prepare.h"
+#include "train/train_config.h"
+
+namespace rotor {
+namespace test {
+
+inline std::string TinyConfigPath() {
+  return std::string(ROTOR_SOURCE_DIR) + "/configs/tiny.yaml";
+}
+
+// `documents` files of sentences drawn from a small grammar ("the small dog
+// ran over the red house."), prepared into dir/data (train.bin, val.bin:
+// a quarter of the documents). Returns the data folder.
+inline std::string PrepareTextData(const TempDir& dir, int documents = 12,
+                                   int sentences_per_document = 40) {
+  const std::vector<std::string> subjects = {"the cat", "a dog", "the bird",
+                                             "my friend", "the old man"};
+  const std::vector<std::string> verbs = {"sat on", "ran to", "looked at",
+                                          "sang over", "walked past"};
+  const std::vector<std::string> objects = {
+      "the mat", "a red house", "the big tree", "the river", "a small garden"};
+  Rng rng(2024);
+  auto pick = [&](const std::vector<std::string>& words) {
+    return words[rng.Below(words.size())];
+  };
+  for (int d = 0; d < documents; ++d) {
+    std::string text;
+    for (int s = 0; s < sentences_per_document; ++s) {
+      std::string sentence =
+          pick(subjects) + " " + pick(verbs) + " " + pick(objects) + ". ";
+      sentence[0] = static_cast<char>(sentence[0] - 'a' + 'A');
+      text += sentence;
+    }
+    char name[32];
+    std::snprintf(name, sizeof(name), "text/doc%02d.txt", d);
+    dir.Write(name, text);
+  }
+  PrepareOptions options;
+  options.inputs = {dir.Path("text")};
+  options.output = dir.Path("data");
+  options.val_fraction = 0.25;
+  RunPrepare(options);
+  return dir.Path("data");
+}
+
+// configs/tiny.yaml reading `data` and writing to `output_dir`, plus
+// `overrides` ("key.path=value").
+inline TrainConfig TinyConfig(const std::string& data,
+                              const std::string& output_dir,
+                              std::vector<std::string> overrides = {}) {
+  overrides.insert(overrides.begin(),
+                   {"data.path=" + data, "output_dir=" + output_dir});
+  return LoadTrainConfig(TinyConfigPath(), overrides);
+}
+
+}  // namespace test
+}  // namespace rotor
+
+#endif  // ROTOR_TESTS_TRAIN_TRAIN_TEST_UTIL_H_

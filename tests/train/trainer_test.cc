@@ -1,0 +1,342 @@
+// The training loop (train/trainer.h) on configs/tiny.yaml and a small
+// prepared text data set: the loss falls; stopping after k steps and
+// resuming gives bitwise the weights, moments and metrics of an
+// uninterrupted run; resume=none and bad data refuse to start and overwrite
+// nothing; the watchdog stops on NaN and on exploding losses.
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+#include "tests/train/temp_dir.h"
+#include "tests/train/train_test_util.h"
+#include "train/atomic_file.h"
+#include "train/json.h"
+#include "train/token_file.h"
+
+namespace rotor {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every file under `dir` (recursively) with its bytes.
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) {
+      files[entry.path().string()] = ReadFile(entry.path().string());
+    }
+  }
+  return files;
+}
+
+// metrics.jsonl without the wall-clock field (tokens_per_second).
+std::vector<std::string> MetricsWithoutTiming(const std::string& output_dir) {
+  const std::string path = output_dir + "/metrics.jsonl";
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    const JsonValue json = ParseJson(line, path);
+    JsonValue kept = JsonValue::Object();
+    for (const auto& [key, value] : json.members()) {
+      if (key != "tokens_per_second") kept.Set(key, value);
+    }
+    lines.push_back(kept.Dump());
+  }
+  return lines;
+}
+
+std::vector<std::vector<float>> Weights(nn::Transformer& model) {
+  std::vector<std::vector<float>> out;
+  for (const Tensor& p : model.Parameters()) out.push_back(p.ToVector());
+  return out;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_dir_ = new test::TempDir();
+    data_ = test::PrepareTextData(*data_dir_);
+  }
+  static void TearDownTestSuite() {
+    delete data_dir_;
+    data_dir_ = nullptr;
+  }
+  TrainConfig Config(const std::string& output,
+                     const std::vector<std::string>& overrides = {}) const {
+    return test::TinyConfig(data_, dir_.Path(output), overrides);
+  }
+
+  static test::TempDir* data_dir_;
+  static std::string data_;
+  test::TempDir dir_;
+  std::ostringstream log_;
+};
+test::TempDir* TrainerTest::data_dir_ = nullptr;
+std::string TrainerTest::data_;
+
+TEST_F(TrainerTest, LossFallsOnText) {
+  Trainer trainer(Config("run", {"train.max_steps=30"}), log_);
+  const TokenFile val(data_ + "/val.bin");
+  const ValidationResult before = Evaluate(trainer.model(), val, 4, 32, 4);
+  // An untrained model is close to uniform over 257 tokens.
+  EXPECT_NEAR(before.loss, std::log(257.0), 0.1);
+  const TrainSummary summary = trainer.Run();
+  EXPECT_EQ(summary.steps, 30);
+  // Byte statistics and common words: well below uniform in 30 steps.
+  EXPECT_LT(summary.val_loss, before.loss - 2.0) << log_.str();
+  EXPECT_LT(summary.train_loss, before.loss - 2.0);
+  const ValidationResult after = Evaluate(trainer.model(), val, 4, 32, 4);
+  EXPECT_EQ(after.loss, summary.val_loss);  // evaluation is deterministic
+  EXPECT_NEAR(after.perplexity, std::exp(after.loss), 1e-9);
+  EXPECT_NEAR(after.bits_per_byte, after.loss / std::log(2.0), 1e-12);
+  EXPECT_EQ(after.tokens, 4 * 4 * 32);
+
+  EXPECT_EQ(summary.checkpoint, dir_.Path("run/checkpoints/step_00000030"));
+  EXPECT_EQ(dir_.List("run/checkpoints"),
+            (std::vector<std::string>{"step_00000020", "step_00000030"}));
+  // metrics.jsonl: a loss line every 5 steps, an eval line every 10.
+  const std::vector<std::string> metrics =
+      MetricsWithoutTiming(dir_.Path("run"));
+  ASSERT_EQ(metrics.size(), 6u + 3u);
+  EXPECT_NE(metrics.back().find("\"val_loss\""), std::string::npos);
+  EXPECT_NE(log_.str().find("step 30/30"), std::string::npos);
+}
+
+// Stop after k = 5 steps, then resume in a new Trainer to n = 12: bitwise
+// the weights, AdamW moments, trainer state and metrics of one uninterrupted
+// run at the same thread count (1 and 2). Gradient accumulation is on, and
+// k is not a multiple of the checkpoint or evaluation interval.
+class TrainerResumeTest : public TrainerTest,
+                          public ::testing::WithParamInterface<int> {};
+
+TEST_P(TrainerResumeTest, StopAndResumeIsBitwiseTheUninterruptedRun) {
+  const std::vector<std::string> overrides = {
+      "train.max_steps=12",
+      "train.gradient_accumulation_steps=2",
+      "train.threads=" + std::to_string(GetParam()),
+      "checkpoint.every_n_steps=4",
+      "eval.every_n_steps=4",
+      "logging.log_every_n_steps=1"};
+  TrainSummary whole;
+  {
+    Trainer trainer(Config("whole", overrides), log_);
+    whole = trainer.Run();
+  }
+  {
+    Trainer first(Config("split", overrides), log_);
+    const TrainSummary part = first.Run(/*stop_after_steps=*/5);
+    EXPECT_EQ(part.steps, 5);
+    EXPECT_EQ(part.checkpoint, dir_.Path("split/checkpoints/step_00000005"));
+  }
+  Trainer second(Config("split", overrides), log_);
+  EXPECT_EQ(second.state().step, 5);
+  EXPECT_NE(log_.str().find("resuming from " +
+                            dir_.Path("split/checkpoints/step_00000005") +
+                            " at step 5"),
+            std::string::npos);
+  const TrainSummary resumed = second.Run();
+  EXPECT_EQ(resumed.steps, 12);
+  EXPECT_EQ(resumed.train_loss, whole.train_loss);
+  EXPECT_EQ(resumed.val_loss, whole.val_loss);
+
+  const std::string a = dir_.Path("whole/checkpoints/step_00000012");
+  const std::string b = dir_.Path("split/checkpoints/step_00000012");
+  EXPECT_EQ(ReadFile(a + "/model.safetensors"),
+            ReadFile(b + "/model.safetensors"));
+  EXPECT_EQ(ReadFile(a + "/optimizer.safetensors"),
+            ReadFile(b + "/optimizer.safetensors"));
+  // The same config but for its first line, output_dir.
+  const std::string config_a = ReadFile(a + "/config.yaml");
+  const std::string config_b = ReadFile(b + "/config.yaml");
+  EXPECT_EQ(config_a.rfind("output_dir: ", 0), 0u);
+  EXPECT_EQ(config_a.substr(config_a.find('\n')),
+            config_b.substr(config_b.find('\n')));
+  const TrainerState sa = LoadTrainerState(a), sb = LoadTrainerState(b);
+  EXPECT_EQ(sa.sampler.rng_state, sb.sampler.rng_state);
+  EXPECT_EQ(sa.sampler.batches_drawn, 24u);  // 12 steps x 2 micro-batches
+  EXPECT_EQ(sb.sampler.batches_drawn, 24u);
+  EXPECT_EQ(sa.tokens_seen, sb.tokens_seen);
+  EXPECT_EQ(sa.smoothed_loss, sb.smoothed_loss);
+  EXPECT_EQ(sa.min_smoothed_loss, sb.min_smoothed_loss);
+  EXPECT_EQ(sa.best_val_loss, sb.best_val_loss);
+
+  const std::vector<std::string> metrics =
+      MetricsWithoutTiming(dir_.Path("whole"));
+  EXPECT_EQ(metrics.size(), 12u + 3u);
+  EXPECT_EQ(MetricsWithoutTiming(dir_.Path("split")), metrics);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, TrainerResumeTest, ::testing::Values(1, 2));
+
+// A run killed after its last checkpoint (here: the newest checkpoint
+// deleted) logged steps that the resumed run logs again; they are dropped,
+// so the metrics still read like one run.
+TEST_F(TrainerTest, ResumingAfterAKillKeepsTheMetricsOfOneRun) {
+  const std::vector<std::string> overrides = {"train.max_steps=12",
+                                              "checkpoint.every_n_steps=4",
+                                              "eval.every_n_steps=4"};
+  std::vector<std::vector<float>> weights;
+  {
+    Trainer trainer(Config("run", overrides), log_);
+    trainer.Run();
+    weights = Weights(trainer.model());
+  }
+  const std::vector<std::string> metrics =
+      MetricsWithoutTiming(dir_.Path("run"));
+  fs::remove_all(dir_.Path("run/checkpoints/step_00000012"));
+  // And a half-written line at the end, as a kill mid-write leaves.
+  std::ofstream(dir_.Path("run/metrics.jsonl"), std::ios::app)
+      << "{\"step\": 12, \"lo";
+  Trainer resumed(Config("run", overrides), log_);
+  EXPECT_EQ(resumed.state().step, 8);
+  resumed.Run();
+  EXPECT_EQ(Weights(resumed.model()), weights);
+  EXPECT_EQ(MetricsWithoutTiming(dir_.Path("run")), metrics);
+}
+
+TEST_F(TrainerTest, ResumeAutoSkipsAHalfWrittenCheckpoint) {
+  {
+    Trainer trainer(Config("run", {"train.max_steps=10"}), log_);
+    trainer.Run();
+  }
+  dir_.Write("run/checkpoints/step_00000020.tmp-x1Y2z3/model.safetensors",
+             "half");
+  Trainer resumed(Config("run", {"train.max_steps=12"}), log_);
+  EXPECT_EQ(resumed.state().step, 10);
+  EXPECT_EQ(resumed.Run().steps, 12);
+}
+
+TEST_F(TrainerTest, ResumeNoneRefusesACheckpointedOutputDirAndWritesNothing) {
+  {
+    Trainer trainer(Config("run", {"train.max_steps=10"}), log_);
+    trainer.Run();
+  }
+  const auto before = Snapshot(dir_.Path("run"));
+  ROTOR_EXPECT_ERROR(
+      Trainer(Config("run", {"train.max_steps=20", "train.resume=none"}), log_),
+      dir_.Path("run"), "already holds checkpoints", "step_00000010",
+      "nothing was overwritten");
+  EXPECT_EQ(Snapshot(dir_.Path("run")), before);
+
+  // A resume folder that does not exist, and a checkpoint of another model.
+  ROTOR_EXPECT_ERROR(
+      Trainer(Config("other", {"train.resume=" + dir_.Path("nowhere")}), log_),
+      "train.resume: checkpoint folder " + dir_.Path("nowhere") +
+          " does not exist");
+  ROTOR_EXPECT_ERROR(
+      Trainer(Config("run", {"model.hidden_size=48"}), log_),
+      "tensor 'model.embed_tokens.weight' has shape [257, 32], expected "
+      "[257, 48]");
+  EXPECT_EQ(Snapshot(dir_.Path("run")), before);
+  EXPECT_FALSE(fs::exists(dir_.Path("other")));
+}
+
+TEST_F(TrainerTest, BadDataIsRejectedBeforeTraining) {
+  ROTOR_EXPECT_ERROR(
+      Trainer(test::TinyConfig(dir_.Path("nodata"), dir_.Path("run")), log_),
+      dir_.Path("nodata") + " has no train.bin/val.bin",
+      "rotor prepare --input TEXTS --output");
+  // A file that is not a token file.
+  fs::create_directories(dir_.Path("bad"));
+  fs::copy_file(data_ + "/val.bin", dir_.Path("bad/val.bin"));
+  dir_.Write("bad/train.bin", "this is text, not tokens");
+  ROTOR_EXPECT_ERROR(
+      Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
+      dir_.Path("bad/train.bin"));
+  // Validation split shorter than one window of seq_len + 1 tokens.
+  fs::copy_file(data_ + "/train.bin", dir_.Path("bad/train.bin"),
+                fs::copy_options::overwrite_existing);
+  WriteTokenFile(dir_.Path("bad/val.bin"), {256, 1, 2, 3}, 257, 1);
+  ROTOR_EXPECT_ERROR(
+      Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
+      dir_.Path("bad/val.bin"), "has 4 tokens, fewer than seq_len + 1 = 33");
+  // A vocabulary larger than the model's.
+  WriteTokenFile(dir_.Path("bad/val.bin"), std::vector<uint16_t>(100, 7), 300,
+                 1);
+  ROTOR_EXPECT_ERROR(
+      Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
+      "model.vocab_size (257) is smaller than the data's vocabulary (300",
+      dir_.Path("bad/val.bin"));
+  EXPECT_FALSE(fs::exists(dir_.Path("run")));
+}
+
+// Two micro-batches of 4 draw the same windows as one batch of 8, and the
+// accumulated gradient is their token-weighted mean: the same training up
+// to float summation order.
+TEST_F(TrainerTest, GradientAccumulationMatchesOneLargerBatch) {
+  Trainer large(Config("large", {"train.max_steps=3", "train.batch_size=8"}),
+                log_);
+  Trainer accumulated(
+      Config("accumulated", {"train.max_steps=3", "train.batch_size=4",
+                             "train.gradient_accumulation_steps=2"}),
+      log_);
+  const TrainSummary a = large.Run();
+  const TrainSummary b = accumulated.Run();
+  EXPECT_NEAR(a.train_loss, b.train_loss, 1e-5);
+  EXPECT_EQ(large.state().tokens_seen, accumulated.state().tokens_seen);
+  const auto wa = Weights(large.model()), wb = Weights(accumulated.model());
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) {
+    test::ExpectNear(wb[i].data(), wa[i].data(), wa[i].size(), 1e-5, 1e-4,
+                     "parameter " + std::to_string(i));
+  }
+}
+
+TEST_F(TrainerTest, OutputDirThatIsAFileIsRejected) {
+  const std::string file = dir_.Write("taken", "a file");
+  ROTOR_EXPECT_ERROR(Trainer(test::TinyConfig(data_, file), log_),
+                     "output_dir " + file + " is not a folder");
+  EXPECT_EQ(ReadFile(file), "a file");
+}
+
+// A NaN weight makes the first loss NaN: the watchdog stops before the
+// update and the last checkpoint stays as it was.
+TEST_F(TrainerTest, WatchdogStopsOnNaNAndKeepsTheLastCheckpoint) {
+  {
+    Trainer trainer(Config("run", {"train.max_steps=10"}), log_);
+    trainer.Run();
+  }
+  const auto before = Snapshot(dir_.Path("run/checkpoints"));
+  Trainer trainer(Config("run", {"train.max_steps=20"}), log_);
+  Tensor norm = trainer.model().NamedParameters()[1].second;
+  ASSERT_EQ(trainer.model().NamedParameters()[1].first,
+            "model.layers.0.input_layernorm.weight");
+  norm.data()[0] = NAN;
+  ROTOR_EXPECT_ERROR(trainer.Run(), "training stopped: the loss is nan",
+                     "at step 11 (NaN/Inf)", "Lower train.lr",
+                     "the last checkpoint is untouched");
+  EXPECT_EQ(Snapshot(dir_.Path("run/checkpoints")), before);
+  EXPECT_EQ(trainer.state().step, 10);
+}
+
+// A learning rate far too high: the loss blows up after warm-up and the
+// watchdog stops the run instead of training on garbage.
+TEST_F(TrainerTest, WatchdogStopsAnExplodingLoss) {
+  Trainer trainer(
+      Config("run", {"train.lr=10", "train.min_lr=10", "train.warmup_steps=0",
+                     "train.clip_grad_norm=0", "train.max_steps=40"}),
+      log_);
+  try {
+    trainer.Run();
+    ADD_FAILURE() << "a learning rate of 10 trained to the end:\n"
+                  << log_.str();
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("training stopped: the "), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("Lower train.lr"), std::string::npos) << message;
+  }
+  EXPECT_LT(trainer.state().step, 40);
+}
+
+}  // namespace
+}  // namespace rotor
