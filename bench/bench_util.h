@@ -19,8 +19,7 @@ namespace bench {
 
 inline double NowSeconds() {
   using Clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(Clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
 // Runs fn once to warm up, then `repeats` times; returns the fastest run in

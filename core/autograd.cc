@@ -83,8 +83,7 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
                 "shape ", ShapeToString(grad_root.shape()),
                 " for a tensor of shape ", ShapeToString(root.shape()));
   } else {
-    ROTOR_CHECK(root.numel() == 1,
-                "Backward() needs a scalar loss, got shape ",
+    ROTOR_CHECK(root.numel() == 1, "Backward() needs a scalar loss, got shape ",
                 ShapeToString(root.shape()));
   }
   ROTOR_CHECK(root.requires_grad(),
@@ -139,8 +138,8 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
     std::vector<Tensor> input_grads = node->Apply(grad_out);
     const std::vector<Tensor>& inputs = node->inputs();
     ROTOR_CHECK(input_grads.size() == inputs.size(), node->name(),
-                " backward returned ", input_grads.size(),
-                " gradients for ", inputs.size(), " inputs");
+                " backward returned ", input_grads.size(), " gradients for ",
+                inputs.size(), " inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor input = inputs[i];
       const Tensor& g = input_grads[i];

@@ -27,11 +27,11 @@ std::string StrCat(const Args&... args) {
 }  // namespace rotor
 
 // Throws rotor::Error(StrCat(...)) unless `condition` holds.
-#define ROTOR_CHECK(condition, ...)                      \
-  do {                                                   \
-    if (!(condition)) {                                  \
+#define ROTOR_CHECK(condition, ...)                       \
+  do {                                                    \
+    if (!(condition)) {                                   \
       throw ::rotor::Error(::rotor::StrCat(__VA_ARGS__)); \
-    }                                                    \
+    }                                                     \
   } while (0)
 
 #endif  // ROTOR_CORE_ERROR_H_

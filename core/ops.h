@@ -97,7 +97,8 @@ Tensor Embedding(const Tensor& table, const std::vector<int32_t>& ids,
 // on the Highway kernels of core/kernels/activations.h) ----
 Tensor Relu(const Tensor& x);
 Tensor Silu(const Tensor& x);  // x * sigmoid(x)
-// tanh approximation (as GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// tanh approximation (as GPT-2):
+//   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 Tensor Gelu(const Tensor& x);
 Tensor Tanh(const Tensor& x);
 // SwiGLU's gating: silu(gate) * up, in one pass. gate, up: same shape.

@@ -233,8 +233,8 @@ const float* Tensor::data() const {
 }
 
 float Tensor::at(std::initializer_list<int64_t> index) const {
-  ROTOR_CHECK(static_cast<int64_t>(index.size()) == dim(), "Tensor::at: ",
-              index.size(), " indices for a tensor of shape ",
+  ROTOR_CHECK(static_cast<int64_t>(index.size()) == dim(),
+              "Tensor::at: ", index.size(), " indices for a tensor of shape ",
               ShapeToString(shape()));
   int64_t offset = 0;
   int64_t d = 0;
@@ -296,9 +296,7 @@ Tensor Tensor::ViewAs(const Shape& new_shape, const Shape& new_strides,
   return Tensor(std::move(view));
 }
 
-Tensor Tensor::Detach() const {
-  return ViewAs(shape(), strides(), 0);
-}
+Tensor Tensor::Detach() const { return ViewAs(shape(), strides(), 0); }
 
 bool Tensor::requires_grad() const { return checked_impl().requires_grad; }
 

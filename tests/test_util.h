@@ -38,8 +38,8 @@ inline std::vector<float> RandomVector(size_t n, std::mt19937& rng,
 inline Tensor RandomTensor(const Shape& shape, std::mt19937& rng,
                            float lo = -1.0f, float hi = 1.0f,
                            bool requires_grad = true) {
-  return Tensor::FromVector(shape, RandomVector(NumElements(shape), rng, lo, hi),
-                            requires_grad);
+  return Tensor::FromVector(
+      shape, RandomVector(NumElements(shape), rng, lo, hi), requires_grad);
 }
 
 // Checks every input's autograd gradient against central differences of
@@ -65,7 +65,8 @@ inline void GradCheck(
     NoGradGuard no_grad;
     const std::vector<float> out = f(inputs).ToVector();
     double sum = 0.0;
-    for (size_t i = 0; i < out.size(); ++i) sum += double(out[i]) * dy_values[i];
+    for (size_t i = 0; i < out.size(); ++i)
+      sum += double(out[i]) * dy_values[i];
     return sum;
   };
 
@@ -101,8 +102,8 @@ inline void GradCheck(
 // Gradient of a scalar function by the complex step: df/dx_j = Im f(x + ih
 // e_j) / h, with h = 1e-30. No subtraction, so it is exact to rounding.
 inline std::vector<double> ComplexStepGradient(
-    const std::function<std::complex<double>(
-        const std::vector<std::complex<double>>&)>& f,
+    const std::function<
+        std::complex<double>(const std::vector<std::complex<double>>&)>& f,
     const std::vector<double>& x) {
   constexpr double kStep = 1e-30;
   std::vector<std::complex<double>> z(x.begin(), x.end());
@@ -153,14 +154,14 @@ inline std::vector<size_t> KernelTestMisalignments() { return {0, 1, 3, 5}; }
 // dynamic dispatch forced to that target; ctest lists one entry per target,
 // e.g. "PerTarget/SoftmaxKernel.MatchesReference/AVX2". TargetName() is the
 // forced target, to check against a kernel family's reported target.
-#define ROTOR_PER_TARGET_SUITE(suite)                                        \
-  class suite : public hwy::TestWithParamTarget {                            \
-   protected:                                                                \
+#define ROTOR_PER_TARGET_SUITE(suite)                                      \
+  class suite : public hwy::TestWithParamTarget {                          \
+   protected:                                                              \
     const char* TargetName() const { return hwy::TargetName(GetParam()); } \
-  };                                                                         \
-  INSTANTIATE_TEST_SUITE_P(                                                  \
-      PerTarget, suite,                                                      \
-      ::testing::ValuesIn(::hwy::SupportedAndGeneratedTargets()),            \
+  };                                                                       \
+  INSTANTIATE_TEST_SUITE_P(                                                \
+      PerTarget, suite,                                                    \
+      ::testing::ValuesIn(::hwy::SupportedAndGeneratedTargets()),          \
       ::hwy::TestParamTargetName)
 
 #define ROTOR_PER_TARGET_TEST(suite, name) TEST_P(suite, name)

@@ -25,8 +25,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // threads only help on arrays that are large enough to amortise a task.
 constexpr int64_t kChunk = 16384;
 
-void Axpy(float alpha, const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
-          size_t n) {
+// x and y may be the same array (vector_ops.h), so no HWY_RESTRICT here.
+void Axpy(float alpha, const float* x, float* y, size_t n) {
   ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
     ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
       const size_t k = begin + i;

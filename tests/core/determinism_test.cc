@@ -1,8 +1,12 @@
 // Determinism: a forward and backward pass through the row-parallel ops and
 // sgemm, run twice at 2 threads, gives bitwise identical values and
-// gradients; the cross-row sums match even between 1 and 2 threads.
+// gradients; the cross-row sums match even between 1 and 2 threads; every
+// Highway kernel family (softmax, log-softmax, RMSNorm, SiLU, SwiGLU, cross
+// entropy, AdamW, vector basics) gives the same bits at 1 and 2 threads.
 #include <random>
 
+#include "core/kernels/adamw.h"
+#include "core/kernels/vector_ops.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
@@ -60,6 +64,70 @@ TEST(Determinism, CrossRowSumsIndependentOfThreadCount) {
   const auto parallel = run();
   SetNumThreads(threads);
   EXPECT_EQ(serial, parallel);
+}
+
+// One forward and backward pass through the ops that run on the Highway
+// kernel families, plus AdamW and the vector basics on raw arrays. Sizes
+// give every kernel several ParallelFor tasks at 2 threads (each task is at
+// least 16384 floats), so the split differs from the 1-thread run.
+std::vector<std::vector<float>> HighwayKernelsPass() {
+  std::mt19937 rng(83);
+  Tensor x = test::RandomTensor({256, 300}, rng);
+  Tensor up = test::RandomTensor({256, 300}, rng);
+  Tensor gain = test::RandomTensor({300}, rng, 0.5f, 1.5f);
+  std::vector<int32_t> targets(256);
+  for (size_t r = 0; r < targets.size(); ++r) {
+    targets[r] = r % 7 == 0 ? -100 : static_cast<int32_t>((r * 37) % 300);
+  }
+  const Tensor h = SwiGlu(Silu(RmsNorm(x, gain)), up);
+  const Tensor loss =
+      Add(Add(CrossEntropy(h, targets), Mean(Mul(Softmax(h), h))),
+          Mean(LogSoftmax(h)));
+  loss.Backward();
+
+  const size_t n = 100003;
+  std::vector<float> param = test::RandomVector(n, rng);
+  std::vector<float> grad = test::RandomVector(n, rng);
+  std::vector<float> m(n, 0.0f), v(n, 0.0f);
+  kernels::AdamWHyperparams hyper;
+  for (int64_t step = 1; step <= 3; ++step) {
+    kernels::AdamWUpdate(param.data(), grad.data(), m.data(), v.data(), n,
+                         hyper, step);
+  }
+  std::vector<float> sum(n);
+  kernels::Add(param.data(), grad.data(), sum.data(), n);
+  kernels::Axpy(0.25f, grad.data(), sum.data(), n);
+  kernels::Scale(-3.0f, sum.data(), n);
+  return {h.ToVector(),
+          {loss.item()},
+          x.grad().ToVector(),
+          up.grad().ToVector(),
+          gain.grad().ToVector(),
+          param,
+          m,
+          v,
+          sum};
+}
+
+// On every compiled target: AVX2 and AVX3 have FMA, where an implicit
+// contraction in one copy of a kernel body once made AdamW depend on the
+// thread count (see -ffp-contract=off in CMakeLists.txt).
+ROTOR_PER_TARGET_SUITE(DeterminismKernels);
+
+ROTOR_PER_TARGET_TEST(DeterminismKernels, SameBitsAtOneAndTwoThreads) {
+  EXPECT_STREQ(kernels::AdamWTarget(), TargetName());
+  const int threads = NumThreads();
+  SetNumThreads(1);
+  const auto serial = HighwayKernelsPass();
+  SetNumThreads(2);
+  const auto first = HighwayKernelsPass();
+  const auto second = HighwayKernelsPass();
+  SetNumThreads(threads);
+  ASSERT_EQ(serial.size(), first.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(first[i], second[i]) << "output " << i << ", run to run";
+    EXPECT_EQ(serial[i], first[i]) << "output " << i << ", 1 vs 2 threads";
+  }
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Tensor basics (core/tensor.h): strides, contiguity, views sharing storage,
-// copies only when needed, ToVector of a permuted view, errors.
+// copies only when needed, ToVector of a permuted view, errors, 64-byte
+// aligned storage.
 #include "core/tensor.h"
+
+#include <cstdint>
 
 #include "core/ops.h"
 #include "tests/ops/ops_test_util.h"
@@ -21,6 +24,18 @@ TEST(Tensor, ShapeAndStrides) {
   EXPECT_EQ(Tensor::Scalar(2.5f).shape(), Shape{});
   EXPECT_EQ(Tensor::Scalar(2.5f).item(), 2.5f);
   EXPECT_EQ(ShapeToString({2, 3}), "[2, 3]");
+}
+
+// Storage starts on a 64-byte boundary (a cache line, a full AVX-512
+// vector), for every size and also when a freed buffer is reused.
+TEST(Tensor, StorageIsSimdAligned) {
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t n : {1, 3, 17, 1000, 4097}) {
+      const Tensor x = Tensor::Empty({n});
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(x.data()) % 64, 0u)
+          << "numel " << n << " round " << round;
+    }
+  }
 }
 
 TEST(Tensor, Contiguity) {

@@ -560,6 +560,20 @@ TEST(RopeKernelErrors, BadCall) {
   narrow.head_dim = 6;
   EXPECT_ROPE_ERROR(RopeForward(table, narrow, RopePositions{}, op, {}),
                     "rotary dim 8 exceeds head_dim 6");
+  EXPECT_ROPE_ERROR(
+      RopeForward(table, shape, RopePositions{2, {0, 1, 2, 3}}, op, {}),
+      "give either position ids or an offset, not both (offset 2)");
+  RopeShape negative = shape;
+  negative.seq = -1;
+  EXPECT_ROPE_ERROR(
+      RopeForward(*table.Rows(4), negative, RopePositions{}, op, {}),
+      "negative batch 1 or seq -1");
+  EXPECT_ROPE_ERROR(RopeForward(table, shape, RopePositions{}, op,
+                                {x.data(), s, x.data(), s, -1}),
+                    "RoPE: k has -1 heads");
+  EXPECT_ROPE_ERROR(RopeBackward(table, shape, RopePositions{},
+                                 {nullptr, s, x.data(), s, 1}, {}, false),
+                    "RoPE: dq has 1 heads but a null pointer");
   // A snapshot that is too short is an error, not a read past its end.
   const auto rows = RopeTable::Default(8, 10000.0).Rows(3);
   EXPECT_ROPE_ERROR(

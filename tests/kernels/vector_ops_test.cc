@@ -1,6 +1,7 @@
 // Vector basics (axpy, scale, add, sub, mul, div): the Highway kernels against
 // their scalar references on every compiled target, every size 0..33 and some
-// larger odd ones, with misaligned pointers.
+// larger odd ones (one past several ParallelFor chunks), with misaligned
+// pointers, and in place.
 #include "core/kernels/vector_ops.h"
 
 #include <random>
@@ -23,7 +24,9 @@ ROTOR_PER_TARGET_TEST(VectorOpsKernel, MatchesReference) {
   // Prove that dispatch really runs the target under test.
   EXPECT_STREQ(kernels::VectorOpsTarget(), TargetName());
   std::mt19937 rng(7);
-  for (size_t n : KernelTestSizes()) {
+  std::vector<size_t> sizes = KernelTestSizes();
+  sizes.push_back(40001);  // more than one ParallelFor chunk
+  for (size_t n : sizes) {
     for (size_t misalign : KernelTestMisalignments()) {
       const std::string where =
           "n=" + std::to_string(n) + " misalign=" + std::to_string(misalign);
@@ -66,15 +69,43 @@ ROTOR_PER_TARGET_TEST(VectorOpsKernel, MatchesReference) {
   }
 }
 
-// In-place use (out aliases an input) is part of the contract.
+// In-place use (the output is the same array as an input) is part of the
+// contract (vector_ops.h), for every op; 40001 floats span several
+// ParallelFor chunks.
 ROTOR_PER_TARGET_TEST(VectorOpsKernel, InPlace) {
+  EXPECT_STREQ(kernels::VectorOpsTarget(), TargetName());
   std::mt19937 rng(8);
-  std::vector<float> a = RandomVector(37, rng);
-  std::vector<float> b = RandomVector(37, rng);
-  std::vector<float> expected(37);
-  kernels::AddRef(a.data(), b.data(), expected.data(), 37);
-  kernels::Add(a.data(), b.data(), a.data(), 37);
-  ExpectNear(a.data(), expected.data(), 37, 0, 0, "Add in place");
+  for (size_t n : {size_t{37}, size_t{40001}}) {
+    const std::string where = " n=" + std::to_string(n);
+    const std::vector<float> a0 = RandomVector(n, rng);
+    const std::vector<float> b = RandomVector(n, rng, 0.5f, 2.0f);
+    std::vector<float> expected(n);
+    using BinaryOp = void (*)(const float*, const float*, float*, size_t);
+    const struct {
+      const char* name;
+      BinaryOp op, ref;
+    } binary_ops[] = {{"Add", kernels::Add, kernels::AddRef<float>},
+                      {"Sub", kernels::Sub, kernels::SubRef<float>},
+                      {"Mul", kernels::Mul, kernels::MulRef<float>},
+                      {"Div", kernels::Div, kernels::DivRef<float>}};
+    for (const auto& binary : binary_ops) {
+      std::vector<float> a = a0;  // out = a (first operand)
+      binary.ref(a0.data(), b.data(), expected.data(), n);
+      binary.op(a.data(), b.data(), a.data(), n);
+      ExpectNear(a.data(), expected.data(), n, 0, 0,
+                 std::string(binary.name) + " out == a" + where);
+      std::vector<float> b_copy = b;  // out = b (second operand)
+      binary.op(a0.data(), b_copy.data(), b_copy.data(), n);
+      ExpectNear(b_copy.data(), expected.data(), n, 0, 0,
+                 std::string(binary.name) + " out == b" + where);
+    }
+    // y += alpha * y, with x and y the same array.
+    std::vector<float> y = a0;
+    std::vector<float> y_ref = a0;
+    kernels::Axpy(0.75f, y.data(), y.data(), n);
+    kernels::AxpyRef(0.75f, y_ref.data(), y_ref.data(), n);
+    ExpectNear(y.data(), y_ref.data(), n, 1e-6, 1e-6, "Axpy x == y" + where);
+  }
 }
 
 }  // namespace

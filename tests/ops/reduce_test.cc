@@ -43,8 +43,8 @@ TEST(Reduce, SumValuesAndShapes) {
 TEST(Reduce, SumMatchesReferenceForEveryDimSet) {
   std::mt19937 rng(14);
   std::vector<Tensor> inputs;
-  for (const Shape& shape : {Shape{5, 3, 600}, Shape{300, 2, 7},
-                             Shape{3, 130, 5}}) {
+  for (const Shape& shape :
+       {Shape{5, 3, 600}, Shape{300, 2, 7}, Shape{3, 130, 5}}) {
     const Tensor base = RandomTensor(shape, rng, -1, 1, false);
     inputs.push_back(base);
     inputs.push_back(Permute(base, {2, 0, 1}));
