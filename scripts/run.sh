@@ -14,7 +14,7 @@
 #   3. build/rotor train configs/default.yaml [your arguments]
 #      Checkpoints, metrics.jsonl and loss.png go to runs/default/ (relative
 #      to the current directory); running again resumes from the newest
-#      checkpoint, and once the run is complete only prints new samples.
+#      checkpoint, and once the run is complete prints the samples again.
 #
 # Environment: ROTOR_BUILD_DIR (default <repo>/build), ROTOR_CACHE_DIR
 # (default ~/.cache/rotor), CMAKE_BUILD_PARALLEL_LEVEL (compile jobs).
