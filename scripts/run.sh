@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
-# Sets up and builds rotor (scripts/setup.sh), then runs rotor's main job on
-# its built-in defaults. Arguments are passed on to the program.
+# Runs rotor's main job: trains the default model on the Brown corpus and
+# prints text samples from it. Safe to run any number of times, from any
+# directory.
 #
-#   bash scripts/run.sh
+#   bash scripts/run.sh                        # about 10 minutes on 2 cores
+#   bash scripts/run.sh train.max_steps=50     # arguments go to rotor train
 #
-# Today the main job is the teaching example examples/mlp_xor.cc: a small
-# multilayer perceptron that learns XOR with rotor's tensors and autograd.
+# Steps:
+#   1. scripts/setup.sh --with-data   missing Debian packages (including npm),
+#                                     Release build in build/
+#   2. scripts/fetch_brown.sh         downloads and prepares the Brown corpus
+#                                     into ~/.cache/rotor (skipped when done)
+#   3. build/rotor train configs/default.yaml [your arguments]
+#      Checkpoints, metrics.jsonl and loss.png go to runs/default/ (relative
+#      to the current directory); running again resumes from the newest
+#      checkpoint, and once the run is complete prints the samples again.
+#
+# Environment: ROTOR_BUILD_DIR (default <repo>/build), ROTOR_CACHE_DIR
+# (default ~/.cache/rotor), CMAKE_BUILD_PARALLEL_LEVEL (compile jobs).
 set -euo pipefail
 
 REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
-readonly MAIN_JOB="${BUILD_DIR}/examples/mlp_xor"
+readonly ROTOR="${BUILD_DIR}/rotor"
+readonly CONFIG="${REPO_ROOT}/configs/default.yaml"
 
-bash "${REPO_ROOT}/scripts/setup.sh"
-if [[ ! -x "${MAIN_JOB}" ]]; then
-  echo "run.sh: ${MAIN_JOB} was not built (is examples/mlp_xor.cc there?)" >&2
-  exit 1
-fi
-echo "run.sh: ${MAIN_JOB#"${REPO_ROOT}/"}${*:+ $*}"
-exec "${MAIN_JOB}" "$@"
+bash "${REPO_ROOT}/scripts/setup.sh" --with-data
+ROTOR_BIN="${ROTOR}" bash "${REPO_ROOT}/scripts/fetch_brown.sh"
+echo "run.sh: ${ROTOR#"${REPO_ROOT}/"} train ${CONFIG#"${REPO_ROOT}/"}${*:+ $*}"
+exec "${ROTOR}" train "${CONFIG}" "$@"

