@@ -59,7 +59,7 @@ int RunGenerateCommand(const std::vector<std::string>& args) {
   auto model = LoadModelFromCheckpoint(dir);
   std::cout << prompt << std::flush;
   GenerateText(*model, prompt, options, [](const std::string& text) {
-    std::cout << text << std::flush;
+    std::cout << EscapeControlBytes(text) << std::flush;
   });
   std::cout << "\n";
   return 0;

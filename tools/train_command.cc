@@ -57,11 +57,18 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::cout << "model: " << trainer.model().NumParameters()
             << " parameters; output_dir: " << config.output_dir << "\n";
   const TrainSummary summary = trainer.Run();
-  std::cout << "done: " << summary.steps << " steps, final train loss "
-            << summary.train_loss << ", validation loss " << summary.val_loss
-            << ", " << summary.tokens_per_second << " tokens/s over "
-            << summary.seconds << " s\n"
-            << "checkpoint: " << summary.checkpoint << "\n";
+  if (summary.steps_run == 0) {
+    std::cout << "nothing to train: " << config.output_dir
+              << " is already at step " << summary.steps << " of "
+              << config.train.max_steps
+              << " (raise train.max_steps to continue)\n";
+  } else {
+    std::cout << "done: " << summary.steps << " steps, final train loss "
+              << summary.train_loss << ", validation loss "
+              << summary.val_loss << ", " << summary.tokens_per_second
+              << " tokens/s over " << summary.seconds << " s\n";
+  }
+  std::cout << "checkpoint: " << summary.checkpoint << "\n";
 
   const char* prompts[] = {"The ", "In the morning"};
   for (int64_t i = 0; i < samples; ++i) {
@@ -73,7 +80,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     std::cout << "\n--- sample " << i + 1 << " (prompt \"" << prompt
               << "\") ---\n"
               << prompt
-              << GenerateText(trainer.model(), prompt, options) << "\n";
+              << EscapeControlBytes(
+                     GenerateText(trainer.model(), prompt, options))
+              << "\n";
   }
   return 0;
 }

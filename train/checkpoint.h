@@ -4,7 +4,7 @@
 //     model.safetensors       weights, Hugging Face Llama names, F32
 //     optimizer.safetensors   AdamW moments: exp_avg.<name>, exp_avg_sq.<name>
 //     trainer_state.json      step, sampler state (RNG + batches drawn),
-//                             tokens seen, loss statistics, learning rate
+//                             tokens seen, loss statistics, elapsed time
 //     config.yaml             the resolved training config
 //
 // Each folder is written into a temporary folder and renamed into place, so

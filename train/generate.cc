@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "core/autograd.h"
@@ -101,6 +102,21 @@ std::string GenerateText(
     on_token = [&](TokenId id) { on_text(ByteTokenizer::Decode({id})); };
   }
   return ByteTokenizer::Decode(GenerateTokens(model, ids, options, on_token));
+}
+
+std::string EscapeControlBytes(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace rotor

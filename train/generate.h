@@ -47,6 +47,10 @@ std::string GenerateText(
     const SamplingOptions& options,
     const std::function<void(const std::string&)>& on_text = nullptr);
 
+// `text` with control bytes other than newline and tab written as "\xNN",
+// so a sample from an undertrained model cannot move the terminal's cursor.
+std::string EscapeControlBytes(const std::string& text);
+
 }  // namespace rotor
 
 #endif  // ROTOR_TRAIN_GENERATE_H_

@@ -375,6 +375,7 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     if (stopping) break;
   }
   summary.steps = state_.step;
+  summary.steps_run = steps_this_run;
   summary.train_loss = last_loss;
   summary.seconds = Now() - run_start;
   summary.tokens_per_second =

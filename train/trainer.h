@@ -55,7 +55,8 @@ std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(
     const std::string& dir, TrainConfig* config = nullptr);
 
 struct TrainSummary {
-  int64_t steps = 0;  // optimizer steps completed in total
+  int64_t steps = 0;      // optimizer steps completed in total
+  int64_t steps_run = 0;  // of which this Run() did
   double train_loss = 0.0;  // last step's loss
   double val_loss = 0.0;    // final evaluation
   double seconds = 0.0;     // wall time of this run
