@@ -210,7 +210,7 @@ namespace {
 
 TEST(EscapeControlBytes, KeepsTextNewlinesAndTabsEscapesTheRest) {
   EXPECT_EQ(EscapeControlBytes("a b\tc\nd"), "a b\tc\nd");
-  EXPECT_EQ(EscapeControlBytes(std::string("x\x1b[2Jy\x7f\x0c", 7)),
+  EXPECT_EQ(EscapeControlBytes(std::string("x\x1b[2Jy\x7f\x0c", 8)),
             "x\\x1b[2Jy\\x7f\\x0c");
   EXPECT_EQ(EscapeControlBytes("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 kept
 }
