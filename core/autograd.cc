@@ -12,20 +12,43 @@ namespace {
 
 thread_local bool grad_mode_enabled = true;
 
-// dst += src, element by element (dst contiguous, same shape).
-void AccumulateInto(Tensor& dst, const Tensor& src) {
+// A contiguous tensor with the values of src: src itself when it already is
+// contiguous, else a copy.
+Tensor ContiguousValues(const Tensor& src) {
+  if (src.is_contiguous()) return src;
+  Tensor copy = Tensor::Empty(src.shape());
+  copy.CopyFrom(src);
+  return copy;
+}
+
+// A leaf's gradient: dst += src (dst contiguous, same shape), or an owned
+// copy of src when dst is still undefined. The leaf owns its gradient
+// (clipping and ZeroGrad write into it), so src is never adopted here.
+void AccumulateIntoLeaf(Tensor& dst, const Tensor& src) {
   if (!dst.defined()) {
-    dst = Tensor::Zeros(src.shape());
+    dst = Tensor::Empty(src.shape());
     dst.CopyFrom(src);
     return;
   }
-  if (src.is_contiguous()) {
-    kernels::Axpy(1.0f, src.data(), dst.data(), dst.numel());
+  const Tensor values = ContiguousValues(src);
+  kernels::Axpy(1.0f, values.data(), dst.data(), dst.numel());
+}
+
+// An intermediate tensor's pending gradient, dst = dst + src. The first
+// contribution is adopted without copying (a backward function may return
+// the very tensor it was given, e.g. Add's, so one gradient can reach
+// several tensors); later ones make a fresh sum instead of adding in place,
+// so an adopted tensor is never written to. Pending gradients stay
+// contiguous, as backward functions expect.
+void AccumulateIntoPending(Tensor& dst, const Tensor& src) {
+  if (!dst.defined()) {
+    dst = ContiguousValues(src);
     return;
   }
-  Tensor contiguous_src = Tensor::Zeros(src.shape());
-  contiguous_src.CopyFrom(src);
-  kernels::Axpy(1.0f, contiguous_src.data(), dst.data(), dst.numel());
+  const Tensor values = ContiguousValues(src);
+  Tensor sum = Tensor::Empty(dst.shape());
+  kernels::Add(dst.data(), values.data(), sum.data(), sum.numel());
+  dst = sum;
 }
 
 }  // namespace
@@ -123,7 +146,7 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
       grad_root.defined() ? grad_root : Tensor::Ones(root.shape());
   if (!root.grad_fn()) {  // the root is itself a leaf
     Tensor leaf = root;
-    AccumulateInto(leaf.mutable_grad(), seed);
+    AccumulateIntoLeaf(leaf.mutable_grad(), seed);
     return;
   }
   pending[root.impl()] = seed;
@@ -148,9 +171,9 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
                   " backward: gradient of shape ", ShapeToString(g.shape()),
                   " for input ", i, " of shape ", ShapeToString(input.shape()));
       if (input.grad_fn()) {
-        AccumulateInto(pending[input.impl()], g);
+        AccumulateIntoPending(pending[input.impl()], g);
       } else {
-        AccumulateInto(input.mutable_grad(), g);
+        AccumulateIntoLeaf(input.mutable_grad(), g);
       }
     }
     // 4. Free this part of the graph as soon as it has run.
