@@ -7,10 +7,12 @@
 //   tiny:  hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8
 //   small: hidden 256, 6 layers, 8 heads, FFN 688, seq 512, batch 8
 //
-// tokens/s counts batch * seq tokens per step. Peak memory: the process's
-// peak resident set (VmHWM in /proc/self/status: model, optimizer state,
-// activations, library code and thread stacks) and rotor's own peak of bytes
-// held by live tensors (GetMemoryStats().peak_live_bytes).
+// tokens/s counts batch * seq tokens per step; tok/CPU-s divides by the
+// process's CPU time instead of wall time (user + system, all threads), a
+// figure less sensitive to other jobs on a shared machine. Peak memory: the
+// process's peak resident set (VmHWM in /proc/self/status: model, optimizer
+// state, activations, library code and thread stacks) and rotor's own peak of
+// bytes held by live tensors (GetMemoryStats().peak_live_bytes).
 //
 // Each (config, threads) pair runs in its own process, so peak RSS is that
 // pair's alone and thread pools start fresh. Without arguments the program
@@ -23,6 +25,7 @@
 // Steps are timed in R groups of N steps after two warm-up steps; the
 // figure is the fastest group (the least disturbed on a shared machine) and
 // the slowest is printed beside it as a noise gauge.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -70,6 +73,14 @@ nn::TransformerConfig ModelConfig(const BenchConfig& c) {
   return config;
 }
 
+// User + system CPU seconds this process has used so far (all threads).
+double CpuSeconds() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
 // Peak resident set size of this process in MiB (VmHWM), or -1.
 double PeakRssMiB() {
   std::ifstream status("/proc/self/status");
@@ -104,6 +115,7 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
   step();
   step();
   double best = 1e30, worst = 0.0;
+  const double cpu_start = CpuSeconds();
   for (int r = 0; r < repeats; ++r) {
     const double start = bench::NowSeconds();
     for (int s = 0; s < steps; ++s) step();
@@ -112,9 +124,10 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
     worst = std::max(worst, seconds);
   }
   const double tokens = static_cast<double>(c.batch * c.seq);
-  std::printf("%s %d %.0f %.0f %.1f %.1f %lld\n", c.name, threads,
-              tokens / best, tokens / worst, PeakRssMiB(),
-              GetMemoryStats().peak_live_bytes / 1048576.0,
+  const double cpu_per_step = (CpuSeconds() - cpu_start) / (steps * repeats);
+  std::printf("%s %d %.0f %.0f %.0f %.1f %.1f %lld\n", c.name, threads,
+              tokens / best, tokens / worst, tokens / cpu_per_step,
+              PeakRssMiB(), GetMemoryStats().peak_live_bytes / 1048576.0,
               static_cast<long long>(model.NumParameters()));
 }
 
@@ -163,18 +176,19 @@ int Main(int argc, char** argv) {
       FILE* pipe = popen(command.c_str(), "r");
       char name[16];
       int got_threads;
-      double tok, tok_slow, rss, live;
+      double tok, tok_slow, tok_cpu, rss, live;
       long long params;
       if (pipe == nullptr ||
-          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lld", name, &got_threads,
-                      &tok, &tok_slow, &rss, &live, &params) != 7) {
+          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lf %lld", name,
+                      &got_threads, &tok, &tok_slow, &tok_cpu, &rss, &live,
+                      &params) != 8) {
         std::fprintf(stderr, "train_bench: run %s failed\n", command.c_str());
         if (pipe) pclose(pipe);
         return 1;
       }
       pclose(pipe);
-      std::printf("%-6s %7d %10.0f %12.0f %13.1f %13.1f %8lld\n", name,
-                  got_threads, tok, tok_slow, rss, live, params);
+      std::printf("%-6s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld\n", name,
+                  got_threads, tok, tok_slow, tok_cpu, rss, live, params);
       std::fflush(stdout);
     }
   }

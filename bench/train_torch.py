@@ -8,13 +8,16 @@ random token batches, same shapes, same initialisation scheme.
 
 Each (config, threads) pair runs in its own process (torch.set_num_threads
 and peak RSS are per process). tokens/s is batch * seq per step, from the
-fastest of R groups of N steps after two warm-up steps; peak RSS is VmHWM.
+fastest of R groups of N steps after two warm-up steps; tok/CPU-s divides by
+the process's CPU time instead (less sensitive to other jobs on a shared
+machine); peak RSS is VmHWM.
 
 Usage: /usr/bin/python3 bench/train_torch.py [--steps N] [--repeats R]
 Exits cleanly when torch is not installed.
 """
 import math
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -142,6 +145,11 @@ class Model(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
 
 
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peak_rss_mib():
     with open("/proc/self/status") as status:
         for line in status:
@@ -176,6 +184,7 @@ def run_one(name, threads, steps, repeats):
     step()
     step()
     best, worst = float("inf"), 0.0
+    cpu_start = cpu_seconds()
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(steps):
@@ -183,9 +192,10 @@ def run_one(name, threads, steps, repeats):
         seconds = (time.perf_counter() - start) / steps
         best, worst = min(best, seconds), max(worst, seconds)
     tokens = batch * seq
+    cpu_per_step = (cpu_seconds() - cpu_start) / (steps * repeats)
     params = sum(p.numel() for p in model.parameters())
     print(f"{name} {threads} {tokens / best:.0f} {tokens / worst:.0f} "
-          f"{peak_rss_mib():.1f} {params}")
+          f"{tokens / cpu_per_step:.0f} {peak_rss_mib():.1f} {params}")
 
 
 def main():
@@ -199,8 +209,8 @@ def main():
         return
     print(f"PyTorch {torch.__version__} eager training step (forward + "
           f"backward + clip + AdamW), vocab {VOCAB}")
-    print(f"{'config':6s} {'threads':>7s} {'tok/s':>10s} {'(slowest)':>12s} "
-          f"{'peak RSS MiB':>13s} {'params':>8s}")
+    print(f"{'config':6s} {'threads':>7s} {'tok/s':>10s} {'(slowest)':>10s} "
+          f"{'tok/CPU-s':>12s} {'peak RSS MiB':>13s} {'params':>8s}")
     for name in CONFIGS:
         for threads in (1, 2):
             result = subprocess.run(
@@ -210,8 +220,8 @@ def main():
                 check=True, capture_output=True, text=True)
             fields = result.stdout.split()
             print(f"{fields[0]:6s} {int(fields[1]):7d} {float(fields[2]):10.0f}"
-                  f" {float(fields[3]):12.0f} {float(fields[4]):13.1f} "
-                  f"{int(fields[5]):8d}", flush=True)
+                  f" {float(fields[3]):10.0f} {float(fields[4]):12.0f} "
+                  f"{float(fields[5]):13.1f} {int(fields[6]):8d}", flush=True)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,22 @@ TEST(Autograd, SharedGradientIsNotModifiedInPlace) {
   EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{15.0f, 15.0f, 15.0f}));
 }
 
+// The graph holds data-less edges, not tensors: an intermediate that no
+// backward function saves is freed as soon as the caller drops it.
+TEST(Autograd, GraphDoesNotKeepActivationsAlive) {
+  const int64_t n = 1 << 16;
+  Tensor x = Tensor::Full({n}, 1.0f, true);
+  const size_t before = GetMemoryStats().live_bytes;
+  Tensor z;
+  {
+    const Tensor y = Mul(x, 2.0f);  // MulScalar's backward saves nothing
+    z = Mul(y, 3.0f);
+  }
+  EXPECT_EQ(GetMemoryStats().live_bytes - before, n * sizeof(float));
+  Sum(z).Backward();
+  EXPECT_EQ(x.grad().ToVector(), std::vector<float>(n, 6.0f));
+}
+
 TEST(Autograd, GradientsAccumulateUntilZeroGrad) {
   Tensor x = Tensor::FromVector({2}, {1.0f, 2.0f}, true);
   Sum(Mul(x, x)).Backward();
