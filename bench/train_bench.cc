@@ -164,9 +164,9 @@ int Main(int argc, char** argv) {
 
   std::printf(
       "rotor training step (forward + backward + clip + AdamW), vocab %lld\n"
-      "%-6s %7s %10s %12s %13s %13s %8s\n",
+      "%-6s %7s %10s %10s %12s %13s %13s %8s\n",
       static_cast<long long>(kVocab), "config", "threads", "tok/s", "(slowest)",
-      "peak RSS MiB", "peak live MiB", "params");
+      "tok/CPU-s", "peak RSS MiB", "peak live MiB", "params");
   for (const BenchConfig& c : kConfigs) {
     for (int t : {1, 2}) {
       const std::string command =
