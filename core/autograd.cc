@@ -12,20 +12,43 @@ namespace {
 
 thread_local bool grad_mode_enabled = true;
 
-// dst += src, element by element (dst contiguous, same shape).
-void AccumulateInto(Tensor& dst, const Tensor& src) {
+// A contiguous tensor with the values of src: src itself when it already is
+// contiguous, else a copy.
+Tensor ContiguousValues(const Tensor& src) {
+  if (src.is_contiguous()) return src;
+  Tensor copy = Tensor::Empty(src.shape());
+  copy.CopyFrom(src);
+  return copy;
+}
+
+// A leaf's gradient: dst += src (dst contiguous, same shape), or an owned
+// copy of src when dst is still undefined. The leaf owns its gradient
+// (clipping and ZeroGrad write into it), so src is never adopted here.
+void AccumulateIntoLeaf(Tensor& dst, const Tensor& src) {
   if (!dst.defined()) {
-    dst = Tensor::Zeros(src.shape());
+    dst = Tensor::Empty(src.shape());
     dst.CopyFrom(src);
     return;
   }
-  if (src.is_contiguous()) {
-    kernels::Axpy(1.0f, src.data(), dst.data(), dst.numel());
+  const Tensor values = ContiguousValues(src);
+  kernels::Axpy(1.0f, values.data(), dst.data(), dst.numel());
+}
+
+// An intermediate tensor's pending gradient, dst = dst + src. The first
+// contribution is adopted without copying (a backward function may return
+// the very tensor it was given, e.g. Add's, so one gradient can reach
+// several tensors); later ones make a fresh sum instead of adding in place,
+// so an adopted tensor is never written to. Pending gradients stay
+// contiguous, as backward functions expect.
+void AccumulateIntoPending(Tensor& dst, const Tensor& src) {
+  if (!dst.defined()) {
+    dst = ContiguousValues(src);
     return;
   }
-  Tensor contiguous_src = Tensor::Zeros(src.shape());
-  contiguous_src.CopyFrom(src);
-  kernels::Axpy(1.0f, contiguous_src.data(), dst.data(), dst.numel());
+  const Tensor values = ContiguousValues(src);
+  Tensor sum = Tensor::Empty(dst.shape());
+  kernels::Add(dst.data(), values.data(), sum.data(), sum.numel());
+  dst = sum;
 }
 
 }  // namespace
@@ -69,6 +92,18 @@ bool AnyRequiresGrad(const std::vector<Tensor>& inputs) {
 Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
                 Node::BackwardFn backward) {
   if (!AnyRequiresGrad(inputs)) return output;
+  // The node keeps what backward propagation needs of each input: a leaf
+  // that requires grad as it is (its grad() is accumulated), an op's output
+  // as a data-less edge to that op's node (so an activation is freed as soon
+  // as neither the caller nor a backward function holds it), and nothing of
+  // an input that needs no gradient.
+  for (Tensor& input : inputs) {
+    if (!input.defined() || !input.requires_grad()) {
+      input = Tensor();
+    } else if (input.grad_fn()) {
+      input = input.GraphEdge();
+    }
+  }
   // Ops return fresh tensors or fresh view handles, never an existing leaf,
   // so attaching the node changes no one else's tensor.
   output.AttachGradFn(
@@ -90,47 +125,51 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
               "Backward(): the loss does not require grad (no input requires "
               "grad, or it was computed under NoGradGuard)");
 
-  // 1. Topological order of the tensors that have a grad_fn, by iterative
-  //    depth-first search: a tensor is appended after all tensors it feeds
-  //    from, so walking the list backwards visits consumers before producers.
-  std::vector<Tensor> order;
-  std::unordered_map<const TensorImpl*, bool> visited;
-  std::vector<std::pair<Tensor, size_t>> stack;  // (tensor, next input index)
+  // 1. Topological order of the nodes reachable from the root, by iterative
+  //    depth-first search: a node is appended after all nodes it feeds from,
+  //    so walking the list backwards visits consumers before producers. Each
+  //    op output has its own node, so a node stands for the tensor it made
+  //    (the graph holds data-less edges, not the tensors themselves).
+  //    `order` owns the nodes: releasing a node below drops its edges,
+  //    which may hold the last reference to a producer's node.
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_map<const Node*, bool> visited;
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;  // (node, next)
   if (root.grad_fn()) {
-    stack.emplace_back(root, 0);
-    visited[root.impl()] = true;
+    stack.emplace_back(root.grad_fn(), 0);
+    visited[root.grad_fn().get()] = true;
   }
   while (!stack.empty()) {
-    auto& [tensor, next] = stack.back();
-    const std::vector<Tensor>& inputs = tensor.grad_fn()->inputs();
+    auto& [node, next] = stack.back();
+    const std::vector<Tensor>& inputs = node->inputs();
     if (next < inputs.size()) {
       const Tensor& input = inputs[next++];
-      if (input.defined() && input.grad_fn() && !visited[input.impl()]) {
-        visited[input.impl()] = true;
-        stack.emplace_back(input, 0);
+      if (input.defined() && input.grad_fn() &&
+          !visited[input.grad_fn().get()]) {
+        visited[input.grad_fn().get()] = true;
+        stack.emplace_back(input.grad_fn(), 0);
       }
     } else {
-      order.push_back(tensor);
+      order.push_back(node);
       stack.pop_back();
     }
   }
 
-  // 2. Propagate. `pending` holds the summed gradient of each non-leaf tensor
-  //    until its own node runs.
+  // 2. Propagate. `pending` holds the summed gradient of each op output,
+  //    keyed by its node, until that node runs.
   NoGradGuard no_grad;
-  std::unordered_map<const TensorImpl*, Tensor> pending;
+  std::unordered_map<const Node*, Tensor> pending;
   const Tensor seed =
       grad_root.defined() ? grad_root : Tensor::Ones(root.shape());
   if (!root.grad_fn()) {  // the root is itself a leaf
     Tensor leaf = root;
-    AccumulateInto(leaf.mutable_grad(), seed);
+    AccumulateIntoLeaf(leaf.mutable_grad(), seed);
     return;
   }
-  pending[root.impl()] = seed;
+  pending[root.grad_fn().get()] = seed;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Tensor& tensor = *it;
-    const std::shared_ptr<Node> node = tensor.grad_fn();
-    auto grad_it = pending.find(tensor.impl());
+    Node* node = it->get();
+    auto grad_it = pending.find(node);
     if (grad_it == pending.end()) continue;  // no gradient reached it
     const Tensor grad_out = std::move(grad_it->second);
     pending.erase(grad_it);
@@ -148,9 +187,9 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
                   " backward: gradient of shape ", ShapeToString(g.shape()),
                   " for input ", i, " of shape ", ShapeToString(input.shape()));
       if (input.grad_fn()) {
-        AccumulateInto(pending[input.impl()], g);
+        AccumulateIntoPending(pending[input.grad_fn().get()], g);
       } else {
-        AccumulateInto(input.mutable_grad(), g);
+        AccumulateIntoLeaf(input.mutable_grad(), g);
       }
     }
     // 4. Free this part of the graph as soon as it has run.

@@ -5,7 +5,10 @@
 //
 //   Node { name, inputs, backward }
 //
-// `inputs` are the op's tensor inputs (the graph's edges); `backward` is a
+// `inputs` are the graph's edges, one per op input: a leaf that requires grad
+// as it is, an op's output as a data-less handle carrying that op's node
+// (Tensor::GraphEdge), an input that needs no gradient as an undefined
+// Tensor. So the graph keeps no activation alive by itself. `backward` is a
 // function written next to the op's forward that maps the gradient of the
 // output, dL/dy, to one gradient per input, dL/dx_i (an undefined Tensor for
 // an input that does not need one). Whatever else backward needs (saved

@@ -26,6 +26,7 @@ ThreadState& State() {
   static ThreadState* state = [] {
     auto* s = new ThreadState;
     s->threads = HardwareThreads();
+    openblas_set_num_threads(1);  // see SetNumThreads
     return s;
   }();
   return *state;
@@ -44,7 +45,9 @@ void SetNumThreads(int threads) {
   std::lock_guard<std::mutex> lock(state.mutex);
   state.threads = threads == 0 ? HardwareThreads() : threads;
   state.arena.reset();
-  openblas_set_num_threads(state.threads);
+  // OpenBLAS stays single-threaded: matrix products are split over rows by
+  // ParallelFor (core/ops/matmul.cc), so one thread pool serves everything.
+  openblas_set_num_threads(1);
 }
 
 int NumThreads() { return State().threads; }

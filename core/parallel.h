@@ -1,5 +1,8 @@
 // One threading policy for all of rotor: oneTBB runs row-parallel kernels,
-// OpenBLAS runs matrix products, and both are sized by SetNumThreads().
+// sized by SetNumThreads(). Matrix products are split over row blocks on the
+// same threads, each block one single-threaded OpenBLAS sgemm; OpenBLAS's own
+// thread pool is never used (its threads busy-wait between calls and would
+// compete with TBB's for the same cores).
 //
 // Determinism: kernels split work over independent rows only and never reduce
 // floats across threads, so a given thread count (and seed) gives bitwise the
@@ -13,7 +16,7 @@
 namespace rotor {
 
 // Sets the number of worker threads: 1 is the serial mode (no TBB tasks at
-// all), 0 means every hardware thread. Also sets OpenBLAS's thread count.
+// all), 0 means every hardware thread. Keeps OpenBLAS single-threaded.
 void SetNumThreads(int threads);
 // The current thread count (>= 1).
 int NumThreads();

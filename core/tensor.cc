@@ -298,6 +298,16 @@ Tensor Tensor::ViewAs(const Shape& new_shape, const Shape& new_strides,
 
 Tensor Tensor::Detach() const { return ViewAs(shape(), strides(), 0); }
 
+Tensor Tensor::GraphEdge() const {
+  const TensorImpl& impl = checked_impl();
+  auto edge = std::make_shared<TensorImpl>();
+  edge->shape = impl.shape;
+  edge->strides = impl.strides;
+  edge->requires_grad = impl.requires_grad;
+  edge->grad_fn = impl.grad_fn;
+  return Tensor(std::move(edge));
+}
+
 bool Tensor::requires_grad() const { return checked_impl().requires_grad; }
 
 Tensor& Tensor::set_requires_grad(bool value) {

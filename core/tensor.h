@@ -121,6 +121,11 @@ class Tensor {
                 int64_t offset_delta) const;
   // Same data, a fresh handle with no autograd history.
   Tensor Detach() const;
+  // A handle with this tensor's shape, strides, requires_grad and grad_fn but
+  // no data (data() must not be called on it): what an autograd Node keeps of
+  // an input produced by another op, so that the graph itself does not keep
+  // activations alive (backward functions hold what they need).
+  Tensor GraphEdge() const;
 
   // --- Autograd ---
   bool requires_grad() const;

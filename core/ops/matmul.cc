@@ -10,8 +10,12 @@
 // and where an operand was shared by several batches its gradient is summed
 // over them by accumulating in sgemm (beta = 1) instead of a separate pass.
 //
-// sgemm calls run one after another on the calling thread: OpenBLAS has its
-// own threads, sized by SetNumThreads(), and must not run inside TBB tasks.
+// Threading: OpenBLAS runs single-threaded (core/parallel.cc) and each
+// product is split over row blocks of C with rotor::ParallelFor, one sgemm
+// per block. Rows of C are independent (no float is reduced across threads)
+// and the blocks depend only on the thread count, so results are bitwise
+// reproducible at a fixed thread count. One thread pool (TBB) serves
+// every kernel, instead of OpenBLAS's busy-waiting threads competing with it.
 #include <cblas.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include "core/kernels/vector_ops.h"
 #include "core/ops.h"
 #include "core/ops/strided.h"
+#include "core/parallel.h"
 
 namespace rotor {
 
@@ -85,6 +90,42 @@ int BlasInt(int64_t v, const char* op) {
   return static_cast<int>(v);
 }
 
+// Row blocks of C are multiples of this many rows (whole micro-kernel tiles),
+// and a product smaller than kMinParallelFlops multiply-adds runs as one call.
+constexpr int64_t kGemmRowAlign = 16;
+constexpr int64_t kMinParallelFlops = int64_t{1} << 18;
+
+// C [m, n] (ld = n) = op(A) [m, k] op(B) [k, n] + beta C, split over row
+// blocks of C: block [r0, r1) reads rows r0.. of op(A), which start at
+// a + r0 * lda when A is stored as is and at a + r0 when A is stored
+// transposed (op(A) = A^T, so its rows are A's columns).
+void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
+                  int64_t n, int64_t k, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, float beta, float* c,
+                  const char* op) {
+  if (k == 0) {  // an empty sum: C = beta C, with C unread when beta is 0
+    if (beta == 0.0f) std::fill(c, c + m * n, 0.0f);
+    return;
+  }
+  const int64_t threads = NumThreads();
+  int64_t block = m;
+  if (threads > 1 && m * n * k >= kMinParallelFlops) {
+    const int64_t per_thread = (m + threads - 1) / threads;
+    block = (per_thread + kGemmRowAlign - 1) / kGemmRowAlign * kGemmRowAlign;
+  }
+  const int64_t blocks = (m + block - 1) / block;
+  ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r0 = i * block, rows = std::min(block, m - r0);
+      const float* a_rows = a + (a_trans == CblasNoTrans ? r0 * lda : r0);
+      cblas_sgemm(CblasRowMajor, a_trans, b_trans, BlasInt(rows, op),
+                  BlasInt(n, op), BlasInt(k, op), 1.0f, a_rows,
+                  BlasInt(lda, op), b, BlasInt(ldb, op), beta, c + r0 * n,
+                  BlasInt(n, op));
+    }
+  });
+}
+
 // For every batch index b of `batch` (row-major order):
 //   C_b = op(A_b) op(B_b) + (first write of C_b ? 0 : C_b),
 // with op(A_b): [m, k], op(B_b): [k, n], C_b: [m, n] row-major (ld = n).
@@ -111,10 +152,9 @@ void BatchedGemm(const Shape& batch, const MatrixOperand& a,
       c_offset += index[d] * c_strides[d] * m * n;
       if (c_strides[d] == 0 && index[d] != 0) first_write = false;
     }
-    cblas_sgemm(CblasRowMajor, a.trans, b.trans, BlasInt(m, op), BlasInt(n, op),
-                BlasInt(k, op), 1.0f, a.data + a_offset, BlasInt(a.ld, op),
-                b.data + b_offset, BlasInt(b.ld, op), first_write ? 0.0f : 1.0f,
-                c.data() + c_offset, BlasInt(n, op));
+    ParallelGemm(a.trans, b.trans, m, n, k, a.data + a_offset, a.ld,
+                 b.data + b_offset, b.ld, first_write ? 0.0f : 1.0f,
+                 c.data() + c_offset, op);
     for (int64_t d = rank - 1; d >= 0; --d) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;
@@ -234,14 +274,14 @@ Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             gc.ViewAs({rows, out_features}, {out_features, 1}, 0), {});
         std::vector<Tensor> grads(has_bias ? 3 : 2);
         if (grad_x) {  // dX [rows, in] = dY [rows, out] W [out, in]
-          grads[0] = Tensor::Zeros(x_shape);
+          grads[0] = Tensor::Empty(x_shape);  // sgemm overwrites (beta 0)
           Tensor dx2d =
               grads[0].ViewAs({rows, in_features}, {in_features, 1}, 0);
           BatchedGemm({}, g_op, w_op, dx2d, rows, in_features, out_features,
                       "Linear");
         }
         if (grad_w) {  // dW [out, in] = dY^T [out, rows] X [rows, in]
-          grads[1] = Tensor::Zeros({out_features, in_features});
+          grads[1] = Tensor::Empty({out_features, in_features});
           BatchedGemm({}, Transposed(g_op), x_op, grads[1], out_features,
                       in_features, rows, "Linear");
         }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -128,6 +129,10 @@ inline void StridedCopy(Tensor dst, const Tensor& src) {
   ForEachStridedPiece(
       layout, [&](const std::array<int64_t, 2>& offset,
                   const std::array<int64_t, 2>& stride, int64_t count) {
+        if (stride[0] == 1 && stride[1] == 1) {  // e.g. head rows of a permute
+          std::memmove(pd + offset[0], ps + offset[1], count * sizeof(float));
+          return;
+        }
         for (int64_t i = 0; i < count; ++i) {
           pd[offset[0] + i * stride[0]] = ps[offset[1] + i * stride[1]];
         }

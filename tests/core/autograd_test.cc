@@ -29,6 +29,36 @@ TEST(Autograd, SharedIntermediateSumsGradients) {
   EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{8.0f, 24.0f}));
 }
 
+// Add's backward hands the same gradient tensor to both inputs, and the
+// engine adopts a first gradient without copying: a later contribution must
+// make a fresh sum, not add into the shared tensor. Here ds = 1 reaches h1
+// and h2 as one tensor, then h1 also gets 5 from the second path:
+// dL/dh1 = 6, dL/dh2 = 1, so dL/dx = 6 * 2 + 1 * 3 = 15.
+TEST(Autograd, SharedGradientIsNotModifiedInPlace) {
+  Tensor x = Tensor::FromVector({3}, {1.0f, -1.0f, 4.0f}, true);
+  const Tensor h1 = Mul(x, 2.0f);
+  const Tensor h2 = Mul(x, 3.0f);
+  const Tensor s = Add(h1, h2);
+  Sum(Add(s, Mul(h1, 5.0f))).Backward();
+  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{15.0f, 15.0f, 15.0f}));
+}
+
+// The graph holds data-less edges, not tensors: an intermediate that no
+// backward function saves is freed as soon as the caller drops it.
+TEST(Autograd, GraphDoesNotKeepActivationsAlive) {
+  const int64_t n = 1 << 16;
+  Tensor x = Tensor::Full({n}, 1.0f, true);
+  const size_t before = GetMemoryStats().live_bytes;
+  Tensor z;
+  {
+    const Tensor y = Mul(x, 2.0f);  // MulScalar's backward saves nothing
+    z = Mul(y, 3.0f);
+  }
+  EXPECT_EQ(GetMemoryStats().live_bytes - before, n * sizeof(float));
+  Sum(z).Backward();
+  EXPECT_EQ(x.grad().ToVector(), std::vector<float>(n, 6.0f));
+}
+
 TEST(Autograd, GradientsAccumulateUntilZeroGrad) {
   Tensor x = Tensor::FromVector({2}, {1.0f, 2.0f}, true);
   Sum(Mul(x, x)).Backward();

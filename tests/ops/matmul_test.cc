@@ -4,6 +4,7 @@
 #include <random>
 
 #include "core/ops.h"
+#include "core/parallel.h"
 #include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
@@ -193,6 +194,43 @@ TEST(LinearGrad, WithAndWithoutBias) {
             t);
   const Inputs v = {RandomTensor({4}, rng), RandomTensor({5, 4}, rng)};
   GradCheck([](const Inputs& x) { return Linear(x[0], x[1]); }, v);
+}
+
+// At two threads a large enough product is split over row blocks of the
+// output (one single-threaded sgemm per block, core/ops/matmul.cc), with a
+// last block shorter than the others (100 rows, 90 output features). The
+// forward (rows of X, also through a transposed view of X) and both
+// gradients (dX over rows of dY; dW over rows of dY^T, a transposed operand)
+// must match double-precision references.
+TEST(Linear, RowBlocksAtTwoThreadsMatchReference) {
+  const int threads = NumThreads();
+  SetNumThreads(2);
+  std::mt19937 rng(28);
+  const int64_t rows = 100, in = 70, out = 90;
+  for (const bool transposed_x : {false, true}) {
+    Tensor x_storage = transposed_x
+                           ? RandomTensor({in, rows}, rng, -1, 1, true)
+                           : RandomTensor({rows, in}, rng, -1, 1, true);
+    const Tensor x = transposed_x ? Transpose(x_storage, 0, 1) : x_storage;
+    Tensor w = RandomTensor({out, in}, rng, -1, 1, true);
+    const Tensor dy = RandomTensor({rows, out}, rng, -1, 1, false);
+    const Tensor y = Linear(x, w);
+    test::ExpectNear(y.ToVector().data(),
+                     MatMulReference(x, Transpose(w, 0, 1)).data(), rows * out,
+                     1e-5, 1e-5, "Linear forward");
+    y.Backward(dy);
+    // dX = dY W and dW = dY^T X.
+    const std::vector<double> dx = MatMulReference(dy, w);
+    const std::vector<double> dw =
+        MatMulReference(Transpose(dy, 0, 1), x.Detach());
+    const Tensor dx_got =
+        transposed_x ? Transpose(x_storage.grad(), 0, 1) : x_storage.grad();
+    test::ExpectNear(Contiguous(dx_got).ToVector().data(), dx.data(), rows * in,
+                     1e-5, 1e-5, "Linear dX");
+    test::ExpectNear(w.grad().ToVector().data(), dw.data(), out * in, 1e-5,
+                     1e-5, "Linear dW");
+  }
+  SetNumThreads(threads);
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+// Training throughput and peak memory of a whole step, forward + backward +
+// gradient clipping + AdamW, built exactly as the trainer builds it
+// (nn::Transformer, AdamW over NamedParameters, ClipGradNorm), on random
+// token batches. Two Llama-style configs, vocabulary 256, head_dim 32, tied
+// embeddings, no grouped-query sharing:
+//
+//   tiny:  hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8
+//   small: hidden 256, 6 layers, 8 heads, FFN 688, seq 512, batch 8
+//
+// tokens/s counts batch * seq tokens per step; tok/CPU-s divides by the
+// process's CPU time instead of wall time (user + system, all threads), a
+// figure less sensitive to other jobs on a shared machine. Peak memory: the
+// process's peak resident set (VmHWM in /proc/self/status: model, optimizer
+// state, activations, library code and thread stacks) and rotor's own peak of
+// bytes held by live tensors (GetMemoryStats().peak_live_bytes).
+//
+// Each (config, threads) pair runs in its own process, so peak RSS is that
+// pair's alone and thread pools start fresh. Without arguments the program
+// re-runs itself for every pair and prints one table; compare with
+// bench/train_torch.py, the same model in PyTorch eager.
+//
+// Usage: build/bench/train_bench [--steps N] [--repeats R]
+//        build/bench/train_bench --config tiny|small --threads T [--steps N]
+//          [--repeats R]      (one pair, one result line)
+// Steps are timed in R groups of N steps after two warm-up steps; the
+// figure is the fastest group (the least disturbed on a shared machine) and
+// the slowest is printed beside it as a noise gauge.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+#include "nn/transformer.h"
+#include "train/optimizer.h"
+
+namespace rotor {
+namespace {
+
+struct BenchConfig {
+  const char* name;
+  int64_t hidden, layers, heads, ffn, seq, batch;
+};
+
+constexpr BenchConfig kConfigs[] = {
+    {"tiny", 128, 4, 4, 344, 256, 8},
+    {"small", 256, 6, 8, 688, 512, 8},
+};
+constexpr int64_t kVocab = 256;
+
+nn::TransformerConfig ModelConfig(const BenchConfig& c) {
+  nn::TransformerConfig config;
+  config.vocab_size = kVocab;
+  config.hidden_size = c.hidden;
+  config.intermediate_size = c.ffn;
+  config.num_hidden_layers = c.layers;
+  config.num_attention_heads = c.heads;
+  config.num_key_value_heads = c.heads;
+  config.head_dim = c.hidden / c.heads;
+  config.tie_word_embeddings = true;
+  config.rope.head_dim = config.head_dim;
+  config.rope.max_position_embeddings = c.seq;
+  return config;
+}
+
+// User + system CPU seconds this process has used so far (all threads).
+double CpuSeconds() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+// Peak resident set size of this process in MiB (VmHWM), or -1.
+double PeakRssMiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::atof(line.c_str() + 6) / 1024.0;  // the value is in kB
+    }
+  }
+  return -1.0;
+}
+
+// One (config, threads) measurement; prints one machine-readable line.
+void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
+  SetNumThreads(threads);
+  nn::Transformer model(ModelConfig(c), /*seed=*/1);
+  model.SetSequenceLength(c.seq);
+  AdamW optimizer(model.NamedParameters(), AdamWSettings{});
+  const std::vector<Tensor> parameters = model.Parameters();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> token(0, kVocab - 1);
+  std::vector<int32_t> inputs(c.batch * c.seq), targets(c.batch * c.seq);
+
+  auto step = [&] {
+    for (int32_t& id : inputs) id = token(rng);
+    for (int32_t& id : targets) id = token(rng);
+    model.ZeroGrad();
+    const Tensor loss = model.Loss(inputs, targets, c.batch, c.seq);
+    Mul(loss, 1.0f).Backward();  // as the trainer (micro-batch weight 1)
+    ClipGradNorm(parameters, 1.0);
+    optimizer.Step(1e-3);
+  };
+  step();
+  step();
+  double best = 1e30, worst = 0.0;
+  const double cpu_start = CpuSeconds();
+  for (int r = 0; r < repeats; ++r) {
+    const double start = bench::NowSeconds();
+    for (int s = 0; s < steps; ++s) step();
+    const double seconds = (bench::NowSeconds() - start) / steps;
+    best = std::min(best, seconds);
+    worst = std::max(worst, seconds);
+  }
+  const double tokens = static_cast<double>(c.batch * c.seq);
+  const double cpu_per_step = (CpuSeconds() - cpu_start) / (steps * repeats);
+  std::printf("%s %d %.0f %.0f %.0f %.1f %.1f %lld\n", c.name, threads,
+              tokens / best, tokens / worst, tokens / cpu_per_step,
+              PeakRssMiB(), GetMemoryStats().peak_live_bytes / 1048576.0,
+              static_cast<long long>(model.NumParameters()));
+}
+
+int Main(int argc, char** argv) {
+  std::string config_name;
+  int threads = 0, steps = 3, repeats = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--config") {
+      config_name = argv[i + 1];
+    } else if (flag == "--threads") {
+      threads = std::atoi(argv[i + 1]);
+    } else if (flag == "--steps") {
+      steps = std::atoi(argv[i + 1]);
+    } else if (flag == "--repeats") {
+      repeats = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "train_bench: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (!config_name.empty()) {
+    for (const BenchConfig& c : kConfigs) {
+      if (config_name == c.name && threads > 0) {
+        RunOne(c, threads, steps, repeats);
+        return 0;
+      }
+    }
+    std::fprintf(stderr,
+                 "train_bench: --config must be tiny or small and --threads "
+                 "positive\n");
+    return 2;
+  }
+
+  std::printf(
+      "rotor training step (forward + backward + clip + AdamW), vocab %lld\n"
+      "%-6s %7s %10s %10s %12s %13s %13s %8s\n",
+      static_cast<long long>(kVocab), "config", "threads", "tok/s", "(slowest)",
+      "tok/CPU-s", "peak RSS MiB", "peak live MiB", "params");
+  for (const BenchConfig& c : kConfigs) {
+    for (int t : {1, 2}) {
+      const std::string command =
+          "'/proc/" + std::to_string(getpid()) + "/exe' --config " + c.name +
+          " --threads " + std::to_string(t) + " --steps " +
+          std::to_string(steps) + " --repeats " + std::to_string(repeats);
+      FILE* pipe = popen(command.c_str(), "r");
+      char name[16];
+      int got_threads;
+      double tok, tok_slow, tok_cpu, rss, live;
+      long long params;
+      if (pipe == nullptr ||
+          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lf %lld", name,
+                      &got_threads, &tok, &tok_slow, &tok_cpu, &rss, &live,
+                      &params) != 8) {
+        std::fprintf(stderr, "train_bench: run %s failed\n", command.c_str());
+        if (pipe) pclose(pipe);
+        return 1;
+      }
+      pclose(pipe);
+      std::printf("%-6s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld\n", name,
+                  got_threads, tok, tok_slow, tok_cpu, rss, live, params);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rotor
+
+int main(int argc, char** argv) { return rotor::Main(argc, argv); }
