@@ -20,8 +20,8 @@ Tensor Linear::Forward(const Tensor& x) const {
 
 Embedding::Embedding(int64_t vocab_size, int64_t dim, double init_std,
                      Rng& rng) {
-  weight_ =
-      RegisterParameter("weight", RandomNormal({vocab_size, dim}, init_std, rng));
+  weight_ = RegisterParameter("weight",
+                              RandomNormal({vocab_size, dim}, init_std, rng));
 }
 
 Tensor Embedding::Forward(const std::vector<int32_t>& ids,
@@ -40,11 +40,11 @@ Tensor RmsNorm::Forward(const Tensor& x) const {
 SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, double init_std,
                      double output_init_std, Rng& rng)
     : gate_proj_(RegisterModule(
-          "gate_proj",
-          std::make_unique<Linear>(hidden, intermediate, false, init_std, rng))),
+          "gate_proj", std::make_unique<Linear>(hidden, intermediate, false,
+                                                init_std, rng))),
       up_proj_(RegisterModule(
-          "up_proj",
-          std::make_unique<Linear>(hidden, intermediate, false, init_std, rng))),
+          "up_proj", std::make_unique<Linear>(hidden, intermediate, false,
+                                              init_std, rng))),
       down_proj_(RegisterModule(
           "down_proj", std::make_unique<Linear>(intermediate, hidden, false,
                                                 output_init_std, rng))) {}

@@ -40,7 +40,8 @@ class Embedding : public Module {
   Tensor weight_;
 };
 
-// y = x / sqrt(mean(x^2) + eps) * w over the last dim; w ("weight") starts at 1.
+// y = x / sqrt(mean(x^2) + eps) * w over the last dim; w ("weight") starts
+// at 1.
 class RmsNorm : public Module {
  public:
   RmsNorm(int64_t dim, float eps);
@@ -52,7 +53,8 @@ class RmsNorm : public Module {
 };
 
 // Llama's feed-forward block: down(silu(gate(x)) * up(x)).
-// gate_proj, up_proj: [intermediate, hidden]; down_proj: [hidden, intermediate].
+// gate_proj, up_proj: [intermediate, hidden]; down_proj: [hidden,
+// intermediate].
 class SwiGluMlp : public Module {
  public:
   SwiGluMlp(int64_t hidden, int64_t intermediate, double init_std,

@@ -70,9 +70,9 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
       partial_rotary_factor_(config.rope.partial_rotary_factor),
       layout_(config.rope_layout),
       q_proj_(RegisterModule(
-          "q_proj", std::make_unique<Linear>(config.hidden_size,
-                                             num_heads_ * head_dim_, false,
-                                             config.initializer_range, rng))),
+          "q_proj",
+          std::make_unique<Linear>(config.hidden_size, num_heads_ * head_dim_,
+                                   false, config.initializer_range, rng))),
       k_proj_(RegisterModule(
           "k_proj", std::make_unique<Linear>(config.hidden_size,
                                              num_kv_heads_ * head_dim_, false,
@@ -87,8 +87,7 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
                                    false, OutputInitStd(config), rng))) {}
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
-                                    int64_t offset,
-                                    LayerKvCache* cache) const {
+                                    int64_t offset, LayerKvCache* cache) const {
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
   // Projections [B, T, heads*D], viewed as [B, heads, T, D] without copying;
@@ -149,15 +148,16 @@ DecoderStack::DecoderStack(const TransformerConfig& config, Rng& rng)
       layers_([&] {
         std::vector<DecoderLayer*> layers;
         for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-          layers.push_back(&RegisterModule(
-              "layers." + std::to_string(i),
-              std::make_unique<DecoderLayer>(config, rng)));
+          layers.push_back(
+              &RegisterModule("layers." + std::to_string(i),
+                              std::make_unique<DecoderLayer>(config, rng)));
         }
         return layers;
       }()),
       norm_(RegisterModule(
           "norm",
-          std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))) {}
+          std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))) {
+}
 
 Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
                              int64_t seq, RopeTable& table, int64_t offset,
@@ -184,7 +184,8 @@ Transformer::Transformer(const TransformerConfig& config, uint64_t seed)
       rope_table_(TableFor(config.rope, config.rope.max_position_embeddings)),
       rope_sequence_length_(config.rope.max_position_embeddings) {
   Rng rng(seed);
-  model_ = &RegisterModule("model", std::make_unique<DecoderStack>(config, rng));
+  model_ =
+      &RegisterModule("model", std::make_unique<DecoderStack>(config, rng));
   if (!config.tie_word_embeddings) {
     lm_head_ = &RegisterModule(
         "lm_head",

@@ -34,11 +34,11 @@ constexpr char kGenerateHelp[] =
 }  // namespace
 
 int RunGenerateCommand(const std::vector<std::string>& args) {
-  const FlagParser flags(args,
-                         {"--checkpoint", "--prompt", "--max-new-tokens",
-                          "--temperature", "--top-k", "--top-p", "--seed",
-                          "--threads"},
-                         {"--help"});
+  const FlagParser flags(
+      args,
+      {"--checkpoint", "--prompt", "--max-new-tokens", "--temperature",
+       "--top-k", "--top-p", "--seed", "--threads"},
+      {"--help"});
   if (flags.Has("--help")) {
     std::cout << kGenerateHelp;
     return 0;

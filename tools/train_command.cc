@@ -64,9 +64,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
               << " (raise train.max_steps to continue)\n";
   } else {
     std::cout << "done: " << summary.steps << " steps, final train loss "
-              << summary.train_loss << ", validation loss "
-              << summary.val_loss << ", " << summary.tokens_per_second
-              << " tokens/s over " << summary.seconds << " s\n";
+              << summary.train_loss << ", validation loss " << summary.val_loss
+              << ", " << summary.tokens_per_second << " tokens/s over "
+              << summary.seconds << " s\n";
   }
   std::cout << "checkpoint: " << summary.checkpoint << "\n";
 

@@ -20,9 +20,8 @@ TokenId SampleToken(const float* logits, int64_t vocab,
   // Candidates sorted by logit, largest first.
   std::vector<int32_t> order(vocab);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   int64_t keep = vocab;
   if (options.top_k > 0) keep = std::min<int64_t>(keep, options.top_k);
 
@@ -73,9 +72,8 @@ std::vector<TokenId> GenerateTokens(
   nn::KvCache cache = model.NewKvCache();
 
   std::vector<TokenId> generated;
-  Tensor logits = model.Logits(prompt_ids, 1,
-                               static_cast<int64_t>(prompt_ids.size()), 0,
-                               &cache);
+  Tensor logits = model.Logits(
+      prompt_ids, 1, static_cast<int64_t>(prompt_ids.size()), 0, &cache);
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
     const int64_t last_row = logits.size(0) - 1;
     const TokenId next =

@@ -34,8 +34,8 @@ void AdamW::Step(double lr) {
     hyper.eps = static_cast<float>(settings_.eps);
     hyper.weight_decay =
         decay_[i] ? static_cast<float>(settings_.weight_decay) : 0.0f;
-    kernels::AdamWUpdate(param.data(), grad.data(), m_[i].data(),
-                         v_[i].data(), param.numel(), hyper, step_);
+    kernels::AdamWUpdate(param.data(), grad.data(), m_[i].data(), v_[i].data(),
+                         param.numel(), hyper, step_);
   }
 }
 

@@ -10,7 +10,7 @@ TEST(CosineSchedule, WarmupThenCosineToMinimum) {
                           /*total_steps=*/104};
   EXPECT_DOUBLE_EQ(schedule.At(0), 1.0 / 5);
   EXPECT_DOUBLE_EQ(schedule.At(3), 4.0 / 5);
-  EXPECT_DOUBLE_EQ(schedule.At(4), 1.0);             // peak after warm-up
+  EXPECT_DOUBLE_EQ(schedule.At(4), 1.0);                 // peak after warm-up
   EXPECT_NEAR(schedule.At(54), 0.1 + 0.9 * 0.5, 1e-12);  // half way
   EXPECT_DOUBLE_EQ(schedule.At(104), 0.1);
   EXPECT_DOUBLE_EQ(schedule.At(500), 0.1);
