@@ -35,6 +35,15 @@ inline std::vector<float> RandomVector(size_t n, std::mt19937& rng,
   return v;
 }
 
+// The same in double, for the scalar references' double checks.
+inline std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
+                                         double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
 inline Tensor RandomTensor(const Shape& shape, std::mt19937& rng,
                            float lo = -1.0f, float hi = 1.0f,
                            bool requires_grad = true) {
