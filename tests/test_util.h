@@ -4,6 +4,7 @@
 // - ComplexStepGradient: exact-to-rounding derivatives of scalar references
 //   templated on T (run them on std::complex<double>),
 // - ExpectNear: element-wise comparison that names the first bad index,
+// - error-message checks: ROTOR_EXPECT_ERROR, ErrorMessage, EXPECT_CONTAINS,
 // - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST).
 #ifndef ROTOR_TESTS_TEST_UTIL_H_
 #define ROTOR_TESTS_TEST_UTIL_H_
@@ -16,9 +17,11 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/error.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "hwy/targets.h"
@@ -140,6 +143,29 @@ void ExpectNear(const A* actual, const E* expected, size_t n, double abs_tol,
   }
 }
 
+// The message of the rotor::Error that fn throws, or "(no error)".
+template <class Fn>
+std::string ErrorMessage(const Fn& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// For EXPECT_PRED_FORMAT2: passes when `text` contains `part`, else prints
+// both.
+inline ::testing::AssertionResult ContainsText(const char*, const char*,
+                                               const std::string& text,
+                                               const std::string& part) {
+  if (text.find(part) != std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "expected \"" << text << "\" to contain \"" << part << "\"";
+}
+
 // Sizes 0 .. 2N+1 for the widest vector (16 floats on AVX-512) plus a few
 // larger odd ones: covers empty, tail-only, exact and vector+tail cases.
 inline std::vector<size_t> KernelTestSizes() {
@@ -155,6 +181,25 @@ inline std::vector<size_t> KernelTestMisalignments() { return {0, 1, 3, 5}; }
 
 }  // namespace test
 }  // namespace rotor
+
+// EXPECT_CONTAINS(message, "Add: shapes [2, 3]")
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_PRED_FORMAT2(::rotor::test::ContainsText, text, part)
+
+// Runs `statement`, expecting a rotor::Error whose message contains every
+// string in `parts`.
+#define ROTOR_EXPECT_ERROR(statement, ...)                                  \
+  do {                                                                      \
+    try {                                                                   \
+      statement;                                                            \
+      ADD_FAILURE() << "expected rotor::Error from " #statement;            \
+    } catch (const ::rotor::Error& error) {                                 \
+      const std::string message = error.what();                             \
+      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) \
+        EXPECT_NE(message.find(part), std::string::npos)                    \
+            << "message \"" << message << "\" lacks \"" << part << "\"";    \
+    }                                                                       \
+  } while (0)
 
 // Per-target tests. ROTOR_PER_TARGET_SUITE(Suite) once, then any number of
 //   ROTOR_PER_TARGET_TEST(Suite, Name) { body }

@@ -4,7 +4,6 @@
 #include "core/autograd.h"
 
 #include "core/ops.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {

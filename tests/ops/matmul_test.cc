@@ -5,7 +5,6 @@
 
 #include "core/ops.h"
 #include "core/parallel.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {

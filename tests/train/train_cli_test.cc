@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "tests/train/train_test_util.h"
 #include "train/atomic_file.h"
@@ -78,10 +79,6 @@ class RotorCli : public ::testing::Test {
 };
 test::TempDir* RotorCli::data_dir_ = nullptr;
 std::string RotorCli::data_;
-
-#define EXPECT_CONTAINS(text, part)               \
-  EXPECT_NE((text).find(part), std::string::npos) \
-      << "\"" << (text) << "\" lacks \"" << (part) << "\""
 
 TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
   Result r = Train("run", "--samples 1");
