@@ -4,7 +4,8 @@
 // - ComplexStepGradient: exact-to-rounding derivatives of scalar references
 //   templated on T (run them on std::complex<double>),
 // - ExpectNear: element-wise comparison that names the first bad index,
-// - error-message checks: ROTOR_EXPECT_ERROR, ErrorMessage, EXPECT_CONTAINS,
+// - ROTOR_EXPECT_ERROR (a rotor::Error naming what is wrong) and
+//   EXPECT_CONTAINS (a string holds a part),
 // - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST).
 #ifndef ROTOR_TESTS_TEST_UTIL_H_
 #define ROTOR_TESTS_TEST_UTIL_H_
@@ -141,17 +142,6 @@ void ExpectNear(const A* actual, const E* expected, size_t n, double abs_tol,
         << what << " element " << i << " of " << n << ": got " << a
         << ", expected " << e;
   }
-}
-
-// The message of the rotor::Error that fn throws, or "(no error)".
-template <class Fn>
-std::string ErrorMessage(const Fn& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // For EXPECT_PRED_FORMAT2: passes when `text` contains `part`, else prints
