@@ -30,17 +30,8 @@ struct Result {
 
 std::string Quote(const std::string& text) { return "'" + text + "'"; }
 
-class RotorCli : public ::testing::Test {
+class RotorCli : public test::PreparedDataTest {
  protected:
-  static void SetUpTestSuite() {
-    data_dir_ = new test::TempDir();
-    data_ = test::PrepareTextData(*data_dir_);
-  }
-  static void TearDownTestSuite() {
-    delete data_dir_;
-    data_dir_ = nullptr;
-  }
-
   // Runs `build/rotor ARGS` (ARGS already shell-quoted).
   Result Run(const std::string& args) const {
     const std::string command =
@@ -72,13 +63,7 @@ class RotorCli : public ::testing::Test {
     }
     return files;
   }
-
-  static test::TempDir* data_dir_;
-  static std::string data_;
-  test::TempDir dir_;
 };
-test::TempDir* RotorCli::data_dir_ = nullptr;
-std::string RotorCli::data_;
 
 TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
   Result r = Train("run", "--samples 1");
