@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/kernels/rope.h"
 
 namespace rotor {
 namespace {
@@ -138,8 +139,8 @@ std::vector<std::string> RopeScalingKeys(RopeType type) {
 }
 
 int64_t RotaryDim(const RopeScalingConfig& config) {
-  return static_cast<int64_t>(static_cast<double>(config.head_dim) *
-                              config.partial_rotary_factor);
+  return kernels::TruncatedRotaryDim(config.head_dim,
+                                     config.partial_rotary_factor);
 }
 
 bool RopeDependsOnSequenceLength(RopeType type) {

@@ -105,7 +105,9 @@ struct RopeConfigProblem {
 std::optional<RopeConfigProblem> FindRopeConfigProblem(
     const RopeScalingConfig& config);
 
-// r = int(head_dim * partial_rotary_factor), truncating like Python's int().
+// r = int(head_dim * partial_rotary_factor), truncating like Python's int()
+// (kernels::TruncatedRotaryDim); unchecked, FindRopeConfigProblem reports a
+// bad r.
 int64_t RotaryDim(const RopeScalingConfig& config);
 
 // What the rotary tables are built from.

@@ -4,6 +4,8 @@
 // - ComplexStepGradient: exact-to-rounding derivatives of scalar references
 //   templated on T (run them on std::complex<double>),
 // - ExpectNear: element-wise comparison that names the first bad index,
+// - ROTOR_EXPECT_ERROR (a rotor::Error naming what is wrong) and
+//   EXPECT_CONTAINS (a string holds a part),
 // - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST).
 #ifndef ROTOR_TESTS_TEST_UTIL_H_
 #define ROTOR_TESTS_TEST_UTIL_H_
@@ -16,9 +18,11 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/error.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "hwy/targets.h"
@@ -32,6 +36,15 @@ inline std::vector<float> RandomVector(size_t n, std::mt19937& rng,
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The same in double, for the scalar references' double checks.
+inline std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
+                                         double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
   return v;
 }
 
@@ -131,6 +144,18 @@ void ExpectNear(const A* actual, const E* expected, size_t n, double abs_tol,
   }
 }
 
+// For EXPECT_PRED_FORMAT2: passes when `text` contains `part`, else prints
+// both.
+inline ::testing::AssertionResult ContainsText(const char*, const char*,
+                                               const std::string& text,
+                                               const std::string& part) {
+  if (text.find(part) != std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "expected \"" << text << "\" to contain \"" << part << "\"";
+}
+
 // Sizes 0 .. 2N+1 for the widest vector (16 floats on AVX-512) plus a few
 // larger odd ones: covers empty, tail-only, exact and vector+tail cases.
 inline std::vector<size_t> KernelTestSizes() {
@@ -146,6 +171,25 @@ inline std::vector<size_t> KernelTestMisalignments() { return {0, 1, 3, 5}; }
 
 }  // namespace test
 }  // namespace rotor
+
+// EXPECT_CONTAINS(message, "Add: shapes [2, 3]")
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_PRED_FORMAT2(::rotor::test::ContainsText, text, part)
+
+// Runs `statement`, expecting a rotor::Error whose message contains every
+// string in `parts`.
+#define ROTOR_EXPECT_ERROR(statement, ...)                                  \
+  do {                                                                      \
+    try {                                                                   \
+      statement;                                                            \
+      ADD_FAILURE() << "expected rotor::Error from " #statement;            \
+    } catch (const ::rotor::Error& error) {                                 \
+      const std::string message = error.what();                             \
+      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) \
+        EXPECT_NE(message.find(part), std::string::npos)                    \
+            << "message \"" << message << "\" lacks \"" << part << "\"";    \
+    }                                                                       \
+  } while (0)
 
 // Per-target tests. ROTOR_PER_TARGET_SUITE(Suite) once, then any number of
 //   ROTOR_PER_TARGET_TEST(Suite, Name) { body }

@@ -49,6 +49,14 @@ size_t VisibleKeys(const AttentionShape& s, size_t i) {
   return s.causal ? std::min(s.kv_len, s.q_offset + i + 1) : s.kv_len;
 }
 
+// The key/value head read by query head `head` (= b * q_heads + h): the
+// q_heads / kv_heads query heads of a group share one (grouped-query
+// attention), so it is b * kv_heads + h / (q_heads / kv_heads).
+size_t KvHeadOf(const AttentionShape& s, size_t head) {
+  const size_t b = head / s.q_heads;
+  return b * s.kv_heads + (head % s.q_heads) / (s.q_heads / s.kv_heads);
+}
+
 // One task's scratch, carved out of a single aligned allocation of
 // AttentionTaskScratchFloats(head_dim) floats.
 struct TaskScratch {
@@ -233,9 +241,7 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t lanes = hn::Lanes(d);
   const size_t dim = s.head_dim;
   const size_t rows = std::min(kQueryTile, s.q_len - q0);
-  const size_t b = head / s.q_heads;
-  const size_t kv_head =
-      b * s.kv_heads + (head % s.q_heads) / (s.q_heads / s.kv_heads);
+  const size_t kv_head = KvHeadOf(s, head);
   const float* q_tile = q + (head * s.q_len + q0) * dim;
   const float* k_head = k + kv_head * s.kv_len * dim;
   const float* v_head = v + kv_head * s.kv_len * dim;
@@ -321,9 +327,7 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t lanes = hn::Lanes(d);
   const size_t dim = s.head_dim;
   const size_t rows = std::min(kQueryTile, s.q_len - q0);
-  const size_t b = head / s.q_heads;
-  const size_t kv_head =
-      b * s.kv_heads + (head % s.q_heads) / (s.q_heads / s.kv_heads);
+  const size_t kv_head = KvHeadOf(s, head);
   const size_t first_row = head * s.q_len + q0;
   const float* k_head = k + kv_head * s.kv_len * dim;
   const float* v_head = v + kv_head * s.kv_len * dim;

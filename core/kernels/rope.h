@@ -47,7 +47,15 @@ enum class RopeLayout {
 const char* RopeLayoutName(RopeLayout layout);
 
 // r = int(head_dim * partial_rotary_factor) (Python's truncation, as Hugging
-// Face). Throws unless 0 < factor <= 1 and r is even and positive.
+// Face), unchecked: for validators that report a bad r themselves.
+inline int64_t TruncatedRotaryDim(int64_t head_dim,
+                                  double partial_rotary_factor) {
+  return static_cast<int64_t>(static_cast<double>(head_dim) *
+                              partial_rotary_factor);
+}
+
+// TruncatedRotaryDim, checked: throws unless 0 < factor <= 1 and r is even
+// and positive.
 int64_t RopeRotaryDim(int64_t head_dim, double partial_rotary_factor);
 
 // Immutable cos/sin rows for positions [0, num_positions). Row p holds

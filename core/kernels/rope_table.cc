@@ -56,8 +56,8 @@ int64_t RopeRotaryDim(int64_t head_dim, double partial_rotary_factor) {
   ROTOR_CHECK(partial_rotary_factor > 0 && partial_rotary_factor <= 1,
               "RoPE: partial_rotary_factor must be in (0, 1], got ",
               partial_rotary_factor);
-  const auto rotary_dim = static_cast<int64_t>(static_cast<double>(head_dim) *
-                                               partial_rotary_factor);
+  const int64_t rotary_dim =
+      TruncatedRotaryDim(head_dim, partial_rotary_factor);
   ROTOR_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0,
               "RoPE: rotary dim int(head_dim ", head_dim,
               " * partial_rotary_factor ", partial_rotary_factor,

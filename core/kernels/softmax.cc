@@ -74,44 +74,47 @@ void LogSoftmaxBackwardRow(const float* HWY_RESTRICT y,
   });
 }
 
-void SoftmaxForward(const float* x, float* y, size_t rows, size_t cols) {
+// The two row loops: every row of x (and its successor, for the prefetch)
+// through a forward row function, every row of y, dy, dx through a backward
+// one. The row function is a template argument, so the calls are direct.
+template <void (*kForwardRow)(const float*, float*, size_t, const float*)>
+void ForwardRows(const float* x, float* y, size_t rows, size_t cols) {
   const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
     for (int64_t r = begin; r < end; ++r) {
-      SoftmaxRow(x + r * cols, y + r * cols, cols,
-                 NextRowOrSelf(x, r, rows, cols));
+      kForwardRow(x + r * cols, y + r * cols, cols,
+                  NextRowOrSelf(x, r, rows, cols));
     }
   };
   ParallelFor(rows, RowsPerTask(cols), body);
+}
+
+template <void (*kBackwardRow)(const float*, const float*, float*, size_t)>
+void BackwardRows(const float* y, const float* dy, float* dx, size_t rows,
+                  size_t cols) {
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      kBackwardRow(y + r * cols, dy + r * cols, dx + r * cols, cols);
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
+}
+
+void SoftmaxForward(const float* x, float* y, size_t rows, size_t cols) {
+  ForwardRows<SoftmaxRow>(x, y, rows, cols);
 }
 
 void SoftmaxBackward(const float* y, const float* dy, float* dx, size_t rows,
                      size_t cols) {
-  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
-    for (int64_t r = begin; r < end; ++r) {
-      SoftmaxBackwardRow(y + r * cols, dy + r * cols, dx + r * cols, cols);
-    }
-  };
-  ParallelFor(rows, RowsPerTask(cols), body);
+  BackwardRows<SoftmaxBackwardRow>(y, dy, dx, rows, cols);
 }
 
 void LogSoftmaxForward(const float* x, float* y, size_t rows, size_t cols) {
-  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
-    for (int64_t r = begin; r < end; ++r) {
-      LogSoftmaxRow(x + r * cols, y + r * cols, cols,
-                    NextRowOrSelf(x, r, rows, cols));
-    }
-  };
-  ParallelFor(rows, RowsPerTask(cols), body);
+  ForwardRows<LogSoftmaxRow>(x, y, rows, cols);
 }
 
 void LogSoftmaxBackward(const float* y, const float* dy, float* dx, size_t rows,
                         size_t cols) {
-  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
-    for (int64_t r = begin; r < end; ++r) {
-      LogSoftmaxBackwardRow(y + r * cols, dy + r * cols, dx + r * cols, cols);
-    }
-  };
-  ParallelFor(rows, RowsPerTask(cols), body);
+  BackwardRows<LogSoftmaxBackwardRow>(y, dy, dx, rows, cols);
 }
 
 const char* SoftmaxTarget() { return hwy::TargetName(HWY_TARGET); }

@@ -46,43 +46,41 @@ void Scale(float alpha, float* HWY_RESTRICT x, size_t n) {
   });
 }
 
-// a, b and out may be the same array, so no HWY_RESTRICT here.
-void Add(const float* a, const float* b, float* out, size_t n) {
+// out[k] = op(a[k], b[k]) for a Highway binary op (Add, Sub, Mul, Div) given
+// as a generic lambda; it inlines into the strip-mined loop, so each caller
+// below compiles to the same code as a hand-written loop. a, b and out may be
+// the same array, so no HWY_RESTRICT here.
+template <class VectorOp>
+void Elementwise(const float* a, const float* b, float* out, size_t n,
+                 const VectorOp& op) {
   ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
     ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
       const size_t k = begin + i;
-      hn::StoreU(hn::Add(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
+      hn::StoreU(op(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
     });
   });
+}
+
+void Add(const float* a, const float* b, float* out, size_t n) {
+  Elementwise(a, b, out, n,
+              [](auto x, auto y) HWY_ATTR { return hn::Add(x, y); });
 }
 
 void Sub(const float* a, const float* b, float* out, size_t n) {
-  ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
-    ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
-      const size_t k = begin + i;
-      hn::StoreU(hn::Sub(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
-    });
-  });
+  Elementwise(a, b, out, n,
+              [](auto x, auto y) HWY_ATTR { return hn::Sub(x, y); });
 }
 
 void Mul(const float* a, const float* b, float* out, size_t n) {
-  ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
-    ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
-      const size_t k = begin + i;
-      hn::StoreU(hn::Mul(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
-    });
-  });
+  Elementwise(a, b, out, n,
+              [](auto x, auto y) HWY_ATTR { return hn::Mul(x, y); });
 }
 
 // IEEE division on every target (Highway's Div is exact, not an
 // approximate reciprocal), so results equal the scalar reference.
 void Div(const float* a, const float* b, float* out, size_t n) {
-  ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
-    ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
-      const size_t k = begin + i;
-      hn::StoreU(hn::Div(hn::LoadU(d, a + k), hn::LoadU(d, b + k)), d, out + k);
-    });
-  });
+  Elementwise(a, b, out, n,
+              [](auto x, auto y) HWY_ATTR { return hn::Div(x, y); });
 }
 
 const char* VectorOpsTarget() { return hwy::TargetName(HWY_TARGET); }

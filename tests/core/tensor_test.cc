@@ -6,13 +6,10 @@
 #include <cstdint>
 
 #include "core/ops.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
-
-using test::ErrorMessage;
 
 TEST(Tensor, ShapeAndStrides) {
   const Tensor x = Tensor::Zeros({2, 3, 4});
@@ -73,21 +70,18 @@ TEST(Tensor, ToVectorOfPermutedView) {
 }
 
 TEST(Tensor, FromVectorSizeMismatch) {
-  EXPECT_CONTAINS(ErrorMessage([] {
-                    Tensor::FromVector({2, 3}, {1, 2, 3});
-                  }),
-                  "Tensor::FromVector: shape [2, 3] needs 6 values, got 3");
+  ROTOR_EXPECT_ERROR(Tensor::FromVector({2, 3}, {1, 2, 3}),
+                     "Tensor::FromVector: shape [2, 3] needs 6 values, got 3");
 }
 
 TEST(Tensor, AtBoundsError) {
   const Tensor x = Tensor::Zeros({2, 3});
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    x.at({1, 3});
-                  }),
-                  "Tensor::at: index 3 out of range for dimension 1 of shape "
-                  "[2, 3]");
-  EXPECT_CONTAINS(ErrorMessage([&] { x.at({1}); }),
-                  "Tensor::at: 1 indices for a tensor of shape [2, 3]");
+  ROTOR_EXPECT_ERROR(
+      x.at({1, 3}),
+      "Tensor::at: index 3 out of range for dimension 1 of shape "
+      "[2, 3]");
+  ROTOR_EXPECT_ERROR(x.at({1}),
+                     "Tensor::at: 1 indices for a tensor of shape [2, 3]");
 }
 
 }  // namespace

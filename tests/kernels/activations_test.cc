@@ -18,6 +18,7 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::RandomDoubles;
 using test::RandomVector;
 
 ROTOR_PER_TARGET_SUITE(ActivationsKernel);
@@ -103,14 +104,6 @@ ROTOR_PER_TARGET_TEST(ActivationsKernel, NaNPropagates) {
   kernels::SwiGluBackward(&x, &one, &one, &dx, &dup, 1);
   EXPECT_TRUE(std::isnan(dx));
   EXPECT_TRUE(std::isnan(dup));
-}
-
-std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
-                                  double hi) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double& value : v) value = dist(rng);
-  return v;
 }
 
 TEST(ActivationsReference, BackwardMatchesComplexStep) {

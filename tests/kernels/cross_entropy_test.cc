@@ -18,6 +18,7 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::RandomDoubles;
 using test::RandomVector;
 
 constexpr int32_t kIgnore = -100;
@@ -130,14 +131,6 @@ ROTOR_PER_TARGET_TEST(CrossEntropyKernel, ExtremeLogits) {
     }
     EXPECT_NEAR(sum, 0.0f, 1e-6) << "softmax - onehot sums to 0";
   }
-}
-
-std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
-                                  double hi) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double& value : v) value = dist(rng);
-  return v;
 }
 
 TEST(CrossEntropyReference, BackwardMatchesComplexStep) {

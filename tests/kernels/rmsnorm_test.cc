@@ -16,6 +16,7 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::RandomDoubles;
 using test::RandomVector;
 
 ROTOR_PER_TARGET_SUITE(RmsNormKernel);
@@ -101,14 +102,6 @@ ROTOR_PER_TARGET_TEST(RmsNormKernel, SpecialRows) {
   const float x = -3.0f;
   kernels::RmsNormForward(&x, w.data(), y.data(), &rstd, 1, 1, 0.0f);
   EXPECT_FLOAT_EQ(y[0], -2.0f);
-}
-
-std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
-                                  double hi) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double& value : v) value = dist(rng);
-  return v;
 }
 
 TEST(RmsNormReference, BackwardMatchesComplexStep) {

@@ -18,7 +18,6 @@
 #include "core/kernels/rope_scalar.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -515,24 +514,21 @@ TEST(RopeTable, RebuildsWhenFrequenciesChange) {
 
 // ---- Errors ----
 
-// `statement` must throw a rotor::Error whose message contains `fragment`.
-#define EXPECT_ROPE_ERROR(statement, fragment) \
-  EXPECT_CONTAINS(test::ErrorMessage([&] { statement; }), fragment)
-
 TEST(RopeKernelErrors, BadConfiguration) {
-  EXPECT_ROPE_ERROR(RopeTable::DefaultInvFreq(7, 10000.0), "got 7");
-  EXPECT_ROPE_ERROR(RopeTable::DefaultInvFreq(0, 10000.0), "even and positive");
-  EXPECT_ROPE_ERROR(RopeRotaryDim(64, 0.4), "= 25 must be even");
-  EXPECT_ROPE_ERROR(RopeRotaryDim(64, 0.0), "partial_rotary_factor");
-  EXPECT_ROPE_ERROR(RopeRotaryDim(64, 1.5), "partial_rotary_factor");
-  EXPECT_ROPE_ERROR(RopeTable::DefaultInvFreq(8, 0.0), "base (rope_theta)");
-  EXPECT_ROPE_ERROR(RopeTable::DefaultInvFreq(8, -10.0), "got -10");
-  EXPECT_ROPE_ERROR(RopeTable::DefaultInvFreq(8, NAN), "base (rope_theta)");
-  EXPECT_ROPE_ERROR(RopeTable({}, 1.0), "inv_freq is empty");
-  EXPECT_ROPE_ERROR(RopeTable({1.0, INFINITY}, 1.0), "inv_freq[1]");
-  EXPECT_ROPE_ERROR(RopeTable({1.0}, 0.0), "attention_factor");
+  ROTOR_EXPECT_ERROR(RopeTable::DefaultInvFreq(7, 10000.0), "got 7");
+  ROTOR_EXPECT_ERROR(RopeTable::DefaultInvFreq(0, 10000.0),
+                     "even and positive");
+  ROTOR_EXPECT_ERROR(RopeRotaryDim(64, 0.4), "= 25 must be even");
+  ROTOR_EXPECT_ERROR(RopeRotaryDim(64, 0.0), "partial_rotary_factor");
+  ROTOR_EXPECT_ERROR(RopeRotaryDim(64, 1.5), "partial_rotary_factor");
+  ROTOR_EXPECT_ERROR(RopeTable::DefaultInvFreq(8, 0.0), "base (rope_theta)");
+  ROTOR_EXPECT_ERROR(RopeTable::DefaultInvFreq(8, -10.0), "got -10");
+  ROTOR_EXPECT_ERROR(RopeTable::DefaultInvFreq(8, NAN), "base (rope_theta)");
+  ROTOR_EXPECT_ERROR(RopeTable({}, 1.0), "inv_freq is empty");
+  ROTOR_EXPECT_ERROR(RopeTable({1.0, INFINITY}, 1.0), "inv_freq[1]");
+  ROTOR_EXPECT_ERROR(RopeTable({1.0}, 0.0), "attention_factor");
   RopeTable table = RopeTable::Default(4, 100.0);
-  EXPECT_ROPE_ERROR(table.Rebuild({1.0}, -1.0), "attention_factor");
+  ROTOR_EXPECT_ERROR(table.Rebuild({1.0}, -1.0), "attention_factor");
 }
 
 TEST(RopeKernelErrors, BadCall) {
@@ -541,42 +537,44 @@ TEST(RopeKernelErrors, BadCall) {
   const RopeStrides s = ContiguousRopeStrides(1, 4, 16);
   const RopeOperand op{x.data(), s, x.data(), s, 1};
   const RopeShape shape{1, 4, 16, 8, RopeLayout::kSplitHalf};
-  EXPECT_ROPE_ERROR(RopeForward(table, shape, RopePositions{-1, {}}, op, {}),
-                    "offset must be >= 0, got -1");
-  EXPECT_ROPE_ERROR(
+  ROTOR_EXPECT_ERROR(RopeForward(table, shape, RopePositions{-1, {}}, op, {}),
+                     "offset must be >= 0, got -1");
+  ROTOR_EXPECT_ERROR(
       RopeForward(table, shape, RopePositions{0, {0, 1, -2, 3}}, op, {}),
       "position id 2 is -2");
-  EXPECT_ROPE_ERROR(RopeForward(table, shape, RopePositions{0, {0, 1}}, op, {}),
-                    "2 position ids for batch 1 and seq 4");
+  ROTOR_EXPECT_ERROR(
+      RopeForward(table, shape, RopePositions{0, {0, 1}}, op, {}),
+      "2 position ids for batch 1 and seq 4");
   // Rows built for another rotary dim ("head_dim not matching the table").
   RopeShape wide = shape;
   wide.rotary_dim = 16;
-  EXPECT_ROPE_ERROR(RopeForward(*table.Rows(4), wide, RopePositions{}, op, {}),
-                    "table was built for rotary dim 8 but the call rotates 16");
+  ROTOR_EXPECT_ERROR(
+      RopeForward(*table.Rows(4), wide, RopePositions{}, op, {}),
+      "table was built for rotary dim 8 but the call rotates 16");
   RopeShape odd = shape;
   odd.rotary_dim = 7;
-  EXPECT_ROPE_ERROR(RopeForward(table, odd, RopePositions{}, op, {}), "got 7");
+  ROTOR_EXPECT_ERROR(RopeForward(table, odd, RopePositions{}, op, {}), "got 7");
   RopeShape narrow = shape;
   narrow.head_dim = 6;
-  EXPECT_ROPE_ERROR(RopeForward(table, narrow, RopePositions{}, op, {}),
-                    "rotary dim 8 exceeds head_dim 6");
-  EXPECT_ROPE_ERROR(
+  ROTOR_EXPECT_ERROR(RopeForward(table, narrow, RopePositions{}, op, {}),
+                     "rotary dim 8 exceeds head_dim 6");
+  ROTOR_EXPECT_ERROR(
       RopeForward(table, shape, RopePositions{2, {0, 1, 2, 3}}, op, {}),
       "give either position ids or an offset, not both (offset 2)");
   RopeShape negative = shape;
   negative.seq = -1;
-  EXPECT_ROPE_ERROR(
+  ROTOR_EXPECT_ERROR(
       RopeForward(*table.Rows(4), negative, RopePositions{}, op, {}),
       "negative batch 1 or seq -1");
-  EXPECT_ROPE_ERROR(RopeForward(table, shape, RopePositions{}, op,
-                                {x.data(), s, x.data(), s, -1}),
-                    "RoPE: k has -1 heads");
-  EXPECT_ROPE_ERROR(RopeBackward(table, shape, RopePositions{},
-                                 {nullptr, s, x.data(), s, 1}, {}, false),
-                    "RoPE: dq has 1 heads but a null pointer");
+  ROTOR_EXPECT_ERROR(RopeForward(table, shape, RopePositions{}, op,
+                                 {x.data(), s, x.data(), s, -1}),
+                     "RoPE: k has -1 heads");
+  ROTOR_EXPECT_ERROR(RopeBackward(table, shape, RopePositions{},
+                                  {nullptr, s, x.data(), s, 1}, {}, false),
+                     "RoPE: dq has 1 heads but a null pointer");
   // A snapshot that is too short is an error, not a read past its end.
   const auto rows = RopeTable::Default(8, 10000.0).Rows(3);
-  EXPECT_ROPE_ERROR(
+  ROTOR_EXPECT_ERROR(
       RopeForward(*rows, shape, RopePositions{rows->num_positions(), {}}, op,
                   {}),
       "past the end of the table");

@@ -18,6 +18,7 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::RandomDoubles;
 using test::RandomVector;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -165,14 +166,6 @@ std::vector<double> ComplexStepOfWeightedSum(Forward forward,
         return loss;
       },
       x);
-}
-
-std::vector<double> RandomDoubles(size_t n, std::mt19937& rng, double lo,
-                                  double hi) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double& value : v) value = dist(rng);
-  return v;
 }
 
 TEST(SoftmaxReference, BackwardMatchesComplexStep) {

@@ -18,6 +18,17 @@ using test::KernelTestMisalignments;
 using test::KernelTestSizes;
 using test::RandomVector;
 
+// The elementwise binary kernels with their scalar references.
+struct BinaryOp {
+  const char* name;
+  void (*op)(const float*, const float*, float*, size_t);
+  void (*ref)(const float*, const float*, float*, size_t);
+};
+const BinaryOp kBinaryOps[] = {{"Add", kernels::Add, kernels::AddRef<float>},
+                               {"Sub", kernels::Sub, kernels::SubRef<float>},
+                               {"Mul", kernels::Mul, kernels::MulRef<float>},
+                               {"Div", kernels::Div, kernels::DivRef<float>}};
+
 ROTOR_PER_TARGET_SUITE(VectorOpsKernel);
 
 ROTOR_PER_TARGET_TEST(VectorOpsKernel, MatchesReference) {
@@ -39,21 +50,11 @@ ROTOR_PER_TARGET_TEST(VectorOpsKernel, MatchesReference) {
       float* po = out.data() + misalign;
       float* pe = expected.data() + misalign;
 
-      kernels::Add(pa, pb, po, n);
-      kernels::AddRef(pa, pb, pe, n);
-      ExpectNear(po, pe, n, 0, 0, "Add " + where);
-
-      kernels::Sub(pa, pb, po, n);
-      kernels::SubRef(pa, pb, pe, n);
-      ExpectNear(po, pe, n, 0, 0, "Sub " + where);
-
-      kernels::Mul(pa, pb, po, n);
-      kernels::MulRef(pa, pb, pe, n);
-      ExpectNear(po, pe, n, 0, 0, "Mul " + where);
-
-      kernels::Div(pa, pb, po, n);
-      kernels::DivRef(pa, pb, pe, n);
-      ExpectNear(po, pe, n, 0, 0, "Div " + where);
+      for (const BinaryOp& binary : kBinaryOps) {
+        binary.op(pa, pb, po, n);
+        binary.ref(pa, pb, pe, n);
+        ExpectNear(po, pe, n, 0, 0, std::string(binary.name) + " " + where);
+      }
 
       std::copy(pb, pb + n, po);
       std::copy(pb, pb + n, pe);
@@ -80,15 +81,7 @@ ROTOR_PER_TARGET_TEST(VectorOpsKernel, InPlace) {
     const std::vector<float> a0 = RandomVector(n, rng);
     const std::vector<float> b = RandomVector(n, rng, 0.5f, 2.0f);
     std::vector<float> expected(n);
-    using BinaryOp = void (*)(const float*, const float*, float*, size_t);
-    const struct {
-      const char* name;
-      BinaryOp op, ref;
-    } binary_ops[] = {{"Add", kernels::Add, kernels::AddRef<float>},
-                      {"Sub", kernels::Sub, kernels::SubRef<float>},
-                      {"Mul", kernels::Mul, kernels::MulRef<float>},
-                      {"Div", kernels::Div, kernels::DivRef<float>}};
-    for (const auto& binary : binary_ops) {
+    for (const BinaryOp& binary : kBinaryOps) {
       std::vector<float> a = a0;  // out = a (first operand)
       binary.ref(a0.data(), b.data(), expected.data(), n);
       binary.op(a.data(), b.data(), a.data(), n);

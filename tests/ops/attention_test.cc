@@ -130,44 +130,25 @@ TEST(AttentionOp, LongSequencePeakMemoryIsLinear) {
   EXPECT_GT(peak, size_t{kHq * kT * kD * sizeof(float)});
 }
 
-// Expects rotor::Error whose message contains every string in `parts`.
-void ExpectError(const std::function<void()>& fn,
-                 const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no rotor::Error thrown";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message \"" << message << "\" lacks \"" << part << "\"";
-    }
-  }
-}
-
 TEST(AttentionOp, ShapeErrorsNameTheShapes) {
   const Tensor q = Tensor::Zeros({1, 3, 4, 8});
   const Tensor k = Tensor::Zeros({1, 2, 4, 8});
-  ExpectError([&] { CausalAttention(q, k, k); },
-              {"CausalAttention", "multiple of kv_heads", "[1, 3, 4, 8]",
-               "[1, 2, 4, 8]"});
+  ROTOR_EXPECT_ERROR(CausalAttention(q, k, k), "CausalAttention",
+                     "multiple of kv_heads", "[1, 3, 4, 8]", "[1, 2, 4, 8]");
   const Tensor q4 = Tensor::Zeros({1, 4, 4, 8});
   const Tensor k6 = Tensor::Zeros({1, 2, 4, 6});
-  ExpectError([&] { CausalAttention(q4, k6, k6, 1.0f, 0); },
-              {"head_dim", "[1, 4, 4, 8]", "[1, 2, 4, 6]"});
+  ROTOR_EXPECT_ERROR(CausalAttention(q4, k6, k6, 1.0f, 0), "head_dim",
+                     "[1, 4, 4, 8]", "[1, 2, 4, 6]");
   const Tensor v5 = Tensor::Zeros({1, 2, 5, 8});
-  ExpectError([&] { CausalAttention(q4, k, v5, 1.0f, 0); },
-              {"same shape", "[1, 2, 4, 8]", "[1, 2, 5, 8]"});
-  ExpectError(
-      [&] {
-        FullAttention(Tensor::Zeros({4, 4, 8}), k, k, 1.0f);
-      },
-      {"FullAttention", "[4, 4, 8]"});
-  ExpectError([&] { CausalAttention(q4, k, k, 1.0f, 1); },
-              {"q_offset 1", "kv_len 4"});
+  ROTOR_EXPECT_ERROR(CausalAttention(q4, k, v5, 1.0f, 0), "same shape",
+                     "[1, 2, 4, 8]", "[1, 2, 5, 8]");
+  ROTOR_EXPECT_ERROR(FullAttention(Tensor::Zeros({4, 4, 8}), k, k, 1.0f),
+                     "FullAttention", "[4, 4, 8]");
+  ROTOR_EXPECT_ERROR(CausalAttention(q4, k, k, 1.0f, 1), "q_offset 1",
+                     "kv_len 4");
   const Tensor k2 = Tensor::Zeros({2, 2, 4, 8});
-  ExpectError([&] { CausalAttention(q4, k2, k2, 1.0f, 0); },
-              {"batch", "[1, 4, 4, 8]", "[2, 2, 4, 8]"});
+  ROTOR_EXPECT_ERROR(CausalAttention(q4, k2, k2, 1.0f, 0), "batch",
+                     "[1, 4, 4, 8]", "[2, 2, 4, 8]");
 }
 
 }  // namespace

@@ -4,13 +4,11 @@
 
 #include "core/ops.h"
 #include "core/parallel.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
-using test::ErrorMessage;
 using test::GradCheck;
 using test::RandomTensor;
 using Inputs = std::vector<Tensor>;
@@ -53,10 +51,9 @@ TEST(DropoutGrad, IsMaskOverOneMinusP) {
 
 TEST(Dropout, BadProbabilityThrows) {
   const Tensor x = Tensor::Ones({2});
-  EXPECT_CONTAINS(ErrorMessage([&] { Dropout(x, 1.0f, 0); }),
-                  "Dropout: probability p = 1 must be in [0, 1)");
-  EXPECT_CONTAINS(ErrorMessage([&] { Dropout(x, -0.1f, 0); }),
-                  "Dropout: probability p = -0.1");
+  ROTOR_EXPECT_ERROR(Dropout(x, 1.0f, 0),
+                     "Dropout: probability p = 1 must be in [0, 1)");
+  ROTOR_EXPECT_ERROR(Dropout(x, -0.1f, 0), "Dropout: probability p = -0.1");
 }
 
 }  // namespace

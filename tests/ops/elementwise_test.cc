@@ -5,13 +5,11 @@
 #include <random>
 
 #include "core/ops.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
-using test::ErrorMessage;
 using test::GradCheck;
 using test::RandomTensor;
 
@@ -25,16 +23,11 @@ TEST(BroadcastShapes, AlignsFromTheRight) {
 }
 
 TEST(BroadcastShapes, ErrorNamesOpAndBothShapes) {
-  const std::string message = ErrorMessage([] {
-    BroadcastShapes({2, 3}, {4}, "Mul");
-  });
-  EXPECT_CONTAINS(message, "Mul");
-  EXPECT_CONTAINS(message, "[2, 3]");
-  EXPECT_CONTAINS(message, "[4]");
+  ROTOR_EXPECT_ERROR(BroadcastShapes({2, 3}, {4}, "Mul"), "Mul", "[2, 3]",
+                     "[4]");
   const Tensor a = Tensor::Zeros({2, 3});
   const Tensor b = Tensor::Zeros({2, 2});
-  const std::string add_message = ErrorMessage([&] { Add(a, b); });
-  EXPECT_CONTAINS(add_message, "Add: shapes [2, 3] and [2, 2]");
+  ROTOR_EXPECT_ERROR(Add(a, b), "Add: shapes [2, 3] and [2, 2]");
 }
 
 // Each binary op against a scalar loop over the broadcast index, for a
@@ -177,8 +170,8 @@ TEST(SumToShape, ReversesBroadcasting) {
   EXPECT_EQ(SumToShape(x, {2, 1}).ToVector(), (std::vector<float>{6, 15}));
   EXPECT_EQ(SumToShape(x, {}).ToVector(), (std::vector<float>{21}));
   EXPECT_EQ(SumToShape(x, {1, 3}).shape(), (Shape{1, 3}));
-  EXPECT_CONTAINS(ErrorMessage([&] { SumToShape(x, {2}); }),
-                  "SumToShape: shape [2, 3] is not a broadcast of [2]");
+  ROTOR_EXPECT_ERROR(SumToShape(x, {2}),
+                     "SumToShape: shape [2, 3] is not a broadcast of [2]");
 }
 
 }  // namespace

@@ -2,13 +2,11 @@
 #include <random>
 
 #include "core/ops.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
-using test::ErrorMessage;
 using test::GradCheck;
 using test::RandomTensor;
 using Inputs = std::vector<Tensor>;
@@ -38,17 +36,12 @@ TEST(Embedding, RepeatedIdsAddGradients) {
 
 TEST(Embedding, BadIdsThrow) {
   const Tensor table = Tensor::Zeros({5, 2});
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Embedding(table, {1, 5}, {2});
-                  }),
-                  "Embedding: id 5 at position 1 is out of range for vocab "
-                  "size 5");
-  EXPECT_CONTAINS(ErrorMessage([&] { Embedding(table, {-1}, {1}); }),
-                  "Embedding: id -1");
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Embedding(table, {1, 2}, {3});
-                  }),
-                  "Embedding: ids shape [3] needs 3 ids, got 2");
+  ROTOR_EXPECT_ERROR(Embedding(table, {1, 5}, {2}),
+                     "Embedding: id 5 at position 1 is out of range for vocab "
+                     "size 5");
+  ROTOR_EXPECT_ERROR(Embedding(table, {-1}, {1}), "Embedding: id -1");
+  ROTOR_EXPECT_ERROR(Embedding(table, {1, 2}, {3}),
+                     "Embedding: ids shape [3] needs 3 ids, got 2");
 }
 
 }  // namespace

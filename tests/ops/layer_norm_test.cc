@@ -4,13 +4,11 @@
 #include <random>
 
 #include "core/ops.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
-using test::ErrorMessage;
 using test::GradCheck;
 using test::RandomTensor;
 using Inputs = std::vector<Tensor>;
@@ -52,11 +50,9 @@ TEST(LayerNormGrad, AllInputs) {
 
 TEST(LayerNorm, ShapeErrors) {
   const Tensor x = Tensor::Zeros({2, 4});
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    LayerNorm(x, Tensor::Ones({3}), Tensor::Zeros({4}));
-                  }),
-                  "LayerNorm: input shape [2, 4] needs weight and bias of "
-                  "shape [4], got [3] and [4]");
+  ROTOR_EXPECT_ERROR(LayerNorm(x, Tensor::Ones({3}), Tensor::Zeros({4})),
+                     "LayerNorm: input shape [2, 4] needs weight and bias of "
+                     "shape [4], got [3] and [4]");
 }
 
 }  // namespace

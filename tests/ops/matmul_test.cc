@@ -5,13 +5,11 @@
 
 #include "core/ops.h"
 #include "core/parallel.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
-using test::ErrorMessage;
 using test::GradCheck;
 using test::RandomTensor;
 using Inputs = std::vector<Tensor>;
@@ -106,14 +104,12 @@ TEST(MatMul, BroadcastBatches) {
 TEST(MatMul, ShapeErrors) {
   const Tensor a = Tensor::Zeros({2, 3});
   const Tensor b = Tensor::Zeros({4, 5});
-  EXPECT_CONTAINS(ErrorMessage([&] { MatMul(a, b); }),
-                  "MatMul: shapes [2, 3] and [4, 5] do not multiply");
-  EXPECT_CONTAINS(ErrorMessage([&] { MatMul(Tensor::Zeros({3}), b); }),
-                  "MatMul: shapes [3] and [4, 5]");
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    MatMul(Tensor::Zeros({2, 2, 3}), Tensor::Zeros({3, 3, 1}));
-                  }),
-                  "MatMul: shapes [2] and [3] cannot be broadcast");
+  ROTOR_EXPECT_ERROR(MatMul(a, b),
+                     "MatMul: shapes [2, 3] and [4, 5] do not multiply");
+  ROTOR_EXPECT_ERROR(MatMul(Tensor::Zeros({3}), b),
+                     "MatMul: shapes [3] and [4, 5]");
+  ROTOR_EXPECT_ERROR(MatMul(Tensor::Zeros({2, 2, 3}), Tensor::Zeros({3, 3, 1})),
+                     "MatMul: shapes [2] and [3] cannot be broadcast");
 }
 
 TEST(MatMulGrad, TwoD) {
@@ -172,14 +168,11 @@ TEST(Linear, MatchesMatMulPlusBias) {
 
 TEST(Linear, ShapeErrors) {
   const Tensor x = Tensor::Zeros({2, 4});
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Linear(x, Tensor::Zeros({5, 3}));
-                  }),
-                  "Linear: input shape [2, 4] and weight shape [5, 3]");
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Linear(x, Tensor::Zeros({5, 4}), Tensor::Zeros({4}));
-                  }),
-                  "Linear: bias shape [4] does not match weight shape [5, 4]");
+  ROTOR_EXPECT_ERROR(Linear(x, Tensor::Zeros({5, 3})),
+                     "Linear: input shape [2, 4] and weight shape [5, 3]");
+  ROTOR_EXPECT_ERROR(
+      Linear(x, Tensor::Zeros({5, 4}), Tensor::Zeros({4})),
+      "Linear: bias shape [4] does not match weight shape [5, 4]");
 }
 
 TEST(LinearGrad, WithAndWithoutBias) {

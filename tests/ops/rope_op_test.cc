@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/rope.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -109,29 +108,25 @@ TEST(RopeOp, BackwardUsesTheForwardTable) {
   EXPECT_EQ(x.grad().ToVector(), expected);
 }
 
-// `statement` must throw a rotor::Error whose message contains `fragment`.
-#define EXPECT_ROPE_ERROR(statement, fragment) \
-  EXPECT_CONTAINS(test::ErrorMessage([&] { statement; }), fragment)
-
 TEST(RopeOp, Errors) {
   RopeTable table = RopeTable::Default(8, 10000.0);
   const Tensor q = Tensor::Zeros({1, 2, 3, 8});
   const RopePositions start{};
   const RopeLayout split = RopeLayout::kSplitHalf;
-  EXPECT_ROPE_ERROR(Rope(q, Tensor::Zeros({1, 2, 3, 6}), table, start, split),
-                    "q head_dim 8 and k head_dim 6 differ");
-  EXPECT_ROPE_ERROR(Rope(q, Tensor::Zeros({1, 2, 4, 8}), table, start, split),
-                    "differ in batch or seq");
-  EXPECT_ROPE_ERROR(Rope(Tensor::Zeros({2, 3, 8}), table, start, split),
-                    "must be [batch, heads, seq, head_dim], got [2, 3, 8]");
+  ROTOR_EXPECT_ERROR(Rope(q, Tensor::Zeros({1, 2, 3, 6}), table, start, split),
+                     "q head_dim 8 and k head_dim 6 differ");
+  ROTOR_EXPECT_ERROR(Rope(q, Tensor::Zeros({1, 2, 4, 8}), table, start, split),
+                     "differ in batch or seq");
+  ROTOR_EXPECT_ERROR(Rope(Tensor::Zeros({2, 3, 8}), table, start, split),
+                     "must be [batch, heads, seq, head_dim], got [2, 3, 8]");
   // The table rotates 8 channels; head_dim 16 needs 16.
-  EXPECT_ROPE_ERROR(Rope(Tensor::Zeros({1, 1, 2, 16}), table, start, split),
-                    "table rotates 8 channels but head_dim 16");
-  EXPECT_ROPE_ERROR(
+  ROTOR_EXPECT_ERROR(Rope(Tensor::Zeros({1, 1, 2, 16}), table, start, split),
+                     "table rotates 8 channels but head_dim 16");
+  ROTOR_EXPECT_ERROR(
       Rope(Tensor::Zeros({1, 1, 2, 10}), table, start, split, 0.3),
       "= 3 must be even");
-  EXPECT_ROPE_ERROR(Rope(q, table, RopePositions{-4, {}}, split),
-                    "offset must be >= 0, got -4");
+  ROTOR_EXPECT_ERROR(Rope(q, table, RopePositions{-4, {}}, split),
+                     "offset must be >= 0, got -4");
 }
 
 }  // namespace

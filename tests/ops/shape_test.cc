@@ -3,13 +3,11 @@
 #include <random>
 
 #include "core/ops.h"
-#include "tests/ops/ops_test_util.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
-using test::ErrorMessage;
 using test::GradCheck;
 using test::RandomTensor;
 using Inputs = std::vector<Tensor>;
@@ -68,31 +66,19 @@ TEST(Shape, Concat) {
 
 TEST(Shape, Errors) {
   const Tensor x = Tensor::Zeros({2, 3});
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Reshape(x, {4, 2});
-                  }),
-                  "Reshape: cannot view [2, 3] (6 elements) as [4, 2]");
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Reshape(x, {-1, -1});
-                  }),
-                  "more than one -1");
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Reshape(x, {4, -1});
-                  }),
-                  "Reshape: cannot view [2, 3] as [4, -1]");
-  EXPECT_CONTAINS(ErrorMessage([&] {
-                    Permute(x, {0, 0});
-                  }),
-                  "Permute: dimension 0 appears twice");
-  EXPECT_CONTAINS(ErrorMessage([&] { Narrow(x, 1, 2, 2); }),
-                  "Narrow: range [2, 4) is out of bounds for dimension 1 of "
-                  "shape [2, 3]");
-  EXPECT_CONTAINS(ErrorMessage([&] { Squeeze(x, 0); }),
-                  "Squeeze: dimension 0 of shape [2, 3] has extent 2");
-  EXPECT_CONTAINS(
-      ErrorMessage([&] {
-        Concat({x, Tensor::Zeros({3, 3})}, 1);
-      }),
+  ROTOR_EXPECT_ERROR(Reshape(x, {4, 2}),
+                     "Reshape: cannot view [2, 3] (6 elements) as [4, 2]");
+  ROTOR_EXPECT_ERROR(Reshape(x, {-1, -1}), "more than one -1");
+  ROTOR_EXPECT_ERROR(Reshape(x, {4, -1}),
+                     "Reshape: cannot view [2, 3] as [4, -1]");
+  ROTOR_EXPECT_ERROR(Permute(x, {0, 0}), "Permute: dimension 0 appears twice");
+  ROTOR_EXPECT_ERROR(Narrow(x, 1, 2, 2),
+                     "Narrow: range [2, 4) is out of bounds for dimension 1 of "
+                     "shape [2, 3]");
+  ROTOR_EXPECT_ERROR(Squeeze(x, 0),
+                     "Squeeze: dimension 0 of shape [2, 3] has extent 2");
+  ROTOR_EXPECT_ERROR(
+      Concat({x, Tensor::Zeros({3, 3})}, 1),
       "Concat: shapes [2, 3] and [3, 3] differ outside dimension 1");
 }
 

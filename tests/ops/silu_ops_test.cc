@@ -57,15 +57,8 @@ TEST(SiluOp, NonContiguousInputs) {
 }
 
 TEST(SiluOp, SwiGluShapeError) {
-  try {
-    SwiGlu(Tensor::Zeros({2, 3}), Tensor::Zeros({3, 2}));
-    FAIL() << "expected rotor::Error";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const char* piece : {"SwiGlu", "[2, 3]", "[3, 2]"}) {
-      EXPECT_NE(message.find(piece), std::string::npos) << message;
-    }
-  }
+  ROTOR_EXPECT_ERROR(SwiGlu(Tensor::Zeros({2, 3}), Tensor::Zeros({3, 2})),
+                     "SwiGlu", "[2, 3]", "[3, 2]");
 }
 
 }  // namespace

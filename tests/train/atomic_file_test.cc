@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 
 namespace rotor {

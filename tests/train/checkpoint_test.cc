@@ -13,6 +13,7 @@
 
 #include "core/random.h"
 #include "nn/transformer.h"
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "train/atomic_file.h"
 #include "train/model_config.h"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/autograd.h"
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "train/model_config.h"
 

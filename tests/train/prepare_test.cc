@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "train/atomic_file.h"
 #include "train/json.h"

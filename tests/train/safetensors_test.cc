@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "train/atomic_file.h"
 

@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-
 namespace rotor {
 namespace test {
 
@@ -61,21 +59,6 @@ class TempDir {
  private:
   std::string path_;
 };
-
-// Runs `statement`, expecting a rotor::Error whose message contains every
-// string in `parts`.
-#define ROTOR_EXPECT_ERROR(statement, ...)                                  \
-  do {                                                                      \
-    try {                                                                   \
-      statement;                                                            \
-      ADD_FAILURE() << "expected rotor::Error from " #statement;            \
-    } catch (const ::rotor::Error& error) {                                 \
-      const std::string message = error.what();                             \
-      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) \
-        EXPECT_NE(message.find(part), std::string::npos)                    \
-            << "message \"" << message << "\" lacks \"" << part << "\"";    \
-    }                                                                       \
-  } while (0)
 
 }  // namespace test
 }  // namespace rotor

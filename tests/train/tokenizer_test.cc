@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 
 namespace rotor {

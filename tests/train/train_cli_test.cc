@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "tests/train/train_test_util.h"
 #include "train/atomic_file.h"
@@ -29,17 +30,8 @@ struct Result {
 
 std::string Quote(const std::string& text) { return "'" + text + "'"; }
 
-class RotorCli : public ::testing::Test {
+class RotorCli : public test::PreparedDataTest {
  protected:
-  static void SetUpTestSuite() {
-    data_dir_ = new test::TempDir();
-    data_ = test::PrepareTextData(*data_dir_);
-  }
-  static void TearDownTestSuite() {
-    delete data_dir_;
-    data_dir_ = nullptr;
-  }
-
   // Runs `build/rotor ARGS` (ARGS already shell-quoted).
   Result Run(const std::string& args) const {
     const std::string command =
@@ -71,17 +63,7 @@ class RotorCli : public ::testing::Test {
     }
     return files;
   }
-
-  static test::TempDir* data_dir_;
-  static std::string data_;
-  test::TempDir dir_;
 };
-test::TempDir* RotorCli::data_dir_ = nullptr;
-std::string RotorCli::data_;
-
-#define EXPECT_CONTAINS(text, part)               \
-  EXPECT_NE((text).find(part), std::string::npos) \
-      << "\"" << (text) << "\" lacks \"" << (part) << "\""
 
 TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
   Result r = Train("run", "--samples 1");

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "tests/train/train_test_util.h"
 

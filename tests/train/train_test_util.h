@@ -4,6 +4,8 @@
 #ifndef ROTOR_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
 #define ROTOR_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -64,6 +66,24 @@ inline TrainConfig TinyConfig(const std::string& data,
                    {"data.path=" + data, "output_dir=" + output_dir});
   return LoadTrainConfig(TinyConfigPath(), overrides);
 }
+
+// A fixture whose tests share one PrepareTextData set (data_, made once per
+// suite: preparing it is the slow part) and each get a fresh folder (dir_).
+class PreparedDataTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_dir_ = new TempDir();
+    data_ = PrepareTextData(*data_dir_);
+  }
+  static void TearDownTestSuite() {
+    delete data_dir_;
+    data_dir_ = nullptr;
+  }
+
+  static inline TempDir* data_dir_ = nullptr;
+  static inline std::string data_;
+  TempDir dir_;
+};
 
 }  // namespace test
 }  // namespace rotor

@@ -60,28 +60,15 @@ std::vector<std::vector<float>> Weights(nn::Transformer& model) {
   return out;
 }
 
-class TrainerTest : public ::testing::Test {
+class TrainerTest : public test::PreparedDataTest {
  protected:
-  static void SetUpTestSuite() {
-    data_dir_ = new test::TempDir();
-    data_ = test::PrepareTextData(*data_dir_);
-  }
-  static void TearDownTestSuite() {
-    delete data_dir_;
-    data_dir_ = nullptr;
-  }
   TrainConfig Config(const std::string& output,
                      const std::vector<std::string>& overrides = {}) const {
     return test::TinyConfig(data_, dir_.Path(output), overrides);
   }
 
-  static test::TempDir* data_dir_;
-  static std::string data_;
-  test::TempDir dir_;
   std::ostringstream log_;
 };
-test::TempDir* TrainerTest::data_dir_ = nullptr;
-std::string TrainerTest::data_;
 
 TEST_F(TrainerTest, LossFallsOnText) {
   Trainer trainer(Config("run", {"train.max_steps=30"}), log_);
