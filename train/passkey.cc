@@ -112,6 +112,20 @@ void MixPasskeyExamples(Batch& batch, double fraction, uint64_t seed,
   }
 }
 
+bool PasskeyRetrieved(const float* logits, int64_t vocab,
+                      const PasskeyExample& example) {
+  const int64_t digits = static_cast<int64_t>(example.key.size());
+  for (int64_t i = 0; i < digits; ++i) {
+    // The digit at token answer_start + i is predicted by input position
+    // answer_start + i - 1.
+    const float* row = logits + (example.answer_start + i - 1) * vocab;
+    const TokenId predicted =
+        static_cast<TokenId>(std::max_element(row, row + vocab) - row);
+    if (predicted != example.tokens[example.answer_start + i]) return false;
+  }
+  return true;
+}
+
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                                          const PasskeyEvalOptions& options) {
   ROTOR_CHECK(options.trials >= 1, "passkey eval: trials must be >= 1, got ",
@@ -137,18 +151,10 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
       const Tensor logits = model.Logits(inputs, options.trials, length);
       PasskeyCell cell{length, options.depths[d], 0, options.trials};
       for (int64_t trial = 0; trial < options.trials; ++trial) {
-        const PasskeyExample& example = examples[trial];
-        bool all_digits = true;
-        for (int i = 0; i < options.num_digits && all_digits; ++i) {
-          // The digit at token index answer_start + i is predicted from the
-          // logits at input position answer_start + i - 1.
-          const int64_t row = trial * length + example.answer_start + i - 1;
-          const float* row_logits = logits.data() + row * vocab;
-          const TokenId predicted = static_cast<TokenId>(
-              std::max_element(row_logits, row_logits + vocab) - row_logits);
-          all_digits = predicted == example.tokens[example.answer_start + i];
-        }
-        cell.correct += all_digits ? 1 : 0;
+        cell.correct += PasskeyRetrieved(logits.data() + trial * length * vocab,
+                                         vocab, examples[trial])
+                            ? 1
+                            : 0;
       }
       cells.push_back(cell);
     }

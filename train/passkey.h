@@ -79,6 +79,12 @@ void MixPasskeyExamples(Batch& batch, double fraction, uint64_t seed,
                         uint64_t batch_index,
                         int num_digits = kPasskeyDefaultDigits);
 
+// Whether the logits of one example's inputs ([rows >= answer_start +
+// num_digits - 1, vocab], row t predicting token t + 1) retrieve its key: the
+// argmax at each answer position is the key's digit there.
+bool PasskeyRetrieved(const float* logits, int64_t vocab,
+                      const PasskeyExample& example);
+
 // Accuracy over a grid of context lengths x depths.
 struct PasskeyEvalOptions {
   std::vector<int64_t> lengths;  // input tokens per example (L)
