@@ -34,7 +34,9 @@ constexpr char kEvalHelp[] =
     "evaluates the same validation documents at each length and prints a\n"
     "table and draws a plot; key=value pairs override the checkpoint's\n"
     "config (RoPE settings only), which measures zero-shot extension.\n"
-    "--passkey adds passkey retrieval over --passkey-lengths x --depths.\n"
+    "--rope-from FILE takes the RoPE settings of another config instead\n"
+    "(e.g. configs/extend/dynamic-4x.yaml). --passkey adds passkey\n"
+    "retrieval over --passkey-lengths x --depths.\n"
     "\n"
     "Options:\n"
     "  --checkpoint DIR  a checkpoint folder, or a run's output_dir (its\n"
@@ -55,6 +57,8 @@ constexpr char kEvalHelp[] =
     "  --depths LIST     key depths in [0, 1] (default 0,0.25,0.5,0.75,1)\n"
     "  --trials N        examples per length and depth (default 10)\n"
     "  --passkey-plot FILE  heat map (default passkey.png)\n"
+    "  --rope-from FILE  use the max_position_embeddings, rope_theta and\n"
+    "                    rope_scaling of FILE's model: section\n"
     "  --threads N       0 = all cores (default)\n";
 
 std::vector<double> ParseDepths(const std::string& text) {
@@ -108,7 +112,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       args,
       {"--checkpoint", "--data", "--seq-len", "--batch-size", "--max-batches",
        "--threads", "--lengths", "--method", "--stride", "--documents",
-       "--plot", "--passkey-lengths", "--depths", "--trials", "--passkey-plot"},
+       "--plot", "--passkey-lengths", "--depths", "--trials", "--passkey-plot",
+       "--rope-from"},
       {"--help", "--passkey"});
   if (flags.Has("--help")) {
     std::cout << kEvalHelp;
@@ -129,7 +134,13 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   const int64_t max_batches = flags.Int("--max-batches", 0, 0);
   SetNumThreads(static_cast<int>(threads));
   TrainConfig config;
-  auto model = LoadCheckpointModel(dir, flags.positional(), &config);
+  std::vector<std::string> overrides;
+  if (flags.Has("--rope-from")) {
+    overrides = RopeOverridesFromConfig(flags.String("--rope-from"));
+  }
+  overrides.insert(overrides.end(), flags.positional().begin(),
+                   flags.positional().end());
+  auto model = LoadCheckpointModel(dir, overrides, &config);
   const std::string data_dir =
       ResolveDataDir(flags.String("--data", config.data.path));
   const int64_t seq_len =

@@ -1,5 +1,7 @@
 #include "train/finetune.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <sstream>
 
@@ -12,12 +14,13 @@ namespace rotor {
 namespace fs = std::filesystem;
 
 std::string ResolveCheckpointPath(const std::string& path) {
+  ROTOR_CHECK(fs::is_directory(path), "checkpoint folder ", path,
+              " does not exist");
   if (fs::exists(fs::path(path) / "model.safetensors")) return path;
   const std::vector<std::string> checkpoints = ListCheckpoints(path);
-  ROTOR_CHECK(!checkpoints.empty(), "init_from '", path,
-              "' is neither a checkpoint folder (with model.safetensors) nor "
-              "a run's output_dir with checkpoints/step_* folders; train the "
-              "base model first");
+  ROTOR_CHECK(!checkpoints.empty(), path,
+              " is neither a checkpoint folder (with model.safetensors) nor "
+              "a run's output_dir with checkpoints/step_* folders");
   return checkpoints.back();
 }
 
@@ -55,7 +58,13 @@ void CheckSameArchitecture(const nn::TransformerConfig& source,
 
 std::string InitializeFromCheckpoint(const std::string& path,
                                      nn::Transformer& model) {
-  const std::string dir = ResolveCheckpointPath(path);
+  std::string dir;
+  try {
+    dir = ResolveCheckpointPath(path);
+  } catch (const Error& e) {
+    throw Error(
+        StrCat("train.init_from: ", e.what(), " (train the base model first)"));
+  }
   const TrainConfig source =
       ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
   CheckSameArchitecture(nn::ResolveTransformerConfig(source.model),
@@ -81,6 +90,32 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
   LoadModelWeights(dir, *model);
   if (config != nullptr) *config = parsed;
   return model;
+}
+
+std::vector<std::string> RopeOverridesFromConfig(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw Error(StrCat(path, ": cannot read the RoPE settings: ", e.msg));
+  }
+  const YAML::Node model = root.IsMap() ? root["model"] : YAML::Node();
+  ROTOR_CHECK(model && model.IsMap(), path, ": has no model: section");
+  std::vector<std::string> overrides;
+  for (const char* key :
+       {"max_position_embeddings", "rope_theta", "rope_scaling"}) {
+    const YAML::Node value = model[key];
+    if (!value) continue;
+    YAML::Emitter flow;
+    flow.SetMapFormat(YAML::Flow);
+    flow.SetSeqFormat(YAML::Flow);
+    flow << value;
+    overrides.push_back(StrCat("model.", key, "=", flow.c_str()));
+  }
+  ROTOR_CHECK(!overrides.empty(), path,
+              ": its model: section sets none of max_position_embeddings, "
+              "rope_theta, rope_scaling");
+  return overrides;
 }
 
 }  // namespace rotor

@@ -21,7 +21,7 @@ namespace rotor {
 
 // The checkpoint folder `path` names: itself if it holds model.safetensors,
 // else the newest checkpoint of the run whose output_dir it is. Throws,
-// naming the path, when it is neither.
+// naming the path, when it does not exist or is neither.
 std::string ResolveCheckpointPath(const std::string& path);
 
 // Throws rotor::Error listing every architecture key whose value differs
@@ -47,6 +47,14 @@ std::string InitializeFromCheckpoint(const std::string& path,
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config = nullptr);
+
+// The RoPE settings of a config file's `model:` section (max_position_
+// embeddings, rope_theta, rope_scaling; whichever are present) as overrides
+// for LoadCheckpointModel, e.g. {"model.max_position_embeddings=1024",
+// "model.rope_scaling={rope_type: yarn, factor: 4, ...}"}. This is how
+// `rotor eval --rope-from configs/extend/yarn-4x.yaml` evaluates a base
+// model with the settings of an extension config, without fine-tuning.
+std::vector<std::string> RopeOverridesFromConfig(const std::string& path);
 
 }  // namespace rotor
 

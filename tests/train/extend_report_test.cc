@@ -11,6 +11,7 @@
 
 #include "tests/train/temp_dir.h"
 #include "tests/train/tiny_run.h"
+#include "train/finetune.h"
 #include "train/train_config.h"
 
 namespace rotor {
@@ -53,6 +54,42 @@ TEST(ExtensionOverrides, EveryMethodGivesAValidConfig) {
   }
 }
 
+// configs/extend/*-{4,8}x.yaml: fine-tuning configs whose architecture is
+// the default model's (so init_from: runs/default works) and whose RoPE
+// settings are those rotor extend-report uses; dynamic is model-only.
+TEST(ExampleConfigs, ExtendTheDefaultModelWithEveryMethod) {
+  const std::string dir = std::string(ROTOR_SOURCE_DIR) + "/configs/";
+  const TrainConfig base = LoadTrainConfig(dir + "default.yaml");
+  const nn::TransformerConfig base_architecture =
+      nn::ResolveTransformerConfig(base.model);
+  for (const char* method :
+       {"linear", "ntk", "yarn", "llama3", "longrope", "dynamic"}) {
+    for (int factor : {4, 8}) {
+      const std::string path =
+          dir + "extend/" + method + "-" + std::to_string(factor) + "x.yaml";
+      SCOPED_TRACE(path);
+      const RopeType type = *RopeTypeFromName(method);
+      const std::vector<std::string> expected = ExtensionOverrides(
+          type, factor, 256, base_architecture.head_dim, 10000.0);
+      // Applying the file's RoPE settings or the report's to the default
+      // config gives the same RoPE config.
+      const TrainConfig from_file =
+          LoadTrainConfig(dir + "default.yaml", RopeOverridesFromConfig(path));
+      const TrainConfig from_report =
+          LoadTrainConfig(dir + "default.yaml", expected);
+      EXPECT_EQ(TrainConfigToYaml(from_file), TrainConfigToYaml(from_report));
+      if (type == RopeType::kDynamic) continue;
+      const TrainConfig config = LoadTrainConfig(path);
+      EXPECT_EQ(config.train.init_from, "runs/default");
+      EXPECT_EQ(config.train.seq_len, 256 * factor);
+      EXPECT_EQ(config.train.batch_size * config.train.seq_len, 4096);
+      EXPECT_NO_THROW(CheckSameArchitecture(
+          base_architecture, nn::ResolveTransformerConfig(config.model), path));
+      EXPECT_EQ(config.model.rope.rope_type, type);
+    }
+  }
+}
+
 TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
   const ExtendReportConfig config = ParseExtendReportConfig(
       "base: {config: b.yaml}\nfactor: 8\n", "r.yaml", {"finetune.steps=50"});
@@ -84,6 +121,11 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
       ParseExtendReportConfig(
           "base: {config: b.yaml}\neval: {passkey_lengths: [64]}\n", "r.yaml"),
       "eval.passkey_lengths", "must be >= ");
+  // The shipped report config parses.
+  const ExtendReportConfig shipped = LoadExtendReportConfig(
+      std::string(ROTOR_SOURCE_DIR) + "/configs/extend/report.yaml");
+  EXPECT_EQ(shipped.base_config, "configs/default.yaml");
+  EXPECT_EQ(shipped.finetune_steps, 200);
 }
 
 TEST(ExtendReport, TinyModelEndToEnd) {

@@ -95,7 +95,11 @@ TEST(InitFrom, ArchitectureMismatchIsNamed) {
       Trainer(
           FinetuneConfig(dir, data, {"train.init_from=" + dir.Path("nothing")}),
           log),
-      "init_from", dir.Path("nothing"), "neither a checkpoint folder");
+      "train.init_from", dir.Path("nothing"), "does not exist",
+      "train the base model first");
+  test::TempDir empty;
+  ROTOR_EXPECT_ERROR(ResolveCheckpointPath(empty.path()), empty.path(),
+                     "neither a checkpoint folder");
 }
 
 TEST(LoadCheckpointModel, AppliesRopeOverridesAndRejectsArchitectureOnes) {
