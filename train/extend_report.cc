@@ -125,8 +125,9 @@ struct VariantResult {
   std::vector<LengthPerplexity> perplexity;
   std::vector<PasskeyCell> passkey;
   double eval_seconds = 0.0;
-  double finetune_seconds = 0.0;  // this run's training time (0: zero-shot)
-  double finetune_loss = 0.0;     // last training loss of the fine-tune
+  // Training time of the fine-tune (its checkpoint's elapsed_seconds, so it
+  // counts every invocation that worked on it); 0 for zero-shot.
+  double finetune_seconds = 0.0;
 };
 
 std::string VariantName(RopeType method, bool finetuned) {
@@ -165,7 +166,6 @@ JsonValue ToJson(const VariantResult& r) {
   json.Set("passkey", passkey);
   json.Set("eval_seconds", JsonValue::Number(r.eval_seconds));
   json.Set("finetune_seconds", JsonValue::Number(r.finetune_seconds));
-  json.Set("finetune_loss", JsonValue::Number(r.finetune_loss));
   return json;
 }
 
@@ -191,7 +191,6 @@ VariantResult FromJson(const JsonValue& json) {
   }
   r.eval_seconds = json.Get("eval_seconds").AsDouble();
   r.finetune_seconds = json.Get("finetune_seconds").AsDouble();
-  r.finetune_loss = json.Get("finetune_loss").AsDouble();
   return r;
 }
 
@@ -477,7 +476,7 @@ class ReportRunner {
   std::ostream& log_;
   TrainConfig base_;
   std::string base_checkpoint_;
-  double base_train_seconds_ = 0.0;  // this invocation's share
+  double base_train_seconds_ = 0.0;  // the base checkpoint's elapsed_seconds
   int64_t base_length_ = 0;
   int64_t extended_length_ = 0;
   std::vector<int64_t> lengths_;
@@ -586,20 +585,15 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
                  " steps at length ", extended_length_, " (batch ", batch_size,
                  "; log: ", log_path, ")"));
       std::ofstream log(log_path, std::ios::app);
-      const double start = Now();
       Trainer trainer(train, log);
-      const TrainSummary summary = trainer.Run();
-      result.finetune_seconds = Now() - start;
-      result.finetune_loss = summary.train_loss;
+      trainer.Run();
       status = StatusOf(run_dir, config_.finetune_steps);
     }
     Say(name + ": evaluating " + status.checkpoint);
     auto model = LoadCheckpointModel(status.checkpoint, {});
-    const double seconds = result.finetune_seconds;
-    const double loss = result.finetune_loss;
     result = Evaluate(*model, method, true);
-    result.finetune_seconds = seconds;
-    result.finetune_loss = loss;
+    result.finetune_seconds =
+        LoadTrainerState(status.checkpoint).elapsed_seconds;
   }
   WriteFile(result_path, ToJson(result).Dump(2) + "\n");
   const LengthPerplexity* at_extended = PerplexityAt(result, extended_length_);
@@ -883,25 +877,32 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
          << (accuracy >= 0.9 && base_accuracy >= 0.95 ? "yes" : "no") << " |\n";
     }
   }
-  md << "| whole comparison under an hour | " << Duration(total_seconds)
-     << " in this invocation | " << (total_seconds < 3600 ? "yes" : "no")
+  // Every piece, wherever it was done (earlier invocations included): the
+  // base run's and fine-tunes' elapsed_seconds and each evaluation's time.
+  double all_seconds = base_train_seconds_;
+  for (const VariantResult& r : results) {
+    all_seconds += r.eval_seconds + r.finetune_seconds;
+  }
+  md << "| the whole comparison (base training included) under an hour | "
+     << Duration(all_seconds) << " | " << (all_seconds < 3600 ? "yes" : "no")
      << " |\n\n";
 
-  md << "## Time\n\n| step | time |\n|---|---:|\n";
-  if (base_train_seconds_ > 0) {
-    md << "| base training (this invocation) | "
-       << Duration(base_train_seconds_) << " |\n";
+  md << "## Time\n\nOn this machine ("
+     << (config_.threads > 0 ? StrCat(config_.threads) : std::string("all"))
+     << " threads); base training: " << Duration(base_train_seconds_)
+     << ".\n\n| method | fine-tune | evaluate zero-shot | evaluate fine-tuned "
+        "|\n"
+        "|---|---:|---:|---:|\n";
+  for (RopeType method : config_.methods) {
+    const VariantResult* zero = find(method, false);
+    const VariantResult* tuned = find(method, true);
+    md << "| " << RopeTypeName(method) << " | "
+       << (tuned ? Duration(tuned->finetune_seconds) : "-") << " | "
+       << (zero ? Duration(zero->eval_seconds) : "-") << " | "
+       << (tuned ? Duration(tuned->eval_seconds) : "-") << " |\n";
   }
-  for (const VariantResult& r : results) {
-    if (r.finetuned && r.finetune_seconds > 0) {
-      md << "| fine-tune " << RopeTypeName(r.method) << " | "
-         << Duration(r.finetune_seconds) << " |\n";
-    }
-    md << "| evaluate " << VariantLabel(r) << " | " << Duration(r.eval_seconds)
-       << " |\n";
-  }
-  md << "| total (this invocation; results from earlier runs are reused) | "
-     << Duration(total_seconds) << " |\n\n";
+  md << "\nTotal: " << Duration(all_seconds)
+     << " (this invocation: " << Duration(total_seconds) << ").\n\n";
 
   md << "## Settings\n\n"
      << "- Fine-tuning: `train.init_from` the base checkpoint, "
