@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/passkey.h"
 
 namespace rotor {
 
@@ -319,6 +320,12 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
     train.Fail(root["train"]["seq_len"], "train.seq_len",
                StrCat("exceeds model.max_position_embeddings (",
                       max_positions, "), got ", t.seq_len));
+  }
+
+  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
+    data.Fail(root["data"]["passkey_fraction"], "data.passkey_fraction",
+              StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1,
+                     " (the shortest passkey example), got ", t.seq_len));
   }
 
   const SectionReader eval(root["eval"], "eval", file, overridden);

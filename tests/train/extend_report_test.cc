@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "tests/train/temp_dir.h"
-#include "tests/train/tiny_run.h"
+#include "tests/train/train_test_util.h"
 #include "train/finetune.h"
 #include "train/train_config.h"
 
@@ -25,13 +25,12 @@ std::string Read(const std::string& path) {
 }
 
 TEST(ExtensionOverrides, EveryMethodGivesAValidConfig) {
-  const std::string yaml = test::TinyTrainConfig("data", "out");
   for (RopeType method : {RopeType::kDefault, RopeType::kLinear, RopeType::kNtk,
                           RopeType::kDynamic, RopeType::kYarn,
                           RopeType::kLlama3, RopeType::kLongRope}) {
     SCOPED_TRACE(RopeTypeName(method));
-    const TrainConfig config = ParseTrainConfig(
-        yaml, "tiny.yaml", ExtensionOverrides(method, 4, 32, 8, 10000.0));
+    const TrainConfig config = LoadTrainConfig(
+        test::TinyConfigPath(), ExtensionOverrides(method, 4, 32, 8, 10000.0));
     const RopeScalingConfig& rope = config.model.rope;
     EXPECT_EQ(rope.rope_type, method);
     // Dynamic keeps L0 = max_position_embeddings at the training length.
@@ -130,12 +129,11 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
 
 TEST(ExtendReport, TinyModelEndToEnd) {
   test::TempDir dir;
-  const std::string data = test::WriteTinyData(dir, 8, 600);
-  dir.Write("base.yaml",
-            test::TinyTrainConfig(data, dir.Path("base"), 3) + "\n");
+  const std::string data = test::PrepareTextData(dir);
   const std::string report_yaml =
-      "base: {config: " + dir.Path("base.yaml") +
-      ", overrides: [data.passkey_fraction=0.2]}\n"
+      "base:\n  config: " + test::TinyConfigPath() +
+      "\n  overrides: [data.path=" + data + ", output_dir=" + dir.Path("base") +
+      ", train.max_steps=3, eval.every_n_steps=0, checkpoint.every_n_steps=0]\n"
       "output_dir: " +
       dir.Path("report") +
       "\n"

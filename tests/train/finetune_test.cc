@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "tests/train/temp_dir.h"
-#include "tests/train/tiny_run.h"
+#include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -22,9 +22,11 @@ const char kYarn[] =
 
 // Trains the tiny base model for 3 steps into <dir>/base.
 std::string TrainBase(const test::TempDir& dir) {
-  const std::string data = test::WriteTinyData(dir);
-  const TrainConfig config = ParseTrainConfig(
-      test::TinyTrainConfig(data, dir.Path("base"), 3), "base.yaml");
+  const std::string data = test::PrepareTextData(dir);
+  const TrainConfig config =
+      test::TinyConfig(data, dir.Path("base"),
+                       {"train.max_steps=3", "eval.every_n_steps=0",
+                        "checkpoint.every_n_steps=0"});
   std::ostringstream log;
   Trainer(config, log).Run();
   return data;
@@ -32,15 +34,15 @@ std::string TrainBase(const test::TempDir& dir) {
 
 TrainConfig FinetuneConfig(const test::TempDir& dir, const std::string& data,
                            std::vector<std::string> overrides) {
-  std::vector<std::string> all = {"output_dir=" + dir.Path("ft"),
+  std::vector<std::string> all = {"eval.every_n_steps=0",
+                                  "checkpoint.every_n_steps=0",
                                   "train.init_from=" + dir.Path("base"),
                                   "train.seq_len=64",
                                   "model.max_position_embeddings=64",
                                   kYarn,
                                   "train.max_steps=2"};
   all.insert(all.end(), overrides.begin(), overrides.end());
-  return ParseTrainConfig(test::TinyTrainConfig(data, "unused"), "ft.yaml",
-                          all);
+  return test::TinyConfig(data, dir.Path("ft"), all);
 }
 
 TEST(InitFrom, CopiesTheWeightsOnlyAndUsesTheNewRope) {
@@ -86,11 +88,11 @@ TEST(InitFrom, ArchitectureMismatchIsNamed) {
   std::ostringstream log;
   ROTOR_EXPECT_ERROR(Trainer(FinetuneConfig(dir, data,
                                             {"model.hidden_size=24",
-                                             "model.num_hidden_layers=2"}),
+                                             "model.num_hidden_layers=3"}),
                              log),
                      "init_from", "architecture differs",
-                     "hidden_size 16 (checkpoint) vs 24 (config)",
-                     "num_hidden_layers 1 (checkpoint) vs 2 (config)");
+                     "hidden_size 32 (checkpoint) vs 24 (config)",
+                     "num_hidden_layers 2 (checkpoint) vs 3 (config)");
   ROTOR_EXPECT_ERROR(
       Trainer(
           FinetuneConfig(dir, data, {"train.init_from=" + dir.Path("nothing")}),
@@ -100,6 +102,26 @@ TEST(InitFrom, ArchitectureMismatchIsNamed) {
   test::TempDir empty;
   ROTOR_EXPECT_ERROR(ResolveCheckpointPath(empty.path()), empty.path(),
                      "neither a checkpoint folder");
+}
+
+TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  auto run = [&](const std::string& name, const std::string& fraction) {
+    std::ostringstream log;
+    Trainer trainer(test::TinyConfig(data, dir.Path(name),
+                                     {"data.passkey_fraction=" + fraction,
+                                      "model.max_position_embeddings=128",
+                                      "train.seq_len=128", "train.max_steps=2",
+                                      "eval.every_n_steps=0"}),
+                    log);
+    return trainer.Run().train_loss;
+  };
+  const double text = run("text", "0");
+  EXPECT_EQ(run("text_again", "0"), text);
+  const double mixed = run("mixed", "0.5");
+  EXPECT_EQ(run("mixed_again", "0.5"), mixed);  // deterministic
+  EXPECT_NE(mixed, text);
 }
 
 TEST(LoadCheckpointModel, AppliesRopeOverridesAndRejectsArchitectureOnes) {
@@ -116,24 +138,27 @@ TEST(LoadCheckpointModel, AppliesRopeOverridesAndRejectsArchitectureOnes) {
             model->NamedParameters()[0].second.ToVector());
   ROTOR_EXPECT_ERROR(
       LoadCheckpointModel(dir.Path("base"), {"model.intermediate_size=48"}),
-      "with overrides", "intermediate_size 32 (checkpoint) vs 48 (config)");
+      "with overrides", "intermediate_size 64 (checkpoint) vs 48 (config)");
 }
 
 TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
-  test::TempDir dir;
-  const std::string yaml = test::TinyTrainConfig("data", "out");
-  const TrainConfig config = ParseTrainConfig(
-      yaml, "c.yaml",
-      {"data.passkey_fraction=0.1", "train.init_from=runs/base"});
+  const TrainConfig config = test::TinyConfig(
+      "data", "out",
+      {"data.passkey_fraction=0.1", "train.init_from=runs/base",
+       "train.seq_len=104", "model.max_position_embeddings=104"});
   EXPECT_EQ(config.data.passkey_fraction, 0.1);
   EXPECT_EQ(config.train.init_from, "runs/base");
   const TrainConfig round_trip =
       ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml");
   EXPECT_EQ(round_trip.data.passkey_fraction, 0.1);
   EXPECT_EQ(round_trip.train.init_from, "runs/base");
-  EXPECT_EQ(ParseTrainConfig(yaml, "c.yaml").train.init_from, "");
+  EXPECT_EQ(test::TinyConfig("data", "out").train.init_from, "");
+  EXPECT_EQ(test::TinyConfig("data", "out").data.passkey_fraction, 0.0);
   ROTOR_EXPECT_ERROR(
-      ParseTrainConfig(yaml, "c.yaml", {"data.passkey_fraction=1.5"}),
+      test::TinyConfig("data", "out", {"data.passkey_fraction=0.1"}),
+      "data.passkey_fraction", "needs train.seq_len >= 104", "got 32");
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig("data", "out", {"data.passkey_fraction=1.5"}),
       "data.passkey_fraction", "[0, 1]", "1.5");
 }
 
