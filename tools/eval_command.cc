@@ -92,16 +92,20 @@ void PrintPerplexityTable(const std::vector<LengthPerplexity>& results) {
 void PrintPasskeyTable(const std::vector<PasskeyCell>& cells,
                        const std::vector<int64_t>& lengths,
                        const std::vector<double>& depths) {
-  std::printf("passkey accuracy (rows: context length, columns: depth)\n");
+  std::printf(
+      "passkey accuracy (rows: context length, columns: depth; digits: the "
+      "share of answer digits right, chance 10%%)\n");
   std::printf("%8s", "length");
   for (double depth : depths) std::printf("  %6.2f", depth);
-  std::printf("  %6s\n", "mean");
+  std::printf("  %6s  %6s\n", "mean", "digits");
   for (size_t l = 0; l < lengths.size(); ++l) {
     std::printf("%8lld", static_cast<long long>(lengths[l]));
     for (size_t d = 0; d < depths.size(); ++d) {
       std::printf("  %5.0f%%", 100.0 * cells[l * depths.size() + d].accuracy());
     }
-    std::printf("  %5.0f%%\n", 100.0 * PasskeyAccuracyAt(cells, lengths[l]));
+    std::printf("  %5.0f%%  %5.0f%%\n",
+                100.0 * PasskeyAccuracyAt(cells, lengths[l]),
+                100.0 * PasskeyDigitAccuracyAt(cells, lengths[l]));
   }
 }
 

@@ -160,6 +160,8 @@ JsonValue ToJson(const VariantResult& r) {
     item.Set("length", JsonValue::Integer(c.length));
     item.Set("depth", JsonValue::Number(c.depth));
     item.Set("correct", JsonValue::Integer(c.correct));
+    item.Set("digits_right", JsonValue::Integer(c.digits_right));
+    item.Set("num_digits", JsonValue::Integer(c.num_digits));
     item.Set("trials", JsonValue::Integer(c.trials));
     passkey.Append(item);
   }
@@ -186,6 +188,8 @@ VariantResult FromJson(const JsonValue& json) {
     c.length = item.Get("length").AsInt64();
     c.depth = item.Get("depth").AsDouble();
     c.correct = item.Get("correct").AsInt64();
+    c.digits_right = item.Get("digits_right").AsInt64();
+    c.num_digits = static_cast<int>(item.Get("num_digits").AsInt64());
     c.trials = item.Get("trials").AsInt64();
     r.passkey.push_back(c);
   }
@@ -832,6 +836,21 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   }
   md << "\n";
   if (have_overview) md << "![passkey accuracy](passkey.png)\n\n";
+  md << "Partial credit: the share of answer digits right, each given the "
+        "true digits before it (chance: 10%). It shows retrieval that is "
+        "forming before whole keys come out right:\n\n| model |";
+  for (int64_t length : passkey_lengths_) md << " " << length << " |";
+  md << "\n|---|";
+  for (size_t i = 0; i < passkey_lengths_.size(); ++i) md << "---:|";
+  md << "\n";
+  for (const VariantResult& r : results) {
+    md << "| " << VariantLabel(r) << " |";
+    for (int64_t length : passkey_lengths_) {
+      md << " " << Percent(PasskeyDigitAccuracyAt(r.passkey, length)) << " |";
+    }
+    md << "\n";
+  }
+  md << "\n";
   if (!depth_maps.empty()) {
     md << "By depth (length x depth heat maps):";
     for (const std::string& file : depth_maps) {

@@ -112,18 +112,25 @@ void MixPasskeyExamples(Batch& batch, double fraction, uint64_t seed,
   }
 }
 
-bool PasskeyRetrieved(const float* logits, int64_t vocab,
-                      const PasskeyExample& example) {
+int64_t PasskeyDigitsRight(const float* logits, int64_t vocab,
+                           const PasskeyExample& example) {
   const int64_t digits = static_cast<int64_t>(example.key.size());
+  int64_t right = 0;
   for (int64_t i = 0; i < digits; ++i) {
     // The digit at token answer_start + i is predicted by input position
     // answer_start + i - 1.
     const float* row = logits + (example.answer_start + i - 1) * vocab;
     const TokenId predicted =
         static_cast<TokenId>(std::max_element(row, row + vocab) - row);
-    if (predicted != example.tokens[example.answer_start + i]) return false;
+    right += predicted == example.tokens[example.answer_start + i] ? 1 : 0;
   }
-  return true;
+  return right;
+}
+
+bool PasskeyRetrieved(const float* logits, int64_t vocab,
+                      const PasskeyExample& example) {
+  return PasskeyDigitsRight(logits, vocab, example) ==
+         static_cast<int64_t>(example.key.size());
 }
 
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
@@ -149,12 +156,16 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                       examples.back().tokens.end() - 1);
       }
       const Tensor logits = model.Logits(inputs, options.trials, length);
-      PasskeyCell cell{length, options.depths[d], 0, options.trials};
+      PasskeyCell cell;
+      cell.length = length;
+      cell.depth = options.depths[d];
+      cell.trials = options.trials;
+      cell.num_digits = options.num_digits;
       for (int64_t trial = 0; trial < options.trials; ++trial) {
-        cell.correct += PasskeyRetrieved(logits.data() + trial * length * vocab,
-                                         vocab, examples[trial])
-                            ? 1
-                            : 0;
+        const int64_t right = PasskeyDigitsRight(
+            logits.data() + trial * length * vocab, vocab, examples[trial]);
+        cell.digits_right += right;
+        cell.correct += right == options.num_digits ? 1 : 0;
       }
       cells.push_back(cell);
     }
@@ -172,6 +183,18 @@ double PasskeyAccuracyAt(const std::vector<PasskeyCell>& cells,
   }
   ROTOR_CHECK(trials > 0, "passkey: no cells for length ", length);
   return static_cast<double>(correct) / static_cast<double>(trials);
+}
+
+double PasskeyDigitAccuracyAt(const std::vector<PasskeyCell>& cells,
+                              int64_t length) {
+  int64_t right = 0, digits = 0;
+  for (const PasskeyCell& cell : cells) {
+    if (cell.length != length) continue;
+    right += cell.digits_right;
+    digits += cell.trials * cell.num_digits;
+  }
+  ROTOR_CHECK(digits > 0, "passkey: no cells for length ", length);
+  return static_cast<double>(right) / static_cast<double>(digits);
 }
 
 }  // namespace rotor

@@ -79,9 +79,12 @@ void MixPasskeyExamples(Batch& batch, double fraction, uint64_t seed,
                         uint64_t batch_index,
                         int num_digits = kPasskeyDefaultDigits);
 
-// Whether the logits of one example's inputs ([rows >= answer_start +
-// num_digits - 1, vocab], row t predicting token t + 1) retrieve its key: the
-// argmax at each answer position is the key's digit there.
+// How many of an example's answer digits the logits of its inputs
+// ([rows >= answer_start + num_digits - 1, vocab], row t predicting token
+// t + 1) get right: the argmax at answer position i is the key's digit i
+// (given the true digits before it). The key is retrieved when all are.
+int64_t PasskeyDigitsRight(const float* logits, int64_t vocab,
+                           const PasskeyExample& example);
 bool PasskeyRetrieved(const float* logits, int64_t vocab,
                       const PasskeyExample& example);
 
@@ -97,10 +100,19 @@ struct PasskeyEvalOptions {
 struct PasskeyCell {
   int64_t length = 0;
   double depth = 0.0;
-  int64_t correct = 0;
+  int64_t correct = 0;       // examples whose whole key was retrieved
+  int64_t digits_right = 0;  // answer digits right, over all examples
   int64_t trials = 0;
+  int num_digits = kPasskeyDefaultDigits;
   double accuracy() const {
     return trials > 0 ? static_cast<double>(correct) / trials : 0.0;
+  }
+  // Partial credit: chance level is 10%. Shows progress before whole keys
+  // are retrieved.
+  double digit_accuracy() const {
+    return trials > 0 ? static_cast<double>(digits_right) /
+                            static_cast<double>(trials * num_digits)
+                      : 0.0;
   }
 };
 
@@ -111,8 +123,11 @@ struct PasskeyCell {
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                                          const PasskeyEvalOptions& options);
 
-// The mean accuracy over the cells of one length.
+// The mean accuracy (whole keys) and digit accuracy over the cells of one
+// length.
 double PasskeyAccuracyAt(const std::vector<PasskeyCell>& cells, int64_t length);
+double PasskeyDigitAccuracyAt(const std::vector<PasskeyCell>& cells,
+                              int64_t length);
 
 }  // namespace rotor
 

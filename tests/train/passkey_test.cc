@@ -125,10 +125,12 @@ TEST(Passkey, RetrievedOnlyWhenEveryAnswerDigitIsTheArgmax) {
     logits[row * vocab + example.tokens[row + 1]] = 3.0f;
   }
   EXPECT_TRUE(PasskeyRetrieved(logits.data(), vocab, example));
+  EXPECT_EQ(PasskeyDigitsRight(logits.data(), vocab, example), 5);
   // A wrong last digit fails the whole key.
   const int64_t last = example.answer_start + 3;
   logits[last * vocab + (example.tokens[last + 1] == '0' ? '1' : '0')] = 5.0f;
   EXPECT_FALSE(PasskeyRetrieved(logits.data(), vocab, example));
+  EXPECT_EQ(PasskeyDigitsRight(logits.data(), vocab, example), 4);
 }
 
 TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
@@ -209,6 +211,12 @@ TEST(PasskeyEval, GridMatchesGreedyDecodingOfTheSameExamples) {
   }
   EXPECT_DOUBLE_EQ(PasskeyAccuracyAt(cells, 120),
                    (cells[0].correct + cells[1].correct) / 6.0);
+  EXPECT_DOUBLE_EQ(PasskeyDigitAccuracyAt(cells, 160),
+                   (cells[2].digits_right + cells[3].digits_right) / 30.0);
+  for (const PasskeyCell& cell : cells) {
+    EXPECT_GE(cell.digits_right, 5 * cell.correct);
+    EXPECT_LE(cell.digits_right, 5 * cell.trials);
+  }
   ROTOR_EXPECT_ERROR(PasskeyAccuracyAt(cells, 999), "999");
 
   // The teacher-forced check equals greedy decoding: for each example,
