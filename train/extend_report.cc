@@ -494,7 +494,6 @@ void ReportRunner::TrainBase() {
   const RunStatus status = StatusOf(base_.output_dir, base_.train.max_steps);
   if (!status.finished) {
     const std::string log_path = config_.output_dir + "/logs/base.log";
-    fs::create_directories(config_.output_dir + "/logs");
     Say(StrCat("training the base model (", config_.base_config, " -> ",
                base_.output_dir, ", ", base_.train.max_steps,
                " steps; log: ", log_path, ")"));
@@ -638,7 +637,7 @@ ExtendReportSummary ReportRunner::Run() {
                 " tokens); set "
                 "eval.passkey_lengths");
   }
-  fs::create_directories(config_.output_dir);
+  fs::create_directories(config_.output_dir + "/logs");
 
   TrainBase();
   val_path_ = ResolveDataDir(base_.data.path) + "/val.bin";

@@ -166,6 +166,8 @@ TEST(ExtendReport, TinyModelEndToEnd) {
             std::string::npos);
   EXPECT_NE(Read(dir.Path("report/results.json")).find("\"variants\""),
             std::string::npos);
+  EXPECT_NE(Read(dir.Path("report/logs/finetune-yarn.log")).find("step 2/2"),
+            std::string::npos);
 
   // A second run reuses every finished piece.
   std::ostringstream again;
