@@ -766,8 +766,10 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   std::ostringstream md;
   md << "# Context extension report\n\n"
      << "Base model `" << base_checkpoint_ << "` (config `"
-     << config_.base_config << "`), trained at **L = " << l
-     << "** tokens, extended by **s = " << s << "** to **" << sl
+     << config_.base_config << "`";
+  for (const std::string& o : config_.base_overrides) md << " `" << o << "`";
+  md << "), trained at **L = " << l << "** tokens, extended by **s = " << s
+     << "** to **" << sl
      << "** tokens with each RoPE scaling method: zero-shot (base weights, "
         "scaled RoPE) and after **"
      << config_.finetune_steps << "** fine-tuning steps at " << sl
