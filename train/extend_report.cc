@@ -500,13 +500,12 @@ void ReportRunner::TrainBase() {
     std::ofstream log(log_path, std::ios::app);
     TrainConfig config = base_;
     config.logging.progress = false;
-    const double start = Now();
     Trainer trainer(config, log);
     trainer.Run();
-    base_train_seconds_ = Now() - start;
   }
   base_checkpoint_ =
       StatusOf(base_.output_dir, base_.train.max_steps).checkpoint;
+  base_train_seconds_ = LoadTrainerState(base_checkpoint_).elapsed_seconds;
   Say("base model: " + base_checkpoint_);
 }
 
