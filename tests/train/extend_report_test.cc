@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "tests/train/train_test_util.h"
 #include "train/finetune.h"

@@ -8,6 +8,7 @@
 
 #include <sstream>
 
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 
 namespace rotor {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/autograd.h"
+#include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
 #include "train/generate.h"
 
