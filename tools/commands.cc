@@ -13,6 +13,9 @@ const std::vector<Command>& Commands() {
        RunGenerateCommand},
       {"prepare", "turn text files into train/validation token files",
        RunPrepareCommand},
+      {"extend-report",
+       "compare RoPE context-extension methods on a model (Markdown report)",
+       RunExtendReportCommand},
       {"rope", "show a config's RoPE frequencies, scaling and cos/sin",
        RunRopeCommand},
   };

@@ -26,6 +26,9 @@ int RunTrainCommand(const std::vector<std::string>& args);
 int RunEvalCommand(const std::vector<std::string>& args);
 int RunGenerateCommand(const std::vector<std::string>& args);
 
+// tools/extend_report_command.cc
+int RunExtendReportCommand(const std::vector<std::string>& args);
+
 // tools/rope_command.cc
 int RunRopeCommand(const std::vector<std::string>& args);
 

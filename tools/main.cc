@@ -20,7 +20,7 @@ void PrintUsage(std::ostream& out) {
          "Commands:\n";
   for (const rotor::tools::Command& command : rotor::tools::Commands()) {
     out << "  " << command.name;
-    for (size_t pad = command.name.size(); pad < 12; ++pad) out << ' ';
+    for (size_t pad = command.name.size(); pad < 15; ++pad) out << ' ';
     out << command.summary << "\n";
   }
   out << "\nRun 'rotor <command> --help' for a command's options.\n";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/passkey.h"
 
 namespace rotor {
 
@@ -183,8 +184,10 @@ void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
   }
 }
 
-// Applies "a.b.c=value" to the YAML tree; returns the overridden key path.
-std::string ApplyOverride(YAML::Node& root, const std::string& assignment) {
+}  // namespace
+
+std::string ApplyYamlOverride(YAML::Node& root,
+                              const std::string& assignment) {
   const size_t equals = assignment.find('=');
   ROTOR_CHECK(equals != std::string::npos && equals > 0,
               "override '", assignment,
@@ -224,6 +227,8 @@ std::string ApplyOverride(YAML::Node& root, const std::string& assignment) {
   return path;
 }
 
+namespace {
+
 const std::set<std::string> kTopLevelKeys = {
     "output_dir", "model", "data", "train", "eval", "checkpoint", "logging"};
 
@@ -245,7 +250,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
               ": expected a map with sections model:, data:, train:, ...");
   std::set<std::string> overridden;
   for (const std::string& assignment : overrides) {
-    overridden.insert(ApplyOverride(root, assignment));
+    overridden.insert(ApplyYamlOverride(root, assignment));
   }
 
   TrainConfig config;
@@ -275,8 +280,9 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   }
 
   const SectionReader data(root["data"], "data", file, overridden);
-  data.RequireKnownKeys({"path"});
+  data.RequireKnownKeys({"path", "passkey_fraction"});
   data.Read("path", config.data.path);
+  data.Read("passkey_fraction", config.data.passkey_fraction, 0.0, 1.0);
   ROTOR_CHECK(!config.data.path.empty(), file,
               ": data.path is required (a folder written by rotor prepare, "
               "or 'brown')");
@@ -287,7 +293,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                           "gradient_accumulation_steps", "max_steps", "lr",
                           "min_lr", "warmup_steps", "weight_decay", "betas",
                           "eps", "clip_grad_norm", "seed", "threads",
-                          "loss_explosion_ratio", "resume"});
+                          "loss_explosion_ratio", "resume", "init_from"});
   train.Read("batch_size", t.batch_size, 1);
   train.Read("seq_len", t.seq_len, 1);
   train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1);
@@ -303,6 +309,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   train.Read("threads", t.threads, 0);
   train.Read("loss_explosion_ratio", t.loss_explosion_ratio, 0.0, 1e30);
   train.Read("resume", t.resume);
+  train.Read("init_from", t.init_from);
   if (t.min_lr > t.lr) {
     train.Fail(root["train"]["min_lr"], "train.min_lr",
                StrCat("must not exceed train.lr (", t.lr, "), got ",
@@ -313,6 +320,12 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
     train.Fail(root["train"]["seq_len"], "train.seq_len",
                StrCat("exceeds model.max_position_embeddings (",
                       max_positions, "), got ", t.seq_len));
+  }
+
+  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
+    data.Fail(root["data"]["passkey_fraction"], "data.passkey_fraction",
+              StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1,
+                     " (the shortest passkey example), got ", t.seq_len));
   }
 
   const SectionReader eval(root["eval"], "eval", file, overridden);
@@ -408,6 +421,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   root["output_dir"] = config.output_dir;
   root["model"] = ModelToYaml(config.model);
   root["data"]["path"] = config.data.path;
+  root["data"]["passkey_fraction"] = config.data.passkey_fraction;
   const TrainSection& t = config.train;
   YAML::Node train(YAML::NodeType::Map);
   train["batch_size"] = t.batch_size;
@@ -429,6 +443,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   train["threads"] = t.threads;
   train["loss_explosion_ratio"] = t.loss_explosion_ratio;
   train["resume"] = t.resume;
+  if (!t.init_from.empty()) train["init_from"] = t.init_from;
   root["train"] = train;
   root["eval"]["every_n_steps"] = config.eval.every_n_steps;
   root["eval"]["max_batches"] = config.eval.max_batches;

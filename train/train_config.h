@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "train/model_config.h"
 
 namespace rotor {
@@ -30,6 +32,10 @@ struct DataConfig {
   // the Brown corpus prepared by scripts/fetch_brown.sh in the cache folder
   // ($ROTOR_CACHE_DIR, default ~/.cache/rotor).
   std::string path;
+  // Share of training rows replaced by synthetic passkey-retrieval examples
+  // (train/passkey.h), so the model learns to retrieve at its training
+  // length; 0 disables. Validation stays pure text.
+  double passkey_fraction = 0.0;
 };
 
 struct TrainSection {
@@ -55,6 +61,12 @@ struct TrainSection {
   // into an output_dir that already has checkpoints); anything else is a
   // checkpoint folder to resume from.
   std::string resume = "auto";
+  // Fine-tuning: a checkpoint folder (or a run's output_dir, meaning its
+  // newest checkpoint) whose weights start a fresh run. Only the weights are
+  // taken (new optimizer, schedule and sampler); the architecture must match,
+  // while max_position_embeddings and rope_scaling come from this config.
+  // Ignored when resuming. Empty: start from random weights.
+  std::string init_from;
 };
 
 struct EvalSection {
@@ -91,6 +103,12 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                              const std::vector<std::string>& overrides = {});
 TrainConfig LoadTrainConfig(const std::string& path,
                             const std::vector<std::string>& overrides = {});
+
+// Applies one "a.b.c=value" override to a YAML tree (creating missing
+// maps on the way; the value is read as YAML) and returns the key path
+// "a.b.c". Throws rotor::Error for a malformed assignment. Used for every
+// config file that takes command-line overrides.
+std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment);
 
 // The resolved config as YAML: every section and key, defaults filled in.
 // Parsing it again gives the same config.

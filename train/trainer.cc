@@ -17,8 +17,10 @@
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "train/atomic_file.h"
+#include "train/finetune.h"
 #include "train/json.h"
 #include "train/lr_schedule.h"
+#include "train/passkey.h"
 #include "train/tokenizer.h"
 
 namespace rotor {
@@ -227,6 +229,10 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
                 " does not match trainer step ", state_.step);
     log_ << "resuming from " << resume_dir << " at step " << state_.step
          << "\n";
+  } else if (!t.init_from.empty()) {
+    log_ << "initialising the weights from "
+         << InitializeFromCheckpoint(t.init_from, *model_)
+         << " (fresh optimizer, schedule and sampler)\n";
   }
   std::error_code error;
   fs::create_directories(config_.output_dir, error);
@@ -273,6 +279,8 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     double step_loss = 0.0;
     for (int64_t micro = 0; micro < t.gradient_accumulation_steps; ++micro) {
       sampler_->Next(batch);
+      MixPasskeyExamples(batch, config_.data.passkey_fraction, t.seed,
+                         sampler_->state().batches_drawn);
       const Tensor loss = model_->Loss(batch.inputs, batch.targets,
                                        batch.batch_size, batch.seq_len);
       // The step's loss is the mean over all its tokens: weight each

@@ -4,6 +4,8 @@
 //     lr = warm-up + cosine schedule(step)
 //     zero gradients
 //     for each of gradient_accumulation_steps micro-batches:
+//       (with data.passkey_fraction, some rows become passkey examples:
+//        train/passkey.h)
 //       loss = cross-entropy(model(inputs), targets)
 //       backward(loss * micro_tokens / step_tokens)   (token-weighted mean)
 //     clip the global gradient norm, AdamW update
@@ -67,7 +69,9 @@ struct TrainSummary {
 class Trainer {
  public:
   // Builds the model, optimizer and data from `config`, and resumes from a
-  // checkpoint as config.train.resume says. Messages go to `log`. Bad data,
+  // checkpoint as config.train.resume says; a run that does not resume
+  // starts from train.init_from's weights when set (train/finetune.h).
+  // Messages go to `log`. Bad data,
   // checkpoints or output_dir throw here, before anything is written; then
   // <output_dir>/metrics.jsonl keeps only the lines up to the starting step
   // (so a run killed after its last checkpoint and resumed still logs each

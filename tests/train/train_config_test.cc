@@ -280,7 +280,8 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
       {m + "data:\n  path: d\neval:\n  every_n_steps: -1\n",
        {"run.yaml:11:18: eval.every_n_steps: must be >= 0, got -1"}},
       {m + "data:\n  path: d\n  format: text\n",
-       {"run.yaml:10:3: data.format: unknown key (known keys: path)"}},
+       {"run.yaml:10:3: data.format: unknown key (known keys: "
+        "passkey_fraction, path)"}},
       {m + "data:\n  path: d\nschedule: cosine\n",
        {"run.yaml:10:1: schedule: unknown key (known keys: checkpoint, data,"}},
       {m + "data:\n  path: d\n  bad: [\n", {"run.yaml:", "not valid YAML"}},
