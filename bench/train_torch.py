@@ -213,11 +213,17 @@ def main():
           f"{'tok/CPU-s':>12s} {'peak RSS MiB':>13s} {'params':>8s}")
     for name in CONFIGS:
         for threads in (1, 2):
+            # torch.set_num_threads sizes only PyTorch's own (OpenMP) pool;
+            # Debian's torch also calls OpenBLAS, whose threads are sized by
+            # the environment. Pin both so "threads" means the same for both
+            # frameworks (rotor runs OpenBLAS single-threaded on its pool).
+            env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+                       OPENBLAS_NUM_THREADS=str(threads))
             result = subprocess.run(
                 [sys.executable, os.path.abspath(__file__), "--config", name,
                  "--threads", str(threads), "--steps", str(steps),
                  "--repeats", str(repeats)],
-                check=True, capture_output=True, text=True)
+                check=True, capture_output=True, text=True, env=env)
             fields = result.stdout.split()
             print(f"{fields[0]:6s} {int(fields[1]):7d} {float(fields[2]):10.0f}"
                   f" {float(fields[3]):10.0f} {float(fields[4]):12.0f} "
