@@ -822,35 +822,33 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   md << " (0 = start, 1 = just before the question), " << config_.trials
      << " examples per length and depth, the same keys for every model. "
         "Retrieved = greedy decoding writes all 5 digits (train/passkey.h). "
-        "Mean accuracy over depths:\n\n| model |";
-  for (int64_t length : passkey_lengths_) md << " " << length << " |";
-  md << "\n|---|";
-  for (size_t i = 0; i < passkey_lengths_.size(); ++i) md << "---:|";
-  md << "\n";
-  for (const VariantResult& r : results) {
-    md << "| " << VariantLabel(r) << " |";
-    for (int64_t length : passkey_lengths_) {
-      md << " " << Percent(PasskeyAccuracyAt(r.passkey, length)) << " |";
+        "Mean accuracy over depths:\n\n";
+  // One row per model, one column per length, cells from `accuracy_at`.
+  auto passkey_table = [&](auto accuracy_at) {
+    md << "| model |";
+    for (int64_t length : passkey_lengths_) md << " " << length << " |";
+    md << "\n|---|";
+    for (size_t i = 0; i < passkey_lengths_.size(); ++i) md << "---:|";
+    md << "\n";
+    for (const VariantResult& r : results) {
+      md << "| " << VariantLabel(r) << " |";
+      for (int64_t length : passkey_lengths_) {
+        md << " " << Percent(accuracy_at(r.passkey, length)) << " |";
+      }
+      md << "\n";
     }
     md << "\n";
-  }
-  md << "\n";
+  };
+  passkey_table([](const auto& passkey, int64_t length) {
+    return PasskeyAccuracyAt(passkey, length);
+  });
   if (have_overview) md << "![passkey accuracy](passkey.png)\n\n";
   md << "Partial credit: the share of answer digits right, each given the "
         "true digits before it (chance: 10%). It shows retrieval that is "
-        "forming before whole keys come out right:\n\n| model |";
-  for (int64_t length : passkey_lengths_) md << " " << length << " |";
-  md << "\n|---|";
-  for (size_t i = 0; i < passkey_lengths_.size(); ++i) md << "---:|";
-  md << "\n";
-  for (const VariantResult& r : results) {
-    md << "| " << VariantLabel(r) << " |";
-    for (int64_t length : passkey_lengths_) {
-      md << " " << Percent(PasskeyDigitAccuracyAt(r.passkey, length)) << " |";
-    }
-    md << "\n";
-  }
-  md << "\n";
+        "forming before whole keys come out right:\n\n";
+  passkey_table([](const auto& passkey, int64_t length) {
+    return PasskeyDigitAccuracyAt(passkey, length);
+  });
   if (!depth_maps.empty()) {
     md << "By depth (length x depth heat maps):";
     for (const std::string& file : depth_maps) {
