@@ -11,6 +11,7 @@
 #include "core/autograd.h"
 #include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
+#include "tests/train/train_test_util.h"
 
 namespace rotor {
 namespace {
@@ -32,19 +33,7 @@ std::string WriteDocuments(const test::TempDir& dir,
 }
 
 nn::TransformerConfig TinyConfig(RopeType type = RopeType::kDefault) {
-  nn::TransformerConfig config;
-  config.vocab_size = 257;
-  config.hidden_size = 16;
-  config.intermediate_size = 32;
-  config.num_hidden_layers = 1;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 1;
-  config.head_dim = 8;
-  config.rope.head_dim = 8;
-  config.rope.max_position_embeddings = 16;
-  config.rope.rope_type = type;
-  if (type != RopeType::kDefault) config.rope.factor = 4.0;
-  return config;
+  return test::TinyTransformerConfig(/*max_position_embeddings=*/16, type);
 }
 
 // Mean loss of predicting document[t + 1] from document[0 .. t] for t in

@@ -11,6 +11,7 @@
 #include "core/autograd.h"
 #include "tests/test_util.h"
 #include "tests/train/temp_dir.h"
+#include "tests/train/train_test_util.h"
 #include "train/generate.h"
 
 namespace rotor {
@@ -179,17 +180,7 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
 }
 
 nn::TransformerConfig TinyConfig() {
-  nn::TransformerConfig config;
-  config.vocab_size = 257;
-  config.hidden_size = 16;
-  config.intermediate_size = 32;
-  config.num_hidden_layers = 1;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 1;
-  config.head_dim = 8;
-  config.rope.head_dim = 8;
-  config.rope.max_position_embeddings = 128;
-  return config;
+  return test::TinyTransformerConfig(/*max_position_embeddings=*/128);
 }
 
 TEST(PasskeyEval, GridMatchesGreedyDecodingOfTheSameExamples) {

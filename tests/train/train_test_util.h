@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/random.h"
+#include "core/rope_scaling.h"
+#include "nn/transformer.h"
 #include "tests/train/temp_dir.h"
 #include "train/prepare.h"
 #include "train/train_config.h"
@@ -84,6 +86,26 @@ class PreparedDataTest : public ::testing::Test {
   static inline std::string data_;
   TempDir dir_;
 };
+
+// A one-layer Transformer small enough for exact, fast tests: hidden 16,
+// 2 query heads sharing 1 kv head of dim 8, byte vocabulary. A scaled
+// rope_type gets factor 4.
+inline nn::TransformerConfig TinyTransformerConfig(
+    int64_t max_position_embeddings, RopeType type = RopeType::kDefault) {
+  nn::TransformerConfig config;
+  config.vocab_size = 257;
+  config.hidden_size = 16;
+  config.intermediate_size = 32;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 1;
+  config.head_dim = 8;
+  config.rope.head_dim = 8;
+  config.rope.max_position_embeddings = max_position_embeddings;
+  config.rope.rope_type = type;
+  if (type != RopeType::kDefault) config.rope.factor = 4.0;
+  return config;
+}
 
 }  // namespace test
 }  // namespace rotor
