@@ -181,8 +181,9 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
     : config_(std::move(config)),
       config_yaml_(TrainConfigToYaml(config_)),
       log_(log),
-      train_tokens_(ResolveDataDir(config_.data.path) + "/train.bin"),
-      val_tokens_(ResolveDataDir(config_.data.path) + "/val.bin") {
+      data_dir_(ResolveDataDir(config_.data.path)),
+      train_tokens_(data_dir_ + "/train.bin"),
+      val_tokens_(data_dir_ + "/val.bin") {
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
   nn::TransformerConfig model_config = nn::ResolveTransformerConfig(config_.model);

@@ -96,6 +96,7 @@ class Trainer {
   std::ostream& log_;
   std::unique_ptr<nn::Transformer> model_;
   std::unique_ptr<AdamW> optimizer_;
+  std::string data_dir_;  // data.path resolved (before the token files)
   TokenFile train_tokens_;
   TokenFile val_tokens_;
   std::unique_ptr<BatchSampler> sampler_;
