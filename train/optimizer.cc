@@ -39,15 +39,27 @@ void AdamW::Step(double lr) {
   }
 }
 
+// sqrt(sum of g^2 over every gradient element), accumulated in double. Four
+// independent partial sums (fixed order, so the same bits every run) let
+// the multiply-adds overlap instead of waiting on one another.
 double GlobalGradNorm(const std::vector<Tensor>& parameters) {
-  double sum = 0.0;
+  double partial[4] = {0.0, 0.0, 0.0, 0.0};
+  double tail = 0.0;
   for (const Tensor& param : parameters) {
     const Tensor& grad = param.grad();
     if (!grad.defined()) continue;
     const float* g = grad.data();
-    for (int64_t i = 0; i < grad.numel(); ++i) sum += double(g[i]) * g[i];
+    const int64_t n = grad.numel();
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (int j = 0; j < 4; ++j) {
+        partial[j] += static_cast<double>(g[i + j]) * g[i + j];
+      }
+    }
+    for (; i < n; ++i) tail += static_cast<double>(g[i]) * g[i];
   }
-  return std::sqrt(sum);
+  return std::sqrt((partial[0] + partial[1]) + (partial[2] + partial[3]) +
+                   tail);
 }
 
 double ClipGradNorm(const std::vector<Tensor>& parameters, double max_norm) {

@@ -5,7 +5,8 @@
 // Building blocks (per target):
 //   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile],
 //                          so a row of scores is D broadcast-FMAs over keys
-//   ScoreRow               s_c = scale * <x, key_c> for the keys of a tile
+//   ScoreRows              s_c = scale * <x, key_c> for the keys of a tile,
+//                          for one or two rows x
 //   ScoreRowDirect         the same from the untransposed tile (decoding)
 //   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
 //   AccumulateWeightedRows acc += sum_j w_j * row_j (p v, ds k, p^T dout, ...)
@@ -13,7 +14,11 @@
 //   ForwardTask   one query tile of one head: online softmax over key tiles
 //   QueryGradTask one query tile of one head: delta, then dq
 //   KeyGradTask   one key tile of one kv head: dk and dv, summed over the
-//                 group's query heads in a fixed order
+//                 group's query heads in a fixed order (and, in one-pass
+//                 mode, the tile's share of dq)
+//   FusedGradTask one kv head and its query heads: the whole backward in one
+//                 pass over the key tiles (used when there are enough kv
+//                 heads to keep the threads busy)
 #include "core/kernels/attention.h"
 
 #include <algorithm>
@@ -47,6 +52,15 @@ size_t DivCeil(size_t a, size_t b) { return (a + b - 1) / b; }
 // Keys 0 .. VisibleKeys(i) - 1 are visible to query i (see attention.h).
 size_t VisibleKeys(const AttentionShape& s, size_t i) {
   return s.causal ? std::min(s.kv_len, s.q_offset + i + 1) : s.kv_len;
+}
+
+// The first of the query rows q0 .. q0 + rows - 1 that sees key k0 (rows
+// when none does): visibility only grows with the row.
+size_t FirstRowSeeing(const AttentionShape& s, size_t q0, size_t rows,
+                      size_t k0) {
+  size_t r = 0;
+  while (r < rows && VisibleKeys(s, q0 + r) <= k0) ++r;
+  return r;
 }
 
 // The key/value head read by query head `head` (= b * q_heads + h): the
@@ -88,7 +102,7 @@ struct TaskScratch {
 };
 
 // out[e * kKeyTile + c] = rows[c * dim + e] for c < count, and 0 for
-// count <= c < cols (padding to whole vectors, so ScoreRow needs no tail).
+// count <= c < cols (padding to whole vectors, so ScoreRows needs no tail).
 void TransposeTile(const float* HWY_RESTRICT rows, size_t count, size_t dim,
                    size_t cols, float* HWY_RESTRICT out) {
   for (size_t e = 0; e < dim; ++e) {
@@ -98,37 +112,81 @@ void TransposeTile(const float* HWY_RESTRICT rows, size_t count, size_t dim,
   }
 }
 
-// s[c] = scale * sum_e x[e] * keys_t[e * kKeyTile + c] for c < cols, i.e.
-// scale * <x, key_c>. cols is a multiple of the vector length and keys_t is
-// aligned. Four independent accumulators hide the FMA latency.
-void ScoreRow(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys_t,
-              size_t dim, size_t cols, float scale, float* HWY_RESTRICT s) {
+// s0[c] = scale * sum_e x0[e] * keys_t[e * kKeyTile + c] for c < cols, i.e.
+// scale * <x0, key_c>, and with kRows = 2 the same for x1 into s1. cols is a
+// multiple of the vector length and keys_t is aligned. Four independent
+// accumulators per row hide the FMA latency; with two rows each key vector
+// loaded serves both (a 2 x 4-vector register block), which halves the
+// loads per FMA. A score is the same chain of FMAs over e either way, so
+// pairing rows does not change any bit.
+template <size_t kRows>
+void ScoreRows(const float* HWY_RESTRICT x0, const float* HWY_RESTRICT x1,
+               const float* HWY_RESTRICT keys_t, size_t dim, size_t cols,
+               float scale, float* HWY_RESTRICT s0, float* HWY_RESTRICT s1) {
+  static_assert(kRows == 1 || kRows == 2, "one or two rows");
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   const auto vscale = hn::Set(d, scale);
   size_t c = 0;
   for (; c + 4 * lanes <= cols; c += 4 * lanes) {
     auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
     const float* col = keys_t + c;
     for (size_t e = 0; e < dim; ++e, col += kKeyTile) {
-      const auto xe = hn::Set(d, x[e]);
-      a0 = hn::MulAdd(xe, hn::Load(d, col), a0);
-      a1 = hn::MulAdd(xe, hn::Load(d, col + lanes), a1);
-      a2 = hn::MulAdd(xe, hn::Load(d, col + 2 * lanes), a2);
-      a3 = hn::MulAdd(xe, hn::Load(d, col + 3 * lanes), a3);
+      const auto k0 = hn::Load(d, col), k1 = hn::Load(d, col + lanes);
+      const auto k2 = hn::Load(d, col + 2 * lanes);
+      const auto k3 = hn::Load(d, col + 3 * lanes);
+      const auto x0e = hn::Set(d, x0[e]);
+      a0 = hn::MulAdd(x0e, k0, a0);
+      a1 = hn::MulAdd(x0e, k1, a1);
+      a2 = hn::MulAdd(x0e, k2, a2);
+      a3 = hn::MulAdd(x0e, k3, a3);
+      if constexpr (kRows == 2) {
+        const auto x1e = hn::Set(d, x1[e]);
+        b0 = hn::MulAdd(x1e, k0, b0);
+        b1 = hn::MulAdd(x1e, k1, b1);
+        b2 = hn::MulAdd(x1e, k2, b2);
+        b3 = hn::MulAdd(x1e, k3, b3);
+      }
     }
-    hn::StoreU(hn::Mul(a0, vscale), d, s + c);
-    hn::StoreU(hn::Mul(a1, vscale), d, s + c + lanes);
-    hn::StoreU(hn::Mul(a2, vscale), d, s + c + 2 * lanes);
-    hn::StoreU(hn::Mul(a3, vscale), d, s + c + 3 * lanes);
+    hn::StoreU(hn::Mul(a0, vscale), d, s0 + c);
+    hn::StoreU(hn::Mul(a1, vscale), d, s0 + c + lanes);
+    hn::StoreU(hn::Mul(a2, vscale), d, s0 + c + 2 * lanes);
+    hn::StoreU(hn::Mul(a3, vscale), d, s0 + c + 3 * lanes);
+    if constexpr (kRows == 2) {
+      hn::StoreU(hn::Mul(b0, vscale), d, s1 + c);
+      hn::StoreU(hn::Mul(b1, vscale), d, s1 + c + lanes);
+      hn::StoreU(hn::Mul(b2, vscale), d, s1 + c + 2 * lanes);
+      hn::StoreU(hn::Mul(b3, vscale), d, s1 + c + 3 * lanes);
+    }
   }
   for (; c < cols; c += lanes) {
-    auto a0 = hn::Zero(d);
+    auto a0 = hn::Zero(d), b0 = hn::Zero(d);
     const float* col = keys_t + c;
     for (size_t e = 0; e < dim; ++e, col += kKeyTile) {
-      a0 = hn::MulAdd(hn::Set(d, x[e]), hn::Load(d, col), a0);
+      const auto k0 = hn::Load(d, col);
+      a0 = hn::MulAdd(hn::Set(d, x0[e]), k0, a0);
+      if constexpr (kRows == 2) b0 = hn::MulAdd(hn::Set(d, x1[e]), k0, b0);
     }
-    hn::StoreU(hn::Mul(a0, vscale), d, s + c);
+    hn::StoreU(hn::Mul(a0, vscale), d, s0 + c);
+    if constexpr (kRows == 2) hn::StoreU(hn::Mul(b0, vscale), d, s1 + c);
+  }
+}
+
+// Scores of `rows` consecutive rows x_r = x + r * dim against a transposed
+// key tile: scores[r * kKeyTile + c] = scale * <x_r, key_c>, two rows at a
+// time, an odd last row alone.
+void ScoreTile(const float* HWY_RESTRICT x, size_t rows,
+               const float* HWY_RESTRICT keys_t, size_t dim, size_t cols,
+               float scale, float* HWY_RESTRICT scores) {
+  size_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    ScoreRows<2>(x + r * dim, x + (r + 1) * dim, keys_t, dim, cols, scale,
+                 scores + r * kKeyTile, scores + (r + 1) * kKeyTile);
+  }
+  if (r < rows) {
+    ScoreRows<1>(x + r * dim, nullptr, keys_t, dim, cols, scale,
+                 scores + r * kKeyTile, nullptr);
   }
 }
 
@@ -227,6 +285,77 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
   });
 }
 
+// The same weighted sum for four outputs over the same n rows:
+//   acc[o * acc_stride + e] += sum_{j < n} w[o + j * w_stride] * rows[j * dim +
+//   e]
+// for o < 4 and e < dim (dk and dv of four neighbouring keys, whose weights
+// sit side by side in a [rows, keys] block). Each vector of a row is loaded
+// once for four FMAs, and each broadcast weight serves two vectors, which
+// roughly halves the loads per FMA of four separate calls. One chain of
+// FMAs per output vector, over j in order.
+void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
+                             const float* HWY_RESTRICT rows, size_t n,
+                             size_t dim, float* HWY_RESTRICT acc,
+                             size_t acc_stride) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  float* acc0 = acc;
+  float* acc1 = acc + acc_stride;
+  float* acc2 = acc + 2 * acc_stride;
+  float* acc3 = acc + 3 * acc_stride;
+  size_t e = 0;
+  for (; e + 2 * lanes <= dim; e += 2 * lanes) {
+    auto a0 = hn::LoadU(df, acc0 + e), b0 = hn::LoadU(df, acc0 + e + lanes);
+    auto a1 = hn::LoadU(df, acc1 + e), b1 = hn::LoadU(df, acc1 + e + lanes);
+    auto a2 = hn::LoadU(df, acc2 + e), b2 = hn::LoadU(df, acc2 + e + lanes);
+    auto a3 = hn::LoadU(df, acc3 + e), b3 = hn::LoadU(df, acc3 + e + lanes);
+    const float* row = rows + e;
+    const float* wj = w;
+    for (size_t j = 0; j < n; ++j, row += dim, wj += w_stride) {
+      const auto x = hn::LoadU(df, row);
+      const auto y = hn::LoadU(df, row + lanes);
+      const auto w0 = hn::Set(df, wj[0]);
+      a0 = hn::MulAdd(w0, x, a0);
+      b0 = hn::MulAdd(w0, y, b0);
+      const auto w1 = hn::Set(df, wj[1]);
+      a1 = hn::MulAdd(w1, x, a1);
+      b1 = hn::MulAdd(w1, y, b1);
+      const auto w2 = hn::Set(df, wj[2]);
+      a2 = hn::MulAdd(w2, x, a2);
+      b2 = hn::MulAdd(w2, y, b2);
+      const auto w3 = hn::Set(df, wj[3]);
+      a3 = hn::MulAdd(w3, x, a3);
+      b3 = hn::MulAdd(w3, y, b3);
+    }
+    hn::StoreU(a0, df, acc0 + e);
+    hn::StoreU(b0, df, acc0 + e + lanes);
+    hn::StoreU(a1, df, acc1 + e);
+    hn::StoreU(b1, df, acc1 + e + lanes);
+    hn::StoreU(a2, df, acc2 + e);
+    hn::StoreU(b2, df, acc2 + e + lanes);
+    hn::StoreU(a3, df, acc3 + e);
+    hn::StoreU(b3, df, acc3 + e + lanes);
+  }
+  ForEachVector(dim - e, [&](auto d, size_t i) HWY_ATTR {
+    const size_t at = e + i;
+    auto a0 = hn::LoadU(d, acc0 + at), a1 = hn::LoadU(d, acc1 + at);
+    auto a2 = hn::LoadU(d, acc2 + at), a3 = hn::LoadU(d, acc3 + at);
+    const float* row = rows + at;
+    const float* wj = w;
+    for (size_t j = 0; j < n; ++j, row += dim, wj += w_stride) {
+      const auto x = hn::LoadU(d, row);
+      a0 = hn::MulAdd(hn::Set(d, wj[0]), x, a0);
+      a1 = hn::MulAdd(hn::Set(d, wj[1]), x, a1);
+      a2 = hn::MulAdd(hn::Set(d, wj[2]), x, a2);
+      a3 = hn::MulAdd(hn::Set(d, wj[3]), x, a3);
+    }
+    hn::StoreU(a0, d, acc0 + at);
+    hn::StoreU(a1, d, acc1 + at);
+    hn::StoreU(a2, d, acc2 + at);
+    hn::StoreU(a3, d, acc3 + at);
+  });
+}
+
 // Forward for query rows [q0, q0 + rows) of head `head` (= b * q_heads + h):
 // the online softmax. Per row i it keeps the running max m_i, the running
 // sum l_i = sum_j exp(s_ij - m_i) and acc_i = sum_j exp(s_ij - m_i) v_j over
@@ -248,7 +377,6 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   float* acc = scratch.acc;
   float* row_max = scratch.row_max;
   float* row_sum = scratch.row_sum;
-  float* scores = scratch.probs;  // one row at a time
 
   std::fill(acc, acc + rows * dim, 0.0f);
   std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
@@ -259,16 +387,17 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   for (size_t k0 = 0; k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
     const size_t cols = DivCeil(count, lanes) * lanes;
+    // Rows before first_row see none of this tile's keys.
+    const size_t first_row = FirstRowSeeing(s, q0, rows, k0);
     if (transpose_keys) {
       TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+      ScoreTile(q_tile + first_row * dim, rows - first_row, scratch.keys_t, dim,
+                cols, s.scale, scratch.probs + first_row * kKeyTile);
     }
-    for (size_t r = 0; r < rows; ++r) {
-      const size_t visible = VisibleKeys(s, q0 + r);
-      if (visible <= k0) continue;  // the whole tile is masked for row r
-      const size_t n = std::min(count, visible - k0);
-      if (transpose_keys) {
-        ScoreRow(q_tile + r * dim, scratch.keys_t, dim, cols, s.scale, scores);
-      } else {
+    for (size_t r = first_row; r < rows; ++r) {
+      const size_t n = std::min(count, VisibleKeys(s, q0 + r) - k0);
+      float* scores = scratch.probs + r * kKeyTile;
+      if (!transpose_keys) {
         ScoreRowDirect(q_tile + r * dim, k_head + k0 * dim, n, dim, s.scale,
                        scores);
       }
@@ -331,8 +460,6 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t first_row = head * s.q_len + q0;
   const float* k_head = k + kv_head * s.kv_len * dim;
   const float* v_head = v + kv_head * s.kv_len * dim;
-  float* probs = scratch.probs;  // one row at a time
-  float* grads = scratch.grads;
 
   for (size_t r = 0; r < rows; ++r) {
     const size_t row = first_row + r;
@@ -345,14 +472,18 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
     const size_t cols = DivCeil(count, lanes) * lanes;
     TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
     TransposeTile(v_head + k0 * dim, count, dim, cols, scratch.values_t);
-    for (size_t r = 0; r < rows; ++r) {
-      const size_t visible = VisibleKeys(s, q0 + r);
-      if (visible <= k0) continue;
-      const size_t n = std::min(count, visible - k0);
+    const size_t r0 = FirstRowSeeing(s, q0, rows, k0);
+    const size_t row0 = first_row + r0;
+    ScoreTile(q + row0 * dim, rows - r0, scratch.keys_t, dim, cols, s.scale,
+              scratch.probs);
+    ScoreTile(dout + row0 * dim, rows - r0, scratch.values_t, dim, cols, 1.0f,
+              scratch.grads);
+    for (size_t r = r0; r < rows; ++r) {
+      const size_t n = std::min(count, VisibleKeys(s, q0 + r) - k0);
       const size_t row = first_row + r;
-      ScoreRow(q + row * dim, scratch.keys_t, dim, cols, s.scale, probs);
+      float* probs = scratch.probs + (r - r0) * kKeyTile;
+      float* grads = scratch.grads + (r - r0) * kKeyTile;
       ExpShift(probs, n, lse[row]);
-      ScoreRow(dout + row * dim, scratch.values_t, dim, cols, 1.0f, grads);
       SoftmaxGrad(probs, delta[row], grads, n);
       AccumulateWeightedRows(grads, 1, k_head + k0 * dim, n, dim,
                              dq + row * dim);
@@ -369,12 +500,16 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
 // Probabilities and ds of a query tile are kept as [rows, keys] blocks
 // (zero where masked), then each key's row of dk and dv is one weighted sum
 // over the block's column.
+// With `dq_unscaled` (the one-pass backward, FusedGradTask) it also adds
+// this key tile's share of dq_i / scale = sum_j ds_ij k_j to every query row,
+// with the same ds and in the same order as QueryGradTask.
 void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                  const float* HWY_RESTRICT v, const float* HWY_RESTRICT lse,
                  const float* HWY_RESTRICT dout,
                  const float* HWY_RESTRICT delta, float* HWY_RESTRICT dk,
-                 float* HWY_RESTRICT dv, TaskScratch& scratch) {
+                 float* HWY_RESTRICT dv, float* HWY_RESTRICT dq_unscaled,
+                 TaskScratch& scratch) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   const size_t dim = s.head_dim;
@@ -398,20 +533,36 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
     for (size_t i0 = first_query; i0 < s.q_len; i0 += kQueryTile) {
       const size_t rows = std::min(kQueryTile, s.q_len - i0);
       const size_t first_row = head * s.q_len + i0;
+      ScoreTile(q + first_row * dim, rows, scratch.keys_t, dim, cols, s.scale,
+                scratch.probs);
+      ScoreTile(dout + first_row * dim, rows, scratch.values_t, dim, cols, 1.0f,
+                scratch.grads);
       for (size_t r = 0; r < rows; ++r) {
         const size_t row = first_row + r;
         // >= 1 since i0 + r >= first_query.
         const size_t n = std::min(count, VisibleKeys(s, i0 + r) - k0);
         float* p = scratch.probs + r * kKeyTile;
         float* ds = scratch.grads + r * kKeyTile;
-        ScoreRow(q + row * dim, scratch.keys_t, dim, cols, s.scale, p);
         ExpShift(p, n, lse[row]);
-        ScoreRow(dout + row * dim, scratch.values_t, dim, cols, 1.0f, ds);
         SoftmaxGrad(p, delta[row], ds, n);
+        if (dq_unscaled != nullptr) {
+          AccumulateWeightedRows(ds, 1, k + key_row * dim, n, dim,
+                                 dq_unscaled + row * dim);
+        }
         std::fill(p + n, p + count, 0.0f);  // masked keys
         std::fill(ds + n, ds + count, 0.0f);
       }
-      for (size_t c = 0; c < count; ++c) {
+      // Four keys at a time, then one by one.
+      size_t c = 0;
+      for (; c + 4 <= count; c += 4) {
+        AccumulateWeightedRows4(scratch.probs + c, kKeyTile,
+                                dout + first_row * dim, rows, dim,
+                                dv_tile + c * dim, dim);
+        AccumulateWeightedRows4(scratch.grads + c, kKeyTile,
+                                q + first_row * dim, rows, dim,
+                                dk_tile + c * dim, dim);
+      }
+      for (; c < count; ++c) {
         AccumulateWeightedRows(scratch.probs + c, kKeyTile,
                                dout + first_row * dim, rows, dim,
                                dv_tile + c * dim);
@@ -423,7 +574,46 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
   for (size_t c = 0; c < count; ++c) ScaleRow(s.scale, dk_tile + c * dim, dim);
 }
 
-// Pass 1 writes delta and dq; pass 2, which reads delta, writes dk and dv.
+// The one-pass backward of kv head `kv_head` (= b * kv_heads + g) and its
+// group of query heads: delta for all their rows, then KeyGradTask over the
+// key tiles in order, each adding its share to dq. Every p_ij and ds_ij is
+// computed once instead of once per pass, and the results are bitwise those
+// of the two passes (the same sums in the same order).
+void FusedGradTask(const AttentionShape& s, size_t kv_head,
+                   const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                   const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
+                   const float* HWY_RESTRICT lse,
+                   const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
+                   float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
+                   float* HWY_RESTRICT dv, TaskScratch& scratch) {
+  const size_t dim = s.head_dim;
+  const size_t group = s.q_heads / s.kv_heads;
+  // The group's query rows are contiguous: heads b * q_heads + g * group ..
+  // + group - 1, q_len rows each.
+  const size_t first_row =
+      ((kv_head / s.kv_heads) * s.q_heads + (kv_head % s.kv_heads) * group) *
+      s.q_len;
+  const size_t rows = group * s.q_len;
+  for (size_t row = first_row; row < first_row + rows; ++row) {
+    delta[row] = Dot(dout + row * dim, out + row * dim, dim);
+  }
+  std::fill(dq + first_row * dim, dq + (first_row + rows) * dim, 0.0f);
+  for (size_t k0 = 0; k0 < s.kv_len; k0 += kKeyTile) {
+    KeyGradTask(s, kv_head, k0, q, k, v, lse, dout, delta, dk, dv, dq, scratch);
+  }
+  for (size_t row = first_row; row < first_row + rows; ++row) {
+    ScaleRow(s.scale, dq + row * dim, dim);
+  }
+}
+
+// With at least kFusedTasksPerThread kv heads (over the batch) per thread,
+// each thread takes whole kv heads and runs the one-pass FusedGradTask.
+// Otherwise there are too few of them to keep the threads busy, and the
+// two passes split finer: pass 1 (QueryGradTask, per query tile) writes
+// delta and dq; pass 2 (KeyGradTask, per key tile), which reads delta,
+// writes dk and dv. Both give the same bits.
+constexpr size_t kFusedTasksPerThread = 4;
+
 void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                        const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
                        const float* HWY_RESTRICT out,
@@ -431,6 +621,17 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                        const float* HWY_RESTRICT dout,
                        float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
                        float* HWY_RESTRICT dk, float* HWY_RESTRICT dv) {
+  const size_t kv_heads = s.batch * s.kv_heads;
+  if (kv_heads >= kFusedTasksPerThread * static_cast<size_t>(NumThreads())) {
+    ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+      TaskScratch scratch(s.head_dim);
+      for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
+        FusedGradTask(s, kv_head, q, k, v, out, lse, dout, delta, dq, dk, dv,
+                      scratch);
+      }
+    });
+    return;
+  }
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   ParallelFor(s.batch * s.q_heads * q_tiles, 1,
               [&](int64_t begin, int64_t end) HWY_ATTR {
@@ -447,7 +648,8 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                 TaskScratch scratch(s.head_dim);
                 for (int64_t task = begin; task < end; ++task) {
                   KeyGradTask(s, task / k_tiles, (task % k_tiles) * kKeyTile, q,
-                              k, v, lse, dout, delta, dk, dv, scratch);
+                              k, v, lse, dout, delta, dk, dv,
+                              /*dq_unscaled=*/nullptr, scratch);
                 }
               });
 }

@@ -213,8 +213,21 @@ class ThreadCountGuard {
   int previous_;
 };
 
+// The one-pass backward (kv heads over the batch >= 4 per thread; the
+// other tests mostly have fewer and take the two passes) against the
+// reference: causal, with a decode offset, non-causal, misaligned.
+ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
+  ThreadCountGuard guard(1);
+  std::mt19937 rng(17);
+  ExpectMatchesReference(MakeShape(4, 4, 1, 130, 130, 34), 0, rng);
+  ExpectMatchesReference(MakeShape(2, 4, 2, 33, 97, 6), 1, rng);
+  ExpectMatchesReference(MakeShape(1, 8, 4, 65, 70, 64, false), 3, rng);
+}
+
 // No float is reduced across threads, so results are bitwise identical run
-// to run at 2 threads, and equal to the 1-thread results.
+// to run at 2 threads, and equal to the 1-thread results. With 4 kv heads
+// in all, one thread runs the one-pass backward and two threads the two
+// passes, so this also checks that both give the same bits.
 ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
   const AttentionShape s = MakeShape(2, 4, 2, 200, 200, 34);
   std::mt19937 rng(15);
