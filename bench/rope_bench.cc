@@ -8,6 +8,8 @@
 // kernel must read and write (1e9 bytes per GB), the table not included:
 //   forward (out of place or in place):  read q, k; write q, k    2 x size
 //   backward, accumulating (dq += R^T dy): read dy, dq; write dq  3 x size
+//   backward, fresh gradient (dq = R^T dy, what the Rope op and PyTorch's
+//     autograd do): read dy; write dq                              2 x size
 //   backward, in place (dy <- R^T dy):   read dy; write dy        2 x size
 // "copy" is memcpy over a buffer as large as the kernel's footprint (in +
 // out), with the same thread count, counted as read + write.
@@ -92,6 +94,14 @@ void Run(const BenchShape& s, int threads, int repeats) {
                [&] {
                  kernels::RopeBackward(*rows, shape, positions, q_oop, k_oop,
                                        true);
+               },
+               repeats),
+           copy);
+  PrintRow("backward, fresh gradient (Rope op)", 2 * size,
+           bench::BestSeconds(
+               [&] {
+                 kernels::RopeBackward(*rows, shape, positions, q_oop, k_oop,
+                                       false);
                },
                repeats),
            copy);

@@ -13,7 +13,8 @@
 // A tile of one head is a contiguous run of tile * head_dim floats when the
 // array is contiguous, so each inner loop streams sequentially. In place,
 // each cache line is read once and written back once; out of place, large
-// outputs are written with streaming stores to skip the write-allocate read.
+// outputs (either layout) are written with streaming stores to skip the
+// write-allocate read.
 #include "core/kernels/rope.h"
 
 #include <algorithm>
@@ -48,6 +49,9 @@ constexpr int64_t kMaxTile = 1024;
 constexpr int64_t kMinTile = 16;
 // Outputs at least this large are written with streaming stores.
 constexpr double kStreamBytes = 16.0 * (1 << 20);
+// The interleaved layout streams rows of at most this many rotary channels
+// (its scratch row lives on the stack).
+constexpr int64_t kMaxStreamRow = 1024;
 
 // (y0, y1) = R(theta) (x0, x1), or R(-theta) = R(theta)^T when kInverse:
 //   forward:  y0 = x0 c - x1 s,   y1 = x1 c + x0 s
@@ -159,6 +163,23 @@ HWY_INLINE void RotateInterleaved(const float* cos_sin, size_t half,
   }
 }
 
+// RotateInterleaved with streaming stores (see RotateSplitHalfStream). The
+// pairs are re-interleaved in registers by StoreInterleaved2 into `row`, an
+// aligned scratch row of 2 * half floats that stays in L1, which is then
+// streamed to y a whole vector at a time. Requires y aligned to the vector
+// size, half a multiple of the lane count and 2 * half <= kMaxStreamRow.
+template <bool kInverse>
+HWY_INLINE void RotateInterleavedStream(const float* cos_sin, size_t half,
+                                        const float* HWY_RESTRICT x,
+                                        float* HWY_RESTRICT row,
+                                        float* HWY_RESTRICT y) {
+  RotateInterleaved<kInverse, /*kAccumulate=*/false>(cos_sin, half, x, row);
+  const hn::ScalableTag<float> d;
+  for (size_t i = 0; i < 2 * half; i += hn::Lanes(d)) {
+    hn::Stream(hn::Load(d, row + i), d, y + i);
+  }
+}
+
 // Channels [r, head_dim) pass through: y = x (nothing to do in place), or
 // y += x when accumulating a gradient.
 template <bool kAccumulate>
@@ -199,15 +220,18 @@ void ApplyAll(const RopeRows& rows, const RopeShape& shape,
   const size_t lanes = hn::Lanes(hn::ScalableTag<float>());
   const double out_bytes = static_cast<double>(sizeof(float)) * shape.batch *
                            shape.seq * shape.head_dim * (a.heads + b.heads);
-  const bool stream = kLayout == RopeLayout::kSplitHalf && !kAccumulate &&
-                      half % lanes == 0 && out_bytes >= kStreamBytes &&
-                      (a.heads == 0 || a.src != a.dst) &&
-                      (b.heads == 0 || b.src != b.dst);
+  const bool stream =
+      (kLayout == RopeLayout::kSplitHalf ||
+       shape.rotary_dim <= kMaxStreamRow) &&
+      !kAccumulate && half % lanes == 0 && out_bytes >= kStreamBytes &&
+      (a.heads == 0 || a.src != a.dst) && (b.heads == 0 || b.src != b.dst);
   const uintptr_t vector_bytes = lanes * sizeof(float);
 
   ParallelFor(
       shape.batch * tiles_per_row, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
         const float* tile_rows[kMaxTile];
+        HWY_ALIGN float
+            stream_row[kLayout == RopeLayout::kInterleaved ? kMaxStreamRow : 1];
         for (int64_t item = begin; item < end; ++item) {
           const int64_t batch = item / tiles_per_row;
           const int64_t t0 = (item % tiles_per_row) * tile;
@@ -228,10 +252,14 @@ void ApplyAll(const RopeRows& rows, const RopeShape& shape,
               for (int64_t t = t0; t < t1; ++t) {
                 const float* x = src + t * op->src_strides.seq;
                 float* y = dst + t * op->dst_strides.seq;
-                if (stream &&
-                    reinterpret_cast<uintptr_t>(y) % vector_bytes == 0) {
+                const bool aligned =
+                    reinterpret_cast<uintptr_t>(y) % vector_bytes == 0;
+                if (stream && aligned && kLayout == RopeLayout::kSplitHalf) {
                   RotateSplitHalfStream<kInverse>(tile_rows[t - t0], half, x,
                                                   y);
+                } else if (stream && aligned) {
+                  RotateInterleavedStream<kInverse>(tile_rows[t - t0], half, x,
+                                                    stream_row, y);
                 } else if (kLayout == RopeLayout::kSplitHalf) {
                   RotateSplitHalf<kInverse, kAccumulate>(tile_rows[t - t0],
                                                          half, x, y);

@@ -279,39 +279,44 @@ ROTOR_PER_TARGET_TEST(RopeKernel, PartialRotaryPassesThrough) {
 // Outputs of 16 MiB and more, written out of place, take the streaming-store
 // path: it must give bitwise the in-place (cached-store) result, with
 // aligned rows (streamed) and misaligned ones (fallback), forward and
-// backward.
+// backward, in both layouts.
 ROTOR_PER_TARGET_TEST(RopeKernel, LargeOutOfPlaceMatchesInPlace) {
   std::mt19937 rng(16);
   const int64_t heads = 16, seq = 4096, d = 64;  // q + k: 2 x 16 MiB
   RopeTable table = RopeTable::Default(d, 10000.0);
-  const RopeShape shape{1, seq, d, d, RopeLayout::kSplitHalf};
   const RopeStrides strides = ContiguousRopeStrides(heads, seq, d);
   const int64_t n = heads * seq * d;
   const std::vector<float> x = RandomVector(n, rng);
-  for (size_t misalign : {0, 1}) {
-    for (bool backward : {false, true}) {
-      std::vector<float> in_place = x;
-      // Tensor storage is 64-byte aligned (std::vector's is not).
-      Tensor out = Tensor::Zeros({2 * n + 1});
-      float* q_out = out.data() + misalign;
-      float* k_out = q_out + n;
-      const RopeOperand q_ip{in_place.data(), strides, in_place.data(), strides,
-                             heads / 2};
-      const RopeOperand k_ip{in_place.data() + n / 2, strides,
-                             in_place.data() + n / 2, strides, heads / 2};
-      const RopeOperand q{x.data(), strides, q_out, strides, heads / 2};
-      const RopeOperand k{x.data() + n / 2, strides, k_out, strides, heads / 2};
-      if (backward) {
-        RopeBackward(table, shape, RopePositions{}, q_ip, k_ip, false);
-        RopeBackward(table, shape, RopePositions{}, q, k, false);
-      } else {
-        RopeForward(table, shape, RopePositions{}, q_ip, k_ip);
-        RopeForward(table, shape, RopePositions{}, q, k);
+  for (const RopeLayout layout :
+       {RopeLayout::kSplitHalf, RopeLayout::kInterleaved}) {
+    const RopeShape shape{1, seq, d, d, layout};
+    for (size_t misalign : {0, 1}) {
+      for (bool backward : {false, true}) {
+        std::vector<float> in_place = x;
+        // Tensor storage is 64-byte aligned (std::vector's is not).
+        Tensor out = Tensor::Zeros({2 * n + 1});
+        float* q_out = out.data() + misalign;
+        float* k_out = q_out + n;
+        const RopeOperand q_ip{in_place.data(), strides, in_place.data(),
+                               strides, heads / 2};
+        const RopeOperand k_ip{in_place.data() + n / 2, strides,
+                               in_place.data() + n / 2, strides, heads / 2};
+        const RopeOperand q{x.data(), strides, q_out, strides, heads / 2};
+        const RopeOperand k{x.data() + n / 2, strides, k_out, strides,
+                            heads / 2};
+        if (backward) {
+          RopeBackward(table, shape, RopePositions{}, q_ip, k_ip, false);
+          RopeBackward(table, shape, RopePositions{}, q, k, false);
+        } else {
+          RopeForward(table, shape, RopePositions{}, q_ip, k_ip);
+          RopeForward(table, shape, RopePositions{}, q, k);
+        }
+        ASSERT_TRUE(std::equal(q_out, q_out + n / 2, in_place.data()))
+            << "q misalign " << misalign << " backward " << backward
+            << " layout " << static_cast<int>(layout);
+        ASSERT_TRUE(std::equal(k_out, k_out + n / 2, in_place.data() + n / 2))
+            << "k misalign " << misalign << " backward " << backward;
       }
-      ASSERT_TRUE(std::equal(q_out, q_out + n / 2, in_place.data()))
-          << "q misalign " << misalign << " backward " << backward;
-      ASSERT_TRUE(std::equal(k_out, k_out + n / 2, in_place.data() + n / 2))
-          << "k misalign " << misalign << " backward " << backward;
     }
   }
 }
