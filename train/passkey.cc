@@ -72,6 +72,8 @@ PasskeyExample MakePasskeyExample(int64_t length, double depth, Rng& rng,
   tokens.push_back('\n');
   example.key_position = static_cast<int64_t>(tokens.size());
   ByteTokenizer::EncodeAppend(KeyLine(example.key), tokens);
+  example.second_mention = static_cast<int64_t>(
+      tokens.size() - example.key.size() - std::strlen(kKeyLineEnd));
   tokens.push_back('\n');
   AppendFiller(filler - prefix, tokens);
   tokens.push_back('\n');
@@ -94,8 +96,19 @@ bool PasskeyAnswerMatches(const std::string& generated,
   return std::string(begin, end) == key;
 }
 
-void MixPasskeyExamples(Batch& batch, double fraction, uint64_t seed,
-                        uint64_t batch_index, int num_digits) {
+PasskeyLoss ParsePasskeyLoss(const std::string& name) {
+  if (name == "retrieval") return PasskeyLoss::kRetrieval;
+  if (name == "all") return PasskeyLoss::kAll;
+  throw Error(
+      StrCat("passkey loss must be 'retrieval' or 'all', got '", name, "'"));
+}
+
+const char* PasskeyLossName(PasskeyLoss loss) {
+  return loss == PasskeyLoss::kRetrieval ? "retrieval" : "all";
+}
+
+void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
+                        uint64_t seed, uint64_t batch_index, int num_digits) {
   ROTOR_CHECK(fraction >= 0.0 && fraction <= 1.0,
               "passkey mix: fraction must be in [0, 1], got ", fraction);
   if (fraction == 0.0) return;
@@ -107,8 +120,19 @@ void MixPasskeyExamples(Batch& batch, double fraction, uint64_t seed,
         MakePasskeyExample(seq + 1, rng.Uniform(), rng, num_digits);
     std::copy(example.tokens.begin(), example.tokens.end() - 1,
               batch.inputs.begin() + row * seq);
-    std::copy(example.tokens.begin() + 1, example.tokens.end(),
-              batch.targets.begin() + row * seq);
+    TokenId* targets = batch.targets.data() + row * seq;
+    std::copy(example.tokens.begin() + 1, example.tokens.end(), targets);
+    if (loss == PasskeyLoss::kRetrieval) {
+      // Target t is token t + 1: keep the two copies of the key.
+      const auto copied = [&](int64_t token) {
+        return (token >= example.second_mention &&
+                token < example.second_mention + num_digits) ||
+               token >= example.answer_start;
+      };
+      for (int64_t t = 0; t < seq; ++t) {
+        if (!copied(t + 1)) targets[t] = kPasskeyIgnoredTarget;
+      }
+    }
   }
 }
 

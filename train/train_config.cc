@@ -22,7 +22,9 @@ class SectionReader {
   SectionReader(const YAML::Node& node, std::string path,
                 const std::string& file,
                 const std::set<std::string>& overridden)
-      : node_(node), path_(std::move(path)), file_(file),
+      : node_(node),
+        path_(std::move(path)),
+        file_(file),
         overridden_(overridden) {
     if (node_ && !node_.IsNull() && !node_.IsMap()) {
       Fail(node_, path_, "expected a map of settings");
@@ -98,8 +100,8 @@ class SectionReader {
     const YAML::Node value = Get(key);
     if (!value) return;
     if (!value.IsScalar() || value.Scalar().empty()) {
-      Fail(value, Join(key), "expected a non-empty string, got " +
-                                 Describe(value));
+      Fail(value, Join(key),
+           "expected a non-empty string, got " + Describe(value));
     }
     out = value.Scalar();
   }
@@ -109,8 +111,8 @@ class SectionReader {
     const YAML::Node value = Get(key);
     if (!value) return;
     if (!value.IsSequence() || value.size() != 2) {
-      Fail(value, Join(key), "expected a list of two numbers, got " +
-                                 Describe(value));
+      Fail(value, Join(key),
+           "expected a list of two numbers, got " + Describe(value));
     }
     double parsed[2];
     for (int i = 0; i < 2; ++i) {
@@ -186,11 +188,10 @@ void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
 
 }  // namespace
 
-std::string ApplyYamlOverride(YAML::Node& root,
-                              const std::string& assignment) {
+std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
   const size_t equals = assignment.find('=');
-  ROTOR_CHECK(equals != std::string::npos && equals > 0,
-              "override '", assignment,
+  ROTOR_CHECK(equals != std::string::npos && equals > 0, "override '",
+              assignment,
               "' is not of the form key.path=value (e.g. train.lr=3e-4)");
   const std::string path = assignment.substr(0, equals);
   const std::string text = assignment.substr(equals + 1);
@@ -265,7 +266,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
     const std::string got = root["model"].IsSequence() ? "a list" : "a value";
     top.Fail(root["model"], "model",
              "expected a map of model settings (vocab_size, hidden_size, "
-             "...), got " + got);
+             "...), got " +
+                 got);
   }
   try {
     config.model = ParseModelConfig(root["model"], file);
@@ -275,14 +277,20 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
       if (key.rfind("model.", 0) == 0) model_overrides += " " + key;
     }
     if (model_overrides.empty()) throw;
-    throw Error(StrCat(e.what(), " (after command-line overrides:",
-                       model_overrides, ")"));
+    throw Error(StrCat(
+        e.what(), " (after command-line overrides:", model_overrides, ")"));
   }
 
   const SectionReader data(root["data"], "data", file, overridden);
-  data.RequireKnownKeys({"path", "passkey_fraction"});
+  data.RequireKnownKeys({"path", "passkey_fraction", "passkey_loss"});
   data.Read("path", config.data.path);
   data.Read("passkey_fraction", config.data.passkey_fraction, 0.0, 1.0);
+  data.Read("passkey_loss", config.data.passkey_loss);
+  try {
+    ParsePasskeyLoss(config.data.passkey_loss);
+  } catch (const Error& e) {
+    data.Fail(root["data"]["passkey_loss"], "data.passkey_loss", e.what());
+  }
   ROTOR_CHECK(!config.data.path.empty(), file,
               ": data.path is required (a folder written by rotor prepare, "
               "or 'brown')");
@@ -312,14 +320,13 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   train.Read("init_from", t.init_from);
   if (t.min_lr > t.lr) {
     train.Fail(root["train"]["min_lr"], "train.min_lr",
-               StrCat("must not exceed train.lr (", t.lr, "), got ",
-                      t.min_lr));
+               StrCat("must not exceed train.lr (", t.lr, "), got ", t.min_lr));
   }
   const int64_t max_positions = config.model.rope.max_position_embeddings;
   if (t.seq_len > max_positions) {
     train.Fail(root["train"]["seq_len"], "train.seq_len",
-               StrCat("exceeds model.max_position_embeddings (",
-                      max_positions, "), got ", t.seq_len));
+               StrCat("exceeds model.max_position_embeddings (", max_positions,
+                      "), got ", t.seq_len));
   }
 
   if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
@@ -422,6 +429,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   root["model"] = ModelToYaml(config.model);
   root["data"]["path"] = config.data.path;
   root["data"]["passkey_fraction"] = config.data.passkey_fraction;
+  root["data"]["passkey_loss"] = config.data.passkey_loss;
   const TrainSection& t = config.train;
   YAML::Node train(YAML::NodeType::Map);
   train["batch_size"] = t.batch_size;

@@ -36,6 +36,9 @@ struct DataConfig {
   // (train/passkey.h), so the model learns to retrieve at its training
   // length; 0 disables. Validation stays pure text.
   double passkey_fraction = 0.0;
+  // Which tokens of those rows the loss scores: "retrieval" (the key's
+  // second mention and the answer, the default) or "all".
+  std::string passkey_loss = "retrieval";
 };
 
 struct TrainSection {

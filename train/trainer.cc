@@ -2,14 +2,14 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
 #include "core/autograd.h"
@@ -112,10 +112,10 @@ std::string PlotLossCurve(const std::string& output_dir) {
       "set terminal pngcairo size 900,540; set output '" + png +
       "'; set xlabel 'step'; set ylabel 'loss (nats/token)'; set grid;"
       " set title 'rotor training loss';"
-      " plot '" + train_dat + "' with lines title 'train', '" + val_dat +
+      " plot '" +
+      train_dat + "' with lines title 'train', '" + val_dat +
       "' with linespoints title 'validation'";
-  const std::string command =
-      "gnuplot -e \"" + script + "\" > /dev/null 2>&1";
+  const std::string command = "gnuplot -e \"" + script + "\" > /dev/null 2>&1";
   const bool ok = std::system(command.c_str()) == 0;
   fs::remove(train_dat);
   fs::remove(val_dat);
@@ -126,14 +126,13 @@ std::string PlotLossCurve(const std::string& output_dir) {
 
 std::string ResolveDataDir(const std::string& path) {
   const std::string dir = path == "brown" ? CacheDir() + "/brown" : path;
-  ROTOR_CHECK(fs::exists(dir + "/train.bin") && fs::exists(dir + "/val.bin"),
-              "data.path '", path, "': ", dir,
-              " has no train.bin/val.bin; ",
-              path == "brown"
-                  ? "run scripts/fetch_brown.sh to download and prepare the "
-                    "Brown corpus"
-                  : "prepare it with: rotor prepare --input TEXTS --output " +
-                        dir);
+  ROTOR_CHECK(
+      fs::exists(dir + "/train.bin") && fs::exists(dir + "/val.bin"),
+      "data.path '", path, "': ", dir, " has no train.bin/val.bin; ",
+      path == "brown"
+          ? "run scripts/fetch_brown.sh to download and prepare the "
+            "Brown corpus"
+          : "prepare it with: rotor prepare --input TEXTS --output " + dir);
   return dir;
 }
 
@@ -146,16 +145,17 @@ ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
   Batch batch;
   double total = 0.0;
   int64_t tokens = 0;
-  for (int64_t i = 0; (max_batches == 0 || i < max_batches) && batches.Next(batch);
-       ++i) {
+  for (int64_t i = 0;
+       (max_batches == 0 || i < max_batches) && batches.Next(batch); ++i) {
     const Tensor loss = model.Loss(batch.inputs, batch.targets,
                                    batch.batch_size, batch.seq_len);
     const int64_t n = batch.batch_size * batch.seq_len;
     total += static_cast<double>(loss.item()) * n;
     tokens += n;
   }
-  ROTOR_CHECK(tokens > 0, val.path(), ": too short for one validation window of ",
-              seq_len + 1, " tokens");
+  ROTOR_CHECK(tokens > 0, val.path(),
+              ": too short for one validation window of ", seq_len + 1,
+              " tokens");
   ValidationResult result;
   result.loss = total / tokens;
   result.perplexity = std::exp(result.loss);
@@ -164,8 +164,8 @@ ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
   return result;
 }
 
-std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(
-    const std::string& dir, TrainConfig* config) {
+std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(const std::string& dir,
+                                                         TrainConfig* config) {
   ROTOR_CHECK(fs::is_directory(dir), "checkpoint folder ", dir,
               " does not exist");
   const TrainConfig parsed =
@@ -186,7 +186,8 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
       val_tokens_(data_dir_ + "/val.bin") {
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
-  nn::TransformerConfig model_config = nn::ResolveTransformerConfig(config_.model);
+  nn::TransformerConfig model_config =
+      nn::ResolveTransformerConfig(config_.model);
   for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
     ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
                 ": model.vocab_size (", model_config.vocab_size,
@@ -241,8 +242,8 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
               ": output_dir ", config_.output_dir, " is not a folder",
               error ? " (" + error.message() + ")" : "");
   TrimMetrics(config_.output_dir + "/metrics.jsonl", state_.step);
-  live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
-                   &log_ == &std::cout;
+  live_progress_ =
+      config_.logging.progress && isatty(STDOUT_FILENO) && &log_ == &std::cout;
 }
 
 void Trainer::LogLine(const std::string& line) {
@@ -280,7 +281,8 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     double step_loss = 0.0;
     for (int64_t micro = 0; micro < t.gradient_accumulation_steps; ++micro) {
       sampler_->Next(batch);
-      MixPasskeyExamples(batch, config_.data.passkey_fraction, t.seed,
+      MixPasskeyExamples(batch, config_.data.passkey_fraction,
+                         ParsePasskeyLoss(config_.data.passkey_loss), t.seed,
                          sampler_->state().batches_drawn);
       const Tensor loss = model_->Loss(batch.inputs, batch.targets,
                                        batch.batch_size, batch.seq_len);
@@ -330,9 +332,9 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     std::ostringstream line;
     line << "step " << state_.step << "/" << t.max_steps << "  loss "
          << std::fixed << std::setprecision(4) << step_loss << "  lr "
-         << std::scientific << std::setprecision(2) << lr << "  "
-         << std::fixed << std::setprecision(0) << tokens_per_second
-         << " tok/s  ETA " << FormatDuration(eta);
+         << std::scientific << std::setprecision(2) << lr << "  " << std::fixed
+         << std::setprecision(0) << tokens_per_second << " tok/s  ETA "
+         << FormatDuration(eta);
     const bool log_now = state_.step % config_.logging.log_every_n_steps == 0 ||
                          state_.step == t.max_steps;
     if (log_now) {
@@ -374,7 +376,8 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
       json.Set("val_bits_per_byte", JsonValue::Number(val.bits_per_byte));
       AppendLine(metrics_path, json.Dump());
     }
-    const bool stopping = stop_after_steps > 0 && steps_this_run >= stop_after_steps;
+    const bool stopping =
+        stop_after_steps > 0 && steps_this_run >= stop_after_steps;
     if ((config_.checkpoint.every_n_steps > 0 &&
          state_.step % config_.checkpoint.every_n_steps == 0) ||
         last || stopping) {

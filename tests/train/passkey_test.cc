@@ -146,14 +146,15 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
     return batch;
   };
   Batch untouched = text_batch();
-  MixPasskeyExamples(untouched, 0.0, 1, 0);
+  MixPasskeyExamples(untouched, 0.0, PasskeyLoss::kAll, 1, 0);
   EXPECT_EQ(untouched.inputs, text_batch().inputs);
 
   int64_t replaced = 0;
   for (uint64_t index = 0; index < 250; ++index) {
     Batch a = text_batch(), b = text_batch();
-    MixPasskeyExamples(a, 0.25, 42, index);
-    MixPasskeyExamples(b, 0.25, 42, index);  // same (seed, index): same rows
+    MixPasskeyExamples(a, 0.25, PasskeyLoss::kAll, 42, index);
+    MixPasskeyExamples(b, 0.25, PasskeyLoss::kAll, 42,
+                       index);  // same (seed, index): same rows
     ASSERT_EQ(a.inputs, b.inputs);
     ASSERT_EQ(a.targets, b.targets);
     for (int64_t row = 0; row < rows; ++row) {
@@ -173,10 +174,51 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
   EXPECT_NEAR(static_cast<double>(replaced) / (250 * rows), 0.25, 0.04);
 
   Batch other = text_batch(), again = text_batch();
-  MixPasskeyExamples(other, 1.0, 42, 1);
-  MixPasskeyExamples(again, 1.0, 42, 2);
+  MixPasskeyExamples(other, 1.0, PasskeyLoss::kAll, 42, 1);
+  MixPasskeyExamples(again, 1.0, PasskeyLoss::kAll, 42, 2);
   EXPECT_NE(other.inputs, again.inputs);  // batches differ from each other
-  ROTOR_EXPECT_ERROR(MixPasskeyExamples(other, 1.5, 1, 0), "fraction");
+  ROTOR_EXPECT_ERROR(MixPasskeyExamples(other, 1.5, PasskeyLoss::kAll, 1, 0),
+                     "fraction");
+}
+
+// With the retrieval loss, a passkey row scores exactly the key's second
+// mention and the answer: the same rows and inputs as with kAll, and the
+// scored targets equal kAll's.
+TEST(PasskeyMix, RetrievalLossScoresOnlyTheCopiedKey) {
+  const int64_t rows = 4, seq = 200;
+  Batch all, retrieval;
+  for (Batch* batch : {&all, &retrieval}) {
+    batch->batch_size = rows;
+    batch->seq_len = seq;
+    batch->inputs.assign(rows * seq, 'x');
+    batch->targets.assign(rows * seq, 'y');
+  }
+  MixPasskeyExamples(all, 1.0, PasskeyLoss::kAll, 7, 3);
+  MixPasskeyExamples(retrieval, 1.0, PasskeyLoss::kRetrieval, 7, 3);
+  EXPECT_EQ(retrieval.inputs, all.inputs);
+  for (int64_t row = 0; row < rows; ++row) {
+    std::string scored;
+    for (int64_t t = 0; t < seq; ++t) {
+      const TokenId target = retrieval.targets[row * seq + t];
+      if (target == kPasskeyIgnoredTarget) continue;
+      EXPECT_EQ(target, all.targets[row * seq + t]);
+      scored.push_back(static_cast<char>(target));
+    }
+    // The second mention "K is the pass key." and the answer K, where K is
+    // the 5 digits that end the row.
+    const std::string key =
+        Text(std::vector<TokenId>(all.targets.begin() + row * seq + seq - 5,
+                                  all.targets.begin() + (row + 1) * seq));
+    EXPECT_EQ(scored, key + key) << "row " << row;
+    const std::string text = Text(std::vector<TokenId>(
+        all.inputs.begin() + row * seq, all.inputs.begin() + (row + 1) * seq));
+    EXPECT_NE(text.find(". Remember it. " + key + " is the pass key."),
+              std::string::npos);
+  }
+  EXPECT_EQ(ParsePasskeyLoss("retrieval"), PasskeyLoss::kRetrieval);
+  EXPECT_EQ(ParsePasskeyLoss("all"), PasskeyLoss::kAll);
+  EXPECT_STREQ(PasskeyLossName(PasskeyLoss::kRetrieval), "retrieval");
+  ROTOR_EXPECT_ERROR(ParsePasskeyLoss("answers"), "'retrieval' or 'all'");
 }
 
 nn::TransformerConfig TinyConfig() {
