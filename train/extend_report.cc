@@ -287,7 +287,7 @@ ExtendReportConfig ParseExtendReportConfig(
   config.file = file;
 
   const YAML::Node base = root["base"];
-  RequireKnownKeys(file, base, "base", {"config", "overrides"});
+  RequireKnownKeys(file, base, "base", {"config", "overrides", "practice"});
   ReadScalar(file, base, "config", "base.config", config.base_config,
              "a file name");
   ReadList(file, base, "overrides", "base.overrides", config.base_overrides,
@@ -295,6 +295,31 @@ ExtendReportConfig ParseExtendReportConfig(
   if (config.base_config.empty()) {
     Fail(file, base, "base.config",
          "is required: the training config of the base model");
+  }
+  const YAML::Node practice = base["practice"];
+  RequireKnownKeys(file, practice, "base.practice",
+                   {"steps", "passkey_fraction", "warmup_steps", "output_dir"});
+  ReadScalar(file, practice, "steps", "base.practice.steps",
+             config.practice_steps, "an integer");
+  ReadScalar(file, practice, "passkey_fraction",
+             "base.practice.passkey_fraction", config.practice_passkey_fraction,
+             "a number");
+  ReadScalar(file, practice, "warmup_steps", "base.practice.warmup_steps",
+             config.practice_warmup_steps, "an integer");
+  ReadScalar(file, practice, "output_dir", "base.practice.output_dir",
+             config.practice_output_dir, "a folder name");
+  if (config.practice_steps < 0) {
+    Fail(file, practice["steps"], "base.practice.steps",
+         StrCat("must be >= 0 (0 = no practice), got ", config.practice_steps));
+  }
+  if (!(config.practice_passkey_fraction > 0.0 &&
+        config.practice_passkey_fraction <= 1.0)) {
+    Fail(file, practice["passkey_fraction"], "base.practice.passkey_fraction",
+         StrCat("must be in (0, 1], got ", config.practice_passkey_fraction));
+  }
+  if (config.practice_steps > 0 && config.practice_output_dir.empty()) {
+    Fail(file, practice, "base.practice.output_dir",
+         "is required with base.practice.steps > 0: the practice run's folder");
   }
   ReadScalar(file, root, "output_dir", "output_dir", config.output_dir,
              "a folder name");
@@ -307,9 +332,9 @@ ExtendReportConfig ParseExtendReportConfig(
   ReadScalar(file, root, "threads", "threads", config.threads, "an integer");
 
   const YAML::Node finetune = root["finetune"];
-  RequireKnownKeys(
-      file, finetune, "finetune",
-      {"steps", "lr", "min_lr", "warmup_steps", "tokens_per_step", "skip"});
+  RequireKnownKeys(file, finetune, "finetune",
+                   {"steps", "lr", "min_lr", "warmup_steps", "tokens_per_step",
+                    "passkey_fraction", "skip"});
   ReadScalar(file, finetune, "steps", "finetune.steps", config.finetune_steps,
              "an integer");
   ReadScalar(file, finetune, "lr", "finetune.lr", config.finetune_lr,
@@ -320,6 +345,14 @@ ExtendReportConfig ParseExtendReportConfig(
              config.finetune_warmup_steps, "an integer");
   ReadScalar(file, finetune, "tokens_per_step", "finetune.tokens_per_step",
              config.finetune_tokens_per_step, "an integer");
+  ReadScalar(file, finetune, "passkey_fraction", "finetune.passkey_fraction",
+             config.finetune_passkey_fraction, "a number");
+  if (finetune["passkey_fraction"] &&
+      !(config.finetune_passkey_fraction >= 0.0 &&
+        config.finetune_passkey_fraction <= 1.0)) {
+    Fail(file, finetune["passkey_fraction"], "finetune.passkey_fraction",
+         StrCat("must be in [0, 1], got ", config.finetune_passkey_fraction));
+  }
   ReadMethods(file, finetune, "skip", "finetune.skip", config.finetune_skip);
   if (config.finetune_steps < 0) {
     Fail(file, finetune["steps"], "finetune.steps",
@@ -470,6 +503,12 @@ class ReportRunner {
     log_ << "extend-report: " << line << std::endl;
   }
   void TrainBase();
+  // data.passkey_fraction of the fine-tunes.
+  double FinetunePasskeyFraction() const {
+    return config_.finetune_passkey_fraction >= 0.0
+               ? config_.finetune_passkey_fraction
+               : base_.data.passkey_fraction;
+  }
   VariantResult Evaluate(nn::Transformer& model, RopeType method,
                          bool finetuned);
   VariantResult RunVariant(RopeType method, bool finetuned);
@@ -481,6 +520,7 @@ class ReportRunner {
   TrainConfig base_;
   std::string base_checkpoint_;
   double base_train_seconds_ = 0.0;  // the base checkpoint's elapsed_seconds
+  double practice_seconds_ = 0.0;    // the practice run's, if any
   int64_t base_length_ = 0;
   int64_t extended_length_ = 0;
   std::vector<int64_t> lengths_;
@@ -507,6 +547,40 @@ void ReportRunner::TrainBase() {
       StatusOf(base_.output_dir, base_.train.max_steps).checkpoint;
   base_train_seconds_ = LoadTrainerState(base_checkpoint_).elapsed_seconds;
   Say("base model: " + base_checkpoint_);
+  if (config_.practice_steps == 0) return;
+
+  // Passkey practice: the base config at its own length, from the base
+  // weights, with a large share of passkey rows.
+  std::vector<std::string> overrides = config_.base_overrides;
+  const std::vector<std::string> practice = {
+      "output_dir=" + config_.practice_output_dir,
+      "train.init_from=" + base_checkpoint_,
+      "train.resume=auto",
+      StrCat("data.passkey_fraction=", config_.practice_passkey_fraction),
+      StrCat("train.max_steps=", config_.practice_steps),
+      StrCat("train.warmup_steps=",
+             std::min(config_.practice_warmup_steps, config_.practice_steps)),
+      StrCat("train.threads=", config_.threads),
+      "eval.every_n_steps=0",
+      "checkpoint.every_n_steps=0",
+      "checkpoint.keep_last_n=1",
+      "logging.progress=false"};
+  overrides.insert(overrides.end(), practice.begin(), practice.end());
+  const TrainConfig train = LoadTrainConfig(config_.base_config, overrides);
+  if (!StatusOf(train.output_dir, config_.practice_steps).finished) {
+    const std::string log_path = config_.output_dir + "/logs/practice.log";
+    Say(StrCat("passkey practice (", config_.practice_steps,
+               " steps at length ", base_length_, ", ",
+               config_.practice_passkey_fraction, " passkey rows -> ",
+               train.output_dir, "; log: ", log_path, ")"));
+    std::ofstream log(log_path, std::ios::app);
+    Trainer trainer(train, log);
+    trainer.Run();
+  }
+  base_checkpoint_ =
+      StatusOf(train.output_dir, config_.practice_steps).checkpoint;
+  practice_seconds_ = LoadTrainerState(base_checkpoint_).elapsed_seconds;
+  Say("base model after passkey practice: " + base_checkpoint_);
 }
 
 VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
@@ -569,6 +643,7 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
         StrCat("train.warmup_steps=",
                std::min(config_.finetune_warmup_steps, config_.finetune_steps)),
         StrCat("train.threads=", config_.threads),
+        StrCat("data.passkey_fraction=", FinetunePasskeyFraction()),
         "eval.every_n_steps=0",
         "eval.max_batches=4",
         "checkpoint.every_n_steps=0",
@@ -767,6 +842,11 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
      << "Base model `" << base_checkpoint_ << "` (config `"
      << config_.base_config << "`";
   for (const std::string& o : config_.base_overrides) md << " `" << o << "`";
+  if (config_.practice_steps > 0) {
+    md << ", then " << config_.practice_steps
+       << " steps of passkey practice with "
+       << config_.practice_passkey_fraction << " passkey rows";
+  }
   md << "), trained at **L = " << l << "** tokens, extended by **s = " << s
      << "** to **" << sl
      << "** tokens with each RoPE scaling method: zero-shot (base weights, "
@@ -896,7 +976,7 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   }
   // Every piece, wherever it was done (earlier invocations included): the
   // base run's and fine-tunes' elapsed_seconds and each evaluation's time.
-  double all_seconds = base_train_seconds_;
+  double all_seconds = base_train_seconds_ + practice_seconds_;
   for (const VariantResult& r : results) {
     all_seconds += r.eval_seconds + r.finetune_seconds;
   }
@@ -907,6 +987,9 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   md << "## Time\n\nOn this machine ("
      << (config_.threads > 0 ? StrCat(config_.threads) : std::string("all"))
      << " threads); base training: " << Duration(base_train_seconds_)
+     << (config_.practice_steps > 0
+             ? ", passkey practice: " + Duration(practice_seconds_)
+             : std::string())
      << ".\n\n| method | fine-tune | evaluate zero-shot | evaluate fine-tuned "
         "|\n"
         "|---|---:|---:|---:|\n";
@@ -931,8 +1014,9 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
      << config_.finetune_min_lr << " (cosine) after "
      << config_.finetune_warmup_steps
      << " warm-up steps, the base config's data (passkey share "
-     << base_.data.passkey_fraction << "). Runs: `" << dir
-     << "/finetune/<method>`; logs: `" << dir << "/logs/`.\n"
+     << FinetunePasskeyFraction() << ", loss on " << base_.data.passkey_loss
+     << " tokens). Runs: `" << dir << "/finetune/<method>`; logs: `" << dir
+     << "/logs/`.\n"
      << "- Methods (`model.*` overrides on the base config):\n";
   for (RopeType method : config_.methods) {
     md << "  - " << RopeTypeName(method) << ":";

@@ -2,7 +2,10 @@
 // your own model. For one base model trained at length L it
 //
 //   1. trains the base model from its config if its output_dir holds no
-//      finished run (resuming a partial one);
+//      finished run (resuming a partial one); then, with base.practice,
+//      continues it for a few steps at length L on a mix of text and passkey
+//      rows ("passkey practice", train.init_from the base) so that a small
+//      model learns retrieval; that run is the base for what follows;
 //   2. for every RoPE scaling method (default, linear, ntk, dynamic, yarn,
 //      llama3, longrope) at extension factor s:
 //        zero-shot   the base weights with the method's rope_scaling;
@@ -22,12 +25,15 @@
 //
 // The report config (configs/extend/report.yaml documents every key):
 //
-//   base: { config: configs/default.yaml, overrides: [] }
+//   base: { config: configs/default.yaml, overrides: [],
+//           practice: { steps: 800, passkey_fraction: 0.75, warmup_steps: 50,
+//                       output_dir: runs/default-passkey } }
 //   output_dir: runs/extend-report
 //   factor: 4
 //   methods: [default, linear, ntk, dynamic, yarn, llama3, longrope]
 //   finetune: { steps: 200, lr: 5e-4, min_lr: 5e-5, warmup_steps: 20,
-//               tokens_per_step: 0, skip: [dynamic] }
+//               tokens_per_step: 0, passkey_fraction: 0.25,
+//               skip: [dynamic] }
 //   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
 //           passkey_lengths: [], depths: [0, 0.25, 0.5, 0.75, 1],
 //           trials: 10 }
@@ -49,6 +55,12 @@ struct ExtendReportConfig {
   std::string file;                         // for messages
   std::string base_config;                  // a training config (YAML)
   std::vector<std::string> base_overrides;  // key=value on it
+  // Passkey practice after the base run, at the base length, from its
+  // weights, with the base config's learning rate; 0 steps = none.
+  int64_t practice_steps = 0;
+  double practice_passkey_fraction = 0.75;
+  int64_t practice_warmup_steps = 50;
+  std::string practice_output_dir;  // required when practice_steps > 0
   std::string output_dir = "runs/extend-report";
   double factor = 4.0;  // s
   std::vector<RopeType> methods = {RopeType::kDefault, RopeType::kLinear,
@@ -63,6 +75,8 @@ struct ExtendReportConfig {
   // Tokens per optimizer step; 0 = the base run's batch_size * seq_len (the
   // batch size shrinks by s so each step costs about the same).
   int64_t finetune_tokens_per_step = 0;
+  // data.passkey_fraction of the fine-tunes; < 0 = the base config's.
+  double finetune_passkey_fraction = -1.0;
   std::vector<RopeType> finetune_skip = {RopeType::kDynamic};
   // Evaluation. Empty lengths mean {L, 2L, s*L, 2*s*L} (sorted, unique).
   std::vector<int64_t> lengths;

@@ -116,8 +116,10 @@ void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
   const int64_t seq = batch.seq_len;
   for (int64_t row = 0; row < batch.batch_size; ++row) {
     if (rng.Uniform() >= fraction) continue;
+    const double depth =
+        rng.Uniform() < kPasskeyStartShare ? 0.0 : rng.Uniform();
     const PasskeyExample example =
-        MakePasskeyExample(seq + 1, rng.Uniform(), rng, num_digits);
+        MakePasskeyExample(seq + 1, depth, rng, num_digits);
     std::copy(example.tokens.begin(), example.tokens.end() - 1,
               batch.inputs.begin() + row * seq);
     TokenId* targets = batch.targets.data() + row * seq;

@@ -121,11 +121,78 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
       ParseExtendReportConfig(
           "base: {config: b.yaml}\neval: {passkey_lengths: [64]}\n", "r.yaml"),
       "eval.passkey_lengths", "must be >= ");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10}}\n",
+                              "r.yaml"),
+      "base.practice.output_dir", "is required");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10,\n"
+                              "  output_dir: p, passkey_fraction: 0}}\n",
+                              "r.yaml"),
+      "r.yaml:2:", "base.practice.passkey_fraction", "(0, 1]");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {stesp: 10}}\n",
+                              "r.yaml"),
+      "base.practice.stesp", "unknown key");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          "base: {config: b.yaml}\nfinetune: {passkey_fraction: 2}\n",
+          "r.yaml"),
+      "r.yaml:2:", "finetune.passkey_fraction", "[0, 1]");
   // The shipped report config parses.
   const ExtendReportConfig shipped = LoadExtendReportConfig(
       std::string(ROTOR_SOURCE_DIR) + "/configs/extend/report.yaml");
   EXPECT_EQ(shipped.base_config, "configs/default.yaml");
   EXPECT_EQ(shipped.finetune_steps, 200);
+  EXPECT_GT(shipped.practice_steps, 0);
+}
+
+// With base.practice, a passkey-practice run continues the base at its own
+// length and becomes the model that is extended; the fine-tunes take
+// finetune.passkey_fraction.
+TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  const std::string report_yaml =
+      "base:\n  config: " + test::TinyConfigPath() +
+      "\n  overrides: [data.path=" + data + ", output_dir=" + dir.Path("base") +
+      ", model.max_position_embeddings=112, train.seq_len=112,"
+      " train.batch_size=2, train.max_steps=2, eval.every_n_steps=0,"
+      " checkpoint.every_n_steps=0]\n"
+      "  practice: {steps: 2, passkey_fraction: 0.5, output_dir: " +
+      dir.Path("practice") +
+      "}\n"
+      "output_dir: " +
+      dir.Path("report") +
+      "\n"
+      "factor: 2\n"
+      "methods: [yarn]\n"
+      "finetune: {steps: 1, warmup_steps: 1, passkey_fraction: 0.25,\n"
+      "           tokens_per_step: 224}\n"
+      "eval: {lengths: [112], documents: 1, passkey_lengths: [112],\n"
+      "       depths: [1], trials: 1}\n"
+      "threads: 1\n";
+  const ExtendReportConfig config = ParseExtendReportConfig(
+      report_yaml, dir.Write("report.yaml", report_yaml));
+  std::ostringstream log;
+  const ExtendReportSummary summary = RunExtendReport(config, log);
+  EXPECT_NE(log.str().find("passkey practice (2 steps at length 112"),
+            std::string::npos)
+      << log.str();
+  const std::string practice_config =
+      Read(dir.Path("practice/checkpoints/step_00000002/config.yaml"));
+  EXPECT_NE(practice_config.find("init_from: " + dir.Path("base")),
+            std::string::npos);
+  EXPECT_NE(practice_config.find("passkey_fraction: 0.5"), std::string::npos);
+  EXPECT_NE(practice_config.find("seq_len: 112"), std::string::npos);
+  const std::string yarn_config = Read(
+      dir.Path("report/finetune/yarn/checkpoints/step_00000001/config.yaml"));
+  EXPECT_NE(yarn_config.find("init_from: " + dir.Path("practice")),
+            std::string::npos);
+  EXPECT_NE(yarn_config.find("passkey_fraction: 0.25"), std::string::npos);
+  EXPECT_NE(yarn_config.find("seq_len: 224"), std::string::npos);
+  EXPECT_NE(Read(summary.report_path).find("2 steps of passkey practice"),
+            std::string::npos);
 }
 
 TEST(ExtendReport, TinyModelEndToEnd) {

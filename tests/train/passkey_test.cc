@@ -172,6 +172,21 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
     }
   }
   EXPECT_NEAR(static_cast<double>(replaced) / (250 * rows), 0.25, 0.04);
+  // kPasskeyStartShare of the examples put the key at the very start, right
+  // after "<|endoftext|>\n" (a uniform depth alone would almost never).
+  int64_t at_start = 0, examples = 0;
+  for (uint64_t index = 0; index < 500; ++index) {
+    Batch batch = text_batch();
+    MixPasskeyExamples(batch, 1.0, PasskeyLoss::kAll, 9, index);
+    for (int64_t row = 0; row < rows; ++row, ++examples) {
+      const std::string text =
+          Text(std::vector<TokenId>(batch.inputs.begin() + row * seq + 1,
+                                    batch.inputs.begin() + (row + 1) * seq));
+      at_start += text.rfind("\nThe pass key is ", 0) == 0 ? 1 : 0;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(at_start) / examples, kPasskeyStartShare,
+              0.02);
 
   Batch other = text_batch(), again = text_batch();
   MixPasskeyExamples(other, 1.0, PasskeyLoss::kAll, 42, 1);
