@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -273,23 +274,36 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
   int64_t steps_this_run = 0;
   double last_loss = 0.0;
   const double elapsed_before = state_.elapsed_seconds;
-  Batch batch;
+  const PasskeyLoss passkey_loss = ParsePasskeyLoss(config_.data.passkey_loss);
+  std::vector<Batch> micro_batches(
+      static_cast<size_t>(t.gradient_accumulation_steps));
 
   while (state_.step < t.max_steps) {
     const double lr = schedule.At(state_.step);
     model_->ZeroGrad();
-    double step_loss = 0.0;
-    for (int64_t micro = 0; micro < t.gradient_accumulation_steps; ++micro) {
+    // The step's loss is the mean over all its scored tokens (passkey rows
+    // score only some of theirs): draw every micro-batch first, then weight
+    // each micro-batch's mean by its share of the scored tokens.
+    int64_t step_scored = 0;
+    std::vector<int64_t> scored;
+    for (Batch& batch : micro_batches) {
       sampler_->Next(batch);
-      MixPasskeyExamples(batch, config_.data.passkey_fraction,
-                         ParsePasskeyLoss(config_.data.passkey_loss), t.seed,
-                         sampler_->state().batches_drawn);
+      MixPasskeyExamples(batch, config_.data.passkey_fraction, passkey_loss,
+                         t.seed, sampler_->state().batches_drawn);
+      scored.push_back(static_cast<int64_t>(std::count_if(
+          batch.targets.begin(), batch.targets.end(),
+          [](TokenId target) { return target != kPasskeyIgnoredTarget; })));
+      step_scored += scored.back();
+    }
+    ROTOR_CHECK(step_scored > 0, "training step ", state_.step + 1,
+                ": no target token is scored");
+    double step_loss = 0.0;
+    for (size_t micro = 0; micro < micro_batches.size(); ++micro) {
+      const Batch& batch = micro_batches[micro];
       const Tensor loss = model_->Loss(batch.inputs, batch.targets,
                                        batch.batch_size, batch.seq_len);
-      // The step's loss is the mean over all its tokens: weight each
-      // micro-batch's mean by its share of the tokens.
       const double weight =
-          static_cast<double>(batch.batch_size * batch.seq_len) / step_tokens;
+          static_cast<double>(scored[micro]) / static_cast<double>(step_scored);
       Mul(loss, static_cast<float>(weight)).Backward();
       step_loss += weight * loss.item();
     }
