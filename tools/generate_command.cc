@@ -5,6 +5,7 @@
 #include "core/parallel.h"
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
+#include "train/finetune.h"
 #include "train/generate.h"
 #include "train/trainer.h"
 
@@ -22,7 +23,8 @@ constexpr char kGenerateHelp[] =
     "with a KV cache, and prints the text as it is generated.\n"
     "\n"
     "Options:\n"
-    "  --checkpoint DIR     a checkpoint folder (required)\n"
+    "  --checkpoint DIR     a checkpoint folder, or a run's output_dir (its\n"
+    "                       newest checkpoint) (required)\n"
     "  --prompt TEXT        the start of the text (required)\n"
     "  --max-new-tokens N   tokens to generate (default 200)\n"
     "  --temperature T      0 = greedy; higher = more varied (default 0.8)\n"
@@ -56,7 +58,7 @@ int RunGenerateCommand(const std::vector<std::string>& args) {
   options.seed = static_cast<uint64_t>(flags.Int("--seed", 0, 0));
   SetNumThreads(static_cast<int>(flags.Int("--threads", 0, 0)));
 
-  auto model = LoadModelFromCheckpoint(dir);
+  auto model = LoadCheckpointModel(dir, /*overrides=*/{});
   std::cout << prompt << std::flush;
   GenerateText(*model, prompt, options, [](const std::string& text) {
     std::cout << EscapeControlBytes(text) << std::flush;

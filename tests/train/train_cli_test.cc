@@ -98,6 +98,11 @@ TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
   r = Run(generate + "--top-k 5 --top-p 0.9 --seed 3");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(Run(generate + "--top-k 5 --top-p 0.9 --seed 3").out, r.out);
+  // The run's output_dir stands for its newest checkpoint, as in eval.
+  EXPECT_EQ(Run("generate --checkpoint " + Quote(dir_.Path("run")) +
+                " --prompt 'The cat' --max-new-tokens 12 --temperature 0")
+                .out,
+            greedy);
 }
 
 // Exit status 2 and "rotor CMD: PROBLEM (see 'rotor CMD --help')".
