@@ -36,6 +36,37 @@ double Now() {
       .count();
 }
 
+// Resuming replays the interrupted run's data stream (the sampler position
+// and the passkey mix), which only means the same thing with the same batch
+// shape, seed and mix: a checkpoint whose run had other values is refused
+// with the differences named, instead of resuming into a different run.
+void CheckResumable(const std::string& dir, const TrainConfig& config) {
+  const TrainConfig saved =
+      ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
+  std::string differences;
+  const auto compare = [&differences](const char* key, const auto& before,
+                                      const auto& now) {
+    if (before == now) return;
+    differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
+                          " (checkpoint) vs ", now, " (config)");
+  };
+  compare("train.batch_size", saved.train.batch_size, config.train.batch_size);
+  compare("train.seq_len", saved.train.seq_len, config.train.seq_len);
+  compare("train.gradient_accumulation_steps",
+          saved.train.gradient_accumulation_steps,
+          config.train.gradient_accumulation_steps);
+  compare("train.seed", saved.train.seed, config.train.seed);
+  compare("data.passkey_fraction", saved.data.passkey_fraction,
+          config.data.passkey_fraction);
+  compare("data.passkey_loss", saved.data.passkey_loss,
+          config.data.passkey_loss);
+  ROTOR_CHECK(differences.empty(), config.file, ": cannot resume from ", dir,
+              ": its run used other data settings: ", differences,
+              ". Restore them to continue that run, or start a new run "
+              "(another output_dir) from its weights with train.init_from=",
+              dir);
+}
+
 std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
@@ -223,6 +254,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
                 " does not exist (use auto, none or a step_N folder)");
   }
   if (!resume_dir.empty()) {
+    CheckResumable(resume_dir, config_);
     LoadModelWeights(resume_dir, *model_);
     LoadOptimizerState(resume_dir, *optimizer_);
     state_ = LoadTrainerState(resume_dir);

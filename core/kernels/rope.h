@@ -83,13 +83,18 @@ class RopeRows {
 // The cos/sin table of one RoPE configuration: the frequencies and the
 // attention factor, plus the rows computed so far. The table grows on demand
 // (Rows(n) extends it geometrically when a position passes its end), so there
-// is no fixed maximum length, and Rebuild() replaces the frequencies (RoPE
+// is no fixed maximum length below kMaxRopePositions, and Rebuild() replaces
+// the frequencies (RoPE
 // scaling methods such as dynamic NTK change them with the length).
 //
 // The rows are handed out as shared immutable snapshots: growing or
 // rebuilding the table makes a new snapshot, and a snapshot already handed
 // out (e.g. kept for a backward pass) stays unchanged. Not thread-safe:
 // call Rows() and Rebuild() from one thread at a time, like a std::vector.
+// Positions a table may cover: 2^28 (far beyond any context a CPU model
+// trains on; the table alone would take rotary_dim GiB).
+inline constexpr int64_t kMaxRopePositions = int64_t{1} << 28;
+
 class RopeTable {
  public:
   // inv_freq: the r/2 angular frequencies (radians per position step), so
@@ -121,7 +126,9 @@ class RopeTable {
   int64_t num_positions() const;
 
   // A snapshot covering at least positions [0, num_positions), extending the
-  // table (to at least twice its size) if it is shorter.
+  // table (to at least twice its size) if it is shorter. Throws rotor::Error
+  // for num_positions above kMaxRopePositions or a table that does not fit
+  // in memory.
   std::shared_ptr<const RopeRows> Rows(int64_t num_positions);
 
  private:

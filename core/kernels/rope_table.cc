@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/kernels/rope.h"
@@ -117,12 +119,24 @@ int64_t RopeTable::num_positions() const {
 std::shared_ptr<const RopeRows> RopeTable::Rows(int64_t num_positions) {
   ROTOR_CHECK(num_positions >= 0, "RopeTable::Rows: negative count ",
               num_positions);
+  ROTOR_CHECK(num_positions <= kMaxRopePositions, "RoPE: position ",
+              num_positions - 1, " is beyond the largest supported position ",
+              kMaxRopePositions - 1);
   const int64_t have = this->num_positions();
   if (rows_ && have >= num_positions) return rows_;
   // Geometric growth keeps the cost of token-by-token decoding linear.
-  const int64_t count = std::max<int64_t>({num_positions, 2 * have, 64});
+  const int64_t count = std::min(
+      std::max<int64_t>({num_positions, 2 * have, 64}), kMaxRopePositions);
   const int64_t r = rotary_dim();
-  std::vector<float> values(static_cast<size_t>(count * r));
+  std::vector<float> values;
+  try {
+    values.resize(static_cast<size_t>(count * r));
+  } catch (const std::bad_alloc&) {
+    throw Error(StrCat("RoPE: the cos/sin table for positions 0..",
+                       num_positions - 1, " (", count, " rows of ", r,
+                       " floats, ", count * r * sizeof(float) >> 20,
+                       " MiB) does not fit in memory"));
+  }
   if (have > 0) {
     std::memcpy(values.data(), rows_->row(0), sizeof(float) * have * r);
   }

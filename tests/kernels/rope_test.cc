@@ -550,6 +550,14 @@ TEST(RopeKernelErrors, BadCall) {
   ROTOR_EXPECT_ERROR(
       RopeForward(table, shape, RopePositions{0, {0, 1}}, op, {}),
       "2 position ids for batch 1 and seq 4");
+  // A huge position is an error, not a failed allocation of its table.
+  ROTOR_EXPECT_ERROR(
+      RopeForward(table, shape, RopePositions{0, {0, 1, int64_t{1} << 40, 3}},
+                  op, {}),
+      "position 1099511627776 is beyond the largest supported position");
+  ROTOR_EXPECT_ERROR(
+      RopeForward(table, shape, RopePositions{kMaxRopePositions, {}}, op, {}),
+      "beyond the largest supported position");
   // Rows built for another rotary dim ("head_dim not matching the table").
   RopeShape wide = shape;
   wide.rotary_dim = 16;

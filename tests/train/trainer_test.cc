@@ -278,6 +278,28 @@ TEST_F(TrainerTest, GradientAccumulationMatchesOneLargerBatch) {
   }
 }
 
+// Resuming with another batch shape, seed or passkey mix would not continue
+// the same run: refused, naming each difference, and nothing is written.
+TEST_F(TrainerTest, ResumeWithOtherDataSettingsIsRefused) {
+  {
+    Trainer trainer(Config("run", {"train.max_steps=2"}), log_);
+    trainer.Run();
+  }
+  const auto before = Snapshot(dir_.Path("run"));
+  ROTOR_EXPECT_ERROR(
+      Trainer(Config("run",
+                     {"train.max_steps=4", "train.seq_len=16", "train.seed=5"}),
+              log_),
+      "cannot resume from " + dir_.Path("run/checkpoints/step_00000002"),
+      "train.seq_len 32 (checkpoint) vs 16 (config), train.seed 1337 "
+      "(checkpoint) vs 5 (config)",
+      "train.init_from=");
+  EXPECT_EQ(Snapshot(dir_.Path("run")), before);
+  // More steps (or another learning rate) is fine: the run continues.
+  Trainer longer(Config("run", {"train.max_steps=4"}), log_);
+  EXPECT_EQ(longer.state().step, 2);
+}
+
 TEST_F(TrainerTest, OutputDirThatIsAFileIsRejected) {
   const std::string file = dir_.Write("taken", "a file");
   ROTOR_EXPECT_ERROR(Trainer(test::TinyConfig(data_, file), log_),
