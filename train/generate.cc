@@ -65,9 +65,10 @@ std::vector<TokenId> GenerateTokens(
   const int64_t total =
       static_cast<int64_t>(prompt_ids.size()) + options.max_new_tokens;
   // One RoPE base for the whole sequence (prefill and every decoded token),
-  // fixed from its final length: see core/rope_scaling.h.
-  model.SetSequenceLength(
-      std::max<int64_t>(total, model.config().rope.max_position_embeddings));
+  // fixed from its final length: see core/rope_scaling.h. (Dynamic NTK keeps
+  // the plain base up to L0; LongRoPE takes its short factors while the
+  // whole sequence fits in original_max_position_embeddings, as in HF.)
+  model.SetSequenceLength(total);
   Rng rng(options.seed);
   nn::KvCache cache = model.NewKvCache();
 

@@ -171,6 +171,46 @@ TEST(GenerateTokens, CachedGreedyDecodingMatchesFullRecomputation) {
   }
 }
 
+// LongRoPE picks its factors by the sequence's length: a generation whose
+// prompt and new tokens fit in original_max_position_embeddings (16) uses
+// the short factors throughout, as HF does (max_position_embeddings is 64).
+TEST(GenerateTokens, ShortLongRopeSequenceUsesTheShortFactors) {
+  nn::TransformerConfig config = nn::ResolveTransformerConfig(
+      ParseModelConfigText("model:\n  vocab_size: 257\n  hidden_size: 16\n"
+                           "  intermediate_size: 32\n  num_hidden_layers: 2\n"
+                           "  num_attention_heads: 4\n"
+                           "  num_key_value_heads: 2\n"
+                           "  max_position_embeddings: 64\n"
+                           "  rope_scaling: {rope_type: longrope, factor: 4,\n"
+                           "    original_max_position_embeddings: 16,\n"
+                           "    short_factor: [1, 1], long_factor: [8, 30]}\n",
+                           "test.yaml"));
+  config.initializer_range = 0.3;
+  nn::Transformer model(config, 3);
+  SamplingOptions options = Options(0.0);
+  options.max_new_tokens = 8;
+  options.stop_at_end_of_text = false;
+  const std::vector<TokenId> prompt = {256, 'a', 'b', 'c', 'a', 'b'};
+  const std::vector<TokenId> generated = GenerateTokens(model, prompt, options);
+  ASSERT_EQ(generated.size(), 8u);
+  NoGradGuard no_grad;
+  std::vector<TokenId> sequence = prompt;
+  sequence.insert(sequence.end(), generated.begin(), generated.end());
+  const int64_t total = static_cast<int64_t>(sequence.size());  // 14
+  model.SetSequenceLength(total);                               // short factors
+  const std::vector<float> short_logits =
+      model.Logits(sequence, 1, total).ToVector();
+  model.SetSequenceLength(64);  // long factors
+  const std::vector<float> long_logits =
+      model.Logits(sequence, 1, total).ToVector();
+  ASSERT_NE(short_logits, long_logits);  // the factors matter here
+  for (size_t i = 0; i < generated.size(); ++i) {
+    const float* row = short_logits.data() + (prompt.size() - 1 + i) * 257;
+    EXPECT_EQ(std::max_element(row, row + 257) - row, generated[i])
+        << "step " << i;
+  }
+}
+
 // A model made to always predict <|endoftext|>: hidden states are the
 // embedding (attention and MLP outputs zeroed), every embedding row is all
 // ones, and only lm_head's row 256 is non-zero.
