@@ -162,7 +162,10 @@ TEST(Checkpoint, ListIgnoresHalfWrittenFoldersAndPruneKeepsTheNewest) {
                                       root + "step_00000100"}));
   PruneCheckpoints(dir.path(), 5);  // fewer than N: nothing to do
   EXPECT_EQ(ListCheckpoints(dir.path()).size(), 2u);
+  // Pruning also deletes the killed save's leftovers, and nothing else.
+  EXPECT_FALSE(fs::exists(dir.Path("checkpoints/step_00000200.tmp-AbC123")));
   EXPECT_TRUE(fs::exists(dir.Path("checkpoints/notes.txt")));
+  EXPECT_TRUE(fs::exists(dir.Path("checkpoints/best")));
 }
 
 class CheckpointErrors : public ::testing::Test {
