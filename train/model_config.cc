@@ -1,5 +1,6 @@
 #include "train/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -43,6 +44,7 @@ class ModelConfigParser {
     std::optional<int64_t> head_dim;
     std::optional<int64_t> max_position_embeddings;
     std::optional<YAML::Node> rope_scaling;  // a handle, not a copy
+    std::optional<int64_t> top_level_original;
     for (const auto& entry : model) {
       const std::string key = entry.first.Scalar();
       const YAML::Node& value = entry.second;
@@ -79,12 +81,15 @@ class ModelConfigParser {
         config.rope.partial_rotary_factor = ReadDouble(value, key);
       } else if (key == "rope_scaling") {
         rope_scaling = value;
+      } else if (key == "original_max_position_embeddings") {
+        top_level_original = ReadInt(value, key);
       } else {
         Fail(entry.first.Mark(), key,
              "unknown key (model keys: vocab_size, hidden_size, "
              "intermediate_size, num_hidden_layers, num_attention_heads, "
              "num_key_value_heads, head_dim, rms_norm_eps, "
-             "tie_word_embeddings, max_position_embeddings, rope_theta, "
+             "tie_word_embeddings, max_position_embeddings, "
+             "original_max_position_embeddings, rope_theta, "
              "partial_rotary_factor, rope_scaling)");
       }
     }
@@ -116,6 +121,19 @@ class ModelConfigParser {
            "num_attention_heads");
     }
     if (rope_scaling) ParseRopeScaling(*rope_scaling, &config.rope);
+    // Phi-3 configs give original_max_position_embeddings at the top level.
+    // As in HF's standardize_rope_params it wins over rope_scaling's, for
+    // the methods that read it (yarn, llama3, longrope); the others ignore
+    // it.
+    const std::vector<std::string> scaling_keys =
+        RopeScalingKeys(config.rope.rope_type);
+    if (top_level_original &&
+        std::find(scaling_keys.begin(), scaling_keys.end(),
+                  "original_max_position_embeddings") != scaling_keys.end()) {
+      config.rope.original_max_position_embeddings = *top_level_original;
+      marks_["rope_scaling.original_max_position_embeddings"] =
+          marks_["original_max_position_embeddings"];
+    }
 
     if (auto problem = FindRopeConfigProblem(config.rope)) {
       std::string message = problem->message;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/rope_scaling.h"
 
 namespace rotor {
 namespace {
@@ -121,6 +122,36 @@ model:
   EXPECT_EQ(*config.rope.short_factor, (std::vector<double>{1, 1.5, 2, 2.5}));
   EXPECT_EQ(*config.rope.long_factor, (std::vector<double>{1, 2, 4, 8}));
   EXPECT_EQ(config.rope.attention_factor, 1.25);
+}
+
+// Phi-3-128k's config.json puts original_max_position_embeddings at the top
+// level: it sets L0 (winning over rope_scaling's, as in HF) for the methods
+// that read it, and the attention factor follows (sqrt(1 + ln 32 / ln 4096)).
+TEST(ModelConfig, TopLevelOriginalMaxPositionEmbeddings) {
+  const std::string factors = "[1, 1, 1, 1]";
+  const ModelConfig phi3 = ParseModelConfigText(
+      "model:\n  head_dim: 8\n  max_position_embeddings: 131072\n"
+      "  original_max_position_embeddings: 4096\n"
+      "  rope_scaling:\n    type: longrope\n"
+      "    original_max_position_embeddings: 2048\n"
+      "    short_factor: " +
+          factors + "\n    long_factor: " + factors + "\n",
+      "cfg.yaml");
+  EXPECT_EQ(phi3.rope.original_max_position_embeddings, 4096);
+  EXPECT_NEAR(ComputeRopeFrequencies(phi3.rope, 1).attention_factor,
+              1.1902380714238083, 1e-12);
+  // Methods without L0 ignore it, as HF does.
+  const ModelConfig linear = ParseModelConfigText(
+      "model:\n  head_dim: 8\n  max_position_embeddings: 1024\n"
+      "  original_max_position_embeddings: 256\n"
+      "  rope_scaling: {rope_type: linear, factor: 4}\n",
+      "cfg.yaml");
+  EXPECT_FALSE(linear.rope.original_max_position_embeddings.has_value());
+  ExpectError(
+      "model:\n  head_dim: 8\n  max_position_embeddings: 1024\n"
+      "  original_max_position_embeddings: 1\n"
+      "  rope_scaling: {rope_type: yarn, factor: 4}\n",
+      4, "rope_scaling.original_max_position_embeddings", "must be >= 2");
 }
 
 TEST(ModelConfig, UnknownRopeType) {
