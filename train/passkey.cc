@@ -29,12 +29,13 @@ void AppendFiller(int64_t count, std::vector<TokenId>& out) {
   }
 }
 
-// A generator for batch `batch_index` of a run seeded with `seed`: SplitMix64
-// of a mix of both, so neighbouring batches get unrelated streams.
-Rng BatchRng(uint64_t seed, uint64_t batch_index) {
+// A generator for item `index` (a training row, or an evaluation cell) of a
+// run seeded with `seed`: SplitMix64 of a mix of both, so neighbouring items
+// get unrelated streams.
+Rng ItemRng(uint64_t seed, uint64_t index) {
   Rng mixer(seed ^ 0x7061737365796b65ull);  // "passkey" in ASCII
   const uint64_t base = mixer.NextU64();
-  return Rng(base ^ (batch_index * 0x9E3779B97F4A7C15ull));
+  return Rng(base ^ (index * 0x9E3779B97F4A7C15ull));
 }
 
 }  // namespace
@@ -108,13 +109,13 @@ const char* PasskeyLossName(PasskeyLoss loss) {
 }
 
 void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
-                        uint64_t seed, uint64_t batch_index, int num_digits) {
+                        uint64_t seed, uint64_t first_row, int num_digits) {
   ROTOR_CHECK(fraction >= 0.0 && fraction <= 1.0,
               "passkey mix: fraction must be in [0, 1], got ", fraction);
   if (fraction == 0.0) return;
-  Rng rng = BatchRng(seed, batch_index);
   const int64_t seq = batch.seq_len;
   for (int64_t row = 0; row < batch.batch_size; ++row) {
+    Rng rng = ItemRng(seed, first_row + static_cast<uint64_t>(row));
     if (rng.Uniform() >= fraction) continue;
     const double depth =
         rng.Uniform() < kPasskeyStartShare ? 0.0 : rng.Uniform();
@@ -170,8 +171,7 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
     model.SetSequenceLength(length);
     for (size_t d = 0; d < options.depths.size(); ++d) {
       // Keys depend on (seed, length, depth index) only.
-      Rng rng =
-          BatchRng(options.seed, static_cast<uint64_t>(length) * 1000 + d);
+      Rng rng = ItemRng(options.seed, static_cast<uint64_t>(length) * 1000 + d);
       std::vector<PasskeyExample> examples;
       std::vector<TokenId> inputs;
       inputs.reserve(static_cast<size_t>(options.trials * length));

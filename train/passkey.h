@@ -100,12 +100,14 @@ inline constexpr double kPasskeyStartShare = 0.1;
 // example of seq_len + 1 tokens at a random depth (0 with probability
 // kPasskeyStartShare, otherwise uniform in [0, 1]; inputs = its first
 // seq_len tokens, targets = the last seq_len, with the targets `loss` does
-// not score set to kPasskeyIgnoredTarget). The choices are a pure function
-// of (seed, batch_index), so a resumed run mixes exactly as the
-// uninterrupted one. fraction 0 leaves the batch untouched.
+// not score set to kPasskeyIgnoredTarget). Each row's choices are a pure
+// function of (seed, its index in the run's stream of rows), where the
+// batch's first row has index `first_row`: a resumed run mixes exactly as
+// the uninterrupted one, and two micro-batches of 4 rows mix exactly as one
+// batch of 8. fraction 0 leaves the batch untouched.
 inline constexpr TokenId kPasskeyIgnoredTarget = -100;  // CrossEntropy's
 void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
-                        uint64_t seed, uint64_t batch_index,
+                        uint64_t seed, uint64_t first_row,
                         int num_digits = kPasskeyDefaultDigits);
 
 // How many of an example's answer digits the logits of its inputs

@@ -320,8 +320,10 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     std::vector<int64_t> scored;
     for (Batch& batch : micro_batches) {
       sampler_->Next(batch);
+      const uint64_t first_row = (sampler_->state().batches_drawn - 1) *
+                                 static_cast<uint64_t>(batch.batch_size);
       MixPasskeyExamples(batch, config_.data.passkey_fraction, passkey_loss,
-                         t.seed, sampler_->state().batches_drawn);
+                         t.seed, first_row);
       scored.push_back(static_cast<int64_t>(std::count_if(
           batch.targets.begin(), batch.targets.end(),
           [](TokenId target) { return target != kPasskeyIgnoredTarget; })));

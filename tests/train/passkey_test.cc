@@ -152,9 +152,9 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
   int64_t replaced = 0;
   for (uint64_t index = 0; index < 250; ++index) {
     Batch a = text_batch(), b = text_batch();
-    MixPasskeyExamples(a, 0.25, PasskeyLoss::kAll, 42, index);
+    MixPasskeyExamples(a, 0.25, PasskeyLoss::kAll, 42, index * rows);
     MixPasskeyExamples(b, 0.25, PasskeyLoss::kAll, 42,
-                       index);  // same (seed, index): same rows
+                       index * rows);  // same (seed, rows): same mix
     ASSERT_EQ(a.inputs, b.inputs);
     ASSERT_EQ(a.targets, b.targets);
     for (int64_t row = 0; row < rows; ++row) {
@@ -177,7 +177,7 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
   int64_t at_start = 0, examples = 0;
   for (uint64_t index = 0; index < 500; ++index) {
     Batch batch = text_batch();
-    MixPasskeyExamples(batch, 1.0, PasskeyLoss::kAll, 9, index);
+    MixPasskeyExamples(batch, 1.0, PasskeyLoss::kAll, 9, index * rows);
     for (int64_t row = 0; row < rows; ++row, ++examples) {
       const std::string text =
           Text(std::vector<TokenId>(batch.inputs.begin() + row * seq + 1,
@@ -189,11 +189,29 @@ TEST(PasskeyMix, ReplacesTheRequestedShareDeterministically) {
               0.02);
 
   Batch other = text_batch(), again = text_batch();
-  MixPasskeyExamples(other, 1.0, PasskeyLoss::kAll, 42, 1);
-  MixPasskeyExamples(again, 1.0, PasskeyLoss::kAll, 42, 2);
+  MixPasskeyExamples(other, 1.0, PasskeyLoss::kAll, 42, rows);
+  MixPasskeyExamples(again, 1.0, PasskeyLoss::kAll, 42, 2 * rows);
   EXPECT_NE(other.inputs, again.inputs);  // batches differ from each other
   ROTOR_EXPECT_ERROR(MixPasskeyExamples(other, 1.5, PasskeyLoss::kAll, 1, 0),
                      "fraction");
+
+  // Each row's mix depends on its index in the run's stream of rows only:
+  // two halves mix exactly as the whole batch.
+  Batch whole = text_batch();
+  MixPasskeyExamples(whole, 0.5, PasskeyLoss::kRetrieval, 5, 40);
+  for (int64_t half = 0; half < 2; ++half) {
+    Batch part = text_batch();
+    part.batch_size = rows / 2;
+    part.inputs.resize(rows / 2 * seq);
+    part.targets.resize(rows / 2 * seq);
+    MixPasskeyExamples(part, 0.5, PasskeyLoss::kRetrieval, 5,
+                       40 + half * rows / 2);
+    const int64_t offset = half * rows / 2 * seq;
+    EXPECT_TRUE(std::equal(part.inputs.begin(), part.inputs.end(),
+                           whole.inputs.begin() + offset));
+    EXPECT_TRUE(std::equal(part.targets.begin(), part.targets.end(),
+                           whole.targets.begin() + offset));
+  }
 }
 
 // With the retrieval loss, a passkey row scores exactly the key's second
