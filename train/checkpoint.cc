@@ -118,17 +118,21 @@ void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n) {
   for (size_t i = 0; i + keep_last_n < dirs.size(); ++i) {
     fs::remove_all(dirs[i]);
   }
-  // Half-written folders of a run killed while saving ("step_N.tmp-XXXXXX",
-  // and "....tmp-XXXXXX.old" from the fallback swap): the save that just
-  // finished left none of its own, so any left are stale.
+  // Leftovers of a run killed while saving ("step_N.tmp-XXXXXX", and
+  // "step_N.tmp-XXXXXX.old" from the fallback swap): the save that just
+  // finished left none of its own. Only those whose step_N folder is
+  // complete are deleted: a run killed between the two renames of the
+  // fallback swap leaves the only copies of step_N in them.
   const fs::path root = fs::path(output_dir) / "checkpoints";
   std::error_code error;
   if (!fs::is_directory(root, error)) return;
   std::vector<fs::path> stale;
   for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
     const std::string name = entry.path().filename().string();
+    const size_t tmp = name.find(".tmp-");
     if (entry.is_directory() && name.rfind("step_", 0) == 0 &&
-        name.find(".tmp-") != std::string::npos) {
+        tmp != std::string::npos &&
+        fs::is_directory(root / name.substr(0, tmp), error)) {
       stale.push_back(entry.path());
     }
   }

@@ -48,8 +48,9 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
                     const std::string& config_yaml);
 // Deletes all but the newest `keep_last_n` checkpoint folders, and the
-// temporary folders a run killed while saving left behind. Call it right
-// after a save (one writer per output_dir).
+// temporary folders a run killed while saving left behind next to a
+// complete folder of the same step. Call it right after a save (one writer
+// per output_dir).
 void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n);
 
 // Copies the weights of <dir>/model.safetensors into `model`. Every

@@ -217,6 +217,30 @@ void WriteFile(const std::string& path, const std::string& text) {
   fs::rename(temporary, path);
 }
 
+// A finished run found in `wanted.output_dir` (newest checkpoint
+// `checkpoint`) is reused only if it is the run this report would start:
+// the same starting weights, steps and data. Otherwise the report stops,
+// naming what differs, rather than report on a model it did not ask for.
+void CheckReusedRun(const std::string& checkpoint, const TrainConfig& wanted,
+                    const std::string& what) {
+  const TrainConfig saved = LoadCheckpointTrainConfig(checkpoint);
+  std::string differences = DataStreamDifferences(saved, wanted);
+  if (saved.train.init_from != wanted.train.init_from) {
+    differences += StrCat(differences.empty() ? "" : ", ", "train.init_from '",
+                          saved.train.init_from, "' (checkpoint) vs '",
+                          wanted.train.init_from, "' (report)");
+  }
+  if (saved.train.max_steps != wanted.train.max_steps) {
+    differences += StrCat(differences.empty() ? "" : ", ", "train.max_steps ",
+                          saved.train.max_steps, " (checkpoint) vs ",
+                          wanted.train.max_steps, " (report)");
+  }
+  ROTOR_CHECK(differences.empty(), what, ": ", wanted.output_dir,
+              " holds another run (", checkpoint, ": ", differences,
+              "); delete that folder to redo it, or point the report at "
+              "another one");
+}
+
 // The newest checkpoint of a run and whether it reached max_steps.
 struct RunStatus {
   std::string checkpoint;  // empty: none yet
@@ -567,7 +591,11 @@ void ReportRunner::TrainBase() {
       "logging.progress=false"};
   overrides.insert(overrides.end(), practice.begin(), practice.end());
   const TrainConfig train = LoadTrainConfig(config_.base_config, overrides);
-  if (!StatusOf(train.output_dir, config_.practice_steps).finished) {
+  const RunStatus practice_status =
+      StatusOf(train.output_dir, config_.practice_steps);
+  if (practice_status.finished) {
+    CheckReusedRun(practice_status.checkpoint, train, "passkey practice");
+  } else {
     const std::string log_path = config_.output_dir + "/logs/practice.log";
     Say(StrCat("passkey practice (", config_.practice_steps,
                " steps at length ", base_length_, ", ",
@@ -655,7 +683,9 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
     overrides.insert(overrides.end(), rope.begin(), rope.end());
     const TrainConfig train = LoadTrainConfig(config_.base_config, overrides);
     RunStatus status = StatusOf(run_dir, config_.finetune_steps);
-    if (!status.finished) {
+    if (status.finished) {
+      CheckReusedRun(status.checkpoint, train, name + " fine-tune");
+    } else {
       const std::string log_path = config_.output_dir + "/logs/finetune-" +
                                    RopeTypeName(method) + ".log";
       Say(StrCat(name, ": fine-tuning ", config_.finetune_steps,

@@ -21,7 +21,9 @@
 // Every finished evaluation is stored in <output_dir>/results/*.json and
 // every fine-tune is an ordinary rotor run in <output_dir>/finetune/<method>,
 // so rerunning the command after an interruption continues where it stopped
-// (and, after changing a setting, delete the folder to start over).
+// (and, after changing a setting, delete the folder to start over: a
+// finished practice run or fine-tune whose starting weights, steps or data
+// differ from what the report asks for is an error, not reused).
 //
 // The report config (configs/extend/report.yaml documents every key):
 //
@@ -32,7 +34,7 @@
 //   factor: 4
 //   methods: [default, linear, ntk, dynamic, yarn, llama3, longrope]
 //   finetune: { steps: 200, lr: 5e-4, min_lr: 5e-5, warmup_steps: 20,
-//               tokens_per_step: 0, passkey_fraction: 0.25,
+//               tokens_per_step: 8192, passkey_fraction: 0.5,
 //               skip: [dynamic] }
 //   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
 //           passkey_lengths: [], depths: [0, 0.25, 0.5, 0.75, 1],

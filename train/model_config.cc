@@ -122,14 +122,24 @@ class ModelConfigParser {
     }
     if (rope_scaling) ParseRopeScaling(*rope_scaling, &config.rope);
     // Phi-3 configs give original_max_position_embeddings at the top level.
-    // As in HF's standardize_rope_params it wins over rope_scaling's, for
-    // the methods that read it (yarn, llama3, longrope); the others ignore
-    // it.
+    // It sets L0 for the methods that read it (yarn, llama3, longrope; the
+    // others ignore it, as HF does). HF's standardize_rope_params lets it win
+    // over rope_scaling's silently; rotor refuses two different values.
     const std::vector<std::string> scaling_keys =
         RopeScalingKeys(config.rope.rope_type);
     if (top_level_original &&
         std::find(scaling_keys.begin(), scaling_keys.end(),
                   "original_max_position_embeddings") != scaling_keys.end()) {
+      const std::optional<int64_t> nested =
+          config.rope.original_max_position_embeddings;
+      if (nested && *nested != *top_level_original) {
+        Fail(marks_["original_max_position_embeddings"],
+             "original_max_position_embeddings",
+             StrCat(*top_level_original,
+                    " contradicts rope_scaling.original_max_position_"
+                    "embeddings ",
+                    *nested, "; give one of them"));
+      }
       config.rope.original_max_position_embeddings = *top_level_original;
       marks_["rope_scaling.original_max_position_embeddings"] =
           marks_["original_max_position_embeddings"];

@@ -1,27 +1,27 @@
 // A rotor training config: one YAML file with the sections
 //
 //   output_dir: runs/default          # checkpoints, metrics, plots go here
-//   model:      { ... }               # Hugging Face names (train/model_config.h)
-//   data:       { path: brown }       # prepared token files (rotor prepare)
-//   train:      { batch_size, seq_len, max_steps, lr, ... }
-//   eval:       { every_n_steps, max_batches }
-//   checkpoint: { every_n_steps, keep_last_n }
-//   logging:    { log_every_n_steps, progress }
+//   model:      { ... }               # Hugging Face names
+//   (train/model_config.h) data:       { path: brown }       # prepared token
+//   files (rotor prepare) train:      { batch_size, seq_len, max_steps, lr, ...
+//   } eval:       { every_n_steps, max_batches } checkpoint: { every_n_steps,
+//   keep_last_n } logging:    { log_every_n_steps, progress }
 //
 // Every key has a default except the model sizes and data.path (see
 // configs/default.yaml for each key's meaning). Unknown, repeated and
-// wrongly typed keys are errors that name the file, line and key path. `key.sub=value` overrides
-// from the command line are applied to the YAML before it is read, and are
-// checked the same way. The resolved config (every default filled in) is
-// printed when training starts and saved with each checkpoint.
+// wrongly typed keys are errors that name the file, line and key path.
+// `key.sub=value` overrides from the command line are applied to the YAML
+// before it is read, and are checked the same way. The resolved config (every
+// default filled in) is printed when training starts and saved with each
+// checkpoint.
 #ifndef ROTOR_TRAIN_TRAIN_CONFIG_H_
 #define ROTOR_TRAIN_TRAIN_CONFIG_H_
+
+#include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "train/model_config.h"
 
@@ -49,8 +49,8 @@ struct TrainSection {
   double lr = 1e-3;                         // peak learning rate
   double min_lr = 1e-4;                     // end of the cosine decay
   int64_t warmup_steps = 100;               // linear warm-up steps
-  double weight_decay = 0.1;  // AdamW, on weight matrices only
-  double beta1 = 0.9;         // betas: [beta1, beta2]
+  double weight_decay = 0.1;                // AdamW, on weight matrices only
+  double beta1 = 0.9;                       // betas: [beta1, beta2]
   double beta2 = 0.95;
   double eps = 1e-8;
   double clip_grad_norm = 1.0;  // max global gradient norm; 0 disables

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,25 +42,8 @@ double Now() {
 // shape, seed and mix: a checkpoint whose run had other values is refused
 // with the differences named, instead of resuming into a different run.
 void CheckResumable(const std::string& dir, const TrainConfig& config) {
-  const TrainConfig saved =
-      ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
-  std::string differences;
-  const auto compare = [&differences](const char* key, const auto& before,
-                                      const auto& now) {
-    if (before == now) return;
-    differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
-                          " (checkpoint) vs ", now, " (config)");
-  };
-  compare("train.batch_size", saved.train.batch_size, config.train.batch_size);
-  compare("train.seq_len", saved.train.seq_len, config.train.seq_len);
-  compare("train.gradient_accumulation_steps",
-          saved.train.gradient_accumulation_steps,
-          config.train.gradient_accumulation_steps);
-  compare("train.seed", saved.train.seed, config.train.seed);
-  compare("data.passkey_fraction", saved.data.passkey_fraction,
-          config.data.passkey_fraction);
-  compare("data.passkey_loss", saved.data.passkey_loss,
-          config.data.passkey_loss);
+  const std::string differences =
+      DataStreamDifferences(LoadCheckpointTrainConfig(dir), config);
   ROTOR_CHECK(differences.empty(), config.file, ": cannot resume from ", dir,
               ": its run used other data settings: ", differences,
               ". Restore them to continue that run, or start a new run "
@@ -289,6 +273,38 @@ void Trainer::SaveAndPrune() {
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
   SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_);
   PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n);
+}
+
+TrainConfig LoadCheckpointTrainConfig(const std::string& dir) {
+  const std::string text = LoadCheckpointConfig(dir);
+  TrainConfig config = ParseTrainConfig(text, dir + "/config.yaml");
+  const YAML::Node root = YAML::Load(text);
+  if (!(root["data"] && root["data"]["passkey_loss"]) &&
+      config.data.passkey_fraction > 0) {
+    config.data.passkey_loss = "all";
+  }
+  return config;
+}
+
+std::string DataStreamDifferences(const TrainConfig& saved,
+                                  const TrainConfig& now) {
+  std::string differences;
+  const auto compare = [&differences](const char* key, const auto& before,
+                                      const auto& after) {
+    if (before == after) return;
+    differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
+                          " (checkpoint) vs ", after, " (config)");
+  };
+  compare("train.batch_size", saved.train.batch_size, now.train.batch_size);
+  compare("train.seq_len", saved.train.seq_len, now.train.seq_len);
+  compare("train.gradient_accumulation_steps",
+          saved.train.gradient_accumulation_steps,
+          now.train.gradient_accumulation_steps);
+  compare("train.seed", saved.train.seed, now.train.seed);
+  compare("data.passkey_fraction", saved.data.passkey_fraction,
+          now.data.passkey_fraction);
+  compare("data.passkey_loss", saved.data.passkey_loss, now.data.passkey_loss);
+  return differences;
 }
 
 TrainSummary Trainer::Run(int64_t stop_after_steps) {

@@ -38,8 +38,8 @@ namespace rotor {
 std::string ResolveDataDir(const std::string& path);
 
 struct ValidationResult {
-  double loss = 0.0;        // mean cross-entropy per token (nats)
-  double perplexity = 0.0;  // exp(loss)
+  double loss = 0.0;           // mean cross-entropy per token (nats)
+  double perplexity = 0.0;     // exp(loss)
   double bits_per_byte = 0.0;  // loss / ln 2 (byte tokens)
   int64_t tokens = 0;
 };
@@ -56,14 +56,27 @@ ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
 std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(
     const std::string& dir, TrainConfig* config = nullptr);
 
+// The training config saved in checkpoint folder `dir`. Checkpoints written
+// before data.passkey_loss existed scored every token of their passkey rows,
+// so for them a missing key reads as "all", not today's default.
+TrainConfig LoadCheckpointTrainConfig(const std::string& dir);
+
+// The settings that decide which data a run sees (batch_size, seq_len,
+// gradient_accumulation_steps, seed, passkey_fraction, passkey_loss) that
+// differ between `saved` (a checkpoint's run) and `now`, each as
+// "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated; empty if
+// none differs.
+std::string DataStreamDifferences(const TrainConfig& saved,
+                                  const TrainConfig& now);
+
 struct TrainSummary {
-  int64_t steps = 0;      // optimizer steps completed in total
-  int64_t steps_run = 0;  // of which this Run() did
+  int64_t steps = 0;        // optimizer steps completed in total
+  int64_t steps_run = 0;    // of which this Run() did
   double train_loss = 0.0;  // last step's loss
   double val_loss = 0.0;    // final evaluation
   double seconds = 0.0;     // wall time of this run
   double tokens_per_second = 0.0;
-  std::string checkpoint;   // the final checkpoint folder
+  std::string checkpoint;  // the final checkpoint folder
 };
 
 class Trainer {

@@ -125,21 +125,28 @@ model:
 }
 
 // Phi-3-128k's config.json puts original_max_position_embeddings at the top
-// level: it sets L0 (winning over rope_scaling's, as in HF) for the methods
-// that read it, and the attention factor follows (sqrt(1 + ln 32 / ln 4096)).
+// level: it sets L0 for the methods that read it, and the attention factor
+// follows (sqrt(1 + ln 32 / ln 4096)). A different value in rope_scaling is
+// an error (HF would silently take the top-level one).
 TEST(ModelConfig, TopLevelOriginalMaxPositionEmbeddings) {
-  const std::string factors = "[1, 1, 1, 1]";
-  const ModelConfig phi3 = ParseModelConfigText(
+  const std::string phi3_yaml =
       "model:\n  head_dim: 8\n  max_position_embeddings: 131072\n"
       "  original_max_position_embeddings: 4096\n"
       "  rope_scaling:\n    type: longrope\n"
-      "    original_max_position_embeddings: 2048\n"
-      "    short_factor: " +
-          factors + "\n    long_factor: " + factors + "\n",
-      "cfg.yaml");
+      "    short_factor: [1, 1, 1, 1]\n    long_factor: [1, 1, 1, 1]\n";
+  const ModelConfig phi3 = ParseModelConfigText(phi3_yaml, "cfg.yaml");
   EXPECT_EQ(phi3.rope.original_max_position_embeddings, 4096);
   EXPECT_NEAR(ComputeRopeFrequencies(phi3.rope, 1).attention_factor,
               1.1902380714238083, 1e-12);
+  ExpectError(phi3_yaml + "    original_max_position_embeddings: 2048\n", 4,
+              "original_max_position_embeddings",
+              "4096 contradicts rope_scaling.original_max_position_embeddings "
+              "2048");
+  EXPECT_EQ(ParseModelConfigText(
+                phi3_yaml + "    original_max_position_embeddings: 4096\n",
+                "cfg.yaml")
+                .rope.original_max_position_embeddings,
+            4096);
   // Methods without L0 ignore it, as HF does.
   const ModelConfig linear = ParseModelConfigText(
       "model:\n  head_dim: 8\n  max_position_embeddings: 1024\n"

@@ -162,10 +162,17 @@ TEST(Checkpoint, ListIgnoresHalfWrittenFoldersAndPruneKeepsTheNewest) {
                                       root + "step_00000100"}));
   PruneCheckpoints(dir.path(), 5);  // fewer than N: nothing to do
   EXPECT_EQ(ListCheckpoints(dir.path()).size(), 2u);
-  // Pruning also deletes the killed save's leftovers, and nothing else.
-  EXPECT_FALSE(fs::exists(dir.Path("checkpoints/step_00000200.tmp-AbC123")));
+  // Leftovers next to a complete folder of their step are deleted; those of
+  // a step with no complete folder may be its only copy and stay.
+  dir.Write("checkpoints/step_00000100.tmp-XyZ789/model.safetensors", "half");
+  dir.Write("checkpoints/step_00000100.tmp-Q1.old/model.safetensors", "old");
+  PruneCheckpoints(dir.path(), 2);
+  EXPECT_FALSE(fs::exists(dir.Path("checkpoints/step_00000100.tmp-XyZ789")));
+  EXPECT_FALSE(fs::exists(dir.Path("checkpoints/step_00000100.tmp-Q1.old")));
+  EXPECT_TRUE(fs::exists(dir.Path("checkpoints/step_00000200.tmp-AbC123")));
   EXPECT_TRUE(fs::exists(dir.Path("checkpoints/notes.txt")));
   EXPECT_TRUE(fs::exists(dir.Path("checkpoints/best")));
+  EXPECT_EQ(ListCheckpoints(dir.path()).size(), 2u);
 }
 
 class CheckpointErrors : public ::testing::Test {

@@ -193,6 +193,17 @@ TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
   EXPECT_NE(yarn_config.find("seq_len: 224"), std::string::npos);
   EXPECT_NE(Read(summary.report_path).find("2 steps of passkey practice"),
             std::string::npos);
+
+  // A finished practice run of other settings is not silently reused.
+  const ExtendReportConfig other =
+      ParseExtendReportConfig(report_yaml, dir.path() + "/report.yaml",
+                              {"base.practice.passkey_fraction=0.75"});
+  std::ostringstream again;
+  ROTOR_EXPECT_ERROR(
+      RunExtendReport(other, again),
+      "passkey practice: " + dir.Path("practice") + " holds another run",
+      "data.passkey_fraction 0.5 (checkpoint) vs 0.75 (config)",
+      "delete that folder");
 }
 
 TEST(ExtendReport, TinyModelEndToEnd) {

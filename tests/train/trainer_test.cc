@@ -315,6 +315,31 @@ TEST_F(TrainerTest, ResumeWithOtherDataSettingsIsRefused) {
   EXPECT_EQ(longer.state().step, 2);
 }
 
+// Checkpoints from before data.passkey_loss existed scored every token of
+// their passkey rows: their config reads as "all", so resuming them under
+// today's default ("retrieval") is refused instead of switching the loss.
+TEST_F(TrainerTest, CheckpointsWithoutPasskeyLossReadAsAll) {
+  const std::vector<std::string> passkey = {
+      "train.max_steps=1", "model.max_position_embeddings=112",
+      "train.seq_len=112", "data.passkey_fraction=0.5"};
+  {
+    Trainer trainer(Config("old", passkey), log_);
+    trainer.Run();
+  }
+  const std::string checkpoint = dir_.Path("old/checkpoints/step_00000001");
+  std::string yaml = ReadFile(checkpoint + "/config.yaml");
+  const size_t line = yaml.find("  passkey_loss: retrieval\n");
+  ASSERT_NE(line, std::string::npos) << yaml;
+  yaml.erase(line, std::string("  passkey_loss: retrieval\n").size());
+  dir_.Write("old/checkpoints/step_00000001/config.yaml", yaml);
+  EXPECT_EQ(LoadCheckpointTrainConfig(checkpoint).data.passkey_loss, "all");
+  std::vector<std::string> more = passkey;
+  more[0] = "train.max_steps=2";
+  ROTOR_EXPECT_ERROR(Trainer(Config("old", more), log_),
+                     "data.passkey_loss all (checkpoint) vs retrieval "
+                     "(config)");
+}
+
 TEST_F(TrainerTest, OutputDirThatIsAFileIsRejected) {
   const std::string file = dir_.Write("taken", "a file");
   ROTOR_EXPECT_ERROR(Trainer(test::TinyConfig(data_, file), log_),
