@@ -292,14 +292,7 @@ bool HasPasskeyLength(const VariantResult& r, int64_t length) {
 ExtendReportConfig ParseExtendReportConfig(
     const std::string& yaml_text, const std::string& file,
     const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error(StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                       ": not valid YAML: ", e.msg));
-  }
-  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  YAML::Node root = LoadConfigYaml(yaml_text, file);
   ROTOR_CHECK(root.IsMap(), file, ": expected a map with base:, factor:, ...");
   for (const std::string& assignment : overrides) {
     ApplyYamlOverride(root, assignment);

@@ -235,9 +235,8 @@ const std::set<std::string> kTopLevelKeys = {
 
 }  // namespace
 
-TrainConfig ParseTrainConfig(const std::string& yaml_text,
-                             const std::string& file,
-                             const std::vector<std::string>& overrides) {
+YAML::Node LoadConfigYaml(const std::string& yaml_text,
+                          const std::string& file) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -247,6 +246,13 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   RejectDuplicateKeys(root, "", file);
+  return root;
+}
+
+TrainConfig ParseTrainConfig(const std::string& yaml_text,
+                             const std::string& file,
+                             const std::vector<std::string>& overrides) {
+  YAML::Node root = LoadConfigYaml(yaml_text, file);
   ROTOR_CHECK(root.IsMap(), file,
               ": expected a map with sections model:, data:, train:, ...");
   std::set<std::string> overridden;

@@ -107,6 +107,12 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 TrainConfig LoadTrainConfig(const std::string& path,
                             const std::vector<std::string>& overrides = {});
 
+// Parses the YAML text of a config file `file` (an empty file is an empty
+// map) and rejects repeated keys, which yaml-cpp would silently resolve.
+// Errors read "file:LINE:COL: ...". Used by every config parser.
+YAML::Node LoadConfigYaml(const std::string& yaml_text,
+                          const std::string& file);
+
 // Applies one "a.b.c=value" override to a YAML tree (creating missing
 // maps on the way; the value is read as YAML) and returns the key path
 // "a.b.c". Throws rotor::Error for a malformed assignment. Used for every

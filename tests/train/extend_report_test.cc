@@ -114,6 +114,10 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
       ParseExtendReportConfig("base: {config: b.yaml}\nfactor: 1\n", "r.yaml"),
       "r.yaml:2:", "factor", "(1, 64]");
   ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nfactor: 4\nfactor: 8\n",
+                              "r.yaml"),
+      "r.yaml:3:", "factor: duplicate key");
+  ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig("base: {config: b.yaml}\neval: {lenghts: []}\n",
                               "r.yaml"),
       "eval.lenghts", "unknown key");
