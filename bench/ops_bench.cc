@@ -1,4 +1,4 @@
-// Throughput of the tensor-level ops of core/ops.h: elementwise arithmetic
+// Throughput of the tensor-level ops of core/ops/ops.h: elementwise arithmetic
 // on each of its paths (dense vector kernel, broadcast, strided), reductions
 // in both loop orders, sgemm-backed MatMul / Linear, and LayerNorm.
 //
@@ -16,7 +16,7 @@
 
 #include "bench/bench_util.h"
 #include "core/autograd.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 

@@ -38,11 +38,11 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "nn/transformer.h"
-#include "train/optimizer.h"
+#include "train/optim/adamw.h"
 
 namespace rotor {
 namespace {
@@ -97,7 +97,7 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
   SetNumThreads(threads);
   nn::Transformer model(ModelConfig(c), /*seed=*/1);
   model.SetSequenceLength(c.seq);
-  AdamW optimizer(model.NamedParameters(), AdamWSettings{});
+  train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
   const std::vector<Tensor> parameters = model.Parameters();
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> token(0, kVocab - 1);
@@ -109,7 +109,7 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
     model.ZeroGrad();
     const Tensor loss = model.Loss(inputs, targets, c.batch, c.seq);
     Mul(loss, 1.0f).Backward();  // as the trainer (micro-batch weight 1)
-    ClipGradNorm(parameters, 1.0);
+    train::ClipGradNorm(parameters, 1.0);
     optimizer.Step(1e-3);
   };
   step();

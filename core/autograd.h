@@ -1,6 +1,6 @@
 // Reverse-mode automatic differentiation over a dynamic graph.
 //
-// Every differentiable op (core/ops.h) computes its output and, when grad mode
+// Every differentiable op (core/ops/ops.h) computes its output and, when grad mode
 // is on and an input requires grad, records a Node on the output:
 //
 //   Node { name, inputs, backward }

@@ -115,7 +115,7 @@ class Tensor {
   // Sets every element to `value`; no autograd.
   void Fill(float value);
 
-  // --- Views that share storage (no autograd: see core/ops.h for the
+  // --- Views that share storage (no autograd: see core/ops/ops.h for the
   // differentiable versions, which are built on these) ---
   Tensor ViewAs(const Shape& shape, const Shape& strides,
                 int64_t offset_delta) const;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/autograd.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/random.h"
 #include "core/tensor.h"
 

@@ -21,16 +21,16 @@
 #include <string>
 #include <vector>
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/transformer.h"
-#include "train/data.h"
-#include "train/generate.h"
-#include "train/lr_schedule.h"
-#include "train/optimizer.h"
-#include "train/token_file.h"
-#include "train/tokenizer.h"
+#include "train/data/batches.h"
+#include "train/eval/generate.h"
+#include "train/optim/lr_schedule.h"
+#include "train/optim/adamw.h"
+#include "train/data/token_file.h"
+#include "train/data/tokenizer.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ std::string MakeDocument(int sentences, rotor::Rng& rng) {
 }  // namespace
 
 int main() {
-  using rotor::ByteTokenizer;
+  using rotor::train::ByteTokenizer;
   constexpr int64_t kBatchSize = 8;  // windows per batch
   constexpr int64_t kSeqLen = 64;    // tokens (bytes) per window
   constexpr int kSteps = 300;
@@ -69,7 +69,7 @@ int main() {
   // ---- 1. Data ----
   // The byte tokenizer maps each byte to its own id (0..255); id 256,
   // <|endoftext|>, starts each document (and, in generation, the prompt). rotor
-  // reads training data from a token file (train/token_file.h), memory-mapped;
+  // reads training data from a token file (train/data/token_file.h), memory-mapped;
   // `rotor prepare` writes them from text files, here we write one ourselves.
   // BatchSampler then cuts windows of kSeqLen + 1 tokens at random positions:
   // the inputs are the first kSeqLen, the targets the same shifted by one (the
@@ -79,16 +79,16 @@ int main() {
   std::vector<uint16_t> tokens;
   for (int d = 0; d < kDocuments; ++d) {
     tokens.push_back(ByteTokenizer::kEndOfText);
-    for (rotor::TokenId id : ByteTokenizer::Encode(MakeDocument(4, text_rng))) {
+    for (rotor::train::TokenId id : ByteTokenizer::Encode(MakeDocument(4, text_rng))) {
       tokens.push_back(static_cast<uint16_t>(id));
     }
   }
   const std::string token_path =
       (std::filesystem::temp_directory_path() / "train_tiny_lm.bin").string();
-  rotor::WriteTokenFile(token_path, tokens, ByteTokenizer::kVocabSize,
+  rotor::train::WriteTokenFile(token_path, tokens, ByteTokenizer::kVocabSize,
                         kDocuments);
-  const rotor::TokenFile train_tokens(token_path);
-  rotor::BatchSampler sampler(train_tokens, kBatchSize, kSeqLen, /*seed=*/1);
+  const rotor::train::TokenFile train_tokens(token_path);
+  rotor::train::BatchSampler sampler(train_tokens, kBatchSize, kSeqLen, /*seed=*/1);
   std::printf("data: %zu byte tokens of made-up sentences\n",
               train_tokens.size());
 
@@ -115,19 +115,19 @@ int main() {
 
   // ---- 3. Optimizer ----
   // AdamW keeps two moments per parameter and decays only weight matrices
-  // (train/optimizer.h). The learning rate rises linearly for 30 steps, then
-  // follows a cosine down to a tenth of its peak (train/lr_schedule.h).
-  rotor::AdamW optimizer(model.NamedParameters(),
-                         rotor::AdamWSettings{/*beta1=*/0.9, /*beta2=*/0.95,
+  // (train/optim/adamw.h). The learning rate rises linearly for 30 steps, then
+  // follows a cosine down to a tenth of its peak (train/optim/lr_schedule.h).
+  rotor::train::AdamW optimizer(model.NamedParameters(),
+                         rotor::train::AdamWSettings{/*beta1=*/0.9, /*beta2=*/0.95,
                                               /*eps=*/1e-8,
                                               /*weight_decay=*/0.1});
-  const rotor::CosineSchedule schedule{/*lr=*/3e-3, /*min_lr=*/3e-4,
+  const rotor::train::CosineSchedule schedule{/*lr=*/3e-3, /*min_lr=*/3e-4,
                                        /*warmup_steps=*/30,
                                        /*total_steps=*/kSteps};
   const std::vector<rotor::Tensor> parameters = model.Parameters();
 
   // ---- 4. The training loop ----
-  rotor::Batch batch;
+  rotor::train::Batch batch;
   double loss_value = 0.0;
   for (int step = 0; step < kSteps; ++step) {
     sampler.Next(batch);  // batch.inputs, batch.targets: [8, 64] token ids
@@ -141,8 +141,8 @@ int main() {
     model.ZeroGrad();
     loss.Backward();
     // Scale all gradients down together if their global norm exceeds 1, so
-    // one unlucky batch cannot throw the weights far (train/optimizer.h).
-    rotor::ClipGradNorm(parameters, /*max_norm=*/1.0);
+    // one unlucky batch cannot throw the weights far (train/optim/adamw.h).
+    rotor::train::ClipGradNorm(parameters, /*max_norm=*/1.0);
     optimizer.Step(schedule.At(step));
     if (step == 0 || (step + 1) % 25 == 0) {
       std::printf("step %3d  loss %.4f  lr %.2e\n", step + 1, loss_value,
@@ -156,13 +156,13 @@ int main() {
   // at a time, reusing the keys and values of earlier positions (KV cache).
   // Temperature 0.5 samples mostly the likeliest bytes. It stops after 120
   // bytes or at <|endoftext|>, where the model ends a document.
-  rotor::SamplingOptions sampling;
+  rotor::train::SamplingOptions sampling;
   sampling.max_new_tokens = 120;
   sampling.temperature = 0.5;
   sampling.seed = 3;
   const std::string prompt = "the small ";
   std::printf("\nsample: %s%s\n\n", prompt.c_str(),
-              rotor::GenerateText(model, prompt, sampling).c_str());
+              rotor::train::GenerateText(model, prompt, sampling).c_str());
 
   const bool learned = loss_value < kTargetLoss;
   std::printf("final loss %.4f %s %.2f: %s\n", loss_value,

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace rotor {
 namespace nn {

@@ -1,6 +1,6 @@
 // The basic layers of a Llama-style decoder: Linear, Embedding, RMSNorm and
 // the SwiGLU feed-forward block. Each is a thin Module over the ops in
-// core/ops.h, which carry the forward/backward math.
+// core/ops/ops.h, which carry the forward/backward math.
 #ifndef ROTOR_NN_LAYERS_H_
 #define ROTOR_NN_LAYERS_H_
 

@@ -3,20 +3,14 @@
 #include <cmath>
 #include <string>
 
-#include "core/attention.h"
+#include "core/ops/attention.h"
 #include "core/error.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 
 namespace rotor {
 namespace nn {
 
 namespace {
-
-int64_t Required(const std::optional<int64_t>& value, const char* key) {
-  ROTOR_CHECK(value.has_value(), "model.", key,
-              " is required to build the model");
-  return *value;
-}
 
 // Std of the projections that add into the residual stream.
 double OutputInitStd(const TransformerConfig& config) {
@@ -25,41 +19,6 @@ double OutputInitStd(const TransformerConfig& config) {
 }
 
 }  // namespace
-
-TransformerConfig ResolveTransformerConfig(const ModelConfig& model) {
-  TransformerConfig config;
-  config.vocab_size = Required(model.vocab_size, "vocab_size");
-  config.hidden_size = Required(model.hidden_size, "hidden_size");
-  config.intermediate_size =
-      Required(model.intermediate_size, "intermediate_size");
-  config.num_hidden_layers =
-      Required(model.num_hidden_layers, "num_hidden_layers");
-  config.num_attention_heads =
-      Required(model.num_attention_heads, "num_attention_heads");
-  config.num_key_value_heads =
-      model.num_key_value_heads.value_or(config.num_attention_heads);
-  config.rms_norm_eps = model.rms_norm_eps.value_or(1e-5);
-  config.tie_word_embeddings = model.tie_word_embeddings.value_or(false);
-  config.rope = model.rope;
-  config.head_dim = model.rope.head_dim;
-
-  for (auto [value, key] :
-       {std::pair{config.vocab_size, "vocab_size"},
-        std::pair{config.hidden_size, "hidden_size"},
-        std::pair{config.intermediate_size, "intermediate_size"},
-        std::pair{config.num_hidden_layers, "num_hidden_layers"},
-        std::pair{config.num_attention_heads, "num_attention_heads"},
-        std::pair{config.num_key_value_heads, "num_key_value_heads"},
-        std::pair{config.head_dim, "head_dim"}}) {
-    ROTOR_CHECK(value > 0, "model.", key, " must be positive, got ", value);
-  }
-  ROTOR_CHECK(config.num_attention_heads % config.num_key_value_heads == 0,
-              "model.num_attention_heads (", config.num_attention_heads,
-              ") must be a multiple of model.num_key_value_heads (",
-              config.num_key_value_heads, ")");
-  ROTOR_CHECK(config.rms_norm_eps > 0, "model.rms_norm_eps must be positive");
-  return config;
-}
 
 // ---------------------------------------------------------------------------
 CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,

@@ -23,12 +23,11 @@
 #include <memory>
 #include <vector>
 
-#include "core/rope.h"
-#include "core/rope_scaling.h"
+#include "core/ops/rope.h"
+#include "nn/rope_scaling.h"
 #include "core/tensor.h"
 #include "nn/layers.h"
 #include "nn/module.h"
-#include "train/model_config.h"
 
 namespace rotor {
 namespace nn {
@@ -43,15 +42,11 @@ struct TransformerConfig {
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;
   double rms_norm_eps = 1e-5;
-  bool tie_word_embeddings = true;
+  bool tie_word_embeddings = false;  // as in HF's LlamaConfig and YAML
   double initializer_range = 0.02;
   RopeLayout rope_layout = RopeLayout::kSplitHalf;
   RopeScalingConfig rope;  // theta, max positions, partial rotary, scaling
 };
-
-// Fills a TransformerConfig from a parsed `model:` section; throws naming the
-// missing key or the inconsistent sizes (e.g. heads not divisible by kv heads).
-TransformerConfig ResolveTransformerConfig(const ModelConfig& model);
 
 // Keys and values of one layer, for decoding one token at a time: the keys
 // are stored already rotated, so each step only appends.
@@ -120,7 +115,7 @@ class Transformer : public Module {
   const TransformerConfig& config() const { return config_; }
 
   // Sets the RoPE frequencies for sequences of `sequence_length` tokens (only
-  // dynamic NTK and LongRoPE depend on it; see core/rope_scaling.h). Call it
+  // dynamic NTK and LongRoPE depend on it; see nn/rope_scaling.h). Call it
   // once per sequence, before its prefill.
   void SetSequenceLength(int64_t sequence_length);
 

@@ -37,6 +37,7 @@ readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 PACKAGES=(
   cmake g++ make
   libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev
 )
 
 log() { echo "setup: $*"; }

@@ -23,7 +23,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/tensor.h"
 #include "hwy/targets.h"
 #include "hwy/tests/hwy_gtest.h"

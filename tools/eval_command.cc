@@ -1,18 +1,18 @@
 // `rotor eval --checkpoint DIR`: validation loss, perplexity and bits per
 // byte of a trained model on its validation split; with --lengths,
 // perplexity against context length, and with --passkey, passkey-retrieval
-// accuracy over lengths x depths (train/length_eval.h, train/passkey.h).
+// accuracy over lengths x depths (train/eval/length_eval.h, train/data/passkey.h).
 #include <cstdio>
 #include <iostream>
 
 #include "core/parallel.h"
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/finetune.h"
-#include "train/length_eval.h"
-#include "train/passkey.h"
-#include "train/plot.h"
-#include "train/token_file.h"
+#include "train/init_from.h"
+#include "train/eval/length_eval.h"
+#include "train/data/passkey.h"
+#include "train/io/plot.h"
+#include "train/data/token_file.h"
 #include "train/trainer.h"
 
 namespace rotor {
@@ -79,17 +79,17 @@ std::vector<double> ParseDepths(const std::string& text) {
   return depths;
 }
 
-void PrintPerplexityTable(const std::vector<LengthPerplexity>& results) {
+void PrintPerplexityTable(const std::vector<train::LengthPerplexity>& results) {
   std::printf("%8s  %10s  %9s  %11s\n", "length", "tokens", "loss",
               "perplexity");
-  for (const LengthPerplexity& r : results) {
+  for (const train::LengthPerplexity& r : results) {
     std::printf("%8lld  %10lld  %9.4f  %11.3f\n",
                 static_cast<long long>(r.length),
                 static_cast<long long>(r.tokens), r.loss, r.perplexity);
   }
 }
 
-void PrintPasskeyTable(const std::vector<PasskeyCell>& cells,
+void PrintPasskeyTable(const std::vector<train::PasskeyCell>& cells,
                        const std::vector<int64_t>& lengths,
                        const std::vector<double>& depths) {
   std::printf(
@@ -104,8 +104,8 @@ void PrintPasskeyTable(const std::vector<PasskeyCell>& cells,
       std::printf("  %5.0f%%", 100.0 * cells[l * depths.size() + d].accuracy());
     }
     std::printf("  %5.0f%%  %5.0f%%\n",
-                100.0 * PasskeyAccuracyAt(cells, lengths[l]),
-                100.0 * PasskeyDigitAccuracyAt(cells, lengths[l]));
+                100.0 * train::PasskeyAccuracyAt(cells, lengths[l]),
+                100.0 * train::PasskeyDigitAccuracyAt(cells, lengths[l]));
   }
 }
 
@@ -137,25 +137,25 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   const int64_t batch_size_flag = flags.Int("--batch-size", 0, 1);
   const int64_t max_batches = flags.Int("--max-batches", 0, 0);
   SetNumThreads(static_cast<int>(threads));
-  TrainConfig config;
+  train::TrainConfig config;
   std::vector<std::string> overrides;
   if (flags.Has("--rope-from")) {
-    overrides = RopeOverridesFromConfig(flags.String("--rope-from"));
+    overrides = train::RopeOverridesFromConfig(flags.String("--rope-from"));
   }
   overrides.insert(overrides.end(), flags.positional().begin(),
                    flags.positional().end());
-  auto model = LoadCheckpointModel(dir, overrides, &config);
+  auto model = train::LoadCheckpointModel(dir, overrides, &config);
   const std::string data_dir =
-      ResolveDataDir(flags.String("--data", config.data.path));
+      train::ResolveDataDir(flags.String("--data", config.data.path));
   const int64_t seq_len =
       seq_len_flag > 0 ? seq_len_flag : config.train.seq_len;
   const int64_t batch_size =
       batch_size_flag > 0 ? batch_size_flag : config.train.batch_size;
 
-  const TokenFile val(data_dir + "/val.bin");
+  const train::TokenFile val(data_dir + "/val.bin");
 
   if (!flags.Has("--lengths") && !flags.Has("--passkey")) {
-    const ValidationResult result =
+    const train::ValidationResult result =
         Evaluate(*model, val, batch_size, seq_len, max_batches);
     std::printf("checkpoint   %s\n", dir.c_str());
     std::printf("data         %s (%lld tokens evaluated, seq_len %lld)\n",
@@ -175,35 +175,35 @@ int RunEvalCommand(const std::vector<std::string>& args) {
               static_cast<long long>(rope.max_position_embeddings));
   std::vector<int64_t> lengths;
   if (flags.Has("--lengths")) {
-    lengths = ParseLengthList(flags.String("--lengths"), "--lengths");
-    LengthEvalOptions options;
+    lengths = train::ParseLengthList(flags.String("--lengths"), "--lengths");
+    train::LengthEvalOptions options;
     options.lengths = lengths;
     options.num_documents = flags.Int("--documents", 10, 1);
     options.method =
-        LengthEvalMethodFromName(flags.String("--method", "truncate"));
+        train::LengthEvalMethodFromName(flags.String("--method", "truncate"));
     const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
     options.stride =
         flags.Int("--stride", std::max<int64_t>(shortest / 2, 1), 1);
-    const std::vector<LengthPerplexity> results =
-        PerplexityByLength(*model, val, options);
+    const std::vector<train::LengthPerplexity> results =
+        train::PerplexityByLength(*model, val, options);
     std::printf(
         "perplexity   %s, %lld documents of %s\n",
-        options.method == LengthEvalMethod::kTruncate
+        options.method == train::LengthEvalMethod::kTruncate
             ? "truncate (each document cut to L tokens)"
             : ("sliding, stride " + std::to_string(options.stride)).c_str(),
         static_cast<long long>(options.num_documents),
         (data_dir + "/val.bin").c_str());
     PrintPerplexityTable(results);
-    LineChart chart;
+    train::LineChart chart;
     chart.title = std::string("perplexity against context length (") +
                   RopeTypeName(rope.rope_type) + ")";
     chart.x_label = "context length (tokens)";
     chart.y_label = "perplexity";
     chart.log_x = true;
     chart.log_y = true;
-    LineSeries series;
+    train::LineSeries series;
     series.title = RopeTypeName(rope.rope_type);
-    for (const LengthPerplexity& r : results) {
+    for (const train::LengthPerplexity& r : results) {
       series.x.push_back(static_cast<double>(r.length));
       series.y.push_back(r.perplexity);
     }
@@ -211,14 +211,14 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     chart.vertical_lines.push_back(
         {static_cast<double>(config.train.seq_len), "training length"});
     const std::string png = flags.String("--plot", "ppl_by_length.png");
-    const std::string problem = DrawLineChart(chart, png);
+    const std::string problem = train::DrawLineChart(chart, png);
     std::printf("%s\n", problem.empty() ? ("plot         " + png).c_str()
                                         : problem.c_str());
   }
   if (flags.Has("--passkey")) {
-    PasskeyEvalOptions options;
+    train::PasskeyEvalOptions options;
     options.lengths = flags.Has("--passkey-lengths")
-                          ? ParseLengthList(flags.String("--passkey-lengths"),
+                          ? train::ParseLengthList(flags.String("--passkey-lengths"),
                                             "--passkey-lengths")
                           : lengths;
     if (options.lengths.empty()) {
@@ -227,9 +227,9 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     if (flags.Has("--depths"))
       options.depths = ParseDepths(flags.String("--depths"));
     options.trials = flags.Int("--trials", 10, 1);
-    const std::vector<PasskeyCell> cells = EvaluatePasskey(*model, options);
+    const std::vector<train::PasskeyCell> cells = train::EvaluatePasskey(*model, options);
     PrintPasskeyTable(cells, options.lengths, options.depths);
-    HeatMap map;
+    train::HeatMap map;
     map.title =
         std::string("passkey retrieval (") + RopeTypeName(rope.rope_type) + ")";
     map.x_label = "depth of the key (0 = start, 1 = end)";
@@ -248,7 +248,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       map.values.push_back(row);
     }
     const std::string png = flags.String("--passkey-plot", "passkey.png");
-    const std::string problem = DrawHeatMap(map, png);
+    const std::string problem = train::DrawHeatMap(map, png);
     std::printf("%s\n", problem.empty() ? ("plot         " + png).c_str()
                                         : problem.c_str());
   }

@@ -1,12 +1,12 @@
 // `rotor extend-report CONFIG [key.path=value ...]`: trains (if needed) a
 // base model, extends it with every RoPE scaling method with and without a
 // short fine-tune, evaluates perplexity against length and passkey
-// retrieval, and writes one Markdown report (train/extend_report.h).
+// retrieval, and writes one Markdown report (train/extend/report.h).
 #include <iostream>
 
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/extend_report.h"
+#include "train/extend/report.h"
 
 namespace rotor {
 namespace tools {
@@ -51,10 +51,10 @@ int RunExtendReportCommand(const std::vector<std::string>& args) {
                        "' is neither a flag nor a key.path=value override");
     }
   }
-  const ExtendReportConfig config = LoadExtendReportConfig(
+  const train::ExtendReportConfig config = train::LoadExtendReportConfig(
       positional[0],
       std::vector<std::string>(positional.begin() + 1, positional.end()));
-  const ExtendReportSummary summary = RunExtendReport(config, std::cout);
+  const train::ExtendReportSummary summary = RunExtendReport(config, std::cout);
   std::cout << "wrote " << summary.report_path << " in "
             << static_cast<int64_t>(summary.seconds) << " s\n";
   return 0;

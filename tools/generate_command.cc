@@ -5,8 +5,8 @@
 #include "core/parallel.h"
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/finetune.h"
-#include "train/generate.h"
+#include "train/init_from.h"
+#include "train/eval/generate.h"
 #include "train/trainer.h"
 
 namespace rotor {
@@ -50,7 +50,7 @@ int RunGenerateCommand(const std::vector<std::string>& args) {
   }
   const std::string dir = flags.Required("--checkpoint");
   const std::string prompt = flags.Required("--prompt");
-  SamplingOptions options;
+  train::SamplingOptions options;
   options.max_new_tokens = flags.Int("--max-new-tokens", 200, 0);
   options.temperature = flags.Double("--temperature", 0.8, 0.0, 100.0);
   options.top_k = flags.Int("--top-k", 0, 0);
@@ -58,10 +58,10 @@ int RunGenerateCommand(const std::vector<std::string>& args) {
   options.seed = static_cast<uint64_t>(flags.Int("--seed", 0, 0));
   SetNumThreads(static_cast<int>(flags.Int("--threads", 0, 0)));
 
-  auto model = LoadCheckpointModel(dir, /*overrides=*/{});
+  auto model = train::LoadCheckpointModel(dir, /*overrides=*/{});
   std::cout << prompt << std::flush;
-  GenerateText(*model, prompt, options, [](const std::string& text) {
-    std::cout << EscapeControlBytes(text) << std::flush;
+  train::GenerateText(*model, prompt, options, [](const std::string& text) {
+    std::cout << train::EscapeControlBytes(text) << std::flush;
   });
   std::cout << "\n";
   return 0;

@@ -1,27 +1,27 @@
 // rotor prepare: text files -> train.bin / val.bin / meta.json (see
-// train/prepare.h for the pipeline and docs/data.md for the formats).
+// train/data/prepare.h for the pipeline and docs/data.md for the formats).
 #include <iostream>
 
 #include "core/error.h"
 #include "tools/commands.h"
-#include "train/prepare.h"
+#include "train/data/prepare.h"
 
 namespace rotor {
 namespace tools {
 
 int RunPrepareCommand(const std::vector<std::string>& args) {
-  PrepareOptions options;
+  train::PrepareOptions options;
   try {
-    options = ParsePrepareArgs(args);
+    options = train::ParsePrepareArgs(args);
   } catch (const Error& error) {
     std::cerr << "rotor prepare: error: " << error.what() << "\n";
     return 2;
   }
   if (options.help) {
-    std::cout << PrepareUsage();
+    std::cout << train::PrepareUsage();
     return 0;
   }
-  const PrepareSummary summary = RunPrepare(options);
+  const train::PrepareSummary summary = RunPrepare(options);
   for (const std::string& file : summary.skipped_empty) {
     std::cerr << "rotor prepare: warning: skipped empty file " << file << "\n";
   }

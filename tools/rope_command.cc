@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/rope_scaling.h"
+#include "nn/rope_scaling.h"
 #include "tools/commands.h"
-#include "train/model_config.h"
+#include "train/config/model_config.h"
 
 namespace rotor {
 namespace tools {
@@ -175,7 +175,7 @@ std::string JsonList(const std::vector<double>& values) {
 
 // What the command shows, computed once for text, JSON and plot.
 struct RopeReport {
-  ModelConfig model;
+  train::ModelConfig model;
   int64_t seq_len = 0;
   RopeFrequencies frequencies;
   std::vector<double> unscaled_inv_freq;
@@ -186,7 +186,7 @@ struct RopeReport {
 
 RopeReport BuildReport(const RopeOptions& options) {
   RopeReport report;
-  report.model = LoadModelConfig(options.config_path);
+  report.model = train::LoadModelConfig(options.config_path);
   const RopeScalingConfig& rope = report.model.rope;
   report.seq_len = options.seq_len.value_or(rope.max_position_embeddings);
   report.frequencies = ComputeRopeFrequencies(rope, report.seq_len);

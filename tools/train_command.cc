@@ -1,12 +1,12 @@
 // `rotor train CONFIG [key.path=value ...]`: trains a model from a YAML
-// config (train/train_config.h), resuming from output_dir's newest
+// config (train/config/train_config.h), resuming from output_dir's newest
 // checkpoint when there is one, then prints two samples.
 #include <iostream>
 
 #include "core/error.h"
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/generate.h"
+#include "train/eval/generate.h"
 #include "train/trainer.h"
 
 namespace rotor {
@@ -50,13 +50,13 @@ int RunTrainCommand(const std::vector<std::string>& args) {
                                            positional.end());
   const int64_t samples = flags.Int("--samples", 2, 0);
 
-  const TrainConfig config = LoadTrainConfig(config_path, overrides);
+  const train::TrainConfig config = train::LoadTrainConfig(config_path, overrides);
   std::cout << "# resolved config (" << config_path << ")\n"
-            << TrainConfigToYaml(config) << std::flush;
-  Trainer trainer(config, std::cout);
+            << train::TrainConfigToYaml(config) << std::flush;
+  train::Trainer trainer(config, std::cout);
   std::cout << "model: " << trainer.model().NumParameters()
             << " parameters; output_dir: " << config.output_dir << "\n";
-  const TrainSummary summary = trainer.Run();
+  const train::TrainSummary summary = trainer.Run();
   if (summary.steps_run == 0) {
     std::cout << "nothing to train: " << config.output_dir
               << " is already at step " << summary.steps << " of "
@@ -72,7 +72,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
 
   const char* prompts[] = {"The ", "In the morning"};
   for (int64_t i = 0; i < samples; ++i) {
-    SamplingOptions options;
+    train::SamplingOptions options;
     options.max_new_tokens = 300;
     options.temperature = 0.8;
     options.seed = static_cast<uint64_t>(i + 1);
@@ -80,8 +80,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     std::cout << "\n--- sample " << i + 1 << " (prompt \"" << prompt
               << "\") ---\n"
               << prompt
-              << EscapeControlBytes(
-                     GenerateText(trainer.model(), prompt, options))
+              << train::EscapeControlBytes(
+                     train::GenerateText(trainer.model(), prompt, options))
               << "\n";
   }
   return 0;

@@ -8,11 +8,11 @@
 #include <map>
 
 #include "core/error.h"
-#include "train/atomic_file.h"
-#include "train/json.h"
-#include "train/safetensors.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+#include "train/io/safetensors.h"
 
-namespace rotor {
+namespace rotor::train {
 
 namespace fs = std::filesystem;
 
@@ -193,4 +193,4 @@ std::string LoadCheckpointConfig(const std::string& dir) {
   return ReadFile(dir + "/" + kConfigFile);
 }
 
-}  // namespace rotor
+}  // namespace rotor::train

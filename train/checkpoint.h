@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "nn/module.h"
-#include "train/data.h"
-#include "train/optimizer.h"
+#include "train/data/batches.h"
+#include "train/optim/adamw.h"
 
-namespace rotor {
+namespace rotor::train {
 
 // Everything besides weights and moments that resuming needs.
 struct TrainerState {
@@ -61,6 +61,6 @@ TrainerState LoadTrainerState(const std::string& dir);
 // The config.yaml text saved in a checkpoint.
 std::string LoadCheckpointConfig(const std::string& dir);
 
-}  // namespace rotor
+}  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_CHECKPOINT_H_

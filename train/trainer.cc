@@ -16,16 +16,16 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
-#include "train/atomic_file.h"
-#include "train/finetune.h"
-#include "train/json.h"
-#include "train/lr_schedule.h"
-#include "train/passkey.h"
-#include "train/tokenizer.h"
+#include "train/io/atomic_file.h"
+#include "train/init_from.h"
+#include "train/io/json.h"
+#include "train/optim/lr_schedule.h"
+#include "train/data/passkey.h"
+#include "train/data/tokenizer.h"
 
-namespace rotor {
+namespace rotor::train {
 
 namespace fs = std::filesystem;
 
@@ -187,7 +187,7 @@ std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(const std::string& dir,
   const TrainConfig parsed =
       ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
   auto model = std::make_unique<nn::Transformer>(
-      nn::ResolveTransformerConfig(parsed.model), parsed.train.seed);
+      ResolveTransformerConfig(parsed.model), parsed.train.seed);
   LoadModelWeights(dir, *model);
   if (config != nullptr) *config = parsed;
   return model;
@@ -203,7 +203,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
   nn::TransformerConfig model_config =
-      nn::ResolveTransformerConfig(config_.model);
+      ResolveTransformerConfig(config_.model);
   for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
     ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
                 ": model.vocab_size (", model_config.vocab_size,
@@ -463,4 +463,4 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
   return summary;
 }
 
-}  // namespace rotor
+}  // namespace rotor::train

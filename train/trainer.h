@@ -5,7 +5,7 @@
 //     zero gradients
 //     for each of gradient_accumulation_steps micro-batches:
 //       (with data.passkey_fraction, some rows become passkey examples:
-//        train/passkey.h)
+//        train/data/passkey.h)
 //       loss = cross-entropy(model(inputs), targets)
 //       backward(loss * micro_tokens / step_tokens)   (token-weighted mean)
 //     clip the global gradient norm, AdamW update
@@ -25,12 +25,12 @@
 
 #include "nn/transformer.h"
 #include "train/checkpoint.h"
-#include "train/data.h"
-#include "train/optimizer.h"
-#include "train/token_file.h"
-#include "train/train_config.h"
+#include "train/data/batches.h"
+#include "train/optim/adamw.h"
+#include "train/data/token_file.h"
+#include "train/config/train_config.h"
 
-namespace rotor {
+namespace rotor::train {
 
 // The folder data.path names: "brown" is the prepared Brown corpus in the
 // cache folder ($ROTOR_CACHE_DIR, default ~/.cache/rotor); anything else is
@@ -83,7 +83,7 @@ class Trainer {
  public:
   // Builds the model, optimizer and data from `config`, and resumes from a
   // checkpoint as config.train.resume says; a run that does not resume
-  // starts from train.init_from's weights when set (train/finetune.h).
+  // starts from train.init_from's weights when set (train/init_from.h).
   // Messages go to `log`. Bad data,
   // checkpoints or output_dir throw here, before anything is written; then
   // <output_dir>/metrics.jsonl keeps only the lines up to the starting step
@@ -117,6 +117,6 @@ class Trainer {
   bool live_progress_ = false;
 };
 
-}  // namespace rotor
+}  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_TRAINER_H_

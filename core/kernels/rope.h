@@ -1,6 +1,6 @@
 // Rotary position embedding (RoPE, Su et al. 2021, arXiv 2104.09864):
 // kernels, the cos/sin table and the raw-pointer API. The differentiable op
-// on tensors is in core/rope.h; docs/rope.md explains the math.
+// on tensors is in core/ops/rope.h; docs/rope.md explains the math.
 //
 // RoPE rotates pairs of channels of every query and key row by an angle that
 // grows with the token's position p. Pair i (i = 0 .. r/2-1) turns by

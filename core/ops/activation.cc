@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/ops/strided.h"
 
 namespace rotor {

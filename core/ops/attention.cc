@@ -1,11 +1,11 @@
-// Attention op (core/attention.h): forward and backward side by side, both
+// Attention op (core/ops/attention.h): forward and backward side by side, both
 // through the memory-efficient kernels of core/kernels/attention.h.
 //
 // Forward:  out = softmax(scale q k^T, masked) v, plus lse_i = L_i, the
 //           logsumexp of query i's scores, saved for backward.
 // Backward: dq, dk, dv from q, k, v, out, lse and dout; the kernel
 //           recomputes probabilities tile by tile as exp(s_ij - L_i).
-#include "core/attention.h"
+#include "core/ops/attention.h"
 
 #include <cmath>
 #include <vector>
@@ -18,7 +18,7 @@ namespace rotor {
 
 namespace {
 
-// Checks the shapes (see core/attention.h) and returns the kernel's view of
+// Checks the shapes (see core/ops/attention.h) and returns the kernel's view of
 // them. `op` names the caller in error messages.
 kernels::AttentionShape CheckedShape(const char* op, const Tensor& q,
                                      const Tensor& k, const Tensor& v,

@@ -9,7 +9,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/ops/strided.h"
 #include "core/random.h"
 

@@ -17,7 +17,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/vector_ops.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/ops/strided.h"
 
 namespace rotor {

@@ -1,11 +1,11 @@
-// RmsNorm (core/ops.h): forward and backward side by side, running the
+// RmsNorm (core/ops/ops.h): forward and backward side by side, running the
 // Highway kernels of core/kernels/rmsnorm.h on a [rows, dim] view of x.
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/rmsnorm.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/ops/kernel_inputs.h"
 
 namespace rotor {

@@ -1,11 +1,11 @@
-// Silu and SwiGlu (core/ops.h): forward and backward side by side, running
+// Silu and SwiGlu (core/ops/ops.h): forward and backward side by side, running
 // the Highway kernels of core/kernels/activations.h on the flat tensors.
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/activations.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/ops/kernel_inputs.h"
 
 namespace rotor {

@@ -1,4 +1,4 @@
-// Softmax, LogSoftmax and CrossEntropy (core/ops.h): forward and backward
+// Softmax, LogSoftmax and CrossEntropy (core/ops/ops.h): forward and backward
 // side by side, both running the Highway kernels of core/kernels/softmax.h
 // and core/kernels/cross_entropy.h on [rows, cols] views of the tensors.
 #include "core/kernels/softmax.h"
@@ -9,7 +9,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/cross_entropy.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/ops/kernel_inputs.h"
 
 namespace rotor {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 

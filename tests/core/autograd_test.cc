@@ -3,7 +3,7 @@
 // scalar-loss requirement and requires_grad propagation.
 #include "core/autograd.h"
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "tests/test_util.h"
 
 namespace rotor {

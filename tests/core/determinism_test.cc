@@ -7,7 +7,7 @@
 
 #include "core/kernels/adamw.h"
 #include "core/kernels/vector_ops.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "tests/test_util.h"
 
 namespace rotor {

@@ -2,7 +2,7 @@
 // gradient descent from a fixed seed within a fixed step budget.
 
 #include "core/autograd.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/random.h"
 #include "tests/test_util.h"
 

@@ -15,7 +15,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/vector_ops.h"
-#include "core/ops.h"
+#include "core/ops/ops.h"
 #include "core/tensor.h"
 
 namespace {

@@ -16,30 +16,35 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
-#include "tests/train/temp_dir.h"
-#include "train/model_config.h"
-#include "train/optimizer.h"
+#include "nn/rope_scaling.h"
+#include "train/optim/adamw.h"
 
 namespace rotor {
 namespace {
 
-// A `model:` section (YAML lines indented by two spaces) -> resolved config.
-nn::TransformerConfig Resolve(const std::string& model_lines) {
-  return nn::ResolveTransformerConfig(
-      ParseModelConfigText("model:\n" + model_lines, "test.yaml"));
+// A model config built directly (nn/ knows no YAML): head_dim 0 means
+// hidden / heads; default RoPE with theta 10000.
+nn::TransformerConfig Config(int64_t vocab, int64_t hidden, int64_t ffn,
+                             int64_t layers, int64_t heads, int64_t kv_heads,
+                             int64_t max_positions, bool tied,
+                             int64_t head_dim = 0) {
+  nn::TransformerConfig config;
+  config.vocab_size = vocab;
+  config.hidden_size = hidden;
+  config.intermediate_size = ffn;
+  config.num_hidden_layers = layers;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads;
+  config.head_dim = head_dim > 0 ? head_dim : hidden / heads;
+  config.tie_word_embeddings = tied;
+  config.rope.head_dim = config.head_dim;
+  config.rope.max_position_embeddings = max_positions;
+  return config;
 }
 
 // vocab 11, hidden 8, 2 layers, 2 query heads sharing 1 kv head of dim 4.
 nn::TransformerConfig SmallConfig(bool tied) {
-  return Resolve(std::string("  vocab_size: 11\n"
-                             "  hidden_size: 8\n"
-                             "  intermediate_size: 12\n"
-                             "  num_hidden_layers: 2\n"
-                             "  num_attention_heads: 2\n"
-                             "  num_key_value_heads: 1\n"
-                             "  max_position_embeddings: 32\n"
-                             "  tie_word_embeddings: ") +
-                 (tied ? "true\n" : "false\n"));
+  return Config(11, 8, 12, 2, 2, 1, 32, tied);
 }
 
 std::vector<int32_t> RandomIds(size_t n, int32_t vocab, uint64_t seed) {
@@ -59,11 +64,8 @@ std::vector<std::pair<std::string, Shape>> NamesAndShapes(
 }
 
 TEST(Transformer, ParameterNamesAndShapesAreHuggingFaces) {
-  const nn::TransformerConfig config = Resolve(
-      "  vocab_size: 20\n  hidden_size: 12\n  intermediate_size: 16\n"
-      "  num_hidden_layers: 2\n  num_attention_heads: 6\n"
-      "  num_key_value_heads: 2\n  head_dim: 4\n"
-      "  max_position_embeddings: 16\n  tie_word_embeddings: false\n");
+  const nn::TransformerConfig config = Config(20, 12, 16, 2, 6, 2, 16, false,
+                                              /*head_dim=*/4);
   const nn::Transformer model(config, 1);
   std::vector<std::pair<std::string, Shape>> expected = {
       {"model.embed_tokens.weight", {20, 12}}};
@@ -118,42 +120,10 @@ TEST(Transformer, TiedModelProjectsOntoTheEmbeddingTable) {
   }
 }
 
-TEST(Transformer, ResolveTransformerConfigDefaultsAndErrors) {
-  const nn::TransformerConfig config = Resolve(
-      "  vocab_size: 11\n  hidden_size: 8\n  intermediate_size: 12\n"
-      "  num_hidden_layers: 1\n  num_attention_heads: 2\n"
-      "  max_position_embeddings: 16\n");
-  EXPECT_EQ(config.num_key_value_heads, 2);  // defaults to the query heads
-  EXPECT_EQ(config.head_dim, 4);             // hidden / heads
-  EXPECT_FALSE(config.tie_word_embeddings);  // HF's default
-  EXPECT_DOUBLE_EQ(config.rms_norm_eps, 1e-5);
-
-  const std::string sizes =
-      "  hidden_size: 8\n  intermediate_size: 12\n  num_hidden_layers: 1\n"
-      "  max_position_embeddings: 16\n";
-  ROTOR_EXPECT_ERROR(Resolve(sizes + "  num_attention_heads: 2\n"),
-                     "model.vocab_size is required");
-  ROTOR_EXPECT_ERROR(
-      Resolve("  vocab_size: 11\n  hidden_size: 8\n  num_hidden_layers: 1\n"
-              "  num_attention_heads: 2\n  max_position_embeddings: 16\n"),
-      "model.intermediate_size is required");
-  ROTOR_EXPECT_ERROR(Resolve("  vocab_size: 11\n" + sizes +
-                             "  num_attention_heads: 4\n"
-                             "  num_key_value_heads: 3\n"),
-                     "model.num_attention_heads (4) must be a multiple of "
-                     "model.num_key_value_heads (3)");
-  ROTOR_EXPECT_ERROR(
-      Resolve("  vocab_size: 0\n" + sizes + "  num_attention_heads: 2\n"),
-      "test.yaml:2:15: model.vocab_size: must be >= 1, got 0");
-}
-
 TEST(Transformer, GroupedQueryAttentionShapes) {
   // 6 query heads over 2 kv heads, head_dim 4 != hidden / heads.
-  const nn::TransformerConfig config = Resolve(
-      "  vocab_size: 13\n  hidden_size: 10\n  intermediate_size: 8\n"
-      "  num_hidden_layers: 1\n  num_attention_heads: 6\n"
-      "  num_key_value_heads: 2\n  head_dim: 4\n"
-      "  max_position_embeddings: 16\n");
+  const nn::TransformerConfig config = Config(13, 10, 8, 1, 6, 2, 16, false,
+                                              /*head_dim=*/4);
   nn::Transformer model(config, 5);
   NoGradGuard no_grad;
   nn::KvCache cache = model.NewKvCache();
@@ -175,19 +145,19 @@ TEST(Transformer, GroupedQueryAttentionShapes) {
 // sum the same products in different tile orders, so they agree to float
 // rounding: |cached - full| <= 2e-5 + 1e-4 |full|.
 TEST(Transformer, KvCacheDecodingMatchesFullSequenceLogits) {
-  const std::string base =
-      "  vocab_size: 17\n  hidden_size: 16\n  intermediate_size: 24\n"
-      "  num_hidden_layers: 2\n  num_attention_heads: 4\n"
-      "  num_key_value_heads: 2\n  max_position_embeddings: 32\n";
-  const std::vector<std::string> variants = {
-      "",
-      "  rope_scaling: {rope_type: yarn, factor: 2.0,"
-      " original_max_position_embeddings: 16}\n",
-      "  partial_rotary_factor: 0.5\n"};
+  nn::TransformerConfig yarn = Config(17, 16, 24, 2, 4, 2, 32, false);
+  yarn.rope.rope_type = RopeType::kYarn;
+  yarn.rope.factor = 2.0;
+  yarn.rope.original_max_position_embeddings = 16;
+  nn::TransformerConfig partial = Config(17, 16, 24, 2, 4, 2, 32, false);
+  partial.rope.partial_rotary_factor = 0.5;
+  const std::vector<std::pair<const char*, nn::TransformerConfig>> variants = {
+      {"default RoPE", Config(17, 16, 24, 2, 4, 2, 32, false)},
+      {"yarn x2 from 16", yarn},
+      {"partial_rotary_factor 0.5", partial}};
   constexpr int64_t kBatch = 2, kSeq = 13;
-  for (const std::string& variant : variants) {
-    SCOPED_TRACE(variant.empty() ? "default RoPE" : variant);
-    nn::TransformerConfig config = Resolve(base + variant);
+  for (auto [name, config] : variants) {
+    SCOPED_TRACE(name);
     config.initializer_range = 0.2;  // sharper attention than 0.02
     nn::Transformer model(config, 11);
     NoGradGuard no_grad;
@@ -266,7 +236,7 @@ TEST(Transformer, SameSeedSameWeightsAndLosses) {
   const nn::TransformerConfig config = SmallConfig(false);
   auto train_three_steps = [&](uint64_t seed) {
     nn::Transformer model(config, seed);
-    AdamW optimizer(model.NamedParameters(), AdamWSettings{});
+    train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
     const std::vector<int32_t> ids = RandomIds(12, 11, 1);
     const std::vector<int32_t> targets = RandomIds(12, 11, 2);
     std::vector<float> losses;
@@ -319,13 +289,9 @@ struct CopyTask {
 
 TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
   SetNumThreads(1);
-  const nn::TransformerConfig config = Resolve(
-      "  vocab_size: 9\n  hidden_size: 32\n  intermediate_size: 64\n"
-      "  num_hidden_layers: 2\n  num_attention_heads: 4\n"
-      "  num_key_value_heads: 2\n  max_position_embeddings: 16\n"
-      "  tie_word_embeddings: true\n");
+  const nn::TransformerConfig config = Config(9, 32, 64, 2, 4, 2, 16, true);
   nn::Transformer model(config, 1);
-  AdamW optimizer(model.NamedParameters(), AdamWSettings{0.9, 0.98, 1e-8, 0.0});
+  train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{0.9, 0.98, 1e-8, 0.0});
   constexpr int kSteps = 150;
   constexpr int64_t kRows = 32;
   Rng data_rng(2);
@@ -335,7 +301,7 @@ TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
     CopyTask::Make(kRows, data_rng, inputs, targets);
     model.ZeroGrad();
     model.Loss(inputs, targets, kRows, CopyTask::kSeq).Backward();
-    ClipGradNorm(parameters, 1.0);
+    train::ClipGradNorm(parameters, 1.0);
     optimizer.Step(step < 20 ? 1e-2 * (step + 1) / 20 : 1e-2);
   }
 

@@ -14,18 +14,18 @@
 #include "core/random.h"
 #include "nn/transformer.h"
 #include "tests/test_util.h"
-#include "tests/train/temp_dir.h"
-#include "train/atomic_file.h"
-#include "train/model_config.h"
-#include "train/safetensors.h"
+#include "tests/temp_dir.h"
+#include "train/io/atomic_file.h"
+#include "train/config/model_config.h"
+#include "train/io/safetensors.h"
 
-namespace rotor {
+namespace rotor::train {
 namespace {
 
 namespace fs = std::filesystem;
 
 nn::TransformerConfig Config(int64_t hidden, bool tied) {
-  return nn::ResolveTransformerConfig(ParseModelConfigText(
+  return ResolveTransformerConfig(ParseModelConfigText(
       "model:\n  vocab_size: 13\n  hidden_size: " + std::to_string(hidden) +
           "\n  intermediate_size: 16\n  num_hidden_layers: 2\n"
           "  num_attention_heads: 2\n  num_key_value_heads: 1\n"
@@ -273,4 +273,4 @@ TEST_F(CheckpointErrors, BrokenTrainerState) {
 }
 
 }  // namespace
-}  // namespace rotor
+}  // namespace rotor::train

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/random.h"
-#include "core/rope_scaling.h"
+#include "nn/rope_scaling.h"
 #include "nn/transformer.h"
-#include "tests/train/temp_dir.h"
-#include "train/prepare.h"
-#include "train/train_config.h"
+#include "tests/temp_dir.h"
+#include "train/data/prepare.h"
+#include "train/config/train_config.h"
 
 namespace rotor {
 namespace test {
@@ -51,22 +51,22 @@ inline std::string PrepareTextData(const TempDir& dir, int documents = 12,
     std::snprintf(name, sizeof(name), "text/doc%02d.txt", d);
     dir.Write(name, text);
   }
-  PrepareOptions options;
+  train::PrepareOptions options;
   options.inputs = {dir.Path("text")};
   options.output = dir.Path("data");
   options.val_fraction = 0.25;
-  RunPrepare(options);
+  train::RunPrepare(options);
   return dir.Path("data");
 }
 
 // configs/tiny.yaml reading `data` and writing to `output_dir`, plus
 // `overrides` ("key.path=value").
-inline TrainConfig TinyConfig(const std::string& data,
+inline train::TrainConfig TinyConfig(const std::string& data,
                               const std::string& output_dir,
                               std::vector<std::string> overrides = {}) {
   overrides.insert(overrides.begin(),
                    {"data.path=" + data, "output_dir=" + output_dir});
-  return LoadTrainConfig(TinyConfigPath(), overrides);
+  return train::LoadTrainConfig(TinyConfigPath(), overrides);
 }
 
 // A fixture whose tests share one PrepareTextData set (data_, made once per

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "tests/test_util.h"
-#include "tests/train/temp_dir.h"
+#include "tests/temp_dir.h"
 #include "tests/train/train_test_util.h"
-#include "train/atomic_file.h"
-#include "train/json.h"
-#include "train/token_file.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+#include "train/data/token_file.h"
 
-namespace rotor {
+namespace rotor::train {
 namespace {
 
 namespace fs = std::filesystem;
@@ -388,4 +388,4 @@ TEST_F(TrainerTest, WatchdogStopsAnExplodingLoss) {
 }
 
 }  // namespace
-}  // namespace rotor
+}  // namespace rotor::train

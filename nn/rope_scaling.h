@@ -1,0 +1,162 @@
+// RoPE frequencies and context-extension scaling, with Hugging Face's
+// parameter names (`rope_scaling` / `rope_parameters` in config.json).
+//
+// Rotary position embedding rotates channel pair i of a query or key at
+// position p by the angle p * inv_freq[i]. The unscaled frequencies are
+//   theta_i = base^(-2i/r),  i = 0 .. r/2 - 1,
+// with r = int(head_dim * partial_rotary_factor) the rotary dimension (the
+// first r channels rotate, the rest pass through). A scaling method changes
+// inv_freq so that positions beyond the training length L0 map to angles the
+// model has seen, and may scale cos and sin by an attention factor a (so the
+// logits q.k scale by a^2). Methods (s = factor, see
+// docs/context-extension.md):
+//   default   inv = theta                                        a = 1
+//   linear    inv = theta / s            (position interpolation) a = 1
+//   ntk       base' = base * s^(r/(r-2)), inv = base'^(-2i/r)     a = 1
+//   dynamic   like ntk, with s' = s*L/L0 - (s-1) for the sequence
+//             length L > L0 (unscaled for L <= L0)               a = 1
+//   yarn      theta/s for low frequencies, theta for high ones, a linear
+//             ramp between pair indices corr(beta_fast) and corr(beta_slow)
+//                                                  a = 0.1 ln s + 1
+//   llama3    the same three bands, chosen by wavelength against
+//             L0/low_freq_factor and L0/high_freq_factor         a = 1
+//   longrope  inv = theta / lambda_i with per-pair factors lambda (short_factor
+//             up to L0, long_factor beyond)    a = sqrt(1 + ln s / ln L0)
+// Everything is computed in double; no YAML here (train/config/model_config.h parses
+// configs). The result feeds the RoPE op as RopeTable(inv_freq,
+// attention_factor) (core/kernels/rope.h).
+#ifndef ROTOR_CORE_ROPE_SCALING_H_
+#define ROTOR_CORE_ROPE_SCALING_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rotor {
+
+enum class RopeType {
+  kDefault,
+  kLinear,
+  kNtk,
+  kDynamic,
+  kYarn,
+  kLlama3,
+  kLongRope
+};
+
+// "default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope".
+const char* RopeTypeName(RopeType type);
+// The inverse of RopeTypeName; nullopt for an unknown name.
+std::optional<RopeType> RopeTypeFromName(const std::string& name);
+// All names, for error messages: "default, linear, ...".
+std::string RopeTypeNames();
+
+// The `rope_scaling` keys (besides rope_type) that apply to `type`, in HF's
+// spelling, e.g. {"factor"} for linear. Other keys are an error.
+std::vector<std::string> RopeScalingKeys(RopeType type);
+
+// RoPE settings of a model. Optional fields are the keys a config may omit;
+// see each field for what an absent value means.
+struct RopeScalingConfig {
+  RopeType rope_type = RopeType::kDefault;
+  double rope_theta = 10000.0;          // base b
+  int64_t head_dim = 0;                 // D
+  double partial_rotary_factor = 1.0;   // r = int(D * partial_rotary_factor)
+  int64_t max_position_embeddings = 0;  // the table size; L0 for dynamic
+
+  // s. Required for linear, ntk, dynamic, yarn, llama3; longrope defaults it to
+  // max_position_embeddings / original_max_position_embeddings.
+  std::optional<double> factor;
+  // L0 for yarn, llama3 and longrope (required for llama3; yarn and longrope
+  // default it to max_position_embeddings).
+  std::optional<int64_t> original_max_position_embeddings;
+  // yarn, longrope: overrides the computed attention factor.
+  std::optional<double> attention_factor;
+  // yarn: the ramp runs between the pair indices whose wavelength fits
+  // beta_fast and beta_slow times into L0.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  // yarn (DeepSeek): a = g(s, mscale) / g(s, mscale_all_dim), used only when
+  // both are present and non-zero (as in HF; a lone mscale is ignored).
+  std::optional<double> mscale;
+  std::optional<double> mscale_all_dim;
+  // yarn: floor/ceil the ramp bounds (false keeps them fractional; gpt-oss).
+  bool truncate = true;
+  // llama3: the wavelength bands are L0/low_freq_factor and
+  // L0/high_freq_factor.
+  std::optional<double> low_freq_factor;
+  std::optional<double> high_freq_factor;
+  // longrope: one factor per frequency (r/2 each).
+  std::optional<std::vector<double>> short_factor;
+  std::optional<std::vector<double>> long_factor;
+};
+
+// A problem with a config: the key it concerns, relative to the model section
+// ("head_dim", "rope_scaling.factor", ...), and what is wrong.
+struct RopeConfigProblem {
+  std::string key;
+  std::string message;
+};
+
+// The first problem with `config` (missing required key, factor < 1, odd or
+// zero rotary dimension, wrong factor-list length, ...), or nullopt if it is
+// usable. The config parser maps the key to a file position.
+std::optional<RopeConfigProblem> FindRopeConfigProblem(
+    const RopeScalingConfig& config);
+
+// r = int(head_dim * partial_rotary_factor), truncating like Python's int()
+// (kernels::TruncatedRotaryDim); unchecked, FindRopeConfigProblem reports a
+// bad r.
+int64_t RotaryDim(const RopeScalingConfig& config);
+
+// What the rotary tables are built from.
+struct RopeFrequencies {
+  RopeType rope_type = RopeType::kDefault;
+  int64_t head_dim = 0;
+  int64_t rotary_dim = 0;         // r
+  std::vector<double> inv_freq;   // r/2 angles per position step
+  double attention_factor = 1.0;  // multiplies cos and sin
+  double base = 0.0;              // the base in force (changed by ntk, dynamic)
+};
+
+// The unscaled frequencies theta_i = rope_theta^(-2i/r) of `config`.
+std::vector<double> UnscaledInvFreq(const RopeScalingConfig& config);
+
+// True for the methods whose frequencies depend on the sequence length
+// (dynamic, longrope).
+bool RopeDependsOnSequenceLength(RopeType type);
+
+// The frequencies and attention factor for a sequence of `sequence_length`
+// tokens. Throws rotor::Error if FindRopeConfigProblem finds a problem or
+// sequence_length < 1.
+//
+// Only dynamic and longrope read sequence_length, and for them it must be
+// FIXED PER SEQUENCE: pass the sequence's final length (prompt + planned new
+// tokens, or the training length), build the tables once, and use them for the
+// prefill and every decoded token. Keys enter a KV cache already rotated, so
+// recomputing the frequencies as the sequence grows past L0 would mix keys
+// rotated with different bases (the flaw of HF's dynamic NTK,
+// huggingface/transformers#25104) or different LongRoPE factors.
+RopeFrequencies ComputeRopeFrequencies(const RopeScalingConfig& config,
+                                       int64_t sequence_length);
+
+// The dynamic-NTK base for a sequence of `sequence_length` tokens:
+//   b' = b * (s * L / L0 - (s - 1))^(r / (r - 2)),  L = max(sequence_length,
+//   L0),
+// L0 = max_position_embeddings. Equals b for sequences up to L0.
+double DynamicNtkBase(const RopeScalingConfig& config, int64_t sequence_length);
+
+// YaRN's ramp bounds (pair indices) before the low == high guard:
+//   corr(n) = r * ln(L0 / (2 pi n)) / (2 ln b),
+//   low = corr(beta_fast), high = corr(beta_slow), floored/ceiled if truncate,
+//   then clamped to [0, r - 1].
+struct YarnRampBounds {
+  double low = 0.0;
+  double high = 0.0;
+};
+YarnRampBounds ComputeYarnRampBounds(const RopeScalingConfig& config);
+
+}  // namespace rotor
+
+#endif  // ROTOR_CORE_ROPE_SCALING_H_

@@ -1,0 +1,355 @@
+// Memory-efficient attention kernels (core/kernels/attention.h):
+// - per target: forward (out, lse) and backward (dq, dk, dv) against the
+//   double-precision scalar reference over odd sizes, head dims, GQA ratios,
+//   decode offsets, non-causal attention and misaligned pointers; a case with
+//   a known answer; decode consistency; bitwise determinism;
+// - the scalar reference's backward against complex-step derivatives;
+// - memory: scratch is O(T * D), and a T = 4096 forward + backward runs and
+//   matches the reference on rows it can check cheaply.
+#include "core/kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/kernels/attention_scalar.h"
+#include "core/parallel.h"
+#include "tests/test_util.h"
+
+namespace rotor {
+namespace {
+
+using kernels::AttentionShape;
+using test::ExpectNear;
+using test::RandomVector;
+
+size_t QueryFloats(const AttentionShape& s) {
+  return s.batch * s.q_heads * s.q_len * s.head_dim;
+}
+size_t KeyFloats(const AttentionShape& s) {
+  return s.batch * s.kv_heads * s.kv_len * s.head_dim;
+}
+
+AttentionShape MakeShape(size_t batch, size_t q_heads, size_t kv_heads,
+                         size_t q_len, size_t kv_len, size_t head_dim,
+                         bool causal = true) {
+  AttentionShape s;
+  s.batch = batch;
+  s.q_heads = q_heads;
+  s.kv_heads = kv_heads;
+  s.q_len = q_len;
+  s.kv_len = kv_len;
+  s.head_dim = head_dim;
+  s.q_offset = causal ? kv_len - q_len : 0;
+  s.causal = causal;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return s;
+}
+
+std::string Describe(const AttentionShape& s) {
+  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.q_heads) +
+         " Hkv=" + std::to_string(s.kv_heads) +
+         " Tq=" + std::to_string(s.q_len) + " Tk=" + std::to_string(s.kv_len) +
+         " D=" + std::to_string(s.head_dim) +
+         " offset=" + std::to_string(s.q_offset) +
+         (s.causal ? " causal" : " full");
+}
+
+// Runs the kernels on random data (every pointer shifted by `misalign`
+// floats) and compares all five outputs with the double reference.
+void ExpectMatchesReference(const AttentionShape& s, size_t misalign,
+                            std::mt19937& rng) {
+  const std::string what =
+      Describe(s) + " misalign=" + std::to_string(misalign);
+  const size_t nq = QueryFloats(s), nk = KeyFloats(s);
+  const size_t rows = s.batch * s.q_heads * s.q_len;
+  std::vector<float> q = RandomVector(nq + misalign, rng);
+  std::vector<float> k = RandomVector(nk + misalign, rng);
+  std::vector<float> v = RandomVector(nk + misalign, rng);
+  std::vector<float> dout = RandomVector(nq + misalign, rng);
+  std::vector<float> out(nq + misalign), lse(rows + misalign);
+  std::vector<float> delta(rows + misalign);
+  std::vector<float> dq(nq + misalign), dk(nk + misalign), dv(nk + misalign);
+  const float* pq = q.data() + misalign;
+  const float* pk = k.data() + misalign;
+  const float* pv = v.data() + misalign;
+  const float* pdout = dout.data() + misalign;
+  kernels::AttentionForward(s, pq, pk, pv, out.data() + misalign,
+                            lse.data() + misalign);
+  kernels::AttentionBackward(s, pq, pk, pv, out.data() + misalign,
+                             lse.data() + misalign, pdout,
+                             delta.data() + misalign, dq.data() + misalign,
+                             dk.data() + misalign, dv.data() + misalign);
+
+  const std::vector<double> dq_(pq, pq + nq), dk_(pk, pk + nk),
+      dv_(pv, pv + nk), ddout(pdout, pdout + nq);
+  std::vector<double> ref_out(nq), ref_lse(rows);
+  std::vector<double> ref_dq(nq), ref_dk(nk), ref_dv(nk);
+  kernels::AttentionForwardRef<double>(s, dq_.data(), dk_.data(), dv_.data(),
+                                       ref_out.data(), ref_lse.data());
+  kernels::AttentionBackwardRef<double>(s, dq_.data(), dk_.data(), dv_.data(),
+                                        ddout.data(), ref_dq.data(),
+                                        ref_dk.data(), ref_dv.data());
+  // Float accumulation over D and over up to 130 keys.
+  ExpectNear(out.data() + misalign, ref_out.data(), nq, 2e-5, 1e-4,
+             "out " + what);
+  ExpectNear(lse.data() + misalign, ref_lse.data(), rows, 2e-5, 1e-5,
+             "lse " + what);
+  ExpectNear(dq.data() + misalign, ref_dq.data(), nq, 5e-5, 1e-4, "dq " + what);
+  ExpectNear(dk.data() + misalign, ref_dk.data(), nk, 5e-5, 1e-4, "dk " + what);
+  ExpectNear(dv.data() + misalign, ref_dv.data(), nk, 5e-5, 1e-4, "dv " + what);
+}
+
+ROTOR_PER_TARGET_SUITE(AttentionKernel);
+
+// Training shapes (causal, Tq == Tk): odd lengths around the 64-row tiles,
+// head dims around the vector widths, GQA groups of 1, 2 and 4.
+ROTOR_PER_TARGET_TEST(AttentionKernel, CausalMatchesReference) {
+  EXPECT_STREQ(kernels::AttentionTarget(), TargetName());
+  std::mt19937 rng(11);
+  for (size_t t : {1, 2, 7, 33, 65, 130}) {
+    for (size_t dim : {2, 6, 34, 64}) {
+      for (size_t group : {1, 2, 4}) {
+        ExpectMatchesReference(MakeShape(2, group, 1, t, t, dim), 0, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Decoding and chunked prefill (q_offset = Tk - Tq > 0), non-causal, several
+// kv heads, and misaligned pointers.
+ROTOR_PER_TARGET_TEST(AttentionKernel, OffsetsFullAndMisaligned) {
+  EXPECT_STREQ(kernels::AttentionTarget(), TargetName());
+  std::mt19937 rng(12);
+  for (size_t kv_len : {1, 7, 65, 130}) {
+    for (size_t q_len : {1, 3, 33}) {
+      if (q_len > kv_len) continue;
+      ExpectMatchesReference(MakeShape(1, 4, 2, q_len, kv_len, 34), 0, rng);
+      ExpectMatchesReference(MakeShape(1, 4, 2, q_len, kv_len, 6, false), 0,
+                             rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+  ExpectMatchesReference(MakeShape(1, 2, 2, 70, 33, 64, false), 0, rng);
+  for (size_t misalign : test::KernelTestMisalignments()) {
+    ExpectMatchesReference(MakeShape(2, 4, 2, 65, 65, 34), misalign, rng);
+    ExpectMatchesReference(MakeShape(1, 2, 1, 3, 66, 7), misalign, rng);
+  }
+}
+
+// A known answer: with all keys zero every score is 0, so the softmax is
+// uniform over the visible keys and out_i is the mean of v_0 .. v_{offset+i};
+// L_i = log(offset + i + 1).
+ROTOR_PER_TARGET_TEST(AttentionKernel, ZeroKeysAverageVisibleValues) {
+  const AttentionShape s = MakeShape(1, 1, 1, 70, 100, 5);
+  std::mt19937 rng(13);
+  const std::vector<float> q = RandomVector(QueryFloats(s), rng);
+  const std::vector<float> k(KeyFloats(s), 0.0f);
+  const std::vector<float> v = RandomVector(KeyFloats(s), rng);
+  std::vector<float> out(QueryFloats(s)), lse(s.q_len);
+  kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
+                            lse.data());
+  for (size_t i = 0; i < s.q_len; ++i) {
+    const size_t visible = s.q_offset + i + 1;
+    for (size_t e = 0; e < s.head_dim; ++e) {
+      double mean = 0.0;
+      for (size_t j = 0; j < visible; ++j) mean += v[j * s.head_dim + e];
+      mean /= visible;
+      ASSERT_NEAR(out[i * s.head_dim + e], mean, 1e-5) << "row " << i;
+    }
+    ASSERT_NEAR(lse[i], std::log(double(visible)), 1e-5) << "row " << i;
+  }
+}
+
+// Decoding the last position with a KV cache (Tq = 1, offset = T - 1) gives
+// the last row of the full causal forward. They agree to float rounding,
+// not bitwise: the one-row decode tile scores keys with direct dot products,
+// the full forward's 64-row tiles with the transposed key tile.
+ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
+  std::mt19937 rng(14);
+  for (size_t t : {1, 64, 130}) {
+    const AttentionShape full = MakeShape(1, 2, 1, t, t, 34);
+    const AttentionShape decode = MakeShape(1, 2, 1, 1, t, 34);
+    ASSERT_EQ(decode.q_offset, t - 1);
+    const size_t dim = full.head_dim;
+    const std::vector<float> q = RandomVector(QueryFloats(full), rng);
+    const std::vector<float> k = RandomVector(KeyFloats(full), rng);
+    const std::vector<float> v = RandomVector(KeyFloats(full), rng);
+    std::vector<float> out(QueryFloats(full)), lse(2 * t);
+    kernels::AttentionForward(full, q.data(), k.data(), v.data(), out.data(),
+                              lse.data());
+    // The last query of each head, as a [1, 2, 1, D] tensor.
+    std::vector<float> q_last(2 * dim), out_last(2 * dim), lse_last(2);
+    for (size_t h = 0; h < 2; ++h) {
+      std::copy_n(q.begin() + ((h + 1) * t - 1) * dim, dim,
+                  q_last.begin() + h * dim);
+    }
+    kernels::AttentionForward(decode, q_last.data(), k.data(), v.data(),
+                              out_last.data(), lse_last.data());
+    for (size_t h = 0; h < 2; ++h) {
+      const size_t row = (h + 1) * t - 1;
+      for (size_t e = 0; e < dim; ++e) {
+        ASSERT_NEAR(out_last[h * dim + e], out[row * dim + e], 2e-6)
+            << "T=" << t << " head " << h << " element " << e;
+      }
+      ASSERT_NEAR(lse_last[h], lse[row], 4e-6) << "T=" << t << " head " << h;
+    }
+  }
+}
+
+// Restores the thread count when a test ends.
+class ThreadCountGuard {
+ public:
+  explicit ThreadCountGuard(int threads) : previous_(NumThreads()) {
+    SetNumThreads(threads);
+  }
+  ~ThreadCountGuard() { SetNumThreads(previous_); }
+
+ private:
+  int previous_;
+};
+
+// The one-pass backward (kv heads over the batch >= 4 per thread; the
+// other tests mostly have fewer and take the two passes) against the
+// reference: causal, with a decode offset, non-causal, misaligned.
+ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
+  ThreadCountGuard guard(1);
+  std::mt19937 rng(17);
+  ExpectMatchesReference(MakeShape(4, 4, 1, 130, 130, 34), 0, rng);
+  ExpectMatchesReference(MakeShape(2, 4, 2, 33, 97, 6), 1, rng);
+  ExpectMatchesReference(MakeShape(1, 8, 4, 65, 70, 64, false), 3, rng);
+}
+
+// No float is reduced across threads, so results are bitwise identical run
+// to run at 2 threads, and equal to the 1-thread results. With 4 kv heads
+// in all, one thread runs the one-pass backward and two threads the two
+// passes, so this also checks that both give the same bits.
+ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
+  const AttentionShape s = MakeShape(2, 4, 2, 200, 200, 34);
+  std::mt19937 rng(15);
+  const std::vector<float> q = RandomVector(QueryFloats(s), rng);
+  const std::vector<float> k = RandomVector(KeyFloats(s), rng);
+  const std::vector<float> v = RandomVector(KeyFloats(s), rng);
+  const std::vector<float> dout = RandomVector(QueryFloats(s), rng);
+  auto run = [&](int threads) {
+    ThreadCountGuard guard(threads);
+    const size_t rows = s.batch * s.q_heads * s.q_len;
+    std::vector<float> out(QueryFloats(s)), lse(rows), delta(rows);
+    std::vector<float> dq(QueryFloats(s)), dk(KeyFloats(s)), dv(KeyFloats(s));
+    kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
+                              lse.data());
+    kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
+                               lse.data(), dout.data(), delta.data(), dq.data(),
+                               dk.data(), dv.data());
+    std::vector<float> all = out;
+    for (const auto* part : {&lse, &delta, &dq, &dk, &dv}) {
+      all.insert(all.end(), part->begin(), part->end());
+    }
+    return all;
+  };
+  const std::vector<float> first = run(2);
+  EXPECT_TRUE(first == run(2)) << "two runs at 2 threads differ";
+  EXPECT_TRUE(first == run(1)) << "1 and 2 threads differ";
+}
+
+// The scalar reference's backward is the exact derivative of its forward:
+// complex-step gradient of L = sum(dout * out) with respect to every element
+// of q, k and v, in double, causal with a decode offset and non-causal.
+TEST(AttentionReference, BackwardMatchesComplexStep) {
+  for (bool causal : {true, false}) {
+    const AttentionShape s = MakeShape(2, 4, 2, 3, 5, 3, causal);
+    const size_t nq = QueryFloats(s), nk = KeyFloats(s);
+    std::mt19937 rng(16);
+    std::vector<double> x(nq + 2 * nk), dout(nq);
+    for (double& value : x) value = RandomVector(1, rng, -2.0f, 2.0f)[0];
+    for (double& value : dout) value = RandomVector(1, rng)[0];
+
+    using Complex = std::complex<double>;
+    auto loss = [&](const std::vector<Complex>& z) {
+      std::vector<Complex> out(nq), lse(s.batch * s.q_heads * s.q_len);
+      kernels::AttentionForwardRef<Complex>(s, z.data(), z.data() + nq,
+                                            z.data() + nq + nk, out.data(),
+                                            lse.data());
+      Complex sum = 0.0;
+      for (size_t i = 0; i < nq; ++i) sum += dout[i] * out[i];
+      return sum;
+    };
+    const std::vector<double> expected = test::ComplexStepGradient(loss, x);
+
+    std::vector<double> grads(nq + 2 * nk);
+    kernels::AttentionBackwardRef<double>(
+        s, x.data(), x.data() + nq, x.data() + nq + nk, dout.data(),
+        grads.data(), grads.data() + nq, grads.data() + nq + nk);
+    ExpectNear(grads.data(), expected.data(), grads.size(), 1e-12, 1e-10,
+               std::string("d(q,k,v) ") + (causal ? "causal" : "full"));
+  }
+}
+
+// Memory at T = 4096. Besides their inputs, outputs, lse and the delta
+// workspace (both [B, Hq, T]), the kernels allocate only one task scratch
+// per running task, AttentionTaskScratchFloats(D) floats (the function sizes
+// that allocation), which does not depend on T. So the extra memory is
+// O(B Hq T + threads D^2) instead of the O(B Hq T^2) of materialised scores:
+// at B = 1, Hq = 8, D = 64 it must stay below the size of q itself, while
+// one head's score matrix alone would be 64 MiB. (tests/core/ops/attention_test.cc
+// measures the op's peak tensor memory.) The forward + backward then runs at
+// that length (one small head, to keep the test fast) and is checked on rows
+// the reference can compute without a T x T matrix.
+TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
+  constexpr size_t kT = 4096;
+  const AttentionShape train = MakeShape(1, 8, 8, kT, kT, 64);
+  const size_t extra_floats =
+      2 * train.batch * train.q_heads * kT +
+      static_cast<size_t>(NumThreads()) *
+          kernels::AttentionTaskScratchFloats(train.head_dim);
+  EXPECT_LT(extra_floats, QueryFloats(train));
+  EXPECT_GT(kT * kT, 100 * extra_floats);
+
+  const AttentionShape s = MakeShape(1, 1, 1, kT, kT, 8);
+  const size_t dim = s.head_dim;
+  std::mt19937 rng(17);
+  const std::vector<float> q = RandomVector(QueryFloats(s), rng);
+  const std::vector<float> k = RandomVector(KeyFloats(s), rng);
+  const std::vector<float> v = RandomVector(KeyFloats(s), rng);
+  const std::vector<float> dout = RandomVector(QueryFloats(s), rng);
+  std::vector<float> out(QueryFloats(s)), lse(kT), delta(kT);
+  std::vector<float> dq(QueryFloats(s)), dk(KeyFloats(s)), dv(KeyFloats(s));
+  kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
+                            lse.data());
+  kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
+                             lse.data(), dout.data(), delta.data(), dq.data(),
+                             dk.data(), dv.data());
+
+  // The last query alone (decode shape) through the reference gives the
+  // last rows of out, lse and dq (dq_i depends only on query i's row).
+  const AttentionShape last = MakeShape(1, 1, 1, 1, kT, dim);
+  const std::vector<double> q_last(q.end() - dim, q.end());
+  const std::vector<double> dout_last(dout.end() - dim, dout.end());
+  const std::vector<double> kd(k.begin(), k.end()), vd(v.begin(), v.end());
+  std::vector<double> ref_out(dim), ref_lse(1), ref_dq(dim);
+  std::vector<double> ref_dk(kd.size()), ref_dv(vd.size());
+  kernels::AttentionForwardRef<double>(last, q_last.data(), kd.data(),
+                                       vd.data(), ref_out.data(),
+                                       ref_lse.data());
+  kernels::AttentionBackwardRef<double>(
+      last, q_last.data(), kd.data(), vd.data(), dout_last.data(),
+      ref_dq.data(), ref_dk.data(), ref_dv.data());
+  ExpectNear(out.data() + (kT - 1) * dim, ref_out.data(), dim, 1e-5, 1e-4,
+             "last row of out");
+  ExpectNear(lse.data() + kT - 1, ref_lse.data(), 1, 1e-5, 1e-5, "last lse");
+  ExpectNear(dq.data() + (kT - 1) * dim, ref_dq.data(), dim, 1e-5, 1e-4,
+             "last row of dq");
+  // Only the last query sees the last key: dv_{T-1} = p dout_{T-1} and
+  // dk_{T-1} = scale ds q_{T-1}, the reference's last rows.
+  ExpectNear(dv.data() + (kT - 1) * dim, ref_dv.data() + (kT - 1) * dim, dim,
+             1e-6, 1e-4, "last row of dv");
+  ExpectNear(dk.data() + (kT - 1) * dim, ref_dk.data() + (kT - 1) * dim, dim,
+             1e-6, 1e-4, "last row of dk");
+}
+
+}  // namespace
+}  // namespace rotor

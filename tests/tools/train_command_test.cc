@@ -1,0 +1,225 @@
+// build/rotor train / eval / generate as a user runs them, on
+// configs/tiny.yaml and a small prepared data set: exit status 0 and the
+// expected output on success, 2 and a usage message for bad flags, 1 and an
+// error naming the problem for bad configs, checkpoints and data, with
+// nothing overwritten.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+#include "tests/temp_dir.h"
+#include "tests/train/train_test_util.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Quote(const std::string& text) { return "'" + text + "'"; }
+
+class RotorCli : public test::PreparedDataTest {
+ protected:
+  // Runs `build/rotor ARGS` (ARGS already shell-quoted).
+  Result Run(const std::string& args) const {
+    const std::string command =
+        Quote(std::string(ROTOR_BINARY_DIR) + "/rotor") + " " + args + " >" +
+        Quote(dir_.Path("stdout")) + " 2>" + Quote(dir_.Path("stderr")) +
+        " </dev/null";
+    const int raw = std::system(command.c_str());
+    Result result;
+    if (raw != -1 && WIFEXITED(raw)) result.status = WEXITSTATUS(raw);
+    result.out = train::ReadFile(dir_.Path("stdout"));
+    result.err = train::ReadFile(dir_.Path("stderr"));
+    return result;
+  }
+
+  // `rotor train` on the tiny config, writing to dir/NAME.
+  Result Train(const std::string& name, const std::string& extra = "") const {
+    return Run("train " + Quote(test::TinyConfigPath()) + " " +
+               Quote("data.path=" + data_) + " " +
+               Quote("output_dir=" + dir_.Path(name)) + " train.max_steps=8 " +
+               extra);
+  }
+
+  std::map<std::string, std::string> Snapshot(const std::string& dir) const {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      if (entry.is_regular_file()) {
+        files[entry.path().string()] = train::ReadFile(entry.path().string());
+      }
+    }
+    return files;
+  }
+};
+
+TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
+  Result r = Train("run", "--samples 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "# resolved config");
+  EXPECT_CONTAINS(r.out, "step 8/8");
+  EXPECT_CONTAINS(r.out, "done: 8 steps");
+  EXPECT_CONTAINS(r.out, "--- sample 1 (prompt \"The \") ---");
+  const std::string checkpoint = dir_.Path("run/checkpoints/step_00000008");
+  EXPECT_TRUE(fs::exists(checkpoint + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir_.Path("run/metrics.jsonl")));
+
+  // Rerunning the same command resumes and finds nothing left to do.
+  r = Train("run", "--samples 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "resuming from " + checkpoint + " at step 8");
+
+  r = Run("eval --checkpoint " + Quote(checkpoint) + " --max-batches 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "(256 tokens evaluated, seq_len 32)");
+  EXPECT_CONTAINS(r.out, "val_loss");
+  EXPECT_CONTAINS(r.out, "perplexity");
+  EXPECT_CONTAINS(r.out, "bits/byte");
+
+  const std::string generate = "generate --checkpoint " + Quote(checkpoint) +
+                               " --prompt 'The cat' --max-new-tokens 12 ";
+  r = Run(generate + "--temperature 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("The cat", 0), 0u) << r.out;
+  const std::string greedy = r.out;
+  EXPECT_EQ(Run(generate + "--temperature 0").out, greedy);
+  r = Run(generate + "--top-k 5 --top-p 0.9 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Run(generate + "--top-k 5 --top-p 0.9 --seed 3").out, r.out);
+  // The run's output_dir stands for its newest checkpoint, as in eval.
+  EXPECT_EQ(Run("generate --checkpoint " + Quote(dir_.Path("run")) +
+                " --prompt 'The cat' --max-new-tokens 12 --temperature 0")
+                .out,
+            greedy);
+}
+
+// Exit status 2 and "rotor CMD: PROBLEM (see 'rotor CMD --help')".
+TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
+  const std::string config = Quote(test::TinyConfigPath());
+  const std::string checkpoint = Quote(dir_.Path("nowhere"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "Usage: rotor <command>"},
+      {"fly", "rotor: unknown command 'fly'"},
+      {"train", "rotor train: a config file is required"},
+      {"train " + config + " --bogus", "rotor train: unknown flag --bogus"},
+      {"train " + config + " stray",
+       "'stray' is neither a flag nor a key.path=value override"},
+      {"train " + config + " --samples -1", "--samples must be >= 0, got -1"},
+      {"train " + config + " --samples", "--samples needs a value"},
+      {"train " + config + " --help=yes", "--help takes no value"},
+      {"eval", "rotor eval: --checkpoint is required"},
+      {"eval --checkpoint " + checkpoint + " extra",
+       "unexpected argument 'extra'"},
+      {"eval --checkpoint " + checkpoint + " --seq-len 0",
+       "--seq-len must be >= 1, got 0"},
+      {"generate --checkpoint " + checkpoint,
+       "rotor generate: --prompt is required"},
+      {"generate --checkpoint " + checkpoint + " --prompt a --top-p 0",
+       "--top-p must be in [1e-09, 1], got 0"},
+      {"generate --checkpoint " + checkpoint + " --prompt a --temperature hot",
+       "--temperature expects a number, got 'hot'"},
+      {"generate --checkpoint " + checkpoint + " --prompt a --top-k 1.5",
+       "--top-k expects an integer, got '1.5'"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    const Result r = Run(args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_CONTAINS(r.err, message);
+    if (!args.empty() && args != "fly") {
+      EXPECT_CONTAINS(r.err, "--help')");
+    }
+  }
+  for (const char* command : {"train", "eval", "generate"}) {
+    const Result r = Run(std::string(command) + " --help");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_CONTAINS(r.out, std::string("Usage: rotor ") + command);
+  }
+}
+
+// Exit status 1 and "rotor CMD: error: ..." naming the file, line and key.
+TEST_F(RotorCli, BadConfigsCheckpointsAndDataExitOne) {
+  const std::string config = Quote(test::TinyConfigPath());
+  const std::string broken = dir_.Write(
+      "broken.yaml",
+      "model:\n  vocab_size: 257\n  hidden_size: 32\n"
+      "  intermediate_size: 64\n  num_hidden_layers: 1\n"
+      "  num_attention_heads: 4\n  max_position_embeddings: 64\n"
+      "data:\n  path: d\ntrain:\n  seq_len: 32\n  batch_size: many\n");
+  struct Case {
+    std::string args;
+    std::vector<std::string> messages;
+  };
+  const std::vector<Case> cases = {
+      {"train " + Quote(dir_.Path("none.yaml")),
+       {"rotor train: error: cannot read config file " +
+        dir_.Path("none.yaml")}},
+      {"train " + Quote(broken),
+       {broken + ":12:15: train.batch_size: expected an integer, got 'many'"}},
+      {"train " + config + " train.warmup=3",
+       {"command-line override train.warmup", "unknown key"}},
+      {"train " + config + " model.num_key_value_heads=3 " +
+           Quote("data.path=" + data_),
+       {"model.num_attention_heads (4) must be a multiple of "
+        "model.num_key_value_heads (3)"}},
+      {"train " + config + " " + Quote("data.path=" + dir_.Path("empty")),
+       {dir_.Path("empty") + " has no train.bin/val.bin"}},
+      {"train " + config + " " + Quote("data.path=" + data_) + " " +
+           Quote("output_dir=" + broken),
+       {"output_dir " + broken + " is not a folder"}},
+      {"eval --checkpoint " + Quote(dir_.Path("nowhere")),
+       {"rotor eval: error: checkpoint folder " + dir_.Path("nowhere") +
+        " does not exist"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const Result r = Run(c.args);
+    EXPECT_EQ(r.status, 1);
+    for (const std::string& message : c.messages) {
+      EXPECT_CONTAINS(r.err, message);
+    }
+  }
+
+  // A finished run: resume=none refuses it, and nothing changes.
+  ASSERT_EQ(Train("run", "--samples 0").status, 0);
+  const auto before = Snapshot(dir_.Path("run"));
+  Result r = Train("run", "train.resume=none --samples 0");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "already holds checkpoints");
+  EXPECT_EQ(Snapshot(dir_.Path("run")), before);
+
+  // A checkpoint with truncated weights, for eval and generate.
+  const std::string copy = dir_.Path("copy");
+  fs::copy(dir_.Path("run/checkpoints/step_00000008"), copy);
+  const std::string weights = train::ReadFile(copy + "/model.safetensors");
+  train::WriteFileAtomically(copy + "/model.safetensors", weights.substr(0, 1000));
+  r = Run("eval --checkpoint " + Quote(copy));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, copy + "/model.safetensors");
+  r = Run("generate --prompt a --checkpoint " + Quote(copy));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, copy + "/model.safetensors");
+  // A checkpoint whose config.yaml is broken.
+  fs::remove(copy + "/model.safetensors");
+  fs::copy_file(dir_.Path("run/checkpoints/step_00000008/model.safetensors"),
+                copy + "/model.safetensors");
+  train::WriteFileAtomically(copy + "/config.yaml", "model: {vocab_size: 257}\n");
+  r = Run("eval --checkpoint " + Quote(copy));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, copy + "/config.yaml");
+}
+
+}  // namespace
+}  // namespace rotor::tools

@@ -1,0 +1,349 @@
+// The training config (train/config/train_config.h): defaults, every section and
+// key, command-line overrides, errors that name file:line:column and the key
+// path, and TrainConfigToYaml round-tripping exactly.
+#include "train/config/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/test_util.h"
+#include "tests/temp_dir.h"
+#include "tests/train/train_test_util.h"
+
+namespace rotor::train {
+namespace {
+
+const char kModel[] =
+    "model:\n"
+    "  vocab_size: 257\n"
+    "  hidden_size: 32\n"
+    "  intermediate_size: 64\n"
+    "  num_hidden_layers: 2\n"
+    "  num_attention_heads: 4\n"
+    "  max_position_embeddings: 512\n";
+
+// Only what is required: the model and data.path.
+const std::string kMinimal = std::string(kModel) + "data:\n  path: d\n";
+
+// Every key of every section set to a non-default value.
+const char kFull[] =
+    "output_dir: out/run\n"             // line 1
+    "model:\n"                          // 2
+    "  vocab_size: 300\n"               // 3
+    "  hidden_size: 48\n"               // 4
+    "  intermediate_size: 96\n"         // 5
+    "  num_hidden_layers: 3\n"          // 6
+    "  num_attention_heads: 6\n"        // 7
+    "  num_key_value_heads: 3\n"        // 8
+    "  max_position_embeddings: 128\n"  // 9
+    "  rope_theta: 50000\n"             // 10
+    "  rms_norm_eps: 1.0e-6\n"          // 11
+    "  tie_word_embeddings: false\n"    // 12
+    "  rope_scaling: {rope_type: yarn, factor: 4.0,"
+    " original_max_position_embeddings: 32}\n"  // 13
+    "data:\n"                                   // 14
+    "  path: some/folder\n"                     // 15
+    "train:\n"                                  // 16
+    "  batch_size: 3\n"                         // 17
+    "  seq_len: 100\n"                          // 18
+    "  gradient_accumulation_steps: 2\n"        // 19
+    "  max_steps: 77\n"                         // 20
+    "  lr: 3.0e-4\n"                            // 21
+    "  min_lr: 3.0e-5\n"                        // 22
+    "  warmup_steps: 7\n"                       // 23
+    "  weight_decay: 0.01\n"                    // 24
+    "  betas: [0.8, 0.99]\n"                    // 25
+    "  eps: 1.0e-6\n"                           // 26
+    "  clip_grad_norm: 0.5\n"                   // 27
+    "  seed: 18446744073709551615\n"            // 28
+    "  threads: 2\n"                            // 29
+    "  loss_explosion_ratio: 0\n"               // 30
+    "  resume: none\n"                          // 31
+    "eval:\n"                                   // 32
+    "  every_n_steps: 11\n"                     // 33
+    "  max_batches: 0\n"                        // 34
+    "checkpoint:\n"                             // 35
+    "  every_n_steps: 0\n"                      // 36
+    "  keep_last_n: 5\n"                        // 37
+    "logging:\n"                                // 38
+    "  log_every_n_steps: 3\n"                  // 39
+    "  progress: false\n";                      // 40
+
+TrainConfig Parse(const std::string& text,
+                  const std::vector<std::string>& overrides = {}) {
+  return ParseTrainConfig(text, "run.yaml", overrides);
+}
+
+// Field by field, independent of TrainConfigToYaml.
+void ExpectSameConfig(const TrainConfig& a, const TrainConfig& b) {
+  EXPECT_EQ(a.output_dir, b.output_dir);
+  EXPECT_EQ(a.data.path, b.data.path);
+  const ModelConfig &ma = a.model, &mb = b.model;
+  EXPECT_EQ(ma.vocab_size, mb.vocab_size);
+  EXPECT_EQ(ma.hidden_size, mb.hidden_size);
+  EXPECT_EQ(ma.intermediate_size, mb.intermediate_size);
+  EXPECT_EQ(ma.num_hidden_layers, mb.num_hidden_layers);
+  EXPECT_EQ(ma.num_attention_heads, mb.num_attention_heads);
+  EXPECT_EQ(ma.num_key_value_heads, mb.num_key_value_heads);
+  EXPECT_EQ(ma.rms_norm_eps, mb.rms_norm_eps);
+  EXPECT_EQ(ma.tie_word_embeddings, mb.tie_word_embeddings);
+  const RopeScalingConfig &ra = ma.rope, &rb = mb.rope;
+  EXPECT_EQ(ra.rope_type, rb.rope_type);
+  EXPECT_EQ(ra.rope_theta, rb.rope_theta);
+  EXPECT_EQ(ra.head_dim, rb.head_dim);
+  EXPECT_EQ(ra.partial_rotary_factor, rb.partial_rotary_factor);
+  EXPECT_EQ(ra.max_position_embeddings, rb.max_position_embeddings);
+  EXPECT_EQ(ra.factor, rb.factor);
+  EXPECT_EQ(ra.original_max_position_embeddings,
+            rb.original_max_position_embeddings);
+  EXPECT_EQ(ra.attention_factor, rb.attention_factor);
+  EXPECT_EQ(ra.beta_fast, rb.beta_fast);
+  EXPECT_EQ(ra.beta_slow, rb.beta_slow);
+  EXPECT_EQ(ra.short_factor, rb.short_factor);
+  EXPECT_EQ(ra.long_factor, rb.long_factor);
+  const TrainSection &ta = a.train, &tb = b.train;
+  EXPECT_EQ(ta.batch_size, tb.batch_size);
+  EXPECT_EQ(ta.seq_len, tb.seq_len);
+  EXPECT_EQ(ta.gradient_accumulation_steps, tb.gradient_accumulation_steps);
+  EXPECT_EQ(ta.max_steps, tb.max_steps);
+  EXPECT_EQ(ta.lr, tb.lr);
+  EXPECT_EQ(ta.min_lr, tb.min_lr);
+  EXPECT_EQ(ta.warmup_steps, tb.warmup_steps);
+  EXPECT_EQ(ta.weight_decay, tb.weight_decay);
+  EXPECT_EQ(ta.beta1, tb.beta1);
+  EXPECT_EQ(ta.beta2, tb.beta2);
+  EXPECT_EQ(ta.eps, tb.eps);
+  EXPECT_EQ(ta.clip_grad_norm, tb.clip_grad_norm);
+  EXPECT_EQ(ta.seed, tb.seed);
+  EXPECT_EQ(ta.threads, tb.threads);
+  EXPECT_EQ(ta.loss_explosion_ratio, tb.loss_explosion_ratio);
+  EXPECT_EQ(ta.resume, tb.resume);
+  EXPECT_EQ(a.eval.every_n_steps, b.eval.every_n_steps);
+  EXPECT_EQ(a.eval.max_batches, b.eval.max_batches);
+  EXPECT_EQ(a.checkpoint.every_n_steps, b.checkpoint.every_n_steps);
+  EXPECT_EQ(a.checkpoint.keep_last_n, b.checkpoint.keep_last_n);
+  EXPECT_EQ(a.logging.log_every_n_steps, b.logging.log_every_n_steps);
+  EXPECT_EQ(a.logging.progress, b.logging.progress);
+}
+
+TEST(TrainConfig, MinimalConfigGetsEveryDefault) {
+  const TrainConfig config = Parse(kMinimal);
+  TrainConfig expected;
+  expected.data.path = "d";
+  expected.model = config.model;
+  ExpectSameConfig(config, expected);
+  EXPECT_EQ(config.file, "run.yaml");
+  EXPECT_EQ(config.output_dir, "runs/default");
+  EXPECT_EQ(config.train.resume, "auto");
+  EXPECT_EQ(config.train.seq_len, 256);
+  EXPECT_EQ(*config.model.hidden_size, 32);
+  EXPECT_EQ(config.model.rope.head_dim, 8);
+  EXPECT_FALSE(config.model.num_key_value_heads.has_value());
+}
+
+TEST(TrainConfig, ReadsEveryKeyOfEverySection) {
+  const TrainConfig c = Parse(kFull);
+  EXPECT_EQ(c.output_dir, "out/run");
+  EXPECT_EQ(*c.model.vocab_size, 300);
+  EXPECT_EQ(*c.model.num_key_value_heads, 3);
+  EXPECT_EQ(*c.model.rms_norm_eps, 1e-6);
+  EXPECT_EQ(*c.model.tie_word_embeddings, false);
+  EXPECT_EQ(c.model.rope.rope_type, RopeType::kYarn);
+  EXPECT_EQ(c.model.rope.rope_theta, 50000.0);
+  EXPECT_EQ(*c.model.rope.factor, 4.0);
+  EXPECT_EQ(c.data.path, "some/folder");
+  const TrainSection& t = c.train;
+  EXPECT_EQ(t.batch_size, 3);
+  EXPECT_EQ(t.seq_len, 100);
+  EXPECT_EQ(t.gradient_accumulation_steps, 2);
+  EXPECT_EQ(t.max_steps, 77);
+  EXPECT_EQ(t.lr, 3e-4);
+  EXPECT_EQ(t.min_lr, 3e-5);
+  EXPECT_EQ(t.warmup_steps, 7);
+  EXPECT_EQ(t.weight_decay, 0.01);
+  EXPECT_EQ(t.beta1, 0.8);
+  EXPECT_EQ(t.beta2, 0.99);
+  EXPECT_EQ(t.eps, 1e-6);
+  EXPECT_EQ(t.clip_grad_norm, 0.5);
+  EXPECT_EQ(t.seed, 18446744073709551615ull);
+  EXPECT_EQ(t.threads, 2);
+  EXPECT_EQ(t.loss_explosion_ratio, 0.0);
+  EXPECT_EQ(t.resume, "none");
+  EXPECT_EQ(c.eval.every_n_steps, 11);
+  EXPECT_EQ(c.eval.max_batches, 0);
+  EXPECT_EQ(c.checkpoint.every_n_steps, 0);
+  EXPECT_EQ(c.checkpoint.keep_last_n, 5);
+  EXPECT_EQ(c.logging.log_every_n_steps, 3);
+  EXPECT_FALSE(c.logging.progress);
+}
+
+TEST(TrainConfig, ShippedConfigsParse) {
+  for (const char* name : {"default.yaml", "tiny.yaml"}) {
+    SCOPED_TRACE(name);
+    const TrainConfig config =
+        LoadTrainConfig(std::string(ROTOR_SOURCE_DIR) + "/configs/" + name);
+    EXPECT_LE(config.train.seq_len, config.model.rope.max_position_embeddings);
+  }
+}
+
+TEST(TrainConfig, OverridesScalarsListsNewSectionsAndModelKeys) {
+  const TrainConfig c =
+      Parse(kMinimal,
+            {"train.lr=3e-4", "train.betas=[0.8, 0.9]", "eval.every_n_steps=7",
+             "output_dir=/tmp/x", "model.hidden_size=64", "train.seq_len=128",
+             "data.path=elsewhere", "train.lr=5e-4"});
+  EXPECT_EQ(c.train.lr, 5e-4);  // the later override wins
+  EXPECT_EQ(c.train.beta1, 0.8);
+  EXPECT_EQ(c.train.beta2, 0.9);
+  EXPECT_EQ(c.eval.every_n_steps, 7);  // eval: was absent
+  EXPECT_EQ(c.output_dir, "/tmp/x");
+  EXPECT_EQ(*c.model.hidden_size, 64);
+  EXPECT_EQ(c.model.rope.head_dim, 16);  // follows hidden_size
+  EXPECT_EQ(c.train.seq_len, 128);
+  EXPECT_EQ(c.data.path, "elsewhere");
+  // "null" resets a key to its default.
+  EXPECT_EQ(Parse(kMinimal, {"train.seq_len=128", "train.lr=null"}).train.lr,
+            TrainSection().lr);
+  // A nested map value.
+  const TrainConfig scaled =
+      Parse(kMinimal, {"model.rope_scaling={rope_type: linear, factor: 2.0}"});
+  EXPECT_EQ(scaled.model.rope.rope_type, RopeType::kLinear);
+  EXPECT_EQ(*scaled.model.rope.factor, 2.0);
+}
+
+TEST(TrainConfig, OverrideErrorsNameTheOverride) {
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.bogus=1"}),
+                     "command-line override train.bogus",
+                     "unknown key (known keys: batch_size");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr=fast"}),
+                     "command-line override train.lr",
+                     "expected a number, got 'fast'");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.betas=[0.9]"}),
+                     "command-line override train.betas",
+                     "expected a list of two numbers");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr"}), "override 'train.lr'",
+                     "not of the form key.path=value");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"=1"}), "not of the form");
+  // An empty value (say, an unset shell variable) is not silently "default".
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"output_dir="}),
+                     "override 'output_dir=' has no value");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train..lr=1"}), "empty key");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"data.path.x=1"}),
+                     "path is not a section");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.betas=[0.9"}),
+                     "override 'train.betas=[0.9'", "not valid YAML");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"bogus=1"}),
+                     "command-line override bogus", "unknown key");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"model.hidden_size=30"}),
+                     "model.hidden_size", "not divisible",
+                     "after command-line overrides: model.hidden_size");
+}
+
+// Each broken line of an otherwise valid config: the message has
+// "run.yaml:LINE:COLUMN: key.path: problem".
+TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
+  struct Case {
+    std::string yaml;
+    std::vector<std::string> expected;
+  };
+  const std::string m = kModel;  // 7 lines
+  const std::vector<Case> cases = {
+      {m + "data:\n  path: d\ntrain:\n  batch_size: 8\n  bogus: 1\n",
+       {"run.yaml:12:3: train.bogus: unknown key (known keys: batch_size"}},
+      {m + "data:\n  path: d\ntrain:\n  batch_size: eight\n",
+       {"run.yaml:11:15: train.batch_size: expected an integer, got 'eight'"}},
+      {m + "data:\n  path: d\ntrain:\n  batch_size: 0\n",
+       {"run.yaml:11:15: train.batch_size: must be >= 1, got 0"}},
+      {m + "data:\n  path: d\ntrain:\n  lr: 11\n",
+       {"run.yaml:11:7: train.lr: must be in [0, 10], got 11"}},
+      {m + "data:\n  path: d\ntrain:\n  lr: .nan\n",
+       {"run.yaml:11:7: train.lr: expected a number, got '.nan'"}},
+      {m + "data:\n  path: d\ntrain:\n  lr: 1e-3\n  min_lr: 1e-2\n",
+       {"run.yaml:12:11: train.min_lr: must not exceed train.lr"}},
+      {m + "data:\n  path: d\ntrain:\n  seq_len: 1024\n",
+       {"run.yaml:11:12: train.seq_len: exceeds "
+        "model.max_position_embeddings (512), got 1024"}},
+      {m + "data:\n  path: d\ntrain:\n  betas: [0.9, 1.5]\n",
+       {"run.yaml:11:16: train.betas: expected numbers in [0, 1), got '1.5'"}},
+      {m + "data:\n  path: d\ntrain:\n  seed: -3\n",
+       {"run.yaml:11:9: train.seed: expected a non-negative integer"}},
+      {m + "data:\n  path: d\ntrain:\n  resume: [a]\n",
+       {"run.yaml:11:11: train.resume: expected a non-empty string"}},
+      {m + "data:\n  path: d\ntrain: 5\n",
+       {"run.yaml:10:8: train: expected a "
+        "map of settings"}},
+      {m + "data:\n  path: d\nlogging:\n  progress: maybe\n",
+       {"run.yaml:11:13: logging.progress: expected true or false"}},
+      {m + "data:\n  path: d\ncheckpoint:\n  keep_last_n: 0\n",
+       {"run.yaml:11:16: checkpoint.keep_last_n: must be >= 1, got 0"}},
+      {m + "data:\n  path: d\neval:\n  every_n_steps: -1\n",
+       {"run.yaml:11:18: eval.every_n_steps: must be >= 0, got -1"}},
+      {m + "data:\n  path: d\n  format: text\n",
+       {"run.yaml:10:3: data.format: unknown key (known keys: "
+        "passkey_fraction, passkey_loss, path)"}},
+      {m + "data:\n  path: d\n  passkey_loss: answers\n",
+       {"run.yaml:10:17: data.passkey_loss: passkey loss must be 'retrieval' "
+        "or 'all', got 'answers'"}},
+      {m + "data:\n  path: d\nschedule: cosine\n",
+       {"run.yaml:10:1: schedule: unknown key (known keys: checkpoint, data,"}},
+      {m + "data:\n  path: d\n  bad: [\n", {"run.yaml:", "not valid YAML"}},
+      {m, {"run.yaml: data.path is required"}},
+      {"data:\n  path: d\n", {"run.yaml: the model: section is missing"}},
+      {"model: [1, 2]\ndata:\n  path: d\n",
+       {"run.yaml:1:8: model: expected a map of model settings", "got a list"}},
+      {"model:\n  vocab_size: 10\n  hiden_size: 3\n  "
+       "max_position_embeddings: 8\ndata:\n  path: d\n",
+       {"run.yaml:3:3: model.hiden_size: unknown key"}},
+      {"[1, 2]\n", {"run.yaml: expected a map with sections"}},
+      // yaml-cpp would keep the first lr (and the model parser the last
+      // hidden_size): repeated keys are errors.
+      {m + "data:\n  path: d\ntrain:\n  lr: 1e-3\n  lr: 2e-3\n",
+       {"run.yaml:12:3: train.lr: duplicate key (first given on line 11)"}},
+      {m + "  hidden_size: 64\ndata:\n  path: d\n",
+       {"run.yaml:8:3: model.hidden_size: duplicate key (first given on line "
+        "3)"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    try {
+      Parse(c.yaml);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      for (const std::string& part : c.expected) {
+        EXPECT_NE(message.find(part), std::string::npos)
+            << "message \"" << message << "\" lacks \"" << part << "\"";
+      }
+    }
+  }
+}
+
+TEST(TrainConfig, LoadTrainConfigNamesAMissingFile) {
+  ROTOR_EXPECT_ERROR(LoadTrainConfig("/nonexistent/run.yaml"),
+                     "cannot read config file /nonexistent/run.yaml");
+}
+
+TEST(TrainConfig, ToYamlRoundTripsExactly) {
+  const std::vector<std::string> texts = {
+      kMinimal, kFull,
+      // Doubles without a short exact decimal form, a longrope list.
+      std::string(kModel) +
+          "  rope_scaling: {rope_type: longrope, short_factor: [1, 1.1, 1.2,"
+          " 1.3], long_factor: [2, 2.5, 3, 0.1], "
+          "original_max_position_embeddings: 128}\n"
+          "data:\n  path: 'folder with: colon'\n"
+          "train: {lr: 0.1, min_lr: 0.030000000000000002, eps: 3.3e-9, "
+          "betas: [0.1, 0.7]}\n"};
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text);
+    const TrainConfig first = Parse(text);
+    const std::string yaml = TrainConfigToYaml(first);
+    const TrainConfig second = ParseTrainConfig(yaml, "resolved.yaml");
+    ExpectSameConfig(first, second);
+    EXPECT_EQ(TrainConfigToYaml(second), yaml);
+  }
+}
+
+}  // namespace
+}  // namespace rotor::train

@@ -1,0 +1,215 @@
+// `rotor prepare` end to end on temporary folders of small text files, its
+// flag parsing, and the bad inputs it must refuse without writing anything.
+#include "train/data/prepare.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/test_util.h"
+#include "tests/temp_dir.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+#include "train/data/token_file.h"
+#include "train/data/tokenizer.h"
+
+namespace rotor::train {
+namespace {
+
+PrepareOptions Options(const std::vector<std::string>& inputs,
+                       const std::string& output) {
+  PrepareOptions options;
+  options.inputs = inputs;
+  options.output = output;
+  return options;
+}
+
+// Decodes a token file back to text ("<|endoftext|>" between documents).
+std::string DecodeFile(const std::string& path) {
+  TokenFile file(path);
+  std::vector<TokenId> ids(file.tokens(), file.tokens() + file.size());
+  return ByteTokenizer::Decode(ids);
+}
+
+TEST(Prepare, EndToEndOnAFolderOfTextFiles) {
+  test::TempDir dir;
+  dir.Write("corpus/b.txt", "bravo");
+  dir.Write("corpus/a.txt", "alpha");
+  dir.Write("corpus/sub/c.txt", "charlie\n");
+  dir.Write("corpus/sub/d.txt", "delta");
+  dir.Write("corpus/.hidden", "never read");
+  dir.Write("corpus/.git/config", "never read");
+  dir.Write("corpus/empty.txt", " \n");
+  dir.Write("extra.txt", "echo");
+  PrepareOptions options =
+      Options({dir.Path("corpus"), dir.Path("extra.txt")}, dir.Path("out"));
+  options.val_fraction = 0.4;  // 5 documents -> 2 validation
+  options.seed = 3;
+  const PrepareSummary summary = RunPrepare(options);
+  EXPECT_EQ(summary.train.documents, 3u);
+  EXPECT_EQ(summary.val.documents, 2u);
+  EXPECT_EQ(summary.skipped_empty,
+            (std::vector<std::string>{dir.Path("corpus/empty.txt")}));
+  EXPECT_EQ(dir.List("out"),
+            (std::vector<std::string>{"meta.json", "train.bin", "val.bin"}));
+
+  // Every document lands in exactly one split, each preceded by
+  // <|endoftext|>, in sorted path order within the split.
+  const std::string train = DecodeFile(dir.Path("out/train.bin"));
+  const std::string val = DecodeFile(dir.Path("out/val.bin"));
+  const std::string all = train + val;
+  for (const char* text : {"alpha", "bravo", "charlie\n", "delta", "echo"}) {
+    EXPECT_EQ(
+        all.find(std::string("<|endoftext|>") + text) == std::string::npos,
+        false)
+        << text;
+  }
+  EXPECT_EQ(all.find("never read"), std::string::npos);
+  EXPECT_EQ(TokenFile(dir.Path("out/train.bin")).document_count(), 3u);
+  EXPECT_EQ(TokenFile(dir.Path("out/train.bin")).size() +
+                TokenFile(dir.Path("out/val.bin")).size(),
+            summary.train.tokens + summary.val.tokens);
+  EXPECT_EQ(summary.train.tokens + summary.val.tokens,
+            5u + 5 + 5 + 8 + 5 + 4);  // five <|endoftext|> + the text bytes
+
+  const JsonValue meta =
+      ParseJson(ReadFile(dir.Path("out/meta.json")), "meta.json");
+  EXPECT_EQ(meta.Get("tokenizer").Get("vocab_size").AsInt64(), 257);
+  EXPECT_EQ(meta.Get("tokenizer").Get("end_of_text_id").AsInt64(), 256);
+  EXPECT_EQ(meta.Get("seed").AsUint64(), 3u);
+  EXPECT_DOUBLE_EQ(meta.Get("val_fraction").AsDouble(), 0.4);
+  EXPECT_EQ(meta.Get("val").Get("documents").AsUint64(), 2u);
+  EXPECT_EQ(meta.Get("train").Get("tokens").AsUint64(), summary.train.tokens);
+  EXPECT_EQ(meta.Get("train").Get("sources").items().size(), 3u);
+  EXPECT_EQ(meta.Get("source_format").AsString(), "text");
+
+  // Same seed, same split; --force replaces; another seed changes it.
+  options.force = true;
+  RunPrepare(options);
+  EXPECT_EQ(DecodeFile(dir.Path("out/val.bin")), val);
+  bool some_seed_differs = false;
+  for (uint64_t seed = 4; seed < 10 && !some_seed_differs; ++seed) {
+    options.seed = seed;
+    RunPrepare(options);
+    some_seed_differs = DecodeFile(dir.Path("out/val.bin")) != val;
+  }
+  EXPECT_TRUE(some_seed_differs);
+  EXPECT_EQ(dir.List(),
+            (std::vector<std::string>{"corpus", "extra.txt", "out"}));
+}
+
+TEST(Prepare, BrownFormatTakesOnlyCorpusFilesAndCleansThem) {
+  test::TempDir dir;
+  dir.Write("brown/ca01", "\tThe/at jury/nn ./.\n");
+  dir.Write("brown/cb02", "\t``/`` Yes/rb ''/'' ./.\n");
+  dir.Write("brown/README", "BROWN CORPUS\n");
+  dir.Write("brown/CONTENTS", "A. PRESS\n");
+  PrepareOptions options = Options({dir.Path("brown")}, dir.Path("out"));
+  options.format = "brown";
+  const PrepareSummary summary = RunPrepare(options);
+  EXPECT_EQ(summary.train.documents + summary.val.documents, 2u);
+  const std::string all = DecodeFile(dir.Path("out/train.bin")) +
+                          DecodeFile(dir.Path("out/val.bin"));
+  EXPECT_NE(all.find("<|endoftext|>The jury.\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("<|endoftext|>\"Yes.\"\n"), std::string::npos) << all;
+}
+
+TEST(Prepare, DoesNotReadItsOwnOutputInsideAnInputFolder) {
+  test::TempDir dir;
+  dir.Write("corpus/a.txt", "alpha");
+  dir.Write("corpus/b.txt", "bravo");
+  PrepareOptions options =
+      Options({dir.Path("corpus")}, dir.Path("corpus/prepared"));
+  RunPrepare(options);
+  options.force = true;
+  const PrepareSummary again = RunPrepare(options);
+  EXPECT_EQ(again.train.documents + again.val.documents, 2u);
+}
+
+TEST(Prepare, RefusesBadInputsAndWritesNothing) {
+  test::TempDir dir;
+  dir.Write("one/a.txt", "alpha");
+  dir.Write("two/a.txt", "alpha");
+  dir.Write("two/b.txt", "bravo");
+  dir.Write("empties/a.txt", "");
+  dir.Write("empties/b.txt", "\n");
+  std::filesystem::create_directories(dir.Path("nothing/.hidden"));
+  dir.Write("existing/keep.txt", "precious");
+  dir.Write("plain.txt", "not tagged at all");
+
+  ROTOR_EXPECT_ERROR(RunPrepare(Options({dir.Path("missing")}, dir.Path("o"))),
+                     "input '", "missing' does not exist");
+  ROTOR_EXPECT_ERROR(RunPrepare(Options({dir.Path("nothing")}, dir.Path("o"))),
+                     "contains no visible files");
+  ROTOR_EXPECT_ERROR(RunPrepare(Options({dir.Path("empties")}, dir.Path("o"))),
+                     "no documents", "2 input file(s) are empty");
+  ROTOR_EXPECT_ERROR(RunPrepare(Options({dir.Path("one")}, dir.Path("o"))),
+                     "only one document", "one/a.txt", "at least 2");
+  ROTOR_EXPECT_ERROR(
+      RunPrepare(
+          Options({dir.Path("two"), dir.Path("two/b.txt")}, dir.Path("o"))),
+      "b.txt' is given twice");
+  ROTOR_EXPECT_ERROR(
+      RunPrepare(Options({dir.Path("two")}, dir.Path("existing"))),
+      "output folder", "existing' already exists", "--force");
+  ROTOR_EXPECT_ERROR(
+      RunPrepare(Options({dir.Path("two")}, dir.Path("plain.txt"))),
+      "plain.txt' exists and is not a folder");
+  PrepareOptions brown =
+      Options({dir.Path("plain.txt"), dir.Path("two/a.txt")}, dir.Path("o"));
+  brown.format = "brown";
+  ROTOR_EXPECT_ERROR(RunPrepare(brown), "plain.txt", "line 1", "'not'",
+                     "--format text");
+  brown.inputs = {dir.Path("two")};
+  ROTOR_EXPECT_ERROR(RunPrepare(brown), "no Brown corpus files");
+
+  EXPECT_EQ(ReadFile(dir.Path("existing/keep.txt")), "precious");
+  EXPECT_EQ(dir.List(),
+            (std::vector<std::string>{"empties", "existing", "nothing", "one",
+                                      "plain.txt", "two"}));
+}
+
+TEST(ParsePrepareArgs, AcceptsBothFlagForms) {
+  const PrepareOptions options = ParsePrepareArgs(
+      {"--input", "a", "b/", "--output=out", "--val-fraction", "0.1",
+       "--seed=42", "--format", "brown", "--force", "--input=c"});
+  EXPECT_EQ(options.inputs, (std::vector<std::string>{"a", "b/", "c"}));
+  EXPECT_EQ(options.output, "out");
+  EXPECT_DOUBLE_EQ(options.val_fraction, 0.1);
+  EXPECT_EQ(options.seed, 42u);
+  EXPECT_EQ(options.format, "brown");
+  EXPECT_TRUE(options.force);
+  EXPECT_TRUE(ParsePrepareArgs({"--help"}).help);
+  EXPECT_NE(std::string(PrepareUsage()).find("--val-fraction"),
+            std::string::npos);
+}
+
+TEST(ParsePrepareArgs, RejectsBadFlagsWithClearMessages) {
+  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a", "--ouput", "o"}),
+                     "unknown flag '--ouput'", "rotor prepare --help");
+  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--output", "o"}), "missing --input");
+  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a"}), "missing --output");
+  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "--output", "o"}),
+                     "--input needs at least one path");
+  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a", "--output"}),
+                     "--output needs a value");
+  ROTOR_EXPECT_ERROR(
+      ParsePrepareArgs(
+          {"--input", "a", "--output", "o", "--val-fraction", "1"}),
+      "--val-fraction must be greater than 0 and less than 1, got 1");
+  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a", "--output", "o",
+                                       "--val-fraction", "5%"}),
+                     "--val-fraction expects a number, got '5%'");
+  ROTOR_EXPECT_ERROR(
+      ParsePrepareArgs({"--input", "a", "--output", "o", "--seed", "-3"}),
+      "--seed expects a non-negative integer", "'-3'");
+  ROTOR_EXPECT_ERROR(
+      ParsePrepareArgs({"--input", "a", "--output", "o", "--format", "csv"}),
+      "--format must be 'text' or 'brown', got 'csv'");
+  ROTOR_EXPECT_ERROR(
+      ParsePrepareArgs({"--input", "a", "--output", "o", "--force=yes"}),
+      "--force takes no value");
+}
+
+}  // namespace
+}  // namespace rotor::train

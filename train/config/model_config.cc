@@ -1,0 +1,418 @@
+#include "train/config/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+namespace rotor::train {
+namespace {
+
+std::string JoinKeys(const std::vector<std::string>& keys) {
+  if (keys.empty()) return "none";
+  std::string joined;
+  for (const std::string& key : keys) {
+    if (!joined.empty()) joined += ", ";
+    joined += key;
+  }
+  return joined;
+}
+
+std::string Describe(const YAML::Node& node) {
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  return "'" + node.Scalar() + "'";
+}
+
+// Parses one `model:` map; remembers where each key's value sits so that
+// problems found later (by FindRopeConfigProblem) point at the right line.
+class ModelConfigParser {
+ public:
+  explicit ModelConfigParser(std::string file) : file_(std::move(file)) {}
+
+  ModelConfig Parse(const YAML::Node& model) {
+    model_mark_ = model.Mark();
+    if (!model.IsMap()) {
+      Fail(model_mark_, "model",
+           "expected a map of model settings, got " + Describe(model));
+    }
+    ModelConfig config;
+    std::optional<int64_t> head_dim;
+    std::optional<int64_t> max_position_embeddings;
+    std::optional<YAML::Node> rope_scaling;  // a handle, not a copy
+    std::optional<int64_t> top_level_original;
+    for (const auto& entry : model) {
+      const std::string key = entry.first.Scalar();
+      const YAML::Node& value = entry.second;
+      if (value.IsNull()) continue;
+      marks_[key] = value.Mark();
+      if (key == "vocab_size") {
+        config.vocab_size = ReadInt(value, key);
+      } else if (key == "hidden_size") {
+        config.hidden_size = ReadInt(value, key);
+      } else if (key == "intermediate_size") {
+        config.intermediate_size = ReadInt(value, key);
+      } else if (key == "num_hidden_layers") {
+        config.num_hidden_layers = ReadInt(value, key);
+      } else if (key == "num_attention_heads") {
+        config.num_attention_heads = ReadInt(value, key);
+      } else if (key == "num_key_value_heads") {
+        config.num_key_value_heads = ReadInt(value, key);
+      } else if (key == "head_dim") {
+        head_dim = ReadInt(value, key);
+      } else if (key == "max_position_embeddings") {
+        max_position_embeddings = ReadInt(value, key);
+      } else if (key == "rms_norm_eps") {
+        const double eps = ReadDouble(value, key);
+        if (!(std::isfinite(eps) && eps > 0.0)) {
+          Fail(value.Mark(), key,
+               StrCat("must be a finite number > 0, got ", eps));
+        }
+        config.rms_norm_eps = eps;
+      } else if (key == "tie_word_embeddings") {
+        config.tie_word_embeddings = ReadBool(value, key);
+      } else if (key == "rope_theta") {
+        config.rope.rope_theta = ReadDouble(value, key);
+      } else if (key == "partial_rotary_factor") {
+        config.rope.partial_rotary_factor = ReadDouble(value, key);
+      } else if (key == "rope_scaling") {
+        rope_scaling = value;
+      } else if (key == "original_max_position_embeddings") {
+        top_level_original = ReadInt(value, key);
+      } else {
+        Fail(entry.first.Mark(), key,
+             "unknown key (model keys: vocab_size, hidden_size, "
+             "intermediate_size, num_hidden_layers, num_attention_heads, "
+             "num_key_value_heads, head_dim, rms_norm_eps, "
+             "tie_word_embeddings, max_position_embeddings, "
+             "original_max_position_embeddings, rope_theta, "
+             "partial_rotary_factor, rope_scaling)");
+      }
+    }
+
+    if (!max_position_embeddings) {
+      Fail(model_mark_, "max_position_embeddings",
+           "required but missing (the context length the model was trained "
+           "for)");
+    }
+    config.rope.max_position_embeddings = *max_position_embeddings;
+    std::string head_dim_origin;
+    if (head_dim) {
+      config.rope.head_dim = *head_dim;
+    } else if (config.hidden_size && config.num_attention_heads) {
+      if (*config.hidden_size % *config.num_attention_heads != 0) {
+        Fail(marks_["hidden_size"], "hidden_size",
+             StrCat(*config.hidden_size,
+                    " is not divisible by num_attention_heads ",
+                    *config.num_attention_heads, "; give head_dim explicitly"));
+      }
+      config.rope.head_dim = *config.hidden_size / *config.num_attention_heads;
+      head_dim_origin =
+          StrCat(" (head_dim = hidden_size ", *config.hidden_size,
+                 " / num_attention_heads ", *config.num_attention_heads, ")");
+      marks_["head_dim"] = marks_["hidden_size"];
+    } else {
+      Fail(model_mark_, "head_dim",
+           "required but missing: give head_dim, or hidden_size and "
+           "num_attention_heads");
+    }
+    if (rope_scaling) ParseRopeScaling(*rope_scaling, &config.rope);
+    // Phi-3 configs give original_max_position_embeddings at the top level.
+    // It sets L0 for the methods that read it (yarn, llama3, longrope; the
+    // others ignore it, as HF does). HF's standardize_rope_params lets it win
+    // over rope_scaling's silently; rotor refuses two different values.
+    const std::vector<std::string> scaling_keys =
+        RopeScalingKeys(config.rope.rope_type);
+    if (top_level_original &&
+        std::find(scaling_keys.begin(), scaling_keys.end(),
+                  "original_max_position_embeddings") != scaling_keys.end()) {
+      const std::optional<int64_t> nested =
+          config.rope.original_max_position_embeddings;
+      if (nested && *nested != *top_level_original) {
+        Fail(marks_["original_max_position_embeddings"],
+             "original_max_position_embeddings",
+             StrCat(*top_level_original,
+                    " contradicts rope_scaling.original_max_position_"
+                    "embeddings ",
+                    *nested, "; give one of them"));
+      }
+      config.rope.original_max_position_embeddings = *top_level_original;
+      marks_["rope_scaling.original_max_position_embeddings"] =
+          marks_["original_max_position_embeddings"];
+    }
+
+    if (auto problem = FindRopeConfigProblem(config.rope)) {
+      std::string message = problem->message;
+      if (problem->key == "head_dim") message += head_dim_origin;
+      Fail(MarkFor(problem->key), problem->key, message);
+    }
+    return config;
+  }
+
+ private:
+  [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& key,
+                         const std::string& message) const {
+    std::string where = file_;
+    if (!mark.is_null()) {
+      where += StrCat(":", mark.line + 1, ":", mark.column + 1);
+    }
+    throw Error(StrCat(where, ": model.", key, ": ", message));
+  }
+
+  // The mark of `key`'s value; for a key that is absent, the map it is
+  // missing from.
+  YAML::Mark MarkFor(const std::string& key) const {
+    auto it = marks_.find(key);
+    if (it != marks_.end()) return it->second;
+    const size_t dot = key.rfind('.');
+    if (dot != std::string::npos) return MarkFor(key.substr(0, dot));
+    return model_mark_;
+  }
+
+  void ExpectScalar(const YAML::Node& value, const std::string& key,
+                    const char* expected) const {
+    if (!value.IsScalar()) {
+      Fail(value.Mark(), key,
+           StrCat("expected ", expected, ", got ", Describe(value)));
+    }
+  }
+
+  // A positive integer.
+  int64_t ReadInt(const YAML::Node& value, const std::string& key) const {
+    ExpectScalar(value, key, "an integer");
+    int64_t result = 0;
+    if (!YAML::convert<int64_t>::decode(value, result)) {
+      Fail(value.Mark(), key,
+           StrCat("expected an integer, got ", Describe(value)));
+    }
+    if (result < 1) {
+      Fail(value.Mark(), key, StrCat("must be >= 1, got ", result));
+    }
+    return result;
+  }
+
+  double ReadDouble(const YAML::Node& value, const std::string& key) const {
+    ExpectScalar(value, key, "a number");
+    double result = 0.0;
+    if (!YAML::convert<double>::decode(value, result)) {
+      Fail(value.Mark(), key,
+           StrCat("expected a number, got ", Describe(value)));
+    }
+    return result;
+  }
+
+  bool ReadBool(const YAML::Node& value, const std::string& key) const {
+    ExpectScalar(value, key, "true or false");
+    bool result = false;
+    if (!YAML::convert<bool>::decode(value, result)) {
+      Fail(value.Mark(), key,
+           StrCat("expected true or false, got ", Describe(value)));
+    }
+    return result;
+  }
+
+  std::vector<double> ReadDoubleList(const YAML::Node& value,
+                                     const std::string& key) const {
+    if (!value.IsSequence()) {
+      Fail(value.Mark(), key,
+           StrCat("expected a list of numbers, got ", Describe(value)));
+    }
+    std::vector<double> list;
+    list.reserve(value.size());
+    for (size_t i = 0; i < value.size(); ++i) {
+      list.push_back(ReadDouble(value[i], StrCat(key, "[", i, "]")));
+    }
+    return list;
+  }
+
+  std::string ReadString(const YAML::Node& value,
+                         const std::string& key) const {
+    ExpectScalar(value, key, "a name");
+    return value.Scalar();
+  }
+
+  void ParseRopeScaling(const YAML::Node& node, RopeScalingConfig* rope) {
+    if (!node.IsMap()) {
+      Fail(node.Mark(), "rope_scaling",
+           "expected a map with rope_type and its keys, got " + Describe(node));
+    }
+    // rope_type first: it decides which other keys apply.
+    std::optional<YAML::Node> type_node;
+    std::string type_key;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      if ((key != "rope_type" && key != "type") || entry.second.IsNull()) {
+        continue;
+      }
+      if (type_node && ReadString(*type_node, "rope_scaling." + type_key) !=
+                           ReadString(entry.second, "rope_scaling." + key)) {
+        Fail(entry.second.Mark(), "rope_scaling." + key,
+             StrCat("'", entry.second.Scalar(), "' contradicts ", type_key,
+                    " '", type_node->Scalar(),
+                    "' (type is the legacy name of rope_type; give one)"));
+      }
+      type_node = entry.second;
+      type_key = key;
+    }
+    if (!type_node) {
+      Fail(node.Mark(), "rope_scaling.rope_type",
+           StrCat("required but missing (one of ", RopeTypeNames(), ")"));
+    }
+    const std::string type_name =
+        ReadString(*type_node, "rope_scaling." + type_key);
+    const std::optional<RopeType> type = RopeTypeFromName(type_name);
+    if (!type) {
+      Fail(type_node->Mark(), "rope_scaling." + type_key,
+           StrCat("unknown rope_type '", type_name,
+                  "' (known: ", RopeTypeNames(), ")"));
+    }
+    rope->rope_type = *type;
+
+    std::set<std::string> all_keys;
+    for (const char* name : {"default", "linear", "ntk", "dynamic", "yarn",
+                             "llama3", "longrope"}) {
+      for (const std::string& key : RopeScalingKeys(*RopeTypeFromName(name))) {
+        all_keys.insert(key);
+      }
+    }
+    const std::vector<std::string> type_keys = RopeScalingKeys(*type);
+    const std::set<std::string> allowed(type_keys.begin(), type_keys.end());
+
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      const std::string path = "rope_scaling." + key;
+      const YAML::Node& value = entry.second;
+      if (key == "rope_type" || key == "type") continue;
+      if (all_keys.count(key) == 0) {
+        Fail(entry.first.Mark(), path,
+             StrCat("unknown key (rope_scaling keys: rope_type, ",
+                    JoinKeys({all_keys.begin(), all_keys.end()}), ")"));
+      }
+      if (allowed.count(key) == 0) {
+        Fail(entry.first.Mark(), path,
+             StrCat("does not apply to rope_type '", type_name,
+                    "' (its keys: ", JoinKeys(type_keys), ")"));
+      }
+      if (value.IsNull()) continue;
+      marks_[path] = value.Mark();
+      if (key == "factor") {
+        rope->factor = ReadDouble(value, path);
+      } else if (key == "original_max_position_embeddings") {
+        rope->original_max_position_embeddings = ReadInt(value, path);
+      } else if (key == "attention_factor") {
+        rope->attention_factor = ReadDouble(value, path);
+      } else if (key == "beta_fast") {
+        rope->beta_fast = ReadDouble(value, path);
+      } else if (key == "beta_slow") {
+        rope->beta_slow = ReadDouble(value, path);
+      } else if (key == "mscale") {
+        rope->mscale = ReadDouble(value, path);
+      } else if (key == "mscale_all_dim") {
+        rope->mscale_all_dim = ReadDouble(value, path);
+      } else if (key == "truncate") {
+        rope->truncate = ReadBool(value, path);
+      } else if (key == "low_freq_factor") {
+        rope->low_freq_factor = ReadDouble(value, path);
+      } else if (key == "high_freq_factor") {
+        rope->high_freq_factor = ReadDouble(value, path);
+      } else if (key == "short_factor") {
+        rope->short_factor = ReadDoubleList(value, path);
+      } else if (key == "long_factor") {
+        rope->long_factor = ReadDoubleList(value, path);
+      }
+    }
+  }
+
+  std::string file_;
+  YAML::Mark model_mark_;
+  std::map<std::string, YAML::Mark> marks_;
+};
+
+ModelConfig ParseModelSection(const YAML::Node& root, const std::string& file) {
+  if (!root.IsMap() || !root["model"]) {
+    throw Error(StrCat(file, ": no 'model:' section"));
+  }
+  return ParseModelConfig(root["model"], file);
+}
+
+}  // namespace
+
+ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file) {
+  return ModelConfigParser(file).Parse(model);
+}
+
+ModelConfig ParseModelConfigText(const std::string& yaml_text,
+                                 const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw Error(StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                       ": YAML syntax error: ", e.msg));
+  }
+  return ParseModelSection(root, file);
+}
+
+ModelConfig LoadModelConfig(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error(StrCat("cannot open config file '", path, "'"));
+  } catch (const YAML::ParserException& e) {
+    throw Error(StrCat(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                       ": YAML syntax error: ", e.msg));
+  }
+  return ParseModelSection(root, path);
+}
+
+namespace {
+
+int64_t Required(const std::optional<int64_t>& value, const char* key) {
+  ROTOR_CHECK(value.has_value(), "model.", key,
+              " is required to build the model");
+  return *value;
+}
+
+}  // namespace
+
+nn::TransformerConfig ResolveTransformerConfig(const ModelConfig& model) {
+  nn::TransformerConfig config;
+  config.vocab_size = Required(model.vocab_size, "vocab_size");
+  config.hidden_size = Required(model.hidden_size, "hidden_size");
+  config.intermediate_size =
+      Required(model.intermediate_size, "intermediate_size");
+  config.num_hidden_layers =
+      Required(model.num_hidden_layers, "num_hidden_layers");
+  config.num_attention_heads =
+      Required(model.num_attention_heads, "num_attention_heads");
+  config.num_key_value_heads =
+      model.num_key_value_heads.value_or(config.num_attention_heads);
+  config.rms_norm_eps = model.rms_norm_eps.value_or(1e-5);
+  config.tie_word_embeddings = model.tie_word_embeddings.value_or(false);
+  config.rope = model.rope;
+  config.head_dim = model.rope.head_dim;
+
+  for (auto [value, key] :
+       {std::pair{config.vocab_size, "vocab_size"},
+        std::pair{config.hidden_size, "hidden_size"},
+        std::pair{config.intermediate_size, "intermediate_size"},
+        std::pair{config.num_hidden_layers, "num_hidden_layers"},
+        std::pair{config.num_attention_heads, "num_attention_heads"},
+        std::pair{config.num_key_value_heads, "num_key_value_heads"},
+        std::pair{config.head_dim, "head_dim"}}) {
+    ROTOR_CHECK(value > 0, "model.", key, " must be positive, got ", value);
+  }
+  ROTOR_CHECK(config.num_attention_heads % config.num_key_value_heads == 0,
+              "model.num_attention_heads (", config.num_attention_heads,
+              ") must be a multiple of model.num_key_value_heads (",
+              config.num_key_value_heads, ")");
+  ROTOR_CHECK(config.rms_norm_eps > 0, "model.rms_norm_eps must be positive");
+  return config;
+}
+
+}  // namespace rotor::train

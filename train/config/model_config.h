@@ -1,0 +1,77 @@
+// The `model:` section of a rotor YAML config, with Hugging Face's key names
+// (config.json), e.g.
+//
+//   model:
+//     hidden_size: 576
+//     num_attention_heads: 9
+//     max_position_embeddings: 8192
+//     rope_theta: 100000
+//     rope_scaling:
+//       rope_type: yarn
+//       factor: 4
+//       original_max_position_embeddings: 2048
+//
+// Keys: vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, num_key_value_heads, rms_norm_eps, tie_word_embeddings,
+// head_dim (optional; else hidden_size / num_attention_heads), rope_theta
+// (default 10000), max_position_embeddings (required), partial_rotary_factor
+// (default 1) and rope_scaling (a map with rope_type, or the legacy `type`, and
+// the keys nn/rope_scaling.h lists for that type; absent or null means
+// default RoPE). A null value counts as absent, as in HF.
+//
+// Every error names the file, the 1-based line and column and the key path,
+//   "cfg.yaml:7:13: model.rope_scaling.factor: must be a finite number >= 1,
+//   got 0.5",
+// for unknown keys, keys that do not apply to the rope_type, missing required
+// keys, values of the wrong type and out-of-range values.
+#ifndef ROTOR_TRAIN_MODEL_CONFIG_H_
+#define ROTOR_TRAIN_MODEL_CONFIG_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "nn/rope_scaling.h"
+#include "nn/transformer.h"
+
+namespace rotor::train {
+
+struct ModelConfig {
+  // Architecture keys (type- and range-checked here; which ones a model needs
+  // is up to the model). Absent keys are nullopt.
+  std::optional<int64_t> vocab_size;
+  std::optional<int64_t> hidden_size;
+  std::optional<int64_t> intermediate_size;
+  std::optional<int64_t> num_hidden_layers;
+  std::optional<int64_t> num_attention_heads;
+  std::optional<int64_t> num_key_value_heads;
+  std::optional<double> rms_norm_eps;
+  std::optional<bool> tie_word_embeddings;
+
+  // Positions: rope_theta, max_position_embeddings, partial_rotary_factor,
+  // the resolved head_dim and rope_scaling. Valid (FindRopeConfigProblem
+  // finds nothing) after parsing.
+  RopeScalingConfig rope;
+};
+
+// Parses a `model:` map. `file` is the name used in error messages.
+ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file);
+
+// Parses the `model:` section of YAML text (other top-level sections are
+// left to their own parsers).
+ModelConfig ParseModelConfigText(const std::string& yaml_text,
+                                 const std::string& file);
+
+// Reads `path` and parses its `model:` section.
+ModelConfig LoadModelConfig(const std::string& path);
+
+// Fills the model's TransformerConfig from a parsed `model:` section; throws
+// naming the missing key or the inconsistent sizes (e.g. heads not divisible
+// by kv heads).
+nn::TransformerConfig ResolveTransformerConfig(const ModelConfig& model);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_MODEL_CONFIG_H_

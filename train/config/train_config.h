@@ -1,0 +1,128 @@
+// A rotor training config: one YAML file with the sections
+//
+//   output_dir: runs/default          # checkpoints, metrics, plots go here
+//   model:      { ... }               # Hugging Face names
+//   (train/config/model_config.h) data:       { path: brown }       # prepared token
+//   files (rotor prepare) train:      { batch_size, seq_len, max_steps, lr, ...
+//   } eval:       { every_n_steps, max_batches } checkpoint: { every_n_steps,
+//   keep_last_n } logging:    { log_every_n_steps, progress }
+//
+// Every key has a default except the model sizes and data.path (see
+// configs/default.yaml for each key's meaning). Unknown, repeated and
+// wrongly typed keys are errors that name the file, line and key path.
+// `key.sub=value` overrides from the command line are applied to the YAML
+// before it is read, and are checked the same way. The resolved config (every
+// default filled in) is printed when training starts and saved with each
+// checkpoint.
+#ifndef ROTOR_TRAIN_TRAIN_CONFIG_H_
+#define ROTOR_TRAIN_TRAIN_CONFIG_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/config/model_config.h"
+
+namespace rotor::train {
+
+struct DataConfig {
+  // Folder with train.bin / val.bin (rotor prepare). The name "brown" means
+  // the Brown corpus prepared by scripts/fetch_brown.sh in the cache folder
+  // ($ROTOR_CACHE_DIR, default ~/.cache/rotor).
+  std::string path;
+  // Share of training rows replaced by synthetic passkey-retrieval examples
+  // (train/data/passkey.h), so the model learns to retrieve at its training
+  // length; 0 disables. Validation stays pure text.
+  double passkey_fraction = 0.0;
+  // Which tokens of those rows the loss scores: "retrieval" (the key's
+  // second mention and the answer, the default) or "all".
+  std::string passkey_loss = "retrieval";
+};
+
+struct TrainSection {
+  int64_t batch_size = 8;                   // sequences per micro-batch
+  int64_t seq_len = 256;                    // tokens per sequence
+  int64_t gradient_accumulation_steps = 1;  // micro-batches per step
+  int64_t max_steps = 1000;                 // optimizer steps
+  double lr = 1e-3;                         // peak learning rate
+  double min_lr = 1e-4;                     // end of the cosine decay
+  int64_t warmup_steps = 100;               // linear warm-up steps
+  double weight_decay = 0.1;                // AdamW, on weight matrices only
+  double beta1 = 0.9;                       // betas: [beta1, beta2]
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double clip_grad_norm = 1.0;  // max global gradient norm; 0 disables
+  uint64_t seed = 1337;         // initialisation and batch sampling
+  int64_t threads = 0;          // 0 = all cores
+  // Stop when the loss exceeds this many times the lowest smoothed loss
+  // seen so far (0 disables); NaN/Inf always stops.
+  double loss_explosion_ratio = 4.0;
+  // Where to start: "auto" resumes from the newest checkpoint in
+  // output_dir if there is one; "none" starts fresh (and refuses to write
+  // into an output_dir that already has checkpoints); anything else is a
+  // checkpoint folder to resume from.
+  std::string resume = "auto";
+  // Fine-tuning: a checkpoint folder (or a run's output_dir, meaning its
+  // newest checkpoint) whose weights start a fresh run. Only the weights are
+  // taken (new optimizer, schedule and sampler); the architecture must match,
+  // while max_position_embeddings and rope_scaling come from this config.
+  // Ignored when resuming. Empty: start from random weights.
+  std::string init_from;
+};
+
+struct EvalSection {
+  int64_t every_n_steps = 100;  // 0: only at the end
+  int64_t max_batches = 16;     // validation batches per evaluation; 0 = all
+};
+
+struct CheckpointSection {
+  int64_t every_n_steps = 250;  // 0: only at the end
+  int64_t keep_last_n = 2;
+};
+
+struct LoggingSection {
+  int64_t log_every_n_steps = 10;
+  bool progress = true;  // a live progress line when stdout is a terminal
+};
+
+struct TrainConfig {
+  std::string file;  // where it was read from (for messages)
+  std::string output_dir = "runs/default";
+  ModelConfig model;
+  DataConfig data;
+  TrainSection train;
+  EvalSection eval;
+  CheckpointSection checkpoint;
+  LoggingSection logging;
+};
+
+// Parses YAML text; `file` names it in error messages. `overrides` are
+// "a.b=value" strings applied first (the value is read as YAML, so lists
+// work: train.betas=[0.9,0.99]).
+TrainConfig ParseTrainConfig(const std::string& yaml_text,
+                             const std::string& file,
+                             const std::vector<std::string>& overrides = {});
+TrainConfig LoadTrainConfig(const std::string& path,
+                            const std::vector<std::string>& overrides = {});
+
+// Parses the YAML text of a config file `file` (an empty file is an empty
+// map) and rejects repeated keys, which yaml-cpp would silently resolve.
+// Errors read "file:LINE:COL: ...". Used by every config parser.
+YAML::Node LoadConfigYaml(const std::string& yaml_text,
+                          const std::string& file);
+
+// Applies one "a.b.c=value" override to a YAML tree (creating missing
+// maps on the way; the value is read as YAML) and returns the key path
+// "a.b.c". Throws rotor::Error for a malformed assignment. Used for every
+// config file that takes command-line overrides.
+std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment);
+
+// The resolved config as YAML: every section and key, defaults filled in.
+// Parsing it again gives the same config.
+std::string TrainConfigToYaml(const TrainConfig& config);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_TRAIN_CONFIG_H_

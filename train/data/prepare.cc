@@ -1,0 +1,325 @@
+#include "train/data/prepare.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "train/io/atomic_file.h"
+#include "train/data/brown.h"
+#include "train/io/json.h"
+#include "train/data/token_file.h"
+#include "train/data/tokenizer.h"
+
+namespace rotor::train {
+namespace fs = std::filesystem;
+
+const char* PrepareUsage() {
+  return "Usage: rotor prepare --input PATH... --output DIR [options]\n"
+         "\n"
+         "Turns text files into token files for training: DIR/train.bin,\n"
+         "DIR/val.bin (uint16 byte-level tokens) and DIR/meta.json.\n"
+         "Each file is one document; the train/validation split is by\n"
+         "document. See docs/data.md.\n"
+         "\n"
+         "  --input PATH...        files and/or folders (searched "
+         "recursively,\n"
+         "                         sorted, hidden files skipped); required\n"
+         "  --output DIR           where to write; required\n"
+         "  --val-fraction F       share of documents for validation, 0 < F < "
+         "1\n"
+         "                         (default 0.05; at least one document each)\n"
+         "  --seed S               seed of the split's shuffle (default 1)\n"
+         "  --format text|brown    text: files as they are (default);\n"
+         "                         brown: tagged Brown corpus files "
+         "ca01..cr09,\n"
+         "                         cleaned to plain English\n"
+         "  --force                replace DIR if it already holds files\n"
+         "  --help                 this text\n";
+}
+
+namespace {
+
+double ParseFraction(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  ROTOR_CHECK(!text.empty() && end == text.c_str() + text.size() &&
+                  errno == 0 && std::isfinite(value),
+              flag, " expects a number, got '", text, "'");
+  ROTOR_CHECK(value > 0.0 && value < 1.0, flag,
+              " must be greater than 0 and less than 1, got ", text);
+  return value;
+}
+
+uint64_t ParseSeed(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  ROTOR_CHECK(!text.empty() && text[0] != '-' && text[0] != '+' &&
+                  end == text.c_str() + text.size() && errno == 0,
+              flag, " expects a non-negative integer below 2^64, got '", text,
+              "'");
+  return value;
+}
+
+}  // namespace
+
+PrepareOptions ParsePrepareArgs(const std::vector<std::string>& args) {
+  PrepareOptions options;
+  bool have_output = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string inline_value;
+    bool has_inline_value = false;
+    const size_t equals = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
+      inline_value = flag.substr(equals + 1);
+      flag = flag.substr(0, equals);
+      has_inline_value = true;
+    }
+    // The next argument (or the =value) as the flag's value.
+    const auto value = [&]() -> std::string {
+      if (has_inline_value) return inline_value;
+      ROTOR_CHECK(i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0, flag,
+                  " needs a value");
+      return args[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      options.help = true;
+    } else if (flag == "--input") {
+      if (has_inline_value) {
+        ROTOR_CHECK(!inline_value.empty(), "--input needs a value");
+        options.inputs.push_back(inline_value);
+      }
+      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+        options.inputs.push_back(args[++i]);
+      }
+      ROTOR_CHECK(!options.inputs.empty(), "--input needs at least one path");
+    } else if (flag == "--output") {
+      options.output = value();
+      ROTOR_CHECK(!options.output.empty(), "--output needs a value");
+      have_output = true;
+    } else if (flag == "--val-fraction") {
+      options.val_fraction = ParseFraction(flag, value());
+    } else if (flag == "--seed") {
+      options.seed = ParseSeed(flag, value());
+    } else if (flag == "--format") {
+      options.format = value();
+      ROTOR_CHECK(options.format == "text" || options.format == "brown",
+                  "--format must be 'text' or 'brown', got '", options.format,
+                  "'");
+    } else if (flag == "--force") {
+      ROTOR_CHECK(!has_inline_value, "--force takes no value");
+      options.force = true;
+    } else {
+      throw Error(StrCat("unknown flag '", args[i],
+                         "' (run 'rotor prepare --help' for the flags)"));
+    }
+  }
+  if (options.help) return options;
+  ROTOR_CHECK(!options.inputs.empty(),
+              "missing --input (the text files or folders to prepare)");
+  ROTOR_CHECK(have_output, "missing --output (the folder to write)");
+  return options;
+}
+
+namespace {
+
+bool IsHidden(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+// The input files, sorted by path. `output` is skipped when it lies inside
+// an input folder, so re-running never reads its own token files.
+std::vector<std::string> CollectFiles(const PrepareOptions& options) {
+  const bool brown = options.format == "brown";
+  std::error_code error;
+  const fs::path output = fs::weakly_canonical(options.output, error);
+  std::vector<std::string> files;
+  for (const std::string& input : options.inputs) {
+    const fs::file_status status = fs::status(input, error);
+    ROTOR_CHECK(fs::exists(status), "input '", input, "' does not exist");
+    if (fs::is_regular_file(status)) {
+      files.push_back(input);
+      continue;
+    }
+    ROTOR_CHECK(fs::is_directory(status), "input '", input,
+                "' is neither a file nor a folder");
+    size_t found = 0;
+    fs::recursive_directory_iterator it(input, error), end;
+    ROTOR_CHECK(!error, "cannot read folder '", input, "': ", error.message());
+    for (; it != end; it.increment(error)) {
+      ROTOR_CHECK(!error, "cannot read folder '", input,
+                  "': ", error.message());
+      const fs::path& path = it->path();
+      if (IsHidden(path) ||
+          (it->is_directory() && fs::weakly_canonical(path, error) == output)) {
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file()) continue;
+      if (brown && !IsBrownDocumentName(path.filename().string())) continue;
+      files.push_back(path.string());
+      ++found;
+    }
+    ROTOR_CHECK(found > 0, "input folder '", input, "' contains no ",
+                brown ? "Brown corpus files (ca01 .. cr09)" : "visible files");
+  }
+  std::sort(files.begin(), files.end());
+  std::set<fs::path> seen;
+  for (const std::string& file : files) {
+    ROTOR_CHECK(seen.insert(fs::weakly_canonical(file, error)).second,
+                "input file '", file,
+                "' is given twice (directly and/or through a folder)");
+  }
+  return files;
+}
+
+// Checks that `output` may be written; throws otherwise.
+void CheckOutput(const PrepareOptions& options) {
+  std::error_code error;
+  const fs::file_status status = fs::status(options.output, error);
+  if (!fs::exists(status)) return;
+  ROTOR_CHECK(fs::is_directory(status), "output '", options.output,
+              "' exists and is not a folder");
+  ROTOR_CHECK(options.force || fs::is_empty(options.output, error),
+              "output folder '", options.output,
+              "' already exists and is not empty; pass --force to replace "
+              "it");
+}
+
+struct Document {
+  std::string source;
+  std::string text;
+};
+
+JsonValue SplitJson(const std::string& file_name,
+                    const PrepareSplitSummary& summary,
+                    const std::vector<const Document*>& documents) {
+  JsonValue split = JsonValue::Object();
+  split.Set("file", JsonValue::String(file_name));
+  split.Set("documents", JsonValue::Unsigned(summary.documents));
+  split.Set("tokens", JsonValue::Unsigned(summary.tokens));
+  JsonValue sources = JsonValue::Array();
+  for (const Document* document : documents) {
+    sources.Append(JsonValue::String(document->source));
+  }
+  split.Set("sources", std::move(sources));
+  return split;
+}
+
+std::vector<uint16_t> Tokenize(const std::vector<const Document*>& documents) {
+  size_t total = 0;
+  for (const Document* document : documents) {
+    total += 1 + document->text.size();
+  }
+  std::vector<uint16_t> tokens;
+  tokens.reserve(total);
+  for (const Document* document : documents) {
+    tokens.push_back(ByteTokenizer::kEndOfText);
+    for (const char c : document->text) {
+      tokens.push_back(static_cast<unsigned char>(c));
+    }
+  }
+  return tokens;
+}
+
+}  // namespace
+
+PrepareSummary RunPrepare(const PrepareOptions& options) {
+  ROTOR_CHECK(options.val_fraction > 0.0 && options.val_fraction < 1.0,
+              "val_fraction must be greater than 0 and less than 1, got ",
+              options.val_fraction);
+  ROTOR_CHECK(options.format == "text" || options.format == "brown",
+              "format must be 'text' or 'brown', got '", options.format, "'");
+  CheckOutput(options);  // fail before the (possibly slow) reading
+  const std::vector<std::string> files = CollectFiles(options);
+
+  PrepareSummary summary;
+  std::vector<Document> documents;
+  for (const std::string& file : files) {
+    std::string text = ReadFile(file);
+    if (options.format == "brown") text = BrownToText(text, file);
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      summary.skipped_empty.push_back(file);
+      continue;
+    }
+    documents.push_back({file, std::move(text)});
+  }
+  const size_t n = documents.size();
+  ROTOR_CHECK(n > 0, "no documents: all ", files.size(),
+              " input file(s) are empty");
+  ROTOR_CHECK(n >= 2, "only one document (", documents[0].source,
+              "); a train/validation split by document needs at least 2 "
+              "files - split the text into several files");
+
+  // Shuffle the document indices with the seed; the first n_val are
+  // validation documents.
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  Rng rng(options.seed);
+  for (size_t i = n - 1; i > 0; --i) {
+    std::swap(order[i], order[rng.Below(i + 1)]);
+  }
+  const size_t n_val = std::clamp<size_t>(
+      static_cast<size_t>(std::llround(options.val_fraction * n)), 1, n - 1);
+  std::vector<bool> is_val(n, false);
+  for (size_t i = 0; i < n_val; ++i) is_val[order[i]] = true;
+  std::vector<const Document*> train, val;
+  for (size_t i = 0; i < n; ++i) {
+    (is_val[i] ? val : train).push_back(&documents[i]);
+  }
+
+  const std::vector<uint16_t> train_tokens = Tokenize(train);
+  const std::vector<uint16_t> val_tokens = Tokenize(val);
+  summary.train = {train.size(), train_tokens.size()};
+  summary.val = {val.size(), val_tokens.size()};
+
+  JsonValue meta = JsonValue::Object();
+  meta.Set("format", JsonValue::String("rotor-tokens"));
+  meta.Set("format_version", JsonValue::Unsigned(kTokenFileVersion));
+  meta.Set("created_by", JsonValue::String(StrCat("rotor ", ROTOR_VERSION)));
+  JsonValue tokenizer = JsonValue::Object();
+  tokenizer.Set("name", JsonValue::String(ByteTokenizer::Name()));
+  tokenizer.Set("vocab_size", JsonValue::Integer(ByteTokenizer::kVocabSize));
+  tokenizer.Set("end_of_text_id",
+                JsonValue::Integer(ByteTokenizer::kEndOfText));
+  tokenizer.Set("end_of_text",
+                JsonValue::String(ByteTokenizer::kEndOfTextText));
+  meta.Set("tokenizer", std::move(tokenizer));
+  meta.Set("source_format", JsonValue::String(options.format));
+  JsonValue inputs = JsonValue::Array();
+  for (const std::string& input : options.inputs) {
+    inputs.Append(JsonValue::String(input));
+  }
+  meta.Set("inputs", std::move(inputs));
+  meta.Set("val_fraction", JsonValue::Number(options.val_fraction));
+  meta.Set("seed", JsonValue::Unsigned(options.seed));
+  JsonValue skipped = JsonValue::Array();
+  for (const std::string& file : summary.skipped_empty) {
+    skipped.Append(JsonValue::String(file));
+  }
+  meta.Set("skipped_empty_files", std::move(skipped));
+  meta.Set("train", SplitJson("train.bin", summary.train, train));
+  meta.Set("val", SplitJson("val.bin", summary.val, val));
+
+  std::error_code ignored;
+  const fs::path parent = fs::path(options.output).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ignored);
+  ReplaceDirectoryAtomically(options.output, [&](const std::string& dir) {
+    WriteTokenFile(dir + "/train.bin", train_tokens, ByteTokenizer::kVocabSize,
+                   train.size());
+    WriteTokenFile(dir + "/val.bin", val_tokens, ByteTokenizer::kVocabSize,
+                   val.size());
+    WriteFileAtomically(dir + "/meta.json", meta.Dump(2) + "\n");
+  });
+  return summary;
+}
+
+}  // namespace rotor::train

@@ -1,0 +1,68 @@
+// `rotor prepare`: turns text files into token files ready for training.
+//
+//   rotor prepare --input PATH... --output DIR [--val-fraction 0.05]
+//                 [--seed 1] [--format text|brown] [--force]
+//
+// 1. Collects the input files: each PATH is a file or a folder (searched
+//    recursively; hidden files and folders are skipped; with --format brown
+//    only the corpus files ca01..cr09 are taken). The list is sorted by path
+//    so the result never depends on directory order.
+// 2. Reads each file as one document (--format brown: strips the word/tag
+//    annotations, see train/data/brown.h). Empty documents are skipped and listed
+//    in meta.json.
+// 3. Splits BY DOCUMENT: a SplitMix64 shuffle seeded with --seed picks
+//    round(val_fraction * documents) validation documents (at least one, and
+//    at least one left for training). Documents keep their sorted order
+//    within each split.
+// 4. Tokenizes with ByteTokenizer (each document preceded by <|endoftext|>)
+//    and writes DIR/train.bin, DIR/val.bin (train/data/token_file.h) and
+//    DIR/meta.json, all into a temporary folder that then replaces DIR, so a
+//    failure never leaves a half-written data set. An existing non-empty DIR
+//    is only replaced with --force.
+#ifndef ROTOR_TRAIN_PREPARE_H_
+#define ROTOR_TRAIN_PREPARE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rotor::train {
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  double val_fraction = 0.05;
+  uint64_t seed = 1;
+  std::string format = "text";  // "text" or "brown"
+  bool force = false;
+  bool help = false;  // --help was given: print usage, do nothing else
+};
+
+// Parses the command's arguments (everything after "prepare"). Accepts
+// "--flag value" and "--flag=value"; --input takes one or more values.
+// Throws rotor::Error with a message naming the flag for unknown flags,
+// missing or malformed values and missing required flags.
+PrepareOptions ParsePrepareArgs(const std::vector<std::string>& args);
+
+// The usage text printed by --help.
+const char* PrepareUsage();
+
+struct PrepareSplitSummary {
+  uint64_t documents = 0;
+  uint64_t tokens = 0;
+};
+
+struct PrepareSummary {
+  PrepareSplitSummary train;
+  PrepareSplitSummary val;
+  std::vector<std::string> skipped_empty;  // files with no text
+};
+
+// Runs the whole pipeline. Throws rotor::Error (nothing written) for a
+// missing input, no documents, a single document, an existing output
+// without force, a malformed Brown file, ...
+PrepareSummary RunPrepare(const PrepareOptions& options);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_PREPARE_H_

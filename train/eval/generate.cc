@@ -1,0 +1,121 @@
+#include "train/eval/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "core/autograd.h"
+#include "core/error.h"
+
+namespace rotor::train {
+
+TokenId SampleToken(const float* logits, int64_t vocab,
+                    const SamplingOptions& options, Rng& rng) {
+  ROTOR_CHECK(vocab > 0, "SampleToken: empty vocabulary");
+  if (options.temperature <= 0.0) {
+    return static_cast<TokenId>(std::max_element(logits, logits + vocab) -
+                                logits);
+  }
+  // Candidates sorted by logit, largest first.
+  std::vector<int32_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  int64_t keep = vocab;
+  if (options.top_k > 0) keep = std::min<int64_t>(keep, options.top_k);
+
+  // Softmax over the kept candidates at the given temperature, in double.
+  std::vector<double> probs(keep);
+  const double max_logit = logits[order[0]];
+  double total = 0.0;
+  for (int64_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp((logits[order[i]] - max_logit) / options.temperature);
+    total += probs[i];
+  }
+  if (options.top_p < 1.0) {  // nucleus: smallest prefix reaching top_p
+    double cumulative = 0.0;
+    for (int64_t i = 0; i < keep; ++i) {
+      cumulative += probs[i] / total;
+      if (cumulative >= options.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    total = std::accumulate(probs.begin(), probs.begin() + keep, 0.0);
+  }
+  double draw = rng.Uniform() * total;
+  for (int64_t i = 0; i < keep; ++i) {
+    draw -= probs[i];
+    if (draw < 0.0) return order[i];
+  }
+  return order[keep - 1];
+}
+
+std::vector<TokenId> GenerateTokens(
+    nn::Transformer& model, const std::vector<TokenId>& prompt_ids,
+    const SamplingOptions& options,
+    const std::function<void(TokenId)>& on_token) {
+  ROTOR_CHECK(!prompt_ids.empty(), "generate: the prompt is empty");
+  ROTOR_CHECK(options.max_new_tokens >= 0,
+              "generate: max_new_tokens must be >= 0, got ",
+              options.max_new_tokens);
+  NoGradGuard no_grad;
+  const int64_t vocab = model.config().vocab_size;
+  const int64_t total =
+      static_cast<int64_t>(prompt_ids.size()) + options.max_new_tokens;
+  // One RoPE base for the whole sequence (prefill and every decoded token),
+  // fixed from its final length: see nn/rope_scaling.h. (Dynamic NTK keeps
+  // the plain base up to L0; LongRoPE takes its short factors while the
+  // whole sequence fits in original_max_position_embeddings, as in HF.)
+  model.SetSequenceLength(total);
+  Rng rng(options.seed);
+  nn::KvCache cache = model.NewKvCache();
+
+  std::vector<TokenId> generated;
+  Tensor logits = model.Logits(
+      prompt_ids, 1, static_cast<int64_t>(prompt_ids.size()), 0, &cache);
+  for (int64_t i = 0; i < options.max_new_tokens; ++i) {
+    const int64_t last_row = logits.size(0) - 1;
+    const TokenId next =
+        SampleToken(logits.data() + last_row * vocab, vocab, options, rng);
+    if (options.stop_at_end_of_text && next == ByteTokenizer::kEndOfText) {
+      break;
+    }
+    generated.push_back(next);
+    if (on_token) on_token(next);
+    if (i + 1 == options.max_new_tokens) break;
+    logits = model.Logits({next}, 1, 1, cache.length, &cache);
+  }
+  return generated;
+}
+
+std::string GenerateText(
+    nn::Transformer& model, const std::string& prompt,
+    const SamplingOptions& options,
+    const std::function<void(const std::string&)>& on_text) {
+  std::vector<TokenId> ids = {ByteTokenizer::kEndOfText};
+  ByteTokenizer::EncodeAppend(prompt, ids);
+  std::function<void(TokenId)> on_token;
+  if (on_text) {
+    on_token = [&](TokenId id) { on_text(ByteTokenizer::Decode({id})); };
+  }
+  return ByteTokenizer::Decode(GenerateTokens(model, ids, options, on_token));
+}
+
+std::string EscapeControlBytes(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace rotor::train

@@ -1,0 +1,56 @@
+// Text generation with a KV cache: the prompt is run once (prefill), then
+// each new token is one forward step at position offset p that appends its
+// keys and values to the cache, so step p costs O(p) instead of O(p^2).
+//
+// Sampling: logits / temperature, keep the top_k largest (0 = all), keep the
+// smallest set whose probability reaches top_p (1 = all), renormalise and
+// draw with a seeded generator; temperature 0 picks the argmax (greedy).
+#ifndef ROTOR_TRAIN_GENERATE_H_
+#define ROTOR_TRAIN_GENERATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "nn/transformer.h"
+#include "train/data/tokenizer.h"
+
+namespace rotor::train {
+
+struct SamplingOptions {
+  int64_t max_new_tokens = 200;
+  double temperature = 0.8;
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  // Stop at <|endoftext|> (the end of a document).
+  bool stop_at_end_of_text = true;
+};
+
+// Draws one token id from `logits` ([vocab]) as described above.
+TokenId SampleToken(const float* logits, int64_t vocab,
+                    const SamplingOptions& options, Rng& rng);
+
+// Generates a continuation of `prompt_ids` and returns only the new ids.
+// `on_token`, if set, is called with each new id as it is produced.
+std::vector<TokenId> GenerateTokens(
+    nn::Transformer& model, const std::vector<TokenId>& prompt_ids,
+    const SamplingOptions& options,
+    const std::function<void(TokenId)>& on_token = nullptr);
+
+// Text in, text out with the byte tokenizer: the prompt is preceded by
+// <|endoftext|> (the start-of-document token the model saw in training).
+std::string GenerateText(
+    nn::Transformer& model, const std::string& prompt,
+    const SamplingOptions& options,
+    const std::function<void(const std::string&)>& on_text = nullptr);
+
+// `text` with control bytes other than newline and tab written as "\xNN",
+// so a sample from an undertrained model cannot move the terminal's cursor.
+std::string EscapeControlBytes(const std::string& text);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_GENERATE_H_

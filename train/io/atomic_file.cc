@@ -1,0 +1,173 @@
+#include "train/io/atomic_file.h"
+
+#include <fcntl.h>
+#include <stdio.h>  // renameat2 (glibc >= 2.28)
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "core/error.h"
+
+namespace rotor::train {
+namespace {
+
+std::string ParentDirectory(const std::string& path) {
+  const std::filesystem::path parent =
+      std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+std::string SystemError() { return std::strerror(errno); }
+
+}  // namespace
+
+void SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ROTOR_CHECK(fd >= 0, "cannot open directory ", dir, ": ", SystemError());
+  const int status = ::fsync(fd);
+  const std::string error = status == 0 ? "" : SystemError();
+  ::close(fd);
+  ROTOR_CHECK(status == 0, "cannot fsync directory ", dir, ": ", error);
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  ROTOR_CHECK(!path_.empty() && path_.back() != '/', "cannot write a file at '",
+              path_, "': not a file name");
+  std::vector<char> name(path_.begin(), path_.end());
+  const std::string suffix = ".tmp-XXXXXX";
+  name.insert(name.end(), suffix.begin(), suffix.end());
+  name.push_back('\0');
+  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+  ROTOR_CHECK(fd_ >= 0, "cannot create a temporary file for ", path_, ": ",
+              SystemError());
+  temp_path_ = name.data();
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFileWriter::Write(const void* data, size_t size) {
+  ROTOR_CHECK(fd_ >= 0 && !committed_, "write to ", path_,
+              " after it was committed");
+  const char* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t written = ::write(fd_, bytes, size);
+    if (written < 0 && errno == EINTR) continue;
+    ROTOR_CHECK(written > 0, "cannot write ", temp_path_, ": ", SystemError());
+    bytes += written;
+    size -= static_cast<size_t>(written);
+  }
+}
+
+void AtomicFileWriter::Commit() {
+  ROTOR_CHECK(fd_ >= 0 && !committed_, path_, " was already committed");
+  ROTOR_CHECK(::fsync(fd_) == 0, "cannot fsync ", temp_path_, ": ",
+              SystemError());
+  // mkstemp creates 0600; give the file the usual 0644 (minus umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);
+  const int status = ::close(fd_);
+  fd_ = -1;
+  ROTOR_CHECK(status == 0, "cannot close ", temp_path_, ": ", SystemError());
+  ROTOR_CHECK(::rename(temp_path_.c_str(), path_.c_str()) == 0,
+              "cannot rename ", temp_path_, " to ", path_, ": ", SystemError());
+  committed_ = true;
+  SyncDirectory(ParentDirectory(path_));
+}
+
+void WriteFileAtomically(const std::string& path, std::string_view contents) {
+  AtomicFileWriter writer(path);
+  writer.Write(contents);
+  writer.Commit();
+}
+
+std::string ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ROTOR_CHECK(fd >= 0, "cannot open ", path, ": ", SystemError());
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const std::string error = SystemError();
+      ::close(fd);
+      throw Error(StrCat("cannot read ", path, ": ", error));
+    }
+    if (got == 0) break;
+    contents.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return contents;
+}
+
+void ReplaceDirectoryAtomically(
+    const std::string& dir,
+    const std::function<void(const std::string& temp_dir)>& fill) {
+  std::string trimmed = dir;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  ROTOR_CHECK(!trimmed.empty(), "empty directory name");
+  std::vector<char> name(trimmed.begin(), trimmed.end());
+  const std::string suffix = ".tmp-XXXXXX";
+  name.insert(name.end(), suffix.begin(), suffix.end());
+  name.push_back('\0');
+  ROTOR_CHECK(::mkdtemp(name.data()) != nullptr,
+              "cannot create a temporary directory next to ", trimmed, ": ",
+              SystemError());
+  const std::string temp_dir = name.data();
+  // mkdtemp creates 0700; give the directory the usual 0755 (minus umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::chmod(temp_dir.c_str(), 0777 & ~mask);
+  std::error_code ignored;
+  try {
+    fill(temp_dir);
+    SyncDirectory(temp_dir);
+  } catch (...) {
+    std::filesystem::remove_all(temp_dir, ignored);
+    throw;
+  }
+  const std::string parent = ParentDirectory(trimmed);
+  if (std::filesystem::exists(trimmed)) {
+    // Atomic swap: afterwards temp_dir holds the old contents.
+    if (::renameat2(AT_FDCWD, temp_dir.c_str(), AT_FDCWD, trimmed.c_str(),
+                    RENAME_EXCHANGE) == 0) {
+      SyncDirectory(parent);
+      std::filesystem::remove_all(temp_dir, ignored);
+      return;
+    }
+    // File systems without RENAME_EXCHANGE (EINVAL): move the old directory
+    // aside, then rename the new one in. Between the two renames `dir` is
+    // briefly missing, but it is never half-written.
+    const std::string old_dir = temp_dir + ".old";
+    if (errno != EINVAL || ::rename(trimmed.c_str(), old_dir.c_str()) != 0) {
+      const std::string error = SystemError();
+      std::filesystem::remove_all(temp_dir, ignored);
+      throw Error(StrCat("cannot replace directory ", trimmed, ": ", error));
+    }
+    if (::rename(temp_dir.c_str(), trimmed.c_str()) != 0) {
+      const std::string error = SystemError();
+      ::rename(old_dir.c_str(), trimmed.c_str());  // put the old one back
+      std::filesystem::remove_all(temp_dir, ignored);
+      throw Error(StrCat("cannot replace directory ", trimmed, ": ", error));
+    }
+    SyncDirectory(parent);
+    std::filesystem::remove_all(old_dir, ignored);
+  } else {
+    if (::rename(temp_dir.c_str(), trimmed.c_str()) != 0) {
+      const std::string error = SystemError();
+      std::filesystem::remove_all(temp_dir, ignored);
+      throw Error(StrCat("cannot create directory ", trimmed, ": ", error));
+    }
+    SyncDirectory(parent);
+  }
+}
+
+}  // namespace rotor::train

@@ -1,0 +1,72 @@
+// Crash-safe file output: a reader sees either the old file or the complete
+// new one, never half a file.
+//
+// The recipe (POSIX): write a temporary file in the same directory, fsync it,
+// rename(2) it over the destination (atomic within one file system), then
+// fsync the directory so the rename itself is durable. A failure at any point
+// removes the temporary file and leaves the destination untouched.
+//
+//   AtomicFileWriter out("run/model.safetensors");
+//   out.Write(header.data(), header.size());
+//   out.Write(weights, bytes);
+//   out.Commit();                 // without Commit, the destructor discards
+//
+// Whole directories (a checkpoint: weights, optimizer state, config) are
+// replaced with ReplaceDirectoryAtomically: the caller fills a fresh
+// DIR.tmp-XXXXXX, which then takes DIR's place.
+#ifndef ROTOR_TRAIN_ATOMIC_FILE_H_
+#define ROTOR_TRAIN_ATOMIC_FILE_H_
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace rotor::train {
+
+class AtomicFileWriter {
+ public:
+  // Creates `path`.tmp-XXXXXX next to `path`. Throws rotor::Error (naming
+  // the path and the system error) if the directory is not writable.
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();  // removes the temporary file unless committed
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void Write(const void* data, size_t size);
+  void Write(std::string_view data) { Write(data.data(), data.size()); }
+  // fsync, rename over the destination, fsync the directory.
+  void Commit();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Writes `contents` to `path` atomically.
+void WriteFileAtomically(const std::string& path, std::string_view contents);
+
+// Reads a whole file; throws rotor::Error naming the path if it cannot.
+std::string ReadFile(const std::string& path);
+
+// Replaces (or creates) directory `dir` with one whose contents `fill`
+// writes into the fresh temporary directory it receives (DIR.tmp-XXXXXX, in
+// the same parent). If `fill` throws, the temporary directory is removed,
+// `dir` is untouched and the exception propagates. Otherwise the new
+// directory is swapped in with renameat2(RENAME_EXCHANGE) when `dir` exists
+// (one atomic step; readers never see a missing `dir`), or renamed when it
+// does not; the old contents are then deleted.
+void ReplaceDirectoryAtomically(
+    const std::string& dir,
+    const std::function<void(const std::string& temp_dir)>& fill);
+
+// fsync a directory so renames/creations inside it survive a crash.
+void SyncDirectory(const std::string& dir);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_ATOMIC_FILE_H_

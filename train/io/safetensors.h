@@ -1,0 +1,102 @@
+// safetensors: the Hugging Face tensor file format (huggingface/safetensors),
+// used for rotor's weights and optimizer moments so that Python tools
+// (safetensors.torch.load_file, transformers) open them directly.
+//
+//   bytes 0..7   N, the header length (unsigned 64-bit little-endian)
+//   bytes 8..8+N a JSON object, UTF-8, padded with trailing spaces:
+//                {"__metadata__": {"format": "pt", ...string -> string...},
+//                 "NAME": {"dtype": "F32", "shape": [2, 3],
+//                          "data_offsets": [BEGIN, END]}, ...}
+//   then         the data buffer; a tensor's bytes are [BEGIN, END) of it,
+//                row-major, little-endian, END - BEGIN = prod(shape) * size.
+//
+// The writer follows the reference implementation: tensors ordered by
+// decreasing dtype size, then by name (so with one dtype: by name), the
+// header padded with spaces to a multiple of 8 so the data starts 8-byte
+// aligned, "format": "pt" always in __metadata__ (transformers requires it).
+// The reader checks everything and names the file and tensor in errors:
+// header length beyond the file, invalid JSON, unknown dtype, bad shape,
+// offsets out of range, overlapping or leaving holes, byte length not equal
+// to the shape's size.
+#ifndef ROTOR_TRAIN_SAFETENSORS_H_
+#define ROTOR_TRAIN_SAFETENSORS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rotor::train {
+
+// The dtypes rotor reads and writes (a subset of safetensors').
+enum class SafetensorsDtype { kF32, kI32, kI64, kU16 };
+
+// "F32", "I32", "I64", "U16".
+const char* SafetensorsDtypeName(SafetensorsDtype dtype);
+// Bytes per element: 4, 4, 8, 2.
+size_t SafetensorsDtypeSize(SafetensorsDtype dtype);
+
+// A tensor to write: `data` points at prod(shape) elements of `dtype`
+// (row-major), and must stay valid until WriteSafetensors returns.
+struct SafetensorsEntry {
+  std::string name;
+  SafetensorsDtype dtype = SafetensorsDtype::kF32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+};
+
+// Writes `path` atomically (temporary file, then rename). `metadata` goes to
+// __metadata__ ("format": "pt" is added unless given). Throws rotor::Error
+// for an empty or duplicate name, a name "__metadata__", a negative extent
+// or a null data pointer for a non-empty tensor.
+void WriteSafetensors(const std::string& path,
+                      const std::vector<SafetensorsEntry>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// A safetensors file read fully into memory and validated.
+class SafetensorsFile {
+ public:
+  struct TensorInfo {
+    std::string name;
+    SafetensorsDtype dtype;
+    std::vector<int64_t> shape;
+    size_t begin = 0;  // byte offsets into the data buffer
+    size_t end = 0;
+  };
+
+  // Reads and validates `path`; throws rotor::Error naming the file (and the
+  // tensor, where one is at fault).
+  static SafetensorsFile Read(const std::string& path);
+  // The same checks on bytes already in memory; `source` names them.
+  static SafetensorsFile Parse(std::string bytes, const std::string& source);
+
+  const std::string& source() const { return source_; }
+  const std::map<std::string, std::string>& metadata() const {
+    return metadata_;
+  }
+  // In file order (increasing data offset).
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // nullptr if absent.
+  const TensorInfo* Find(const std::string& name) const;
+  // Pointer to a tensor's bytes (8-byte aligned when the writer aligned the
+  // header, as rotor's does).
+  const void* Data(const TensorInfo& info) const;
+
+  // Copies tensor `name` into a vector after checking that it exists, has
+  // dtype F32 and (when `expected_shape` is not null) exactly that shape.
+  std::vector<float> ReadF32(
+      const std::string& name,
+      const std::vector<int64_t>* expected_shape = nullptr) const;
+
+ private:
+  std::string source_;
+  std::string bytes_;
+  size_t data_start_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::vector<TensorInfo> tensors_;
+};
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_SAFETENSORS_H_

@@ -1,0 +1,68 @@
+// AdamW over a model's parameters, with PyTorch's update rule (the fused
+// Highway kernel in core/kernels/adamw.h) and decoupled weight decay applied
+// only to weight matrices: parameters with fewer than 2 dimensions (norm
+// weights, biases) and embedding tables are not decayed, as in nanoGPT and
+// most Llama recipes.
+//
+// Also: the global gradient norm and clipping, both computed in a fixed
+// order in double so they are bitwise reproducible.
+#ifndef ROTOR_TRAIN_OPTIMIZER_H_
+#define ROTOR_TRAIN_OPTIMIZER_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace rotor::train {
+
+struct AdamWSettings {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+};
+
+class AdamW {
+ public:
+  // `parameters`: (name, tensor) pairs, e.g. Module::NamedParameters().
+  AdamW(std::vector<std::pair<std::string, Tensor>> parameters,
+        AdamWSettings settings);
+
+  // One update with learning rate `lr` from the parameters' current .grad();
+  // parameters without a gradient are skipped. Increments step().
+  void Step(double lr);
+
+  int64_t step() const { return step_; }
+  void set_step(int64_t step) { step_ = step; }
+  bool decays(size_t i) const { return decay_[i]; }
+
+  // The moments, one per parameter, in the parameters' order (for
+  // checkpoints: restore by copying into them).
+  const std::vector<std::pair<std::string, Tensor>>& parameters() const {
+    return parameters_;
+  }
+  std::vector<Tensor>& first_moments() { return m_; }
+  std::vector<Tensor>& second_moments() { return v_; }
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> parameters_;
+  AdamWSettings settings_;
+  std::vector<Tensor> m_;
+  std::vector<Tensor> v_;
+  std::vector<bool> decay_;
+  int64_t step_ = 0;
+};
+
+// sqrt(sum of squares of every gradient), summed in double in parameter order.
+double GlobalGradNorm(const std::vector<Tensor>& parameters);
+
+// Scales every gradient by max_norm / norm when norm > max_norm (PyTorch's
+// clip_grad_norm_). Returns the norm before clipping.
+double ClipGradNorm(const std::vector<Tensor>& parameters, double max_norm);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_OPTIMIZER_H_
