@@ -8,12 +8,16 @@
 #include "core/parallel.h"
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/init_from.h"
+#include "train/checkpoint.h"
 #include "train/eval/length_eval.h"
 #include "train/data/passkey.h"
 #include "train/io/plot.h"
 #include "train/data/token_file.h"
 #include "train/trainer.h"
+#include "train/data/data_dir.h"
+#include "train/eval/passkey_eval.h"
+#include "train/eval/validation.h"
+#include "train/config/model_config.h"
 
 namespace rotor {
 namespace tools {

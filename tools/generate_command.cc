@@ -5,7 +5,7 @@
 #include "core/parallel.h"
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/init_from.h"
+#include "train/checkpoint.h"
 #include "train/eval/generate.h"
 #include "train/trainer.h"
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "core/error.h"
 #include "train/io/atomic_file.h"
@@ -25,15 +26,6 @@ constexpr char kConfigFile[] = "config.yaml";
 
 SafetensorsEntry Entry(const std::string& name, const Tensor& tensor) {
   return {name, SafetensorsDtype::kF32, tensor.shape(), tensor.data()};
-}
-
-JsonValue FiniteOrNull(double value) {
-  return std::isfinite(value) ? JsonValue::Number(value) : JsonValue();
-}
-
-double NumberOr(const JsonValue& object, const char* key, double fallback) {
-  const JsonValue* value = object.Find(key);
-  return value == nullptr || value->is_null() ? fallback : value->AsDouble();
 }
 
 // Copies tensor `name` of `file` into `target` (shapes must match).
@@ -98,17 +90,16 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                         {"optimizer", "adamw"}});
     }
 
-    JsonValue json = JsonValue::Object();
-    json.Set("step", JsonValue::Integer(state.step));
-    json.Set("sampler_rng_state", JsonValue::Unsigned(state.sampler.rng_state));
-    json.Set("sampler_batches_drawn",
-             JsonValue::Unsigned(state.sampler.batches_drawn));
-    json.Set("tokens_seen", JsonValue::Integer(state.tokens_seen));
-    json.Set("best_val_loss", FiniteOrNull(state.best_val_loss));
-    json.Set("smoothed_loss", FiniteOrNull(state.smoothed_loss));
-    json.Set("min_smoothed_loss", FiniteOrNull(state.min_smoothed_loss));
-    json.Set("elapsed_seconds", JsonValue::Number(state.elapsed_seconds));
-    WriteFileAtomically(temp + "/" + kStateFile, json.Dump(2) + "\n");
+    const Json json = {
+        {"step", state.step},
+        {"sampler_rng_state", state.sampler.rng_state},
+        {"sampler_batches_drawn", state.sampler.batches_drawn},
+        {"tokens_seen", state.tokens_seen},
+        {"best_val_loss", FiniteOrNull(state.best_val_loss)},
+        {"smoothed_loss", FiniteOrNull(state.smoothed_loss)},
+        {"min_smoothed_loss", FiniteOrNull(state.min_smoothed_loss)},
+        {"elapsed_seconds", state.elapsed_seconds}};
+    WriteFileAtomically(temp + "/" + kStateFile, json.dump(2) + "\n");
     WriteFileAtomically(temp + "/" + kConfigFile, config_yaml);
   });
 }
@@ -171,26 +162,108 @@ void LoadOptimizerState(const std::string& dir, AdamW& optimizer) {
 
 TrainerState LoadTrainerState(const std::string& dir) {
   const std::string path = dir + "/" + kStateFile;
-  const JsonValue json = ParseJson(ReadFile(path), path);
+  const Json json = ParseJson(ReadFile(path), path);
   TrainerState state;
-  try {
-    state.step = json.Get("step").AsInt64();
-    state.sampler.rng_state = json.Get("sampler_rng_state").AsUint64();
-    state.sampler.batches_drawn = json.Get("sampler_batches_drawn").AsUint64();
-    state.tokens_seen = json.Get("tokens_seen").AsInt64();
-    state.best_val_loss = NumberOr(json, "best_val_loss", state.best_val_loss);
-    state.smoothed_loss = NumberOr(json, "smoothed_loss", state.smoothed_loss);
-    state.min_smoothed_loss =
-        NumberOr(json, "min_smoothed_loss", state.min_smoothed_loss);
-    state.elapsed_seconds = NumberOr(json, "elapsed_seconds", 0.0);
-  } catch (const Error& e) {
-    throw Error(StrCat(path, ": ", e.what()));
-  }
+  state.step = JsonMember<int64_t>(json, "step", path);
+  state.sampler.rng_state = JsonMember<uint64_t>(json, "sampler_rng_state", path);
+  state.sampler.batches_drawn =
+      JsonMember<uint64_t>(json, "sampler_batches_drawn", path);
+  state.tokens_seen = JsonMember<int64_t>(json, "tokens_seen", path);
+  state.best_val_loss =
+      NumberOrFallback(json, "best_val_loss", state.best_val_loss, path);
+  state.smoothed_loss =
+      NumberOrFallback(json, "smoothed_loss", state.smoothed_loss, path);
+  state.min_smoothed_loss =
+      NumberOrFallback(json, "min_smoothed_loss", state.min_smoothed_loss, path);
+  state.elapsed_seconds = NumberOrFallback(json, "elapsed_seconds", 0.0, path);
   return state;
 }
 
 std::string LoadCheckpointConfig(const std::string& dir) {
   return ReadFile(dir + "/" + kConfigFile);
+}
+
+TrainConfig LoadCheckpointTrainConfig(const std::string& dir) {
+  return ParseCheckpointTrainConfig(LoadCheckpointConfig(dir),
+                                    dir + "/" + kConfigFile);
+}
+
+std::string ResolveCheckpointPath(const std::string& path) {
+  ROTOR_CHECK(fs::is_directory(path), "checkpoint folder ", path,
+              " does not exist");
+  if (fs::exists(fs::path(path) / "model.safetensors")) return path;
+  const std::vector<std::string> checkpoints = ListCheckpoints(path);
+  ROTOR_CHECK(!checkpoints.empty(), path,
+              " is neither a checkpoint folder (with model.safetensors) nor "
+              "a run's output_dir with checkpoints/step_* folders");
+  return checkpoints.back();
+}
+
+void CheckSameArchitecture(const nn::TransformerConfig& source,
+                           const nn::TransformerConfig& target,
+                           const std::string& source_name) {
+  std::ostringstream differences;
+  auto compare = [&](const char* key, auto source_value, auto target_value) {
+    if (source_value == target_value) return;
+    differences << (differences.tellp() > 0 ? ", " : "") << key << " "
+                << source_value << " (checkpoint) vs " << target_value
+                << " (config)";
+  };
+  compare("vocab_size", source.vocab_size, target.vocab_size);
+  compare("hidden_size", source.hidden_size, target.hidden_size);
+  compare("intermediate_size", source.intermediate_size,
+          target.intermediate_size);
+  compare("num_hidden_layers", source.num_hidden_layers,
+          target.num_hidden_layers);
+  compare("num_attention_heads", source.num_attention_heads,
+          target.num_attention_heads);
+  compare("num_key_value_heads", source.num_key_value_heads,
+          target.num_key_value_heads);
+  compare("head_dim", source.head_dim, target.head_dim);
+  compare("tie_word_embeddings", source.tie_word_embeddings,
+          target.tie_word_embeddings);
+  compare("partial_rotary_factor", source.rope.partial_rotary_factor,
+          target.rope.partial_rotary_factor);
+  ROTOR_CHECK(
+      differences.tellp() == 0, source_name,
+      ": the architecture differs from this config: ", differences.str(),
+      " (only max_position_embeddings, rope_theta and rope_scaling "
+      "may change)");
+}
+
+std::string InitializeFromCheckpoint(const std::string& path,
+                                     nn::Transformer& model) {
+  std::string dir;
+  try {
+    dir = ResolveCheckpointPath(path);
+  } catch (const Error& e) {
+    throw Error(
+        StrCat("train.init_from: ", e.what(), " (train the base model first)"));
+  }
+  const TrainConfig source = LoadCheckpointTrainConfig(dir);
+  CheckSameArchitecture(ResolveTransformerConfig(source.model),
+                        model.config(), "init_from " + dir);
+  LoadModelWeights(dir, model);
+  return dir;
+}
+
+std::unique_ptr<nn::Transformer> LoadCheckpointModel(
+    const std::string& path, const std::vector<std::string>& overrides,
+    TrainConfig* config) {
+  const std::string dir = ResolveCheckpointPath(path);
+  const std::string saved = LoadCheckpointConfig(dir);
+  const TrainConfig original = ParseTrainConfig(saved, dir + "/config.yaml");
+  const TrainConfig parsed =
+      ParseTrainConfig(saved, dir + "/config.yaml", overrides);
+  const nn::TransformerConfig architecture =
+      ResolveTransformerConfig(parsed.model);
+  CheckSameArchitecture(ResolveTransformerConfig(original.model),
+                        architecture, "checkpoint " + dir + " with overrides");
+  auto model =
+      std::make_unique<nn::Transformer>(architecture, parsed.train.seed);
+  LoadModelWeights(dir, *model);
+  if (config != nullptr) *config = parsed;
+  return model;
 }
 
 }  // namespace rotor::train

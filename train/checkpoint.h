@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/transformer.h"
+#include "train/config/train_config.h"
 #include "train/data/batches.h"
 #include "train/optim/adamw.h"
 
@@ -60,6 +62,48 @@ void LoadOptimizerState(const std::string& dir, AdamW& optimizer);
 TrainerState LoadTrainerState(const std::string& dir);
 // The config.yaml text saved in a checkpoint.
 std::string LoadCheckpointConfig(const std::string& dir);
+
+// The training config saved in checkpoint folder `dir`. Checkpoints written
+// before data.passkey_loss existed scored every token of their passkey rows,
+// so for them a missing key reads as "all", not today's default.
+TrainConfig LoadCheckpointTrainConfig(const std::string& dir);
+
+// Loading a trained model, for evaluation, generation and fine-tuning
+// (train.init_from: a model trained at length L continues at a longer
+// sequence length with a new rope_scaling). Only the weights are copied; the
+// RoPE tables come from the config in force (RoPE has no parameters), so
+// max_position_embeddings, rope_theta and rope_scaling may all change, while
+// everything that shapes a weight must match.
+
+// The checkpoint folder `path` names: itself if it holds model.safetensors,
+// else the newest checkpoint of the run whose output_dir it is. Throws,
+// naming the path, when it does not exist or is neither.
+std::string ResolveCheckpointPath(const std::string& path);
+
+// Throws rotor::Error listing every architecture key whose value differs
+// between `source` (a checkpoint, described by `source_name`) and `target`,
+// e.g.
+// "init_from runs/a/checkpoints/step_00001500: the architecture differs from
+// this config: hidden_size 192 (checkpoint) vs 256 (config)".
+void CheckSameArchitecture(const nn::TransformerConfig& source,
+                           const nn::TransformerConfig& target,
+                           const std::string& source_name);
+
+// Resolves `path`, checks its architecture against `model`'s and copies its
+// weights into `model`. Returns the checkpoint folder used.
+std::string InitializeFromCheckpoint(const std::string& path,
+                                     nn::Transformer& model);
+
+// A trained model for evaluation: the checkpoint `path` names (resolved as
+// above), its saved config with `overrides` ("model.rope_scaling.rope_type=
+// yarn", ...) applied, its weights. This is how a base model is evaluated
+// with a scaling method it was not trained with (zero-shot extension); the
+// overrides may change RoPE settings only (CheckSameArchitecture).
+// `config` (optional) receives the config used.
+std::unique_ptr<nn::Transformer> LoadCheckpointModel(
+    const std::string& path, const std::vector<std::string>& overrides,
+    TrainConfig* config = nullptr);
+
 
 }  // namespace rotor::train
 

@@ -25,49 +25,13 @@
 
 #include "nn/transformer.h"
 #include "train/checkpoint.h"
-#include "train/data/batches.h"
-#include "train/optim/adamw.h"
-#include "train/data/token_file.h"
 #include "train/config/train_config.h"
+#include "train/data/batches.h"
+#include "train/data/token_file.h"
+#include "train/metrics.h"
+#include "train/optim/adamw.h"
 
 namespace rotor::train {
-
-// The folder data.path names: "brown" is the prepared Brown corpus in the
-// cache folder ($ROTOR_CACHE_DIR, default ~/.cache/rotor); anything else is
-// used as is. Throws, saying how to prepare it, if train.bin is missing.
-std::string ResolveDataDir(const std::string& path);
-
-struct ValidationResult {
-  double loss = 0.0;           // mean cross-entropy per token (nats)
-  double perplexity = 0.0;     // exp(loss)
-  double bits_per_byte = 0.0;  // loss / ln 2 (byte tokens)
-  int64_t tokens = 0;
-};
-
-// Mean validation loss over up to `max_batches` batches of the validation
-// file (0 = all), in order, without gradients.
-ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
-                          int64_t batch_size, int64_t seq_len,
-                          int64_t max_batches);
-
-// A trained model from a checkpoint folder: its config.yaml rebuilds the
-// architecture, model.safetensors fills the weights. `config` (optional)
-// receives the parsed training config.
-std::unique_ptr<nn::Transformer> LoadModelFromCheckpoint(
-    const std::string& dir, TrainConfig* config = nullptr);
-
-// The training config saved in checkpoint folder `dir`. Checkpoints written
-// before data.passkey_loss existed scored every token of their passkey rows,
-// so for them a missing key reads as "all", not today's default.
-TrainConfig LoadCheckpointTrainConfig(const std::string& dir);
-
-// The settings that decide which data a run sees (batch_size, seq_len,
-// gradient_accumulation_steps, seed, passkey_fraction, passkey_loss) that
-// differ between `saved` (a checkpoint's run) and `now`, each as
-// "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated; empty if
-// none differs.
-std::string DataStreamDifferences(const TrainConfig& saved,
-                                  const TrainConfig& now);
 
 struct TrainSummary {
   int64_t steps = 0;        // optimizer steps completed in total
@@ -112,6 +76,7 @@ class Trainer {
   std::string data_dir_;  // data.path resolved (before the token files)
   TokenFile train_tokens_;
   TokenFile val_tokens_;
+  MetricsLog metrics_;
   std::unique_ptr<BatchSampler> sampler_;
   TrainerState state_;
   bool live_progress_ = false;

@@ -217,7 +217,7 @@ TEST(RopeCommand, ConfigErrorsExitOneWithFileLineAndKey) {
       << run.output;
   const RunResult missing = RunRotor("rope --config /nonexistent.yaml");
   EXPECT_EQ(missing.status, 1);
-  EXPECT_NE(missing.output.find("cannot open config file"), std::string::npos);
+  EXPECT_NE(missing.output.find("cannot read config file"), std::string::npos);
 }
 
 TEST(RopeCommand, PlotWritesAPng) {

@@ -267,7 +267,7 @@ TEST_F(CheckpointErrors, BrokenTrainerState) {
       "{\"step\": 2, \"sampler_rng_state\": 1, \"sampler_batches_drawn\": 1,"
       " \"tokens_seen\": 1, \"best_val_loss\": \"low\"}");
   ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"),
-                     "expected type number, got string");
+                     "expected a number, got string");
   WriteFileAtomically(File("trainer_state.json"), "[]");
   ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"));
 }

@@ -2,7 +2,7 @@
 // settings of the new config, run folders resolved to their newest
 // checkpoint, resuming taking precedence, architecture mismatches named;
 // LoadCheckpointModel with RoPE overrides; the new config keys.
-#include "train/init_from.h"
+#include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -50,7 +50,7 @@ TEST(InitFrom, CopiesTheWeightsOnlyAndUsesTheNewRope) {
   test::TempDir dir;
   const std::string data = TrainBase(dir);
   const std::string base_checkpoint = ListCheckpoints(dir.Path("base")).back();
-  const auto base = LoadModelFromCheckpoint(base_checkpoint);
+  const auto base = LoadCheckpointModel(base_checkpoint, {});
 
   std::ostringstream log;
   Trainer finetune(FinetuneConfig(dir, data, {}), log);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/config/yaml.h"
 
 namespace rotor::train {
 namespace {
@@ -22,12 +23,6 @@ std::string JoinKeys(const std::vector<std::string>& keys) {
   return joined;
 }
 
-std::string Describe(const YAML::Node& node) {
-  if (node.IsMap()) return "a map";
-  if (node.IsSequence()) return "a list";
-  return "'" + node.Scalar() + "'";
-}
-
 // Parses one `model:` map; remembers where each key's value sits so that
 // problems found later (by FindRopeConfigProblem) point at the right line.
 class ModelConfigParser {
@@ -38,7 +33,7 @@ class ModelConfigParser {
     model_mark_ = model.Mark();
     if (!model.IsMap()) {
       Fail(model_mark_, "model",
-           "expected a map of model settings, got " + Describe(model));
+           "expected a map of model settings, got " + DescribeYaml(model));
     }
     ModelConfig config;
     std::optional<int64_t> head_dim;
@@ -177,7 +172,7 @@ class ModelConfigParser {
                     const char* expected) const {
     if (!value.IsScalar()) {
       Fail(value.Mark(), key,
-           StrCat("expected ", expected, ", got ", Describe(value)));
+           StrCat("expected ", expected, ", got ", DescribeYaml(value)));
     }
   }
 
@@ -187,7 +182,7 @@ class ModelConfigParser {
     int64_t result = 0;
     if (!YAML::convert<int64_t>::decode(value, result)) {
       Fail(value.Mark(), key,
-           StrCat("expected an integer, got ", Describe(value)));
+           StrCat("expected an integer, got ", DescribeYaml(value)));
     }
     if (result < 1) {
       Fail(value.Mark(), key, StrCat("must be >= 1, got ", result));
@@ -200,7 +195,7 @@ class ModelConfigParser {
     double result = 0.0;
     if (!YAML::convert<double>::decode(value, result)) {
       Fail(value.Mark(), key,
-           StrCat("expected a number, got ", Describe(value)));
+           StrCat("expected a number, got ", DescribeYaml(value)));
     }
     return result;
   }
@@ -210,7 +205,7 @@ class ModelConfigParser {
     bool result = false;
     if (!YAML::convert<bool>::decode(value, result)) {
       Fail(value.Mark(), key,
-           StrCat("expected true or false, got ", Describe(value)));
+           StrCat("expected true or false, got ", DescribeYaml(value)));
     }
     return result;
   }
@@ -219,7 +214,7 @@ class ModelConfigParser {
                                      const std::string& key) const {
     if (!value.IsSequence()) {
       Fail(value.Mark(), key,
-           StrCat("expected a list of numbers, got ", Describe(value)));
+           StrCat("expected a list of numbers, got ", DescribeYaml(value)));
     }
     std::vector<double> list;
     list.reserve(value.size());
@@ -238,7 +233,7 @@ class ModelConfigParser {
   void ParseRopeScaling(const YAML::Node& node, RopeScalingConfig* rope) {
     if (!node.IsMap()) {
       Fail(node.Mark(), "rope_scaling",
-           "expected a map with rope_type and its keys, got " + Describe(node));
+           "expected a map with rope_type and its keys, got " + DescribeYaml(node));
     }
     // rope_type first: it decides which other keys apply.
     std::optional<YAML::Node> type_node;
@@ -347,27 +342,89 @@ ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file) {
 
 ModelConfig ParseModelConfigText(const std::string& yaml_text,
                                  const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw Error(StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                       ": YAML syntax error: ", e.msg));
-  }
-  return ParseModelSection(root, file);
+  return ParseModelSection(LoadConfigYaml(yaml_text, file), file);
 }
 
 ModelConfig LoadModelConfig(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error(StrCat("cannot open config file '", path, "'"));
-  } catch (const YAML::ParserException& e) {
-    throw Error(StrCat(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                       ": YAML syntax error: ", e.msg));
+  return ParseModelSection(LoadConfigYamlFile(path), path);
+}
+
+YAML::Node ModelConfigToYaml(const ModelConfig& model) {
+  YAML::Node node(YAML::NodeType::Map);
+  auto put = [&](const char* key, const auto& value) {
+    if (value.has_value()) node[key] = *value;
+  };
+  put("vocab_size", model.vocab_size);
+  put("hidden_size", model.hidden_size);
+  put("intermediate_size", model.intermediate_size);
+  put("num_hidden_layers", model.num_hidden_layers);
+  put("num_attention_heads", model.num_attention_heads);
+  put("num_key_value_heads", model.num_key_value_heads);
+  node["head_dim"] = model.rope.head_dim;
+  put("rms_norm_eps", model.rms_norm_eps);
+  put("tie_word_embeddings", model.tie_word_embeddings);
+  const RopeScalingConfig& rope = model.rope;
+  node["max_position_embeddings"] = rope.max_position_embeddings;
+  node["rope_theta"] = rope.rope_theta;
+  node["partial_rotary_factor"] = rope.partial_rotary_factor;
+  if (rope.rope_type == RopeType::kDefault) {
+    node["rope_scaling"] = YAML::Node(YAML::NodeType::Null);
+    return node;
   }
-  return ParseModelSection(root, path);
+  YAML::Node scaling(YAML::NodeType::Map);
+  scaling["rope_type"] = RopeTypeName(rope.rope_type);
+  const std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
+  auto applies = [&](const std::string& key) {
+    for (const std::string& k : keys) {
+      if (k == key) return true;
+    }
+    return false;
+  };
+  auto put_scaling = [&](const char* key, const auto& value) {
+    if (value.has_value() && applies(key)) scaling[key] = *value;
+  };
+  put_scaling("factor", rope.factor);
+  put_scaling("original_max_position_embeddings",
+              rope.original_max_position_embeddings);
+  put_scaling("attention_factor", rope.attention_factor);
+  if (applies("beta_fast")) scaling["beta_fast"] = rope.beta_fast;
+  if (applies("beta_slow")) scaling["beta_slow"] = rope.beta_slow;
+  put_scaling("mscale", rope.mscale);
+  put_scaling("mscale_all_dim", rope.mscale_all_dim);
+  if (applies("truncate")) scaling["truncate"] = rope.truncate;
+  put_scaling("low_freq_factor", rope.low_freq_factor);
+  put_scaling("high_freq_factor", rope.high_freq_factor);
+  for (auto [key, list] : {std::pair{"short_factor", &rope.short_factor},
+                           std::pair{"long_factor", &rope.long_factor}}) {
+    if (!list->has_value() || !applies(key)) continue;
+    YAML::Node values(YAML::NodeType::Sequence);
+    values.SetStyle(YAML::EmitterStyle::Flow);
+    for (double v : **list) values.push_back(v);
+    scaling[key] = values;
+  }
+  node["rope_scaling"] = scaling;
+  return node;
+}
+
+std::vector<std::string> RopeOverridesFromConfig(const std::string& path) {
+  const YAML::Node root = LoadConfigYamlFile(path);
+  const YAML::Node model = root.IsMap() ? root["model"] : YAML::Node();
+  ROTOR_CHECK(model && model.IsMap(), path, ": has no model: section");
+  std::vector<std::string> overrides;
+  for (const char* key :
+       {"max_position_embeddings", "rope_theta", "rope_scaling"}) {
+    const YAML::Node value = model[key];
+    if (!value) continue;
+    YAML::Emitter flow;
+    flow.SetMapFormat(YAML::Flow);
+    flow.SetSeqFormat(YAML::Flow);
+    flow << value;
+    overrides.push_back(StrCat("model.", key, "=", flow.c_str()));
+  }
+  ROTOR_CHECK(!overrides.empty(), path,
+              ": its model: section sets none of max_position_embeddings, "
+              "rope_theta, rope_scaling");
+  return overrides;
 }
 
 namespace {

@@ -27,11 +27,10 @@
 #ifndef ROTOR_TRAIN_MODEL_CONFIG_H_
 #define ROTOR_TRAIN_MODEL_CONFIG_H_
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nn/rope_scaling.h"
 #include "nn/transformer.h"
@@ -56,9 +55,6 @@ struct ModelConfig {
   RopeScalingConfig rope;
 };
 
-// Parses a `model:` map. `file` is the name used in error messages.
-ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file);
-
 // Parses the `model:` section of YAML text (other top-level sections are
 // left to their own parsers).
 ModelConfig ParseModelConfigText(const std::string& yaml_text,
@@ -66,6 +62,14 @@ ModelConfig ParseModelConfigText(const std::string& yaml_text,
 
 // Reads `path` and parses its `model:` section.
 ModelConfig LoadModelConfig(const std::string& path);
+
+// The RoPE settings of a config file's `model:` section (max_position_
+// embeddings, rope_theta, rope_scaling; whichever are present) as
+// command-line overrides, e.g. {"model.max_position_embeddings=1024",
+// "model.rope_scaling={rope_type: yarn, factor: 4, ...}"}. This is how
+// `rotor eval --rope-from configs/extend/yarn-4x.yaml` evaluates a base
+// model with the settings of an extension config, without fine-tuning.
+std::vector<std::string> RopeOverridesFromConfig(const std::string& path);
 
 // Fills the model's TransformerConfig from a parsed `model:` section; throws
 // naming the missing key or the inconsistent sizes (e.g. heads not divisible

@@ -1,7 +1,5 @@
 #include "train/config/train_config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -9,224 +7,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/config/yaml.h"
 #include "train/data/passkey.h"
 
 namespace rotor::train {
-
-namespace {
-
-// Reads one section (a YAML map) strictly: every key must be known, every
-// value of the right type; errors say "file:line:column: path.key: problem".
-class SectionReader {
- public:
-  SectionReader(const YAML::Node& node, std::string path,
-                const std::string& file,
-                const std::set<std::string>& overridden)
-      : node_(node),
-        path_(std::move(path)),
-        file_(file),
-        overridden_(overridden) {
-    if (node_ && !node_.IsNull() && !node_.IsMap()) {
-      Fail(node_, path_, "expected a map of settings");
-    }
-  }
-
-  // Rejects keys not in `known`.
-  void RequireKnownKeys(const std::set<std::string>& known) const {
-    if (!node_ || node_.IsNull()) return;
-    for (const auto& entry : node_) {
-      const std::string key = entry.first.Scalar();
-      if (known.count(key)) continue;
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      Fail(entry.first, Join(key), "unknown key (known keys: " + list + ")");
-    }
-  }
-
-  void Read(const char* key, int64_t& out, int64_t min_value) const {
-    const YAML::Node value = Get(key);
-    if (!value) return;
-    int64_t parsed;
-    if (!YAML::convert<int64_t>::decode(value, parsed)) {
-      Fail(value, Join(key), "expected an integer, got " + Describe(value));
-    }
-    if (parsed < min_value) {
-      Fail(value, Join(key),
-           StrCat("must be >= ", min_value, ", got ", parsed));
-    }
-    out = parsed;
-  }
-
-  void Read(const char* key, uint64_t& out) const {
-    const YAML::Node value = Get(key);
-    if (!value) return;
-    uint64_t parsed;
-    if (!YAML::convert<uint64_t>::decode(value, parsed) ||
-        value.Scalar().find('-') != std::string::npos) {
-      Fail(value, Join(key),
-           "expected a non-negative integer, got " + Describe(value));
-    }
-    out = parsed;
-  }
-
-  void Read(const char* key, double& out, double min_value,
-            double max_value) const {
-    const YAML::Node value = Get(key);
-    if (!value) return;
-    double parsed;
-    if (!YAML::convert<double>::decode(value, parsed) ||
-        !std::isfinite(parsed)) {
-      Fail(value, Join(key), "expected a number, got " + Describe(value));
-    }
-    if (parsed < min_value || parsed > max_value) {
-      Fail(value, Join(key),
-           StrCat("must be in [", min_value, ", ", max_value, "], got ",
-                  parsed));
-    }
-    out = parsed;
-  }
-
-  void Read(const char* key, bool& out) const {
-    const YAML::Node value = Get(key);
-    if (!value) return;
-    bool parsed;
-    if (!YAML::convert<bool>::decode(value, parsed)) {
-      Fail(value, Join(key), "expected true or false, got " + Describe(value));
-    }
-    out = parsed;
-  }
-
-  void Read(const char* key, std::string& out) const {
-    const YAML::Node value = Get(key);
-    if (!value) return;
-    if (!value.IsScalar() || value.Scalar().empty()) {
-      Fail(value, Join(key),
-           "expected a non-empty string, got " + Describe(value));
-    }
-    out = value.Scalar();
-  }
-
-  // A two-element list of numbers in [0, 1), e.g. AdamW's betas.
-  void ReadPair(const char* key, double& first, double& second) const {
-    const YAML::Node value = Get(key);
-    if (!value) return;
-    if (!value.IsSequence() || value.size() != 2) {
-      Fail(value, Join(key),
-           "expected a list of two numbers, got " + Describe(value));
-    }
-    double parsed[2];
-    for (int i = 0; i < 2; ++i) {
-      if (!YAML::convert<double>::decode(value[i], parsed[i]) ||
-          !(parsed[i] >= 0.0 && parsed[i] < 1.0)) {
-        Fail(value[i], Join(key),
-             "expected numbers in [0, 1), got " + Describe(value[i]));
-      }
-    }
-    first = parsed[0];
-    second = parsed[1];
-  }
-
-  [[noreturn]] void Fail(const YAML::Node& at, const std::string& key_path,
-                         const std::string& message) const {
-    std::string where = file_;
-    if (overridden_.count(key_path)) {
-      where = "command-line override " + key_path;
-    } else if (at.Mark().line >= 0) {
-      where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
-    }
-    throw Error(StrCat(where, ": ", key_path, ": ", message));
-  }
-
- private:
-  YAML::Node Get(const char* key) const {
-    if (!node_ || node_.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
-    const YAML::Node value = node_[key];
-    if (!value || value.IsNull()) {
-      return YAML::Node(YAML::NodeType::Undefined);
-    }
-    return value;
-  }
-
-  std::string Join(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-
-  static std::string Describe(const YAML::Node& node) {
-    if (node.IsMap()) return "a map";
-    if (node.IsSequence()) return "a list";
-    return "'" + node.Scalar() + "'";
-  }
-
-  YAML::Node node_;
-  std::string path_;
-  const std::string& file_;
-  const std::set<std::string>& overridden_;
-};
-
-// yaml-cpp keeps both entries of a repeated key (node[key] finds the first,
-// a loop over the map sees both), so one of the two values would be lost
-// without a word: reject repeated keys anywhere in the file.
-void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
-                         const std::string& file) {
-  if (node.IsSequence()) {
-    for (const YAML::Node& item : node) RejectDuplicateKeys(item, path, file);
-    return;
-  }
-  if (!node.IsMap()) return;
-  std::map<std::string, int> first_line;
-  for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
-    const std::string key_path = path.empty() ? key : path + "." + key;
-    const YAML::Mark mark = entry.first.Mark();
-    const auto [first, inserted] = first_line.emplace(key, mark.line + 1);
-    ROTOR_CHECK(inserted, file, ":", mark.line + 1, ":", mark.column + 1, ": ",
-                key_path, ": duplicate key (first given on line ",
-                first->second, ")");
-    RejectDuplicateKeys(entry.second, key_path, file);
-  }
-}
-
-}  // namespace
-
-std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
-  const size_t equals = assignment.find('=');
-  ROTOR_CHECK(equals != std::string::npos && equals > 0, "override '",
-              assignment,
-              "' is not of the form key.path=value (e.g. train.lr=3e-4)");
-  const std::string path = assignment.substr(0, equals);
-  const std::string text = assignment.substr(equals + 1);
-  ROTOR_CHECK(!text.empty(), "override '", assignment,
-              "' has no value (key.path=null resets a key to its default)");
-  std::vector<std::string> keys;
-  std::stringstream stream(path);
-  for (std::string key; std::getline(stream, key, '.');) {
-    ROTOR_CHECK(!key.empty(), "override '", assignment,
-                "' has an empty key in its path");
-    keys.push_back(key);
-  }
-  YAML::Node value;
-  try {
-    value = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(StrCat("override '", assignment,
-                       "': the value is not valid YAML: ", e.msg));
-  }
-  // Walk (creating maps on the way) to the parent of the last key. Nodes are
-  // handles, so assigning through `node` edits the tree.
-  YAML::Node node = root;
-  for (size_t i = 0; i + 1 < keys.size(); ++i) {
-    YAML::Node child = node[keys[i]];
-    if (!child || child.IsNull()) {
-      node[keys[i]] = YAML::Node(YAML::NodeType::Map);
-      child = node[keys[i]];
-    }
-    ROTOR_CHECK(child.IsMap(), "override '", assignment, "': ", keys[i],
-                " is not a section");
-    node.reset(child);
-  }
-  node[keys.back()] = value;
-  return path;
-}
 
 namespace {
 
@@ -234,20 +18,6 @@ const std::set<std::string> kTopLevelKeys = {
     "output_dir", "model", "data", "train", "eval", "checkpoint", "logging"};
 
 }  // namespace
-
-YAML::Node LoadConfigYaml(const std::string& yaml_text,
-                          const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error(StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                       ": not valid YAML: ", e.msg));
-  }
-  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  RejectDuplicateKeys(root, "", file);
-  return root;
-}
 
 TrainConfig ParseTrainConfig(const std::string& yaml_text,
                              const std::string& file,
@@ -291,9 +61,10 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   data.RequireKnownKeys({"path", "passkey_fraction", "passkey_loss"});
   data.Read("path", config.data.path);
   data.Read("passkey_fraction", config.data.passkey_fraction, 0.0, 1.0);
-  data.Read("passkey_loss", config.data.passkey_loss);
+  std::string passkey_loss = PasskeyLossName(config.data.passkey_loss);
+  data.Read("passkey_loss", passkey_loss);
   try {
-    ParsePasskeyLoss(config.data.passkey_loss);
+    config.data.passkey_loss = ParsePasskeyLoss(passkey_loss);
   } catch (const Error& e) {
     data.Fail(root["data"]["passkey_loss"], "data.passkey_loss", e.what());
   }
@@ -361,81 +132,16 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 
 TrainConfig LoadTrainConfig(const std::string& path,
                             const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  ROTOR_CHECK(in.good(), "cannot read config file ", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseTrainConfig(text.str(), path, overrides);
+  return ParseTrainConfig(ReadConfigText(path), path, overrides);
 }
-
-namespace {
-
-YAML::Node ModelToYaml(const ModelConfig& model) {
-  YAML::Node node(YAML::NodeType::Map);
-  auto put = [&](const char* key, const auto& value) {
-    if (value.has_value()) node[key] = *value;
-  };
-  put("vocab_size", model.vocab_size);
-  put("hidden_size", model.hidden_size);
-  put("intermediate_size", model.intermediate_size);
-  put("num_hidden_layers", model.num_hidden_layers);
-  put("num_attention_heads", model.num_attention_heads);
-  put("num_key_value_heads", model.num_key_value_heads);
-  node["head_dim"] = model.rope.head_dim;
-  put("rms_norm_eps", model.rms_norm_eps);
-  put("tie_word_embeddings", model.tie_word_embeddings);
-  const RopeScalingConfig& rope = model.rope;
-  node["max_position_embeddings"] = rope.max_position_embeddings;
-  node["rope_theta"] = rope.rope_theta;
-  node["partial_rotary_factor"] = rope.partial_rotary_factor;
-  if (rope.rope_type == RopeType::kDefault) {
-    node["rope_scaling"] = YAML::Node(YAML::NodeType::Null);
-    return node;
-  }
-  YAML::Node scaling(YAML::NodeType::Map);
-  scaling["rope_type"] = RopeTypeName(rope.rope_type);
-  const std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
-  auto applies = [&](const std::string& key) {
-    for (const std::string& k : keys) {
-      if (k == key) return true;
-    }
-    return false;
-  };
-  auto put_scaling = [&](const char* key, const auto& value) {
-    if (value.has_value() && applies(key)) scaling[key] = *value;
-  };
-  put_scaling("factor", rope.factor);
-  put_scaling("original_max_position_embeddings",
-              rope.original_max_position_embeddings);
-  put_scaling("attention_factor", rope.attention_factor);
-  if (applies("beta_fast")) scaling["beta_fast"] = rope.beta_fast;
-  if (applies("beta_slow")) scaling["beta_slow"] = rope.beta_slow;
-  put_scaling("mscale", rope.mscale);
-  put_scaling("mscale_all_dim", rope.mscale_all_dim);
-  if (applies("truncate")) scaling["truncate"] = rope.truncate;
-  put_scaling("low_freq_factor", rope.low_freq_factor);
-  put_scaling("high_freq_factor", rope.high_freq_factor);
-  for (auto [key, list] : {std::pair{"short_factor", &rope.short_factor},
-                           std::pair{"long_factor", &rope.long_factor}}) {
-    if (!list->has_value() || !applies(key)) continue;
-    YAML::Node values(YAML::NodeType::Sequence);
-    values.SetStyle(YAML::EmitterStyle::Flow);
-    for (double v : **list) values.push_back(v);
-    scaling[key] = values;
-  }
-  node["rope_scaling"] = scaling;
-  return node;
-}
-
-}  // namespace
 
 std::string TrainConfigToYaml(const TrainConfig& config) {
   YAML::Node root(YAML::NodeType::Map);
   root["output_dir"] = config.output_dir;
-  root["model"] = ModelToYaml(config.model);
+  root["model"] = ModelConfigToYaml(config.model);
   root["data"]["path"] = config.data.path;
   root["data"]["passkey_fraction"] = config.data.passkey_fraction;
-  root["data"]["passkey_loss"] = config.data.passkey_loss;
+  root["data"]["passkey_loss"] = PasskeyLossName(config.data.passkey_loss);
   const TrainSection& t = config.train;
   YAML::Node train(YAML::NodeType::Map);
   train["batch_size"] = t.batch_size;
@@ -469,6 +175,38 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   out.SetDoublePrecision(17);
   out << root;
   return std::string(out.c_str()) + "\n";
+}
+
+TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
+                                       const std::string& file) {
+  TrainConfig config = ParseTrainConfig(yaml_text, file);
+  const YAML::Node data = LoadConfigYaml(yaml_text, file)["data"];
+  if (!(data && data["passkey_loss"]) && config.data.passkey_fraction > 0) {
+    config.data.passkey_loss = PasskeyLoss::kAll;
+  }
+  return config;
+}
+
+std::string DataStreamDifferences(const TrainConfig& saved,
+                                  const TrainConfig& now) {
+  std::string differences;
+  const auto compare = [&differences](const char* key, const auto& before,
+                                      const auto& after) {
+    if (before == after) return;
+    differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
+                          " (checkpoint) vs ", after, " (config)");
+  };
+  compare("train.batch_size", saved.train.batch_size, now.train.batch_size);
+  compare("train.seq_len", saved.train.seq_len, now.train.seq_len);
+  compare("train.gradient_accumulation_steps",
+          saved.train.gradient_accumulation_steps,
+          now.train.gradient_accumulation_steps);
+  compare("train.seed", saved.train.seed, now.train.seed);
+  compare("data.passkey_fraction", saved.data.passkey_fraction,
+          now.data.passkey_fraction);
+  compare("data.passkey_loss", std::string(PasskeyLossName(saved.data.passkey_loss)),
+          std::string(PasskeyLossName(now.data.passkey_loss)));
+  return differences;
 }
 
 }  // namespace rotor::train

@@ -17,13 +17,12 @@
 #ifndef ROTOR_TRAIN_TRAIN_CONFIG_H_
 #define ROTOR_TRAIN_TRAIN_CONFIG_H_
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "train/config/model_config.h"
+#include "train/data/passkey.h"
 
 namespace rotor::train {
 
@@ -38,7 +37,7 @@ struct DataConfig {
   double passkey_fraction = 0.0;
   // Which tokens of those rows the loss scores: "retrieval" (the key's
   // second mention and the answer, the default) or "all".
-  std::string passkey_loss = "retrieval";
+  PasskeyLoss passkey_loss = PasskeyLoss::kRetrieval;
 };
 
 struct TrainSection {
@@ -107,17 +106,20 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 TrainConfig LoadTrainConfig(const std::string& path,
                             const std::vector<std::string>& overrides = {});
 
-// Parses the YAML text of a config file `file` (an empty file is an empty
-// map) and rejects repeated keys, which yaml-cpp would silently resolve.
-// Errors read "file:LINE:COL: ...". Used by every config parser.
-YAML::Node LoadConfigYaml(const std::string& yaml_text,
-                          const std::string& file);
+// Parses the config.yaml saved in a checkpoint (`file` names it). Checkpoints
+// written before data.passkey_loss existed scored every token of their
+// passkey rows, so for them a missing key reads as "all", not today's
+// default.
+TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
+                                       const std::string& file);
 
-// Applies one "a.b.c=value" override to a YAML tree (creating missing
-// maps on the way; the value is read as YAML) and returns the key path
-// "a.b.c". Throws rotor::Error for a malformed assignment. Used for every
-// config file that takes command-line overrides.
-std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment);
+// The settings that decide which data a run sees (batch_size, seq_len,
+// gradient_accumulation_steps, seed, passkey_fraction, passkey_loss) that
+// differ between `saved` (a checkpoint's run) and `now`, each as
+// "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated; empty if
+// none differs.
+std::string DataStreamDifferences(const TrainConfig& saved,
+                                  const TrainConfig& now);
 
 // The resolved config as YAML: every section and key, defaults filled in.
 // Parsing it again gives the same config.

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/autograd.h"
 #include "core/error.h"
 
 namespace rotor::train {
@@ -29,16 +28,13 @@ void AppendFiller(int64_t count, std::vector<TokenId>& out) {
   }
 }
 
-// A generator for item `index` (a training row, or an evaluation cell) of a
-// run seeded with `seed`: SplitMix64 of a mix of both, so neighbouring items
-// get unrelated streams.
-Rng ItemRng(uint64_t seed, uint64_t index) {
+}  // namespace
+
+Rng PasskeyItemRng(uint64_t seed, uint64_t index) {
   Rng mixer(seed ^ 0x7061737365796b65ull);  // "passkey" in ASCII
   const uint64_t base = mixer.NextU64();
   return Rng(base ^ (index * 0x9E3779B97F4A7C15ull));
 }
-
-}  // namespace
 
 int64_t PasskeyMinLength(int num_digits) {
   // BOS, "\n" after the prefix, the key line, "\n" after it, "\n" after the
@@ -86,17 +82,6 @@ PasskeyExample MakePasskeyExample(int64_t length, double depth, Rng& rng,
   return example;
 }
 
-bool PasskeyAnswerMatches(const std::string& generated,
-                          const std::string& key) {
-  const auto is_digit = [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0;
-  };
-  const auto begin = std::find_if(generated.begin(), generated.end(), is_digit);
-  if (begin == generated.end()) return false;
-  const auto end = std::find_if_not(begin, generated.end(), is_digit);
-  return std::string(begin, end) == key;
-}
-
 PasskeyLoss ParsePasskeyLoss(const std::string& name) {
   if (name == "retrieval") return PasskeyLoss::kRetrieval;
   if (name == "all") return PasskeyLoss::kAll;
@@ -115,7 +100,7 @@ void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
   if (fraction == 0.0) return;
   const int64_t seq = batch.seq_len;
   for (int64_t row = 0; row < batch.batch_size; ++row) {
-    Rng rng = ItemRng(seed, first_row + static_cast<uint64_t>(row));
+    Rng rng = PasskeyItemRng(seed, first_row + static_cast<uint64_t>(row));
     if (rng.Uniform() >= fraction) continue;
     const double depth =
         rng.Uniform() < kPasskeyStartShare ? 0.0 : rng.Uniform();
@@ -137,90 +122,6 @@ void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
       }
     }
   }
-}
-
-int64_t PasskeyDigitsRight(const float* logits, int64_t vocab,
-                           const PasskeyExample& example) {
-  const int64_t digits = static_cast<int64_t>(example.key.size());
-  int64_t right = 0;
-  for (int64_t i = 0; i < digits; ++i) {
-    // The digit at token answer_start + i is predicted by input position
-    // answer_start + i - 1.
-    const float* row = logits + (example.answer_start + i - 1) * vocab;
-    const TokenId predicted =
-        static_cast<TokenId>(std::max_element(row, row + vocab) - row);
-    right += predicted == example.tokens[example.answer_start + i] ? 1 : 0;
-  }
-  return right;
-}
-
-bool PasskeyRetrieved(const float* logits, int64_t vocab,
-                      const PasskeyExample& example) {
-  return PasskeyDigitsRight(logits, vocab, example) ==
-         static_cast<int64_t>(example.key.size());
-}
-
-std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
-                                         const PasskeyEvalOptions& options) {
-  ROTOR_CHECK(options.trials >= 1, "passkey eval: trials must be >= 1, got ",
-              options.trials);
-  NoGradGuard no_grad;
-  const int64_t vocab = model.config().vocab_size;
-  std::vector<PasskeyCell> cells;
-  for (const int64_t length : options.lengths) {
-    model.SetSequenceLength(length);
-    for (size_t d = 0; d < options.depths.size(); ++d) {
-      // Keys depend on (seed, length, depth index) only.
-      Rng rng = ItemRng(options.seed, static_cast<uint64_t>(length) * 1000 + d);
-      std::vector<PasskeyExample> examples;
-      std::vector<TokenId> inputs;
-      inputs.reserve(static_cast<size_t>(options.trials * length));
-      for (int64_t trial = 0; trial < options.trials; ++trial) {
-        examples.push_back(MakePasskeyExample(length + 1, options.depths[d],
-                                              rng, options.num_digits));
-        inputs.insert(inputs.end(), examples.back().tokens.begin(),
-                      examples.back().tokens.end() - 1);
-      }
-      const Tensor logits = model.Logits(inputs, options.trials, length);
-      PasskeyCell cell;
-      cell.length = length;
-      cell.depth = options.depths[d];
-      cell.trials = options.trials;
-      cell.num_digits = options.num_digits;
-      for (int64_t trial = 0; trial < options.trials; ++trial) {
-        const int64_t right = PasskeyDigitsRight(
-            logits.data() + trial * length * vocab, vocab, examples[trial]);
-        cell.digits_right += right;
-        cell.correct += right == options.num_digits ? 1 : 0;
-      }
-      cells.push_back(cell);
-    }
-  }
-  return cells;
-}
-
-double PasskeyAccuracyAt(const std::vector<PasskeyCell>& cells,
-                         int64_t length) {
-  int64_t correct = 0, trials = 0;
-  for (const PasskeyCell& cell : cells) {
-    if (cell.length != length) continue;
-    correct += cell.correct;
-    trials += cell.trials;
-  }
-  ROTOR_CHECK(trials > 0, "passkey: no cells for length ", length);
-  return static_cast<double>(correct) / static_cast<double>(trials);
-}
-
-double PasskeyDigitAccuracyAt(const std::vector<PasskeyCell>& cells,
-                              int64_t length) {
-  int64_t right = 0, digits = 0;
-  for (const PasskeyCell& cell : cells) {
-    if (cell.length != length) continue;
-    right += cell.digits_right;
-    digits += cell.trials * cell.num_digits;
-  }
-  ROTOR_CHECK(digits > 0, "passkey: no cells for length ", length);
-  return static_cast<double>(right) / static_cast<double>(digits);
 }
 
 }  // namespace rotor::train

@@ -199,19 +199,16 @@ struct Document {
   std::string text;
 };
 
-JsonValue SplitJson(const std::string& file_name,
-                    const PrepareSplitSummary& summary,
-                    const std::vector<const Document*>& documents) {
-  JsonValue split = JsonValue::Object();
-  split.Set("file", JsonValue::String(file_name));
-  split.Set("documents", JsonValue::Unsigned(summary.documents));
-  split.Set("tokens", JsonValue::Unsigned(summary.tokens));
-  JsonValue sources = JsonValue::Array();
+Json SplitJson(const std::string& file_name, const PrepareSplitSummary& summary,
+               const std::vector<const Document*>& documents) {
+  Json sources = Json::array();
   for (const Document* document : documents) {
-    sources.Append(JsonValue::String(document->source));
+    sources.push_back(document->source);
   }
-  split.Set("sources", std::move(sources));
-  return split;
+  return {{"file", file_name},
+          {"documents", summary.documents},
+          {"tokens", summary.tokens},
+          {"sources", std::move(sources)}};
 }
 
 std::vector<uint16_t> Tokenize(const std::vector<const Document*>& documents) {
@@ -281,33 +278,22 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   summary.train = {train.size(), train_tokens.size()};
   summary.val = {val.size(), val_tokens.size()};
 
-  JsonValue meta = JsonValue::Object();
-  meta.Set("format", JsonValue::String("rotor-tokens"));
-  meta.Set("format_version", JsonValue::Unsigned(kTokenFileVersion));
-  meta.Set("created_by", JsonValue::String(StrCat("rotor ", ROTOR_VERSION)));
-  JsonValue tokenizer = JsonValue::Object();
-  tokenizer.Set("name", JsonValue::String(ByteTokenizer::Name()));
-  tokenizer.Set("vocab_size", JsonValue::Integer(ByteTokenizer::kVocabSize));
-  tokenizer.Set("end_of_text_id",
-                JsonValue::Integer(ByteTokenizer::kEndOfText));
-  tokenizer.Set("end_of_text",
-                JsonValue::String(ByteTokenizer::kEndOfTextText));
-  meta.Set("tokenizer", std::move(tokenizer));
-  meta.Set("source_format", JsonValue::String(options.format));
-  JsonValue inputs = JsonValue::Array();
-  for (const std::string& input : options.inputs) {
-    inputs.Append(JsonValue::String(input));
-  }
-  meta.Set("inputs", std::move(inputs));
-  meta.Set("val_fraction", JsonValue::Number(options.val_fraction));
-  meta.Set("seed", JsonValue::Unsigned(options.seed));
-  JsonValue skipped = JsonValue::Array();
-  for (const std::string& file : summary.skipped_empty) {
-    skipped.Append(JsonValue::String(file));
-  }
-  meta.Set("skipped_empty_files", std::move(skipped));
-  meta.Set("train", SplitJson("train.bin", summary.train, train));
-  meta.Set("val", SplitJson("val.bin", summary.val, val));
+  const Json meta = {
+      {"format", "rotor-tokens"},
+      {"format_version", kTokenFileVersion},
+      {"created_by", StrCat("rotor ", ROTOR_VERSION)},
+      {"tokenizer",
+       {{"name", ByteTokenizer::Name()},
+        {"vocab_size", ByteTokenizer::kVocabSize},
+        {"end_of_text_id", ByteTokenizer::kEndOfText},
+        {"end_of_text", ByteTokenizer::kEndOfTextText}}},
+      {"source_format", options.format},
+      {"inputs", options.inputs},
+      {"val_fraction", options.val_fraction},
+      {"seed", options.seed},
+      {"skipped_empty_files", summary.skipped_empty},
+      {"train", SplitJson("train.bin", summary.train, train)},
+      {"val", SplitJson("val.bin", summary.val, val)}};
 
   std::error_code ignored;
   const fs::path parent = fs::path(options.output).parent_path();
@@ -317,7 +303,7 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
                    train.size());
     WriteTokenFile(dir + "/val.bin", val_tokens, ByteTokenizer::kVocabSize,
                    val.size());
-    WriteFileAtomically(dir + "/meta.json", meta.Dump(2) + "\n");
+    WriteFileAtomically(dir + "/meta.json", meta.dump(2) + "\n");
   });
   return summary;
 }

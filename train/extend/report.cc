@@ -1,7 +1,5 @@
 #include "train/extend/report.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,12 +14,15 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "train/checkpoint.h"
-#include "train/init_from.h"
+#include "train/eval/passkey_eval.h"
+#include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/metrics.h"
 #include "train/data/passkey.h"
 #include "train/io/plot.h"
 #include "train/data/token_file.h"
 #include "train/config/train_config.h"
+#include "train/data/data_dir.h"
 #include "train/trainer.h"
 
 namespace rotor::train {
@@ -29,92 +30,6 @@ namespace rotor::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// ---------------------------------------------------------------------------
-// Config parsing.
-
-[[noreturn]] void Fail(const std::string& file, const YAML::Node& at,
-                       const std::string& key, const std::string& message) {
-  std::string where = file;
-  if (at.IsDefined() && at.Mark().line >= 0) {
-    where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
-  }
-  throw Error(StrCat(where, ": ", key, ": ", message));
-}
-
-void RequireKnownKeys(const std::string& file, const YAML::Node& node,
-                      const std::string& path,
-                      const std::set<std::string>& known) {
-  if (!node || node.IsNull()) return;
-  if (!node.IsMap()) Fail(file, node, path, "expected a map of settings");
-  for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
-    if (known.count(key)) continue;
-    std::string list;
-    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-    Fail(file, entry.first, path.empty() ? key : path + "." + key,
-         "unknown key (known keys: " + list + ")");
-  }
-}
-
-template <typename T>
-void ReadScalar(const std::string& file, const YAML::Node& parent,
-                const char* key, const std::string& path, T& out,
-                const char* expected) {
-  if (!parent || !parent.IsMap()) return;
-  const YAML::Node value = parent[key];
-  if (!value || value.IsNull()) return;
-  if (!value.IsScalar() || !YAML::convert<T>::decode(value, out)) {
-    Fail(file, value, path, StrCat("expected ", expected));
-  }
-}
-
-template <typename T>
-void ReadList(const std::string& file, const YAML::Node& parent,
-              const char* key, const std::string& path, std::vector<T>& out,
-              const char* expected) {
-  if (!parent || !parent.IsMap()) return;
-  const YAML::Node value = parent[key];
-  if (!value || value.IsNull()) return;
-  if (!value.IsSequence()) Fail(file, value, path, "expected a list");
-  out.clear();
-  for (const YAML::Node& item : value) {
-    T parsed;
-    if (!item.IsScalar() || !YAML::convert<T>::decode(item, parsed)) {
-      Fail(file, item, path, StrCat("expected a list of ", expected));
-    }
-    out.push_back(parsed);
-  }
-}
-
-void ReadMethods(const std::string& file, const YAML::Node& parent,
-                 const char* key, const std::string& path,
-                 std::vector<RopeType>& out) {
-  std::vector<std::string> names;
-  ReadList(file, parent, key, path, names, "rope_type names");
-  if (!parent || !parent.IsMap() || !parent[key] || parent[key].IsNull()) {
-    return;
-  }
-  out.clear();
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::optional<RopeType> type = RopeTypeFromName(names[i]);
-    if (!type) {
-      Fail(file, parent[key][i], path,
-           StrCat("unknown method '", names[i], "' (", RopeTypeNames(), ")"));
-    }
-    out.push_back(*type);
-  }
-}
-
-bool Contains(const std::vector<RopeType>& list, RopeType type) {
-  return std::find(list.begin(), list.end(), type) != list.end();
-}
 
 // ---------------------------------------------------------------------------
 // Results.
@@ -140,81 +55,64 @@ std::string VariantLabel(const VariantResult& r) {
          (r.finetuned ? " + fine-tune" : " (zero-shot)");
 }
 
-JsonValue ToJson(const VariantResult& r) {
-  JsonValue json = JsonValue::Object();
-  json.Set("method", JsonValue::String(RopeTypeName(r.method)));
-  json.Set("finetuned", JsonValue::Bool(r.finetuned));
-  JsonValue perplexity = JsonValue::Array();
+Json ToJson(const VariantResult& r) {
+  Json perplexity = Json::array();
   for (const LengthPerplexity& p : r.perplexity) {
-    JsonValue item = JsonValue::Object();
-    item.Set("length", JsonValue::Integer(p.length));
-    item.Set("loss", JsonValue::Number(p.loss));
-    item.Set("perplexity", JsonValue::Number(p.perplexity));
-    item.Set("tokens", JsonValue::Integer(p.tokens));
-    perplexity.Append(item);
+    perplexity.push_back({{"length", p.length},
+                          {"loss", p.loss},
+                          {"perplexity", p.perplexity},
+                          {"tokens", p.tokens}});
   }
-  json.Set("perplexity", perplexity);
-  JsonValue passkey = JsonValue::Array();
+  Json passkey = Json::array();
   for (const PasskeyCell& c : r.passkey) {
-    JsonValue item = JsonValue::Object();
-    item.Set("length", JsonValue::Integer(c.length));
-    item.Set("depth", JsonValue::Number(c.depth));
-    item.Set("correct", JsonValue::Integer(c.correct));
-    item.Set("digits_right", JsonValue::Integer(c.digits_right));
-    item.Set("num_digits", JsonValue::Integer(c.num_digits));
-    item.Set("trials", JsonValue::Integer(c.trials));
-    passkey.Append(item);
+    passkey.push_back({{"length", c.length},
+                       {"depth", c.depth},
+                       {"correct", c.correct},
+                       {"digits_right", c.digits_right},
+                       {"num_digits", c.num_digits},
+                       {"trials", c.trials}});
   }
-  json.Set("passkey", passkey);
-  json.Set("eval_seconds", JsonValue::Number(r.eval_seconds));
-  json.Set("finetune_seconds", JsonValue::Number(r.finetune_seconds));
-  return json;
+  return {{"method", RopeTypeName(r.method)},
+          {"finetuned", r.finetuned},
+          {"perplexity", std::move(perplexity)},
+          {"passkey", std::move(passkey)},
+          {"eval_seconds", r.eval_seconds},
+          {"finetune_seconds", r.finetune_seconds}};
 }
 
-VariantResult FromJson(const JsonValue& json) {
+VariantResult FromJson(const Json& json, const std::string& source) {
   VariantResult r;
-  r.method = *RopeTypeFromName(json.Get("method").AsString());
-  r.finetuned = json.Get("finetuned").AsBool();
-  for (const JsonValue& item : json.Get("perplexity").items()) {
+  const std::string method = JsonMember<std::string>(json, "method", source);
+  const std::optional<RopeType> type = RopeTypeFromName(method);
+  ROTOR_CHECK(type.has_value(), source, ": unknown method \"", method, "\"");
+  r.method = *type;
+  r.finetuned = JsonMember<bool>(json, "finetuned", source);
+  for (const Json& item : json.at("perplexity")) {
     LengthPerplexity p;
-    p.length = item.Get("length").AsInt64();
-    p.loss = item.Get("loss").AsDouble();
-    p.perplexity = item.Get("perplexity").AsDouble();
-    p.tokens = item.Get("tokens").AsInt64();
+    p.length = JsonMember<int64_t>(item, "length", source);
+    p.loss = JsonMember<double>(item, "loss", source);
+    p.perplexity = JsonMember<double>(item, "perplexity", source);
+    p.tokens = JsonMember<int64_t>(item, "tokens", source);
     r.perplexity.push_back(p);
   }
-  for (const JsonValue& item : json.Get("passkey").items()) {
+  for (const Json& item : json.at("passkey")) {
     PasskeyCell c;
-    c.length = item.Get("length").AsInt64();
-    c.depth = item.Get("depth").AsDouble();
-    c.correct = item.Get("correct").AsInt64();
-    c.digits_right = item.Get("digits_right").AsInt64();
-    c.num_digits = static_cast<int>(item.Get("num_digits").AsInt64());
-    c.trials = item.Get("trials").AsInt64();
+    c.length = JsonMember<int64_t>(item, "length", source);
+    c.depth = JsonMember<double>(item, "depth", source);
+    c.correct = JsonMember<int64_t>(item, "correct", source);
+    c.digits_right = JsonMember<int64_t>(item, "digits_right", source);
+    c.num_digits =
+        static_cast<int>(JsonMember<int64_t>(item, "num_digits", source));
+    c.trials = JsonMember<int64_t>(item, "trials", source);
     r.passkey.push_back(c);
   }
-  r.eval_seconds = json.Get("eval_seconds").AsDouble();
-  r.finetune_seconds = json.Get("finetune_seconds").AsDouble();
+  r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);
+  r.finetune_seconds = JsonMember<double>(json, "finetune_seconds", source);
   return r;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  ROTOR_CHECK(in.good(), "cannot read ", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << text;
-    ROTOR_CHECK(out.good(), "cannot write ", temporary);
-  }
-  fs::rename(temporary, path);
+bool Contains(const std::vector<RopeType>& list, RopeType type) {
+  return std::find(list.begin(), list.end(), type) != list.end();
 }
 
 // A finished run found in `wanted.output_dir` (newest checkpoint
@@ -265,12 +163,6 @@ std::string Percent(double fraction) {
   return Fixed(100.0 * fraction, 0) + "%";
 }
 
-std::string Duration(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  return s >= 60 ? StrCat(s / 60, "m", s % 60 < 10 ? "0" : "", s % 60, "s")
-                 : StrCat(s, "s");
-}
-
 const LengthPerplexity* PerplexityAt(const VariantResult& r, int64_t length) {
   for (const LengthPerplexity& p : r.perplexity) {
     if (p.length == length) return &p;
@@ -288,150 +180,6 @@ bool HasPasskeyLength(const VariantResult& r, int64_t length) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-
-ExtendReportConfig ParseExtendReportConfig(
-    const std::string& yaml_text, const std::string& file,
-    const std::vector<std::string>& overrides) {
-  YAML::Node root = LoadConfigYaml(yaml_text, file);
-  ROTOR_CHECK(root.IsMap(), file, ": expected a map with base:, factor:, ...");
-  for (const std::string& assignment : overrides) {
-    ApplyYamlOverride(root, assignment);
-  }
-  RequireKnownKeys(file, root, "",
-                   {"base", "output_dir", "factor", "methods", "finetune",
-                    "eval", "threads"});
-  ExtendReportConfig config;
-  config.file = file;
-
-  const YAML::Node base = root["base"];
-  RequireKnownKeys(file, base, "base", {"config", "overrides", "practice"});
-  ReadScalar(file, base, "config", "base.config", config.base_config,
-             "a file name");
-  ReadList(file, base, "overrides", "base.overrides", config.base_overrides,
-           "key.path=value strings");
-  if (config.base_config.empty()) {
-    Fail(file, base, "base.config",
-         "is required: the training config of the base model");
-  }
-  const YAML::Node practice = base["practice"];
-  RequireKnownKeys(file, practice, "base.practice",
-                   {"steps", "passkey_fraction", "warmup_steps", "output_dir"});
-  ReadScalar(file, practice, "steps", "base.practice.steps",
-             config.practice_steps, "an integer");
-  ReadScalar(file, practice, "passkey_fraction",
-             "base.practice.passkey_fraction", config.practice_passkey_fraction,
-             "a number");
-  ReadScalar(file, practice, "warmup_steps", "base.practice.warmup_steps",
-             config.practice_warmup_steps, "an integer");
-  ReadScalar(file, practice, "output_dir", "base.practice.output_dir",
-             config.practice_output_dir, "a folder name");
-  if (config.practice_steps < 0) {
-    Fail(file, practice["steps"], "base.practice.steps",
-         StrCat("must be >= 0 (0 = no practice), got ", config.practice_steps));
-  }
-  if (!(config.practice_passkey_fraction > 0.0 &&
-        config.practice_passkey_fraction <= 1.0)) {
-    Fail(file, practice["passkey_fraction"], "base.practice.passkey_fraction",
-         StrCat("must be in (0, 1], got ", config.practice_passkey_fraction));
-  }
-  if (config.practice_steps > 0 && config.practice_output_dir.empty()) {
-    Fail(file, practice, "base.practice.output_dir",
-         "is required with base.practice.steps > 0: the practice run's folder");
-  }
-  ReadScalar(file, root, "output_dir", "output_dir", config.output_dir,
-             "a folder name");
-  ReadScalar(file, root, "factor", "factor", config.factor, "a number");
-  if (!(config.factor > 1.0 && config.factor <= 64.0)) {
-    Fail(file, root["factor"], "factor",
-         StrCat("must be in (1, 64], got ", config.factor));
-  }
-  ReadMethods(file, root, "methods", "methods", config.methods);
-  ReadScalar(file, root, "threads", "threads", config.threads, "an integer");
-
-  const YAML::Node finetune = root["finetune"];
-  RequireKnownKeys(file, finetune, "finetune",
-                   {"steps", "lr", "min_lr", "warmup_steps", "tokens_per_step",
-                    "passkey_fraction", "skip"});
-  ReadScalar(file, finetune, "steps", "finetune.steps", config.finetune_steps,
-             "an integer");
-  ReadScalar(file, finetune, "lr", "finetune.lr", config.finetune_lr,
-             "a number");
-  ReadScalar(file, finetune, "min_lr", "finetune.min_lr",
-             config.finetune_min_lr, "a number");
-  ReadScalar(file, finetune, "warmup_steps", "finetune.warmup_steps",
-             config.finetune_warmup_steps, "an integer");
-  ReadScalar(file, finetune, "tokens_per_step", "finetune.tokens_per_step",
-             config.finetune_tokens_per_step, "an integer");
-  ReadScalar(file, finetune, "passkey_fraction", "finetune.passkey_fraction",
-             config.finetune_passkey_fraction, "a number");
-  if (finetune["passkey_fraction"] &&
-      !(config.finetune_passkey_fraction >= 0.0 &&
-        config.finetune_passkey_fraction <= 1.0)) {
-    Fail(file, finetune["passkey_fraction"], "finetune.passkey_fraction",
-         StrCat("must be in [0, 1], got ", config.finetune_passkey_fraction));
-  }
-  ReadMethods(file, finetune, "skip", "finetune.skip", config.finetune_skip);
-  if (config.finetune_steps < 0) {
-    Fail(file, finetune["steps"], "finetune.steps",
-         StrCat("must be >= 0 (0 = zero-shot only), got ",
-                config.finetune_steps));
-  }
-  if (Contains(config.methods, RopeType::kDynamic) &&
-      !Contains(config.finetune_skip, RopeType::kDynamic) &&
-      config.finetune_steps > 0) {
-    Fail(file, finetune, "finetune.skip",
-         "must list dynamic: dynamic NTK reads its original length L0 from "
-         "max_position_embeddings, so it cannot be fine-tuned at a longer "
-         "seq_len (it is meant for use without fine-tuning)");
-  }
-
-  const YAML::Node eval = root["eval"];
-  RequireKnownKeys(file, eval, "eval",
-                   {"lengths", "documents", "method", "stride",
-                    "passkey_lengths", "depths", "trials"});
-  ReadList(file, eval, "lengths", "eval.lengths", config.lengths,
-           "positive integers");
-  ReadScalar(file, eval, "documents", "eval.documents", config.documents,
-             "an integer");
-  std::string method = LengthEvalMethodName(config.ppl_method);
-  ReadScalar(file, eval, "method", "eval.method", method, "a name");
-  try {
-    config.ppl_method = LengthEvalMethodFromName(method);
-  } catch (const Error& e) {
-    Fail(file, eval["method"], "eval.method", e.what());
-  }
-  ReadScalar(file, eval, "stride", "eval.stride", config.stride, "an integer");
-  ReadList(file, eval, "passkey_lengths", "eval.passkey_lengths",
-           config.passkey_lengths, "positive integers");
-  ReadList(file, eval, "depths", "eval.depths", config.depths,
-           "numbers in [0, 1]");
-  ReadScalar(file, eval, "trials", "eval.trials", config.trials, "an integer");
-  for (int64_t length : config.lengths) {
-    if (length < 1) Fail(file, eval["lengths"], "eval.lengths", "must be >= 1");
-  }
-  for (int64_t length : config.passkey_lengths) {
-    if (length < PasskeyMinLength()) {
-      Fail(file, eval["passkey_lengths"], "eval.passkey_lengths",
-           StrCat("must be >= ", PasskeyMinLength(),
-                  " (the shortest passkey prompt), got ", length));
-    }
-  }
-  for (double depth : config.depths) {
-    if (!(depth >= 0.0 && depth <= 1.0)) {
-      Fail(file, eval["depths"], "eval.depths",
-           StrCat("must be in [0, 1], got ", depth));
-    }
-  }
-  if (config.documents < 1 || config.trials < 1) {
-    Fail(file, eval, "eval", "documents and trials must be >= 1");
-  }
-  return config;
-}
-
-ExtendReportConfig LoadExtendReportConfig(
-    const std::string& path, const std::vector<std::string>& overrides) {
-  return ParseExtendReportConfig(ReadFile(path), path, overrides);
-}
 
 std::vector<std::string> ExtensionOverrides(RopeType method, double factor,
                                             int64_t base_length,
@@ -609,7 +357,7 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   VariantResult result;
   result.method = method;
   result.finetuned = finetuned;
-  const double start = Now();
+  const double start = SteadySeconds();
   LengthEvalOptions ppl;
   ppl.lengths = lengths_;
   ppl.num_documents = config_.documents;
@@ -622,7 +370,7 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   passkey.depths = config_.depths;
   passkey.trials = config_.trials;
   result.passkey = EvaluatePasskey(model, passkey);
-  result.eval_seconds = Now() - start;
+  result.eval_seconds = SteadySeconds() - start;
   return result;
 }
 
@@ -632,7 +380,7 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
       config_.output_dir + "/results/" + name + ".json";
   if (fs::exists(result_path)) {
     Say(name + ": done before (" + result_path + ")");
-    return FromJson(ParseJson(ReadFile(result_path), result_path));
+    return FromJson(ParseJson(ReadFile(result_path), result_path), result_path);
   }
   const std::vector<std::string>& rope =
       overrides_by_method_[RopeTypeName(method)];
@@ -695,7 +443,7 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
     result.finetune_seconds =
         LoadTrainerState(status.checkpoint).elapsed_seconds;
   }
-  WriteFile(result_path, ToJson(result).Dump(2) + "\n");
+  WriteFileAtomically(result_path, ToJson(result).dump(2) + "\n");
   const LengthPerplexity* at_extended = PerplexityAt(result, extended_length_);
   Say(StrCat(name, ": perplexity ",
              at_extended ? Fixed(at_extended->perplexity, 3) : "-", " at ",
@@ -704,12 +452,12 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
                  ? ", passkey " + Percent(PasskeyAccuracyAt(result.passkey,
                                                             extended_length_))
                  : std::string(),
-             " (", Duration(result.eval_seconds), " to evaluate)"));
+             " (", FormatDuration(result.eval_seconds), " to evaluate)"));
   return result;
 }
 
 ExtendReportSummary ReportRunner::Run() {
-  const double start = Now();
+  const double start = SteadySeconds();
   SetNumThreads(static_cast<int>(config_.threads));
   base_ = LoadTrainConfig(config_.base_config, config_.base_overrides);
   base_.train.threads = config_.threads;
@@ -735,6 +483,7 @@ ExtendReportSummary ReportRunner::Run() {
                 "eval.passkey_lengths");
   }
   fs::create_directories(config_.output_dir + "/logs");
+  fs::create_directories(config_.output_dir + "/results");
 
   TrainBase();
   val_path_ = ResolveDataDir(base_.data.path) + "/val.bin";
@@ -759,7 +508,7 @@ ExtendReportSummary ReportRunner::Run() {
     }
   }
   ExtendReportSummary summary;
-  summary.seconds = Now() - start;
+  summary.seconds = SteadySeconds() - start;
   summary.report_path = WriteReport(results, summary.seconds);
   Say("report: " + summary.report_path);
   return summary;
@@ -773,14 +522,13 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   const int64_t sl = extended_length_;
 
   // results.json: everything in one file.
-  JsonValue all = JsonValue::Object();
-  all.Set("base_checkpoint", JsonValue::String(base_checkpoint_));
-  all.Set("base_length", JsonValue::Integer(l));
-  all.Set("factor", JsonValue::Number(config_.factor));
-  JsonValue variants = JsonValue::Array();
-  for (const VariantResult& r : results) variants.Append(ToJson(r));
-  all.Set("variants", variants);
-  WriteFile(dir + "/results.json", all.Dump(2) + "\n");
+  Json variants = Json::array();
+  for (const VariantResult& r : results) variants.push_back(ToJson(r));
+  const Json all = {{"base_checkpoint", base_checkpoint_},
+                    {"base_length", l},
+                    {"factor", config_.factor},
+                    {"variants", std::move(variants)}};
+  WriteFileAtomically(dir + "/results.json", all.dump(2) + "\n");
 
   const VariantResult* base = nullptr;
   for (const VariantResult& r : results) {
@@ -1004,14 +752,14 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
     all_seconds += r.eval_seconds + r.finetune_seconds;
   }
   md << "| the whole comparison (base training included) under an hour | "
-     << Duration(all_seconds) << " | " << (all_seconds < 3600 ? "yes" : "no")
+     << FormatDuration(all_seconds) << " | " << (all_seconds < 3600 ? "yes" : "no")
      << " |\n\n";
 
   md << "## Time\n\nOn this machine ("
      << (config_.threads > 0 ? StrCat(config_.threads) : std::string("all"))
-     << " threads); base training: " << Duration(base_train_seconds_)
+     << " threads); base training: " << FormatDuration(base_train_seconds_)
      << (config_.practice_steps > 0
-             ? ", passkey practice: " + Duration(practice_seconds_)
+             ? ", passkey practice: " + FormatDuration(practice_seconds_)
              : std::string())
      << ".\n\n| method | fine-tune | evaluate zero-shot | evaluate fine-tuned "
         "|\n"
@@ -1020,12 +768,12 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
     const VariantResult* zero = find(method, false);
     const VariantResult* tuned = find(method, true);
     md << "| " << RopeTypeName(method) << " | "
-       << (tuned ? Duration(tuned->finetune_seconds) : "-") << " | "
-       << (zero ? Duration(zero->eval_seconds) : "-") << " | "
-       << (tuned ? Duration(tuned->eval_seconds) : "-") << " |\n";
+       << (tuned ? FormatDuration(tuned->finetune_seconds) : "-") << " | "
+       << (zero ? FormatDuration(zero->eval_seconds) : "-") << " | "
+       << (tuned ? FormatDuration(tuned->eval_seconds) : "-") << " |\n";
   }
-  md << "\nTotal: " << Duration(all_seconds)
-     << " (this invocation: " << Duration(total_seconds) << ").\n\n";
+  md << "\nTotal: " << FormatDuration(all_seconds)
+     << " (this invocation: " << FormatDuration(total_seconds) << ").\n\n";
 
   md << "## Settings\n\n"
      << "- Fine-tuning: `train.init_from` the base checkpoint, "
@@ -1037,7 +785,7 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
      << config_.finetune_min_lr << " (cosine) after "
      << config_.finetune_warmup_steps
      << " warm-up steps, the base config's data (passkey share "
-     << FinetunePasskeyFraction() << ", loss on " << base_.data.passkey_loss
+     << FinetunePasskeyFraction() << ", loss on " << PasskeyLossName(base_.data.passkey_loss)
      << " tokens). Runs: `" << dir << "/finetune/<method>`; logs: `" << dir
      << "/logs/`.\n"
      << "- Methods (`model.*` overrides on the base config):\n";
@@ -1055,7 +803,7 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
         "max_position_embeddings).\n";
   for (const std::string& problem : plot_notes) md << "- " << problem << "\n";
   const std::string path = dir + "/report.md";
-  WriteFile(path, md.str());
+  WriteFileAtomically(path, md.str());
   return path;
 }
 

@@ -25,21 +25,8 @@
 // finished practice run or fine-tune whose starting weights, steps or data
 // differ from what the report asks for is an error, not reused).
 //
-// The report config (configs/extend/report.yaml documents every key):
-//
-//   base: { config: configs/default.yaml, overrides: [],
-//           practice: { steps: 800, passkey_fraction: 0.75, warmup_steps: 50,
-//                       output_dir: runs/default-passkey } }
-//   output_dir: runs/extend-report
-//   factor: 4
-//   methods: [default, linear, ntk, dynamic, yarn, llama3, longrope]
-//   finetune: { steps: 200, lr: 5e-4, min_lr: 5e-5, warmup_steps: 20,
-//               tokens_per_step: 8192, passkey_fraction: 0.5,
-//               skip: [dynamic] }
-//   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
-//           passkey_lengths: [], depths: [0, 0.25, 0.5, 0.75, 1],
-//           trials: 10 }
-//   threads: 0
+// The report's settings: train/config/report_config.h (and
+// configs/extend/report.yaml, which documents every key).
 #ifndef ROTOR_TRAIN_EXTEND_REPORT_H_
 #define ROTOR_TRAIN_EXTEND_REPORT_H_
 
@@ -49,55 +36,9 @@
 #include <vector>
 
 #include "nn/rope_scaling.h"
-#include "train/eval/length_eval.h"
+#include "train/config/report_config.h"
 
 namespace rotor::train {
-
-struct ExtendReportConfig {
-  std::string file;                         // for messages
-  std::string base_config;                  // a training config (YAML)
-  std::vector<std::string> base_overrides;  // key=value on it
-  // Passkey practice after the base run, at the base length, from its
-  // weights, with the base config's learning rate; 0 steps = none.
-  int64_t practice_steps = 0;
-  double practice_passkey_fraction = 0.75;
-  int64_t practice_warmup_steps = 50;
-  std::string practice_output_dir;  // required when practice_steps > 0
-  std::string output_dir = "runs/extend-report";
-  double factor = 4.0;  // s
-  std::vector<RopeType> methods = {RopeType::kDefault, RopeType::kLinear,
-                                   RopeType::kNtk,     RopeType::kDynamic,
-                                   RopeType::kYarn,    RopeType::kLlama3,
-                                   RopeType::kLongRope};
-  // Fine-tuning at length s*L.
-  int64_t finetune_steps = 200;
-  double finetune_lr = 5e-4;
-  double finetune_min_lr = 5e-5;
-  int64_t finetune_warmup_steps = 20;
-  // Tokens per optimizer step; 0 = the base run's batch_size * seq_len (the
-  // batch size shrinks by s so each step costs about the same).
-  int64_t finetune_tokens_per_step = 0;
-  // data.passkey_fraction of the fine-tunes; < 0 = the base config's.
-  double finetune_passkey_fraction = -1.0;
-  std::vector<RopeType> finetune_skip = {RopeType::kDynamic};
-  // Evaluation. Empty lengths mean {L, 2L, s*L, 2*s*L} (sorted, unique).
-  std::vector<int64_t> lengths;
-  int64_t documents = 10;
-  LengthEvalMethod ppl_method = LengthEvalMethod::kTruncate;
-  int64_t stride = 0;                    // sliding only; 0 = L / 2
-  std::vector<int64_t> passkey_lengths;  // empty: the perplexity lengths
-  std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
-  int64_t trials = 10;
-  int64_t threads = 0;
-};
-
-// Parses a report config; `overrides` ("finetune.steps=50", ...) are applied
-// first. Errors name the file, line and key.
-ExtendReportConfig ParseExtendReportConfig(
-    const std::string& yaml_text, const std::string& file,
-    const std::vector<std::string>& overrides = {});
-ExtendReportConfig LoadExtendReportConfig(
-    const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The `model.*=value` overrides that turn a base model trained at
 // `base_length` into one extended by `factor` with `method`:

@@ -1,100 +1,63 @@
-// A small JSON reader and writer (RFC 8259), enough for rotor's own files:
-// safetensors headers, meta.json of a prepared data set, checkpoint state.
+// JSON for rotor's own files (safetensors headers, meta.json of a prepared
+// data set, trainer_state.json, metrics.jsonl, the report's results), on
+// nlohmann-json (Debian's nlohmann-json3-dev). This header adds what rotor
+// needs on top of the library and nothing else:
 //
-// JsonValue holds null, a bool, a number, a string, an array or an object.
-// Objects keep their keys in insertion order (so files rotor writes are
-// stable and easy to diff) and reject duplicate keys when parsing. Numbers
-// keep their source text, so integers up to 2^64 round-trip exactly
-// (AsInt64 / AsUint64) while AsDouble gives the usual double.
+//   Json meta = Json::object();          // nlohmann::ordered_json: objects
+//   meta["tokens"] = 1234;               // keep insertion order, so files
+//   std::string text = meta.dump(2);     // rotor writes are stable to diff
+//   Json back = ParseJson(text, "meta.json");
+//   uint64_t tokens = JsonMember<uint64_t>(back, "tokens", "meta.json");
 //
-//   JsonValue meta = JsonValue::Object();
-//   meta.Set("tokens", JsonValue::Integer(1234));
-//   std::string text = meta.Dump(2);          // pretty-printed, 2 spaces
-//   JsonValue back = ParseJson(text, "meta.json");
-//   uint64_t tokens = back.Get("tokens").AsUint64();
+// - ParseJson rejects repeated keys (the library would keep the last one
+//   silently) and nesting deeper than kMaxJsonDepth, and its errors name the
+//   source, the position and the JSON path.
+// - JsonMember / JsonAs read a value of one type strictly (no 1.5 -> 1, no
+//   -1 -> uint64_t), with errors naming the source and the key.
+// Integers keep all 64 bits; doubles are written with the shortest text that
+// reads back to the same double.
 //
-// Parse errors throw rotor::Error naming the source ("meta.json"), the byte
-// offset, and what was expected.
-#ifndef ROTOR_TRAIN_JSON_H_
-#define ROTOR_TRAIN_JSON_H_
+// Include this header from .cc files only: nlohmann-json is a private
+// dependency of rotor_train.
+#ifndef ROTOR_TRAIN_IO_JSON_H_
+#define ROTOR_TRAIN_IO_JSON_H_
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace rotor::train {
 
-class JsonValue {
- public:
-  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+using Json = nlohmann::ordered_json;
 
-  JsonValue() = default;  // null
-  static JsonValue Bool(bool value);
-  static JsonValue Integer(int64_t value);
-  static JsonValue Unsigned(uint64_t value);
-  // Finite doubles only (JSON has no NaN/Inf); written with 17 significant
-  // digits so the value round-trips.
-  static JsonValue Number(double value);
-  static JsonValue String(std::string value);
-  static JsonValue Array();
-  static JsonValue Object();
+inline constexpr int kMaxJsonDepth = 128;
 
-  Type type() const { return type_; }
-  bool is_null() const { return type_ == Type::kNull; }
-  bool is_bool() const { return type_ == Type::kBool; }
-  bool is_number() const { return type_ == Type::kNumber; }
-  bool is_string() const { return type_ == Type::kString; }
-  bool is_array() const { return type_ == Type::kArray; }
-  bool is_object() const { return type_ == Type::kObject; }
+// Parses one JSON document (surrounded by optional whitespace). `source`
+// names the text in error messages, e.g. a file path:
+//   "meta.json: invalid JSON: parse error at line 1, column 9: ..."
+//   "meta.json: duplicate key \"a\" at /train"
+Json ParseJson(std::string_view text, std::string_view source);
 
-  // Typed access; each throws rotor::Error if the type (or, for the integer
-  // forms, the value: fraction, sign, range) does not fit.
-  bool AsBool() const;
-  double AsDouble() const;
-  int64_t AsInt64() const;
-  uint64_t AsUint64() const;
-  const std::string& AsString() const;
+// `value` as T: bool, int64_t, uint64_t, double or std::string. Throws
+// rotor::Error naming `where` when the type does not fit (for the integer
+// types also a fraction, a sign or a range that does not fit).
+template <typename T>
+T JsonAs(const Json& value, std::string_view where);
 
-  // Arrays.
-  const std::vector<JsonValue>& items() const;
-  void Append(JsonValue value);
+// The member `key` of object `object` as T, as JsonAs; a missing key (or an
+// `object` that is no object) throws naming `where` and the key.
+template <typename T>
+T JsonMember(const Json& object, std::string_view key, std::string_view where);
 
-  // Objects, in insertion order.
-  const std::vector<std::pair<std::string, JsonValue>>& members() const;
-  // Replaces the value if `key` exists, else appends.
-  void Set(const std::string& key, JsonValue value);
-  // nullptr if absent (or if this is not an object).
-  const JsonValue* Find(std::string_view key) const;
-  // Throws rotor::Error naming the key if absent.
-  const JsonValue& Get(std::string_view key) const;
-
-  // Serializes. indent < 0: compact, no spaces ({"a":[1,2]}); indent >= 0:
-  // one member per line, nested levels indented by `indent` spaces.
-  std::string Dump(int indent = -1) const;
-
-  // "null", "bool", "number", "string", "array", "object".
-  static const char* TypeName(Type type);
-
- private:
-  friend class JsonParser;
-  void DumpTo(std::string& out, int indent, int depth) const;
-
-  Type type_ = Type::kNull;
-  bool bool_ = false;
-  std::string text_;  // number source text, or the string's value
-  std::vector<JsonValue> items_;
-  std::vector<std::pair<std::string, JsonValue>> members_;
-};
-
-// Parses one JSON value (surrounded by optional whitespace). `source` names
-// the text in error messages, e.g. a file path.
-JsonValue ParseJson(std::string_view text, std::string_view source);
-
-// Appends `value` as a JSON string literal (with quotes and escapes).
-void AppendJsonString(std::string& out, std::string_view value);
+// A double that may be NaN or infinite: JSON has neither, so those become
+// null, and NumberOrFallback reads a null (or missing) member back as the
+// fallback.
+Json FiniteOrNull(double value);
+double NumberOrFallback(const Json& object, std::string_view key,
+                        double fallback, std::string_view where);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_JSON_H_
+#endif  // ROTOR_TRAIN_IO_JSON_H_

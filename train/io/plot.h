@@ -22,6 +22,7 @@ struct LineSeries {
   std::vector<double> x;
   std::vector<double> y;  // same length as x; NaN or Inf points are skipped
   bool dashed = false;
+  bool points = true;  // a marker at each point (else a plain line)
 };
 
 struct LineChart {

@@ -97,14 +97,11 @@ void WriteSafetensors(const std::string& path,
               return sa != sb ? sa > sb : a->name < b->name;
             });
 
-  JsonValue header = JsonValue::Object();
-  JsonValue meta = JsonValue::Object();
+  Json header = Json::object();
+  Json& meta = header["__metadata__"] = Json::object();
   std::map<std::string, std::string> all_metadata = metadata;
   all_metadata.emplace("format", "pt");
-  for (const auto& [key, value] : all_metadata) {
-    meta.Set(key, JsonValue::String(value));
-  }
-  header.Set("__metadata__", std::move(meta));
+  for (const auto& [key, value] : all_metadata) meta[key] = value;
   std::vector<uint64_t> lengths;
   uint64_t offset = 0;
   for (const SafetensorsEntry* entry : order) {
@@ -113,21 +110,14 @@ void WriteSafetensors(const std::string& path,
         ByteLength(entry->shape, SafetensorsDtypeSize(entry->dtype), where);
     ROTOR_CHECK(length == 0 || entry->data != nullptr, where,
                 ": null data pointer");
-    JsonValue info = JsonValue::Object();
-    info.Set("dtype", JsonValue::String(SafetensorsDtypeName(entry->dtype)));
-    JsonValue shape = JsonValue::Array();
-    for (int64_t extent : entry->shape)
-      shape.Append(JsonValue::Integer(extent));
-    info.Set("shape", std::move(shape));
-    JsonValue offsets = JsonValue::Array();
-    offsets.Append(JsonValue::Unsigned(offset));
-    offsets.Append(JsonValue::Unsigned(offset + length));
-    info.Set("data_offsets", std::move(offsets));
-    header.Set(entry->name, std::move(info));
+    header[entry->name] = {
+        {"dtype", SafetensorsDtypeName(entry->dtype)},
+        {"shape", entry->shape},
+        {"data_offsets", {offset, offset + length}}};
     lengths.push_back(length);
     offset += length;
   }
-  std::string header_text = header.Dump();
+  std::string header_text = header.dump();
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
 
   unsigned char length_bytes[8];
@@ -168,63 +158,56 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
   ROTOR_CHECK(header_text.find_first_not_of(" \t\r\n") != std::string::npos &&
                   header_text[header_text.find_first_not_of(" \t\r\n")] == '{',
               source, ": header is not a JSON object");
-  const JsonValue header = ParseJson(header_text, source + " (header)");
+  const Json header = ParseJson(header_text, source + " (header)");
   file.data_start_ = 8 + header_size;
   const uint64_t data_size = bytes.size() - file.data_start_;
 
-  for (const auto& [name, value] : header.members()) {
+  for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
       ROTOR_CHECK(value.is_object(), source,
                   ": __metadata__ must be an object of strings");
-      for (const auto& [key, text] : value.members()) {
+      for (const auto& [key, text] : value.items()) {
         ROTOR_CHECK(text.is_string(), source, ": __metadata__ value of '", key,
-                    "' is a ", JsonValue::TypeName(text.type()),
+                    "' is a ", text.type_name(),
                     ", but safetensors metadata must be strings");
-        file.metadata_[key] = text.AsString();
+        file.metadata_[key] = text.get<std::string>();
       }
       continue;
     }
     const std::string where = StrCat(source, ": tensor '", name, "'");
     ROTOR_CHECK(value.is_object(), where, ": entry is not an object");
-    for (const auto& member : value.members()) {
-      ROTOR_CHECK(member.first == "dtype" || member.first == "shape" ||
-                      member.first == "data_offsets",
-                  where, ": unexpected key '", member.first, "'");
+    for (const auto& member : value.items()) {
+      ROTOR_CHECK(member.key() == "dtype" || member.key() == "shape" ||
+                      member.key() == "data_offsets",
+                  where, ": unexpected key '", member.key(), "'");
     }
-    const JsonValue* dtype = value.Find("dtype");
-    const JsonValue* shape = value.Find("shape");
-    const JsonValue* offsets = value.Find("data_offsets");
-    ROTOR_CHECK(dtype && shape && offsets, where,
-                ": needs dtype, shape and data_offsets");
-    ROTOR_CHECK(dtype->is_string(), where, ": dtype is not a string");
+    ROTOR_CHECK(value.contains("dtype") && value.contains("shape") &&
+                    value.contains("data_offsets"),
+                where, ": needs dtype, shape and data_offsets");
+    const Json& dtype = value["dtype"];
+    const Json& shape = value["shape"];
+    const Json& offsets = value["data_offsets"];
+    ROTOR_CHECK(dtype.is_string(), where, ": dtype is not a string");
     TensorInfo info;
     info.name = name;
     bool known = false;
     for (SafetensorsDtype candidate : kAllDtypes) {
-      if (dtype->AsString() == SafetensorsDtypeName(candidate)) {
+      if (dtype.get<std::string>() == SafetensorsDtypeName(candidate)) {
         info.dtype = candidate;
         known = true;
       }
     }
-    ROTOR_CHECK(known, where, ": unsupported dtype \"", dtype->AsString(),
-                "\" (rotor reads F32, I32, I64, U16)");
-    ROTOR_CHECK(shape->is_array(), where, ": shape is not an array");
-    for (const JsonValue& extent : shape->items()) {
+    ROTOR_CHECK(known, where, ": unsupported dtype ", dtype.dump(),
+                " (rotor reads F32, I32, I64, U16)");
+    ROTOR_CHECK(shape.is_array(), where, ": shape is not an array");
+    for (const Json& extent : shape) {
       ROTOR_CHECK(extent.is_number(), where, ": shape has a non-number");
-      try {
-        info.shape.push_back(extent.AsInt64());
-      } catch (const Error& error) {
-        throw Error(StrCat(where, ": bad shape: ", error.what()));
-      }
+      info.shape.push_back(JsonAs<int64_t>(extent, where + ": bad shape"));
     }
-    ROTOR_CHECK(offsets->is_array() && offsets->items().size() == 2, where,
+    ROTOR_CHECK(offsets.is_array() && offsets.size() == 2, where,
                 ": data_offsets must be [BEGIN, END]");
-    try {
-      info.begin = offsets->items()[0].AsUint64();
-      info.end = offsets->items()[1].AsUint64();
-    } catch (const Error& error) {
-      throw Error(StrCat(where, ": bad data_offsets: ", error.what()));
-    }
+    info.begin = JsonAs<uint64_t>(offsets[0], where + ": bad data_offsets");
+    info.end = JsonAs<uint64_t>(offsets[1], where + ": bad data_offsets");
     ROTOR_CHECK(info.begin <= info.end && info.end <= data_size, where,
                 ": data_offsets [", info.begin, ", ", info.end,
                 "] out of range (the data buffer has ", data_size, " bytes)");

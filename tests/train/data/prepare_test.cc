@@ -72,16 +72,16 @@ TEST(Prepare, EndToEndOnAFolderOfTextFiles) {
   EXPECT_EQ(summary.train.tokens + summary.val.tokens,
             5u + 5 + 5 + 8 + 5 + 4);  // five <|endoftext|> + the text bytes
 
-  const JsonValue meta =
+  const Json meta =
       ParseJson(ReadFile(dir.Path("out/meta.json")), "meta.json");
-  EXPECT_EQ(meta.Get("tokenizer").Get("vocab_size").AsInt64(), 257);
-  EXPECT_EQ(meta.Get("tokenizer").Get("end_of_text_id").AsInt64(), 256);
-  EXPECT_EQ(meta.Get("seed").AsUint64(), 3u);
-  EXPECT_DOUBLE_EQ(meta.Get("val_fraction").AsDouble(), 0.4);
-  EXPECT_EQ(meta.Get("val").Get("documents").AsUint64(), 2u);
-  EXPECT_EQ(meta.Get("train").Get("tokens").AsUint64(), summary.train.tokens);
-  EXPECT_EQ(meta.Get("train").Get("sources").items().size(), 3u);
-  EXPECT_EQ(meta.Get("source_format").AsString(), "text");
+  EXPECT_EQ(meta["tokenizer"]["vocab_size"], 257);
+  EXPECT_EQ(meta["tokenizer"]["end_of_text_id"], 256);
+  EXPECT_EQ(meta["seed"], 3u);
+  EXPECT_DOUBLE_EQ(meta["val_fraction"].get<double>(), 0.4);
+  EXPECT_EQ(meta["val"]["documents"], 2u);
+  EXPECT_EQ(meta["train"]["tokens"], summary.train.tokens);
+  EXPECT_EQ(meta["train"]["sources"].size(), 3u);
+  EXPECT_EQ(meta["source_format"], "text");
 
   // Same seed, same split; --force replaces; another seed changes it.
   options.force = true;

@@ -12,7 +12,7 @@
 #include "tests/test_util.h"
 #include "tests/temp_dir.h"
 #include "tests/train/train_test_util.h"
-#include "train/init_from.h"
+#include "train/checkpoint.h"
 #include "train/config/train_config.h"
 
 namespace rotor::train {

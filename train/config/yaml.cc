@@ -1,0 +1,271 @@
+#include "train/config/yaml.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::train {
+
+namespace {
+
+// yaml-cpp keeps both entries of a repeated key (node[key] finds the first,
+// a loop over the map sees both), so one of the two values would be lost
+// without a word: reject repeated keys anywhere in the file.
+void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
+                         const std::string& file) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) RejectDuplicateKeys(item, path, file);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const std::string key_path = path.empty() ? key : path + "." + key;
+    const YAML::Mark mark = entry.first.Mark();
+    const auto [first, inserted] = first_line.emplace(key, mark.line + 1);
+    ROTOR_CHECK(inserted, file, ":", mark.line + 1, ":", mark.column + 1, ": ",
+                key_path, ": duplicate key (first given on line ",
+                first->second, ")");
+    RejectDuplicateKeys(entry.second, key_path, file);
+  }
+}
+
+}  // namespace
+
+YAML::Node LoadConfigYaml(const std::string& yaml_text,
+                          const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                       ": not valid YAML: ", e.msg));
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  RejectDuplicateKeys(root, "", file);
+  return root;
+}
+
+std::string ReadConfigText(const std::string& path) {
+  try {
+    return ReadFile(path);
+  } catch (const Error& e) {
+    throw Error(StrCat("cannot read config file ", path, " (", e.what(), ")"));
+  }
+}
+
+YAML::Node LoadConfigYamlFile(const std::string& path) {
+  return LoadConfigYaml(ReadConfigText(path), path);
+}
+
+std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
+  const size_t equals = assignment.find('=');
+  ROTOR_CHECK(equals != std::string::npos && equals > 0, "override '",
+              assignment,
+              "' is not of the form key.path=value (e.g. train.lr=3e-4)");
+  const std::string path = assignment.substr(0, equals);
+  const std::string text = assignment.substr(equals + 1);
+  ROTOR_CHECK(!text.empty(), "override '", assignment,
+              "' has no value (key.path=null resets a key to its default)");
+  std::vector<std::string> keys;
+  std::stringstream stream(path);
+  for (std::string key; std::getline(stream, key, '.');) {
+    ROTOR_CHECK(!key.empty(), "override '", assignment,
+                "' has an empty key in its path");
+    keys.push_back(key);
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(StrCat("override '", assignment,
+                       "': the value is not valid YAML: ", e.msg));
+  }
+  // Walk (creating maps on the way) to the parent of the last key. Nodes are
+  // handles, so assigning through `node` edits the tree.
+  YAML::Node node = root;
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node child = node[keys[i]];
+    if (!child || child.IsNull()) {
+      node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      child = node[keys[i]];
+    }
+    ROTOR_CHECK(child.IsMap(), "override '", assignment, "': ", keys[i],
+                " is not a section");
+    node.reset(child);
+  }
+  node[keys.back()] = value;
+  return path;
+}
+
+std::string DescribeYaml(const YAML::Node& node) {
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  return "'" + node.Scalar() + "'";
+}
+
+SectionReader::SectionReader(const YAML::Node& node, std::string path,
+                             const std::string& file,
+                             const std::set<std::string>& overridden)
+    : node_(node), path_(std::move(path)), file_(file), overridden_(overridden) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    Fail(node_, path_, "expected a map of settings");
+  }
+}
+
+void SectionReader::RequireKnownKeys(const std::set<std::string>& known) const {
+  if (!node_ || node_.IsNull()) return;
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.Scalar();
+    if (known.count(key)) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    Fail(entry.first, Join(key), "unknown key (known keys: " + list + ")");
+  }
+}
+
+void SectionReader::Read(const char* key, int64_t& out,
+                         int64_t min_value) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  int64_t parsed;
+  if (!value.IsScalar() || !YAML::convert<int64_t>::decode(value, parsed)) {
+    Fail(value, Join(key), "expected an integer, got " + DescribeYaml(value));
+  }
+  if (parsed < min_value) {
+    Fail(value, Join(key), StrCat("must be >= ", min_value, ", got ", parsed));
+  }
+  out = parsed;
+}
+
+void SectionReader::Read(const char* key, uint64_t& out) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  uint64_t parsed;
+  if (!value.IsScalar() || !YAML::convert<uint64_t>::decode(value, parsed) ||
+      value.Scalar().find('-') != std::string::npos) {
+    Fail(value, Join(key),
+         "expected a non-negative integer, got " + DescribeYaml(value));
+  }
+  out = parsed;
+}
+
+void SectionReader::Read(const char* key, double& out, double min_value,
+                         double max_value) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  double parsed;
+  if (!value.IsScalar() || !YAML::convert<double>::decode(value, parsed) ||
+      !std::isfinite(parsed)) {
+    Fail(value, Join(key), "expected a number, got " + DescribeYaml(value));
+  }
+  if (parsed < min_value || parsed > max_value) {
+    Fail(value, Join(key),
+         StrCat("must be in [", min_value, ", ", max_value, "], got ", parsed));
+  }
+  out = parsed;
+}
+
+void SectionReader::Read(const char* key, bool& out) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  bool parsed;
+  if (!value.IsScalar() || !YAML::convert<bool>::decode(value, parsed)) {
+    Fail(value, Join(key),
+         "expected true or false, got " + DescribeYaml(value));
+  }
+  out = parsed;
+}
+
+void SectionReader::Read(const char* key, std::string& out) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  if (!value.IsScalar() || value.Scalar().empty()) {
+    Fail(value, Join(key),
+         "expected a non-empty string, got " + DescribeYaml(value));
+  }
+  out = value.Scalar();
+}
+
+void SectionReader::ReadPair(const char* key, double& first,
+                             double& second) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  if (!value.IsSequence() || value.size() != 2) {
+    Fail(value, Join(key),
+         "expected a list of two numbers, got " + DescribeYaml(value));
+  }
+  double parsed[2];
+  for (int i = 0; i < 2; ++i) {
+    if (!value[i].IsScalar() ||
+        !YAML::convert<double>::decode(value[i], parsed[i]) ||
+        !(parsed[i] >= 0.0 && parsed[i] < 1.0)) {
+      Fail(value[i], Join(key),
+           "expected numbers in [0, 1), got " + DescribeYaml(value[i]));
+    }
+  }
+  first = parsed[0];
+  second = parsed[1];
+}
+
+template <typename T>
+void SectionReader::ReadListOf(const char* key, std::vector<T>& out,
+                               const char* expected) const {
+  const YAML::Node value = Get(key);
+  if (!value) return;
+  if (!value.IsSequence()) {
+    Fail(value, Join(key),
+         StrCat("expected a list of ", expected, ", got ", DescribeYaml(value)));
+  }
+  out.clear();
+  for (const YAML::Node& item : value) {
+    T parsed;
+    if (!item.IsScalar() || !YAML::convert<T>::decode(item, parsed)) {
+      Fail(item, Join(key),
+           StrCat("expected a list of ", expected, ", got ",
+                  DescribeYaml(item)));
+    }
+    out.push_back(parsed);
+  }
+}
+
+void SectionReader::ReadList(const char* key, std::vector<int64_t>& out,
+                             const char* expected) const {
+  ReadListOf(key, out, expected);
+}
+void SectionReader::ReadList(const char* key, std::vector<double>& out,
+                             const char* expected) const {
+  ReadListOf(key, out, expected);
+}
+void SectionReader::ReadList(const char* key, std::vector<std::string>& out,
+                             const char* expected) const {
+  ReadListOf(key, out, expected);
+}
+
+YAML::Node SectionReader::Get(const char* key) const {
+  if (!node_ || node_.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node value = node_[key];
+  if (!value || value.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+  return value;
+}
+
+std::string SectionReader::Join(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void SectionReader::Fail(const YAML::Node& at, const std::string& key_path,
+                         const std::string& message) const {
+  std::string where = file_;
+  if (overridden_.count(key_path)) {
+    where = "command-line override " + key_path;
+  } else if (at.IsDefined() && at.Mark().line >= 0) {
+    where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
+  }
+  throw Error(StrCat(where, ": ", key_path, ": ", message));
+}
+
+}  // namespace rotor::train

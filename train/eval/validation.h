@@ -1,0 +1,30 @@
+// Validation loss: the mean next-token cross-entropy over the validation
+// token file, read in order (train/data/batches.h, ValidationBatches), without
+// gradients. The trainer calls it every eval.every_n_steps; `rotor eval`
+// calls it on a checkpoint.
+#ifndef ROTOR_TRAIN_EVAL_VALIDATION_H_
+#define ROTOR_TRAIN_EVAL_VALIDATION_H_
+
+#include <cstdint>
+
+#include "nn/transformer.h"
+#include "train/data/token_file.h"
+
+namespace rotor::train {
+
+struct ValidationResult {
+  double loss = 0.0;           // mean cross-entropy per token (nats)
+  double perplexity = 0.0;     // exp(loss)
+  double bits_per_byte = 0.0;  // loss / ln 2 (byte tokens)
+  int64_t tokens = 0;
+};
+
+// Mean validation loss over up to `max_batches` batches of `val` (0 = all)
+// at sequence length `seq_len` (the RoPE tables are set for it).
+ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
+                          int64_t batch_size, int64_t seq_len,
+                          int64_t max_batches);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_EVAL_VALIDATION_H_

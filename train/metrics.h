@@ -1,0 +1,56 @@
+// What a run reports as it trains: <output_dir>/metrics.jsonl (one JSON
+// object per line, a step's or an evaluation's), the loss curve drawn from it
+// (loss.png), and the clock and duration format of the progress lines.
+//
+//   {"step":10,"loss":2.71,"lr":0.0001,"grad_norm":0.93,"tokens_per_second":16500,"tokens_seen":40960}
+//   {"step":100,"val_loss":2.05,"val_perplexity":7.77,"val_bits_per_byte":2.96}
+#ifndef ROTOR_TRAIN_METRICS_H_
+#define ROTOR_TRAIN_METRICS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "train/eval/validation.h"
+
+namespace rotor::train {
+
+struct StepMetrics {
+  int64_t step = 0;
+  double loss = 0.0;
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  double tokens_per_second = 0.0;
+  int64_t tokens_seen = 0;
+};
+
+class MetricsLog {
+ public:
+  // Logs to <output_dir>/metrics.jsonl.
+  explicit MetricsLog(const std::string& output_dir);
+
+  // Keeps the lines up to `step` (the step a run starts from) and drops the
+  // rest: a run killed after its last checkpoint logged steps that the
+  // resumed run logs again, and may have left half a line.
+  void TrimAfter(int64_t step) const;
+
+  void LogStep(const StepMetrics& metrics) const;
+  void LogEvaluation(int64_t step, const ValidationResult& result) const;
+
+  // Draws <output_dir>/loss.png (training and validation loss against the
+  // step) and returns a line saying where, or why there is no plot.
+  std::string PlotLossCurve() const;
+
+ private:
+  std::string output_dir_;
+  std::string path_;
+};
+
+// Seconds on a monotonic clock, for durations.
+double SteadySeconds();
+
+// "4m07s", "1h02m"; "?" for a negative or non-finite duration.
+std::string FormatDuration(double seconds);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_METRICS_H_
