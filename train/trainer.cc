@@ -121,147 +121,157 @@ void Trainer::SaveAndPrune() {
   PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n);
 }
 
+// The step's loss is the mean over all its scored tokens (passkey rows score
+// only some of theirs): draw every micro-batch first, then weight each
+// micro-batch's mean by its share of the scored tokens, so gradient
+// accumulation equals one batch of all the rows.
+double Trainer::ForwardBackward() {
+  const TrainSection& t = config_.train;
+  micro_batches_.resize(static_cast<size_t>(t.gradient_accumulation_steps));
+  int64_t step_scored = 0;
+  std::vector<int64_t> scored;
+  for (Batch& batch : micro_batches_) {
+    sampler_->Next(batch);
+    const uint64_t first_row = (sampler_->state().batches_drawn - 1) *
+                               static_cast<uint64_t>(batch.batch_size);
+    MixPasskeyExamples(batch, config_.data.passkey_fraction,
+                       config_.data.passkey_loss, t.seed, first_row);
+    scored.push_back(static_cast<int64_t>(std::count_if(
+        batch.targets.begin(), batch.targets.end(),
+        [](TokenId target) { return target != kPasskeyIgnoredTarget; })));
+    step_scored += scored.back();
+  }
+  ROTOR_CHECK(step_scored > 0, "training step ", state_.step + 1,
+              ": no target token is scored");
+  double step_loss = 0.0;
+  for (size_t micro = 0; micro < micro_batches_.size(); ++micro) {
+    const Batch& batch = micro_batches_[micro];
+    const Tensor loss = model_->Loss(batch.inputs, batch.targets,
+                                     batch.batch_size, batch.seq_len);
+    const double weight =
+        static_cast<double>(scored[micro]) / static_cast<double>(step_scored);
+    Mul(loss, static_cast<float>(weight)).Backward();
+    step_loss += weight * loss.item();
+  }
+  return step_loss;
+}
+
+// Runs before the update, so that a broken step changes nothing.
+void Trainer::CheckWatchdog(double step_loss, double grad_norm) {
+  const TrainSection& t = config_.train;
+  ROTOR_CHECK(std::isfinite(step_loss) && std::isfinite(grad_norm),
+              "training stopped: the loss is ", step_loss,
+              " and the gradient norm ", grad_norm, " at step ",
+              state_.step + 1,
+              " (NaN/Inf). Lower train.lr or check the data; the last "
+              "checkpoint is untouched");
+  state_.smoothed_loss = std::isnan(state_.smoothed_loss)
+                             ? step_loss
+                             : 0.9 * state_.smoothed_loss + 0.1 * step_loss;
+  if (t.loss_explosion_ratio > 0 && state_.step >= t.warmup_steps &&
+      state_.smoothed_loss > t.loss_explosion_ratio * state_.min_smoothed_loss) {
+    throw Error(StrCat(
+        "training stopped: the smoothed loss ", state_.smoothed_loss,
+        " at step ", state_.step + 1, " exceeds ", t.loss_explosion_ratio,
+        " x its lowest value ", state_.min_smoothed_loss,
+        " (loss explosion). Lower train.lr or raise "
+        "train.loss_explosion_ratio; the last checkpoint is untouched"));
+  }
+  state_.min_smoothed_loss =
+      std::min(state_.min_smoothed_loss, state_.smoothed_loss);
+}
+
+// The progress line (every step on a terminal, every log_every_n_steps
+// otherwise) and metrics.jsonl; tokens/s over the steps since the last log.
+void Trainer::ReportStep(const StepMetrics& step) {
+  const TrainSection& t = config_.train;
+  const double now = SteadySeconds();
+  const double tokens_per_second =
+      (state_.tokens_seen - window_.start_tokens) / (now - window_.start);
+  const double eta = (t.max_steps - step.step) * StepTokens() /
+                     tokens_per_second;
+  std::ostringstream line;
+  line << "step " << step.step << "/" << t.max_steps << "  loss " << std::fixed
+       << std::setprecision(4) << step.loss << "  lr " << std::scientific
+       << std::setprecision(2) << step.lr << "  " << std::fixed
+       << std::setprecision(0) << tokens_per_second << " tok/s  ETA "
+       << FormatDuration(eta);
+  if (step.step % config_.logging.log_every_n_steps == 0 ||
+      step.step == t.max_steps) {
+    LogLine(line.str());
+    StepMetrics logged = step;
+    logged.tokens_per_second = tokens_per_second;
+    metrics_.LogStep(logged);
+    window_ = {now, state_.tokens_seen};
+  } else if (live_progress_) {
+    log_ << "\r\033[K" << line.str() << std::flush;
+  }
+}
+
+ValidationResult Trainer::Validate() {
+  const TrainSection& t = config_.train;
+  const ValidationResult val = Evaluate(*model_, val_tokens_, t.batch_size,
+                                        t.seq_len, config_.eval.max_batches);
+  model_->SetSequenceLength(t.seq_len);
+  state_.best_val_loss = std::min(state_.best_val_loss, val.loss);
+  std::ostringstream line;
+  line << "eval step " << state_.step << "  val_loss " << std::fixed
+       << std::setprecision(4) << val.loss << "  ppl " << std::setprecision(2)
+       << val.perplexity << "  bpb " << std::setprecision(3)
+       << val.bits_per_byte;
+  LogLine(line.str());
+  metrics_.LogEvaluation(state_.step, val);
+  return val;
+}
+
+int64_t Trainer::StepTokens() const {
+  const TrainSection& t = config_.train;
+  return t.batch_size * t.seq_len * t.gradient_accumulation_steps;
+}
+
 TrainSummary Trainer::Run(int64_t stop_after_steps) {
   const TrainSection& t = config_.train;
   const CosineSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.max_steps};
   const std::vector<Tensor> parameters = model_->Parameters();
-  const int64_t step_tokens =
-      t.batch_size * t.seq_len * t.gradient_accumulation_steps;
-
+  const auto every = [this](int64_t n) { return n > 0 && state_.step % n == 0; };
   TrainSummary summary;
   const double run_start = SteadySeconds();
-  double window_start = run_start;
-  int64_t window_tokens = 0;
-  int64_t steps_this_run = 0;
-  double last_loss = 0.0;
   const double elapsed_before = state_.elapsed_seconds;
-  std::vector<Batch> micro_batches(
-      static_cast<size_t>(t.gradient_accumulation_steps));
+  window_ = {run_start, state_.tokens_seen};
 
   while (state_.step < t.max_steps) {
     const double lr = schedule.At(state_.step);
     model_->ZeroGrad();
-    // The step's loss is the mean over all its scored tokens (passkey rows
-    // score only some of theirs): draw every micro-batch first, then weight
-    // each micro-batch's mean by its share of the scored tokens.
-    int64_t step_scored = 0;
-    std::vector<int64_t> scored;
-    for (Batch& batch : micro_batches) {
-      sampler_->Next(batch);
-      const uint64_t first_row = (sampler_->state().batches_drawn - 1) *
-                                 static_cast<uint64_t>(batch.batch_size);
-      MixPasskeyExamples(batch, config_.data.passkey_fraction,
-                         config_.data.passkey_loss,
-                         t.seed, first_row);
-      scored.push_back(static_cast<int64_t>(std::count_if(
-          batch.targets.begin(), batch.targets.end(),
-          [](TokenId target) { return target != kPasskeyIgnoredTarget; })));
-      step_scored += scored.back();
-    }
-    ROTOR_CHECK(step_scored > 0, "training step ", state_.step + 1,
-                ": no target token is scored");
-    double step_loss = 0.0;
-    for (size_t micro = 0; micro < micro_batches.size(); ++micro) {
-      const Batch& batch = micro_batches[micro];
-      const Tensor loss = model_->Loss(batch.inputs, batch.targets,
-                                       batch.batch_size, batch.seq_len);
-      const double weight =
-          static_cast<double>(scored[micro]) / static_cast<double>(step_scored);
-      Mul(loss, static_cast<float>(weight)).Backward();
-      step_loss += weight * loss.item();
-    }
+    const double loss = ForwardBackward();
     const double grad_norm = ClipGradNorm(parameters, t.clip_grad_norm);
-
-    // Watchdog, before the update so that a broken step changes nothing.
-    ROTOR_CHECK(std::isfinite(step_loss) && std::isfinite(grad_norm),
-                "training stopped: the loss is ", step_loss,
-                " and the gradient norm ", grad_norm, " at step ",
-                state_.step + 1,
-                " (NaN/Inf). Lower train.lr or check the data; the last "
-                "checkpoint is untouched");
-    state_.smoothed_loss = std::isnan(state_.smoothed_loss)
-                               ? step_loss
-                               : 0.9 * state_.smoothed_loss + 0.1 * step_loss;
-    if (t.loss_explosion_ratio > 0 && state_.step >= t.warmup_steps &&
-        state_.smoothed_loss >
-            t.loss_explosion_ratio * state_.min_smoothed_loss) {
-      throw Error(StrCat(
-          "training stopped: the smoothed loss ", state_.smoothed_loss,
-          " at step ", state_.step + 1, " exceeds ", t.loss_explosion_ratio,
-          " x its lowest value ", state_.min_smoothed_loss,
-          " (loss explosion). Lower train.lr or raise "
-          "train.loss_explosion_ratio; the last checkpoint is untouched"));
-    }
-    state_.min_smoothed_loss =
-        std::min(state_.min_smoothed_loss, state_.smoothed_loss);
-
+    CheckWatchdog(loss, grad_norm);
     optimizer_->Step(lr);
     ++state_.step;
-    ++steps_this_run;
-    state_.tokens_seen += step_tokens;
-    window_tokens += step_tokens;
-    last_loss = step_loss;
-
-    const double now = SteadySeconds();
-    const double tokens_per_second = window_tokens / (now - window_start);
-    const double eta =
-        (t.max_steps - state_.step) * step_tokens / tokens_per_second;
-    std::ostringstream line;
-    line << "step " << state_.step << "/" << t.max_steps << "  loss "
-         << std::fixed << std::setprecision(4) << step_loss << "  lr "
-         << std::scientific << std::setprecision(2) << lr << "  " << std::fixed
-         << std::setprecision(0) << tokens_per_second << " tok/s  ETA "
-         << FormatDuration(eta);
-    const bool log_now = state_.step % config_.logging.log_every_n_steps == 0 ||
-                         state_.step == t.max_steps;
-    if (log_now) {
-      LogLine(line.str());
-      metrics_.LogStep({state_.step, step_loss, lr, grad_norm,
-                        tokens_per_second, state_.tokens_seen});
-      window_start = now;
-      window_tokens = 0;
-    } else if (live_progress_) {
-      log_ << "\r\033[K" << line.str() << std::flush;
-    }
+    ++summary.steps_run;
+    state_.tokens_seen += StepTokens();
+    summary.train_loss = loss;
+    ReportStep({state_.step, loss, lr, grad_norm, 0.0, state_.tokens_seen});
 
     const bool last = state_.step == t.max_steps;
-    if ((config_.eval.every_n_steps > 0 &&
-         state_.step % config_.eval.every_n_steps == 0) ||
-        last) {
-      const ValidationResult val =
-          Evaluate(*model_, val_tokens_, t.batch_size, t.seq_len,
-                   config_.eval.max_batches);
-      model_->SetSequenceLength(t.seq_len);
-      state_.best_val_loss = std::min(state_.best_val_loss, val.loss);
-      summary.val_loss = val.loss;
-      std::ostringstream eval_line;
-      eval_line << "eval step " << state_.step << "  val_loss " << std::fixed
-                << std::setprecision(4) << val.loss << "  ppl "
-                << std::setprecision(2) << val.perplexity << "  bpb "
-                << std::setprecision(3) << val.bits_per_byte;
-      LogLine(eval_line.str());
-      metrics_.LogEvaluation(state_.step, val);
+    if (every(config_.eval.every_n_steps) || last) {
+      summary.val_loss = Validate().loss;
     }
     const bool stopping =
-        stop_after_steps > 0 && steps_this_run >= stop_after_steps;
-    if ((config_.checkpoint.every_n_steps > 0 &&
-         state_.step % config_.checkpoint.every_n_steps == 0) ||
-        last || stopping) {
+        stop_after_steps > 0 && summary.steps_run >= stop_after_steps;
+    if (every(config_.checkpoint.every_n_steps) || last || stopping) {
       state_.elapsed_seconds = elapsed_before + (SteadySeconds() - run_start);
       SaveAndPrune();
     }
     if (stopping) break;
   }
   summary.steps = state_.step;
-  summary.steps_run = steps_this_run;
-  summary.train_loss = last_loss;
   summary.seconds = SteadySeconds() - run_start;
   summary.tokens_per_second =
-      steps_this_run * step_tokens / std::max(summary.seconds, 1e-9);
+      summary.steps_run * StepTokens() / std::max(summary.seconds, 1e-9);
   const std::vector<std::string> checkpoints =
       ListCheckpoints(config_.output_dir);
   if (!checkpoints.empty()) summary.checkpoint = checkpoints.back();
-  if (steps_this_run > 0) LogLine(metrics_.PlotLossCurve());
+  if (summary.steps_run > 0) LogLine(metrics_.PlotLossCurve());
   return summary;
 }
 

@@ -22,6 +22,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "nn/transformer.h"
 #include "train/checkpoint.h"
@@ -65,8 +66,15 @@ class Trainer {
   const TrainerState& state() const { return state_; }
 
  private:
+  // One optimizer step's pieces, in the order Run calls them.
+  double ForwardBackward();  // returns the step's loss
+  void CheckWatchdog(double step_loss, double grad_norm);
+  void ReportStep(const StepMetrics& step);
+  ValidationResult Validate();
   void SaveAndPrune();
+
   void LogLine(const std::string& line);
+  int64_t StepTokens() const;  // tokens per optimizer step
 
   TrainConfig config_;
   std::string config_yaml_;
@@ -79,6 +87,12 @@ class Trainer {
   MetricsLog metrics_;
   std::unique_ptr<BatchSampler> sampler_;
   TrainerState state_;
+  std::vector<Batch> micro_batches_;
+  // Where the current tokens/s window started: time and tokens_seen.
+  struct {
+    double start = 0.0;
+    int64_t start_tokens = 0;
+  } window_;
   bool live_progress_ = false;
 };
 

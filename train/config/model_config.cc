@@ -36,109 +36,25 @@ class ModelConfigParser {
            "expected a map of model settings, got " + DescribeYaml(model));
     }
     ModelConfig config;
-    std::optional<int64_t> head_dim;
-    std::optional<int64_t> max_position_embeddings;
-    std::optional<YAML::Node> rope_scaling;  // a handle, not a copy
-    std::optional<int64_t> top_level_original;
+    PositionKeys positions;
     for (const auto& entry : model) {
       const std::string key = entry.first.Scalar();
-      const YAML::Node& value = entry.second;
-      if (value.IsNull()) continue;
-      marks_[key] = value.Mark();
-      if (key == "vocab_size") {
-        config.vocab_size = ReadInt(value, key);
-      } else if (key == "hidden_size") {
-        config.hidden_size = ReadInt(value, key);
-      } else if (key == "intermediate_size") {
-        config.intermediate_size = ReadInt(value, key);
-      } else if (key == "num_hidden_layers") {
-        config.num_hidden_layers = ReadInt(value, key);
-      } else if (key == "num_attention_heads") {
-        config.num_attention_heads = ReadInt(value, key);
-      } else if (key == "num_key_value_heads") {
-        config.num_key_value_heads = ReadInt(value, key);
-      } else if (key == "head_dim") {
-        head_dim = ReadInt(value, key);
-      } else if (key == "max_position_embeddings") {
-        max_position_embeddings = ReadInt(value, key);
-      } else if (key == "rms_norm_eps") {
-        const double eps = ReadDouble(value, key);
-        if (!(std::isfinite(eps) && eps > 0.0)) {
-          Fail(value.Mark(), key,
-               StrCat("must be a finite number > 0, got ", eps));
-        }
-        config.rms_norm_eps = eps;
-      } else if (key == "tie_word_embeddings") {
-        config.tie_word_embeddings = ReadBool(value, key);
-      } else if (key == "rope_theta") {
-        config.rope.rope_theta = ReadDouble(value, key);
-      } else if (key == "partial_rotary_factor") {
-        config.rope.partial_rotary_factor = ReadDouble(value, key);
-      } else if (key == "rope_scaling") {
-        rope_scaling = value;
-      } else if (key == "original_max_position_embeddings") {
-        top_level_original = ReadInt(value, key);
-      } else {
-        Fail(entry.first.Mark(), key,
-             "unknown key (model keys: vocab_size, hidden_size, "
-             "intermediate_size, num_hidden_layers, num_attention_heads, "
-             "num_key_value_heads, head_dim, rms_norm_eps, "
-             "tie_word_embeddings, max_position_embeddings, "
-             "original_max_position_embeddings, rope_theta, "
-             "partial_rotary_factor, rope_scaling)");
-      }
+      if (entry.second.IsNull()) continue;
+      marks_[key] = entry.second.Mark();
+      ReadKey(entry.first, entry.second, config, positions);
     }
-
-    if (!max_position_embeddings) {
+    if (!positions.max_position_embeddings) {
       Fail(model_mark_, "max_position_embeddings",
            "required but missing (the context length the model was trained "
            "for)");
     }
-    config.rope.max_position_embeddings = *max_position_embeddings;
-    std::string head_dim_origin;
-    if (head_dim) {
-      config.rope.head_dim = *head_dim;
-    } else if (config.hidden_size && config.num_attention_heads) {
-      if (*config.hidden_size % *config.num_attention_heads != 0) {
-        Fail(marks_["hidden_size"], "hidden_size",
-             StrCat(*config.hidden_size,
-                    " is not divisible by num_attention_heads ",
-                    *config.num_attention_heads, "; give head_dim explicitly"));
-      }
-      config.rope.head_dim = *config.hidden_size / *config.num_attention_heads;
-      head_dim_origin =
-          StrCat(" (head_dim = hidden_size ", *config.hidden_size,
-                 " / num_attention_heads ", *config.num_attention_heads, ")");
-      marks_["head_dim"] = marks_["hidden_size"];
-    } else {
-      Fail(model_mark_, "head_dim",
-           "required but missing: give head_dim, or hidden_size and "
-           "num_attention_heads");
+    config.rope.max_position_embeddings = *positions.max_position_embeddings;
+    const std::string head_dim_origin =
+        ResolveHeadDim(positions.head_dim, config);
+    if (positions.rope_scaling) {
+      ParseRopeScaling(*positions.rope_scaling, &config.rope);
     }
-    if (rope_scaling) ParseRopeScaling(*rope_scaling, &config.rope);
-    // Phi-3 configs give original_max_position_embeddings at the top level.
-    // It sets L0 for the methods that read it (yarn, llama3, longrope; the
-    // others ignore it, as HF does). HF's standardize_rope_params lets it win
-    // over rope_scaling's silently; rotor refuses two different values.
-    const std::vector<std::string> scaling_keys =
-        RopeScalingKeys(config.rope.rope_type);
-    if (top_level_original &&
-        std::find(scaling_keys.begin(), scaling_keys.end(),
-                  "original_max_position_embeddings") != scaling_keys.end()) {
-      const std::optional<int64_t> nested =
-          config.rope.original_max_position_embeddings;
-      if (nested && *nested != *top_level_original) {
-        Fail(marks_["original_max_position_embeddings"],
-             "original_max_position_embeddings",
-             StrCat(*top_level_original,
-                    " contradicts rope_scaling.original_max_position_"
-                    "embeddings ",
-                    *nested, "; give one of them"));
-      }
-      config.rope.original_max_position_embeddings = *top_level_original;
-      marks_["rope_scaling.original_max_position_embeddings"] =
-          marks_["original_max_position_embeddings"];
-    }
+    ApplyTopLevelOriginal(positions.top_level_original, config.rope);
 
     if (auto problem = FindRopeConfigProblem(config.rope)) {
       std::string message = problem->message;
@@ -149,6 +65,113 @@ class ModelConfigParser {
   }
 
  private:
+  // The keys whose meaning depends on others, kept until all are read.
+  struct PositionKeys {
+    std::optional<int64_t> head_dim;
+    std::optional<int64_t> max_position_embeddings;
+    std::optional<YAML::Node> rope_scaling;  // a handle, not a copy
+    std::optional<int64_t> top_level_original;
+  };
+
+  void ReadKey(const YAML::Node& key_node, const YAML::Node& value,
+               ModelConfig& config, PositionKeys& positions) {
+    const std::string key = key_node.Scalar();
+    if (key == "vocab_size") {
+      config.vocab_size = ReadInt(value, key);
+    } else if (key == "hidden_size") {
+      config.hidden_size = ReadInt(value, key);
+    } else if (key == "intermediate_size") {
+      config.intermediate_size = ReadInt(value, key);
+    } else if (key == "num_hidden_layers") {
+      config.num_hidden_layers = ReadInt(value, key);
+    } else if (key == "num_attention_heads") {
+      config.num_attention_heads = ReadInt(value, key);
+    } else if (key == "num_key_value_heads") {
+      config.num_key_value_heads = ReadInt(value, key);
+    } else if (key == "head_dim") {
+      positions.head_dim = ReadInt(value, key);
+    } else if (key == "max_position_embeddings") {
+      positions.max_position_embeddings = ReadInt(value, key);
+    } else if (key == "rms_norm_eps") {
+      const double eps = ReadDouble(value, key);
+      if (!(std::isfinite(eps) && eps > 0.0)) {
+        Fail(value.Mark(), key,
+             StrCat("must be a finite number > 0, got ", eps));
+      }
+      config.rms_norm_eps = eps;
+    } else if (key == "tie_word_embeddings") {
+      config.tie_word_embeddings = ReadBool(value, key);
+    } else if (key == "rope_theta") {
+      config.rope.rope_theta = ReadDouble(value, key);
+    } else if (key == "partial_rotary_factor") {
+      config.rope.partial_rotary_factor = ReadDouble(value, key);
+    } else if (key == "rope_scaling") {
+      positions.rope_scaling = value;
+    } else if (key == "original_max_position_embeddings") {
+      positions.top_level_original = ReadInt(value, key);
+    } else {
+      Fail(key_node.Mark(), key,
+           "unknown key (model keys: vocab_size, hidden_size, "
+           "intermediate_size, num_hidden_layers, num_attention_heads, "
+           "num_key_value_heads, head_dim, rms_norm_eps, "
+           "tie_word_embeddings, max_position_embeddings, "
+           "original_max_position_embeddings, rope_theta, "
+           "partial_rotary_factor, rope_scaling)");
+    }
+  }
+
+  // head_dim as given, or hidden_size / num_attention_heads; returns how it
+  // was derived, for messages about it.
+  std::string ResolveHeadDim(const std::optional<int64_t>& head_dim,
+                             ModelConfig& config) {
+    if (head_dim) {
+      config.rope.head_dim = *head_dim;
+      return "";
+    }
+    if (!config.hidden_size || !config.num_attention_heads) {
+      Fail(model_mark_, "head_dim",
+           "required but missing: give head_dim, or hidden_size and "
+           "num_attention_heads");
+    }
+    if (*config.hidden_size % *config.num_attention_heads != 0) {
+      Fail(marks_["hidden_size"], "hidden_size",
+           StrCat(*config.hidden_size,
+                  " is not divisible by num_attention_heads ",
+                  *config.num_attention_heads, "; give head_dim explicitly"));
+    }
+    config.rope.head_dim = *config.hidden_size / *config.num_attention_heads;
+    marks_["head_dim"] = marks_["hidden_size"];
+    return StrCat(" (head_dim = hidden_size ", *config.hidden_size,
+                  " / num_attention_heads ", *config.num_attention_heads, ")");
+  }
+
+  // Phi-3 configs give original_max_position_embeddings at the top level.
+  // It sets L0 for the methods that read it (yarn, llama3, longrope; the
+  // others ignore it, as HF does). HF's standardize_rope_params lets it win
+  // over rope_scaling's silently; rotor refuses two different values.
+  void ApplyTopLevelOriginal(const std::optional<int64_t>& top_level_original,
+                             RopeScalingConfig& rope) {
+    const std::vector<std::string> scaling_keys =
+        RopeScalingKeys(rope.rope_type);
+    if (!top_level_original ||
+        std::find(scaling_keys.begin(), scaling_keys.end(),
+                  "original_max_position_embeddings") == scaling_keys.end()) {
+      return;
+    }
+    const std::optional<int64_t> nested = rope.original_max_position_embeddings;
+    if (nested && *nested != *top_level_original) {
+      Fail(marks_["original_max_position_embeddings"],
+           "original_max_position_embeddings",
+           StrCat(*top_level_original,
+                  " contradicts rope_scaling.original_max_position_"
+                  "embeddings ",
+                  *nested, "; give one of them"));
+    }
+    rope.original_max_position_embeddings = *top_level_original;
+    marks_["rope_scaling.original_max_position_embeddings"] =
+        marks_["original_max_position_embeddings"];
+  }
+
   [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& key,
                          const std::string& message) const {
     std::string where = file_;
@@ -230,11 +253,8 @@ class ModelConfigParser {
     return value.Scalar();
   }
 
-  void ParseRopeScaling(const YAML::Node& node, RopeScalingConfig* rope) {
-    if (!node.IsMap()) {
-      Fail(node.Mark(), "rope_scaling",
-           "expected a map with rope_type and its keys, got " + DescribeYaml(node));
-    }
+  // rope_scaling.rope_type (or its legacy name `type`; both must agree).
+  RopeType ReadRopeType(const YAML::Node& node, std::string* type_name) {
     // rope_type first: it decides which other keys apply.
     std::optional<YAML::Node> type_node;
     std::string type_key;
@@ -257,15 +277,54 @@ class ModelConfigParser {
       Fail(node.Mark(), "rope_scaling.rope_type",
            StrCat("required but missing (one of ", RopeTypeNames(), ")"));
     }
-    const std::string type_name =
-        ReadString(*type_node, "rope_scaling." + type_key);
-    const std::optional<RopeType> type = RopeTypeFromName(type_name);
+    *type_name = ReadString(*type_node, "rope_scaling." + type_key);
+    const std::optional<RopeType> type = RopeTypeFromName(*type_name);
     if (!type) {
       Fail(type_node->Mark(), "rope_scaling." + type_key,
-           StrCat("unknown rope_type '", type_name,
+           StrCat("unknown rope_type '", *type_name,
                   "' (known: ", RopeTypeNames(), ")"));
     }
-    rope->rope_type = *type;
+    return *type;
+  }
+
+  void ReadRopeScalingValue(const std::string& key, const std::string& path,
+                            const YAML::Node& value, RopeScalingConfig* rope) {
+    if (key == "factor") {
+      rope->factor = ReadDouble(value, path);
+    } else if (key == "original_max_position_embeddings") {
+      rope->original_max_position_embeddings = ReadInt(value, path);
+    } else if (key == "attention_factor") {
+      rope->attention_factor = ReadDouble(value, path);
+    } else if (key == "beta_fast") {
+      rope->beta_fast = ReadDouble(value, path);
+    } else if (key == "beta_slow") {
+      rope->beta_slow = ReadDouble(value, path);
+    } else if (key == "mscale") {
+      rope->mscale = ReadDouble(value, path);
+    } else if (key == "mscale_all_dim") {
+      rope->mscale_all_dim = ReadDouble(value, path);
+    } else if (key == "truncate") {
+      rope->truncate = ReadBool(value, path);
+    } else if (key == "low_freq_factor") {
+      rope->low_freq_factor = ReadDouble(value, path);
+    } else if (key == "high_freq_factor") {
+      rope->high_freq_factor = ReadDouble(value, path);
+    } else if (key == "short_factor") {
+      rope->short_factor = ReadDoubleList(value, path);
+    } else if (key == "long_factor") {
+      rope->long_factor = ReadDoubleList(value, path);
+    }
+  }
+
+  void ParseRopeScaling(const YAML::Node& node, RopeScalingConfig* rope) {
+    if (!node.IsMap()) {
+      Fail(node.Mark(), "rope_scaling",
+           "expected a map with rope_type and its keys, got " +
+               DescribeYaml(node));
+    }
+    std::string type_name;
+    const RopeType type = ReadRopeType(node, &type_name);
+    rope->rope_type = type;
 
     std::set<std::string> all_keys;
     for (const char* name : {"default", "linear", "ntk", "dynamic", "yarn",
@@ -274,7 +333,7 @@ class ModelConfigParser {
         all_keys.insert(key);
       }
     }
-    const std::vector<std::string> type_keys = RopeScalingKeys(*type);
+    const std::vector<std::string> type_keys = RopeScalingKeys(type);
     const std::set<std::string> allowed(type_keys.begin(), type_keys.end());
 
     for (const auto& entry : node) {
@@ -294,31 +353,7 @@ class ModelConfigParser {
       }
       if (value.IsNull()) continue;
       marks_[path] = value.Mark();
-      if (key == "factor") {
-        rope->factor = ReadDouble(value, path);
-      } else if (key == "original_max_position_embeddings") {
-        rope->original_max_position_embeddings = ReadInt(value, path);
-      } else if (key == "attention_factor") {
-        rope->attention_factor = ReadDouble(value, path);
-      } else if (key == "beta_fast") {
-        rope->beta_fast = ReadDouble(value, path);
-      } else if (key == "beta_slow") {
-        rope->beta_slow = ReadDouble(value, path);
-      } else if (key == "mscale") {
-        rope->mscale = ReadDouble(value, path);
-      } else if (key == "mscale_all_dim") {
-        rope->mscale_all_dim = ReadDouble(value, path);
-      } else if (key == "truncate") {
-        rope->truncate = ReadBool(value, path);
-      } else if (key == "low_freq_factor") {
-        rope->low_freq_factor = ReadDouble(value, path);
-      } else if (key == "high_freq_factor") {
-        rope->high_freq_factor = ReadDouble(value, path);
-      } else if (key == "short_factor") {
-        rope->short_factor = ReadDoubleList(value, path);
-      } else if (key == "long_factor") {
-        rope->long_factor = ReadDoubleList(value, path);
-      }
+      ReadRopeScalingValue(key, path, value, rope);
     }
   }
 

@@ -78,28 +78,36 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
   return cells;
 }
 
-double PasskeyAccuracyAt(const std::vector<PasskeyCell>& cells,
-                         int64_t length) {
-  int64_t correct = 0, trials = 0;
+namespace {
+
+// sum(part(cell)) / sum(whole(cell)) over the cells of one length.
+template <typename Part, typename Whole>
+double RatioAt(const std::vector<PasskeyCell>& cells, int64_t length,
+               Part part, Whole whole) {
+  int64_t numerator = 0, denominator = 0;
   for (const PasskeyCell& cell : cells) {
     if (cell.length != length) continue;
-    correct += cell.correct;
-    trials += cell.trials;
+    numerator += part(cell);
+    denominator += whole(cell);
   }
-  ROTOR_CHECK(trials > 0, "passkey: no cells for length ", length);
-  return static_cast<double>(correct) / static_cast<double>(trials);
+  ROTOR_CHECK(denominator > 0, "passkey: no cells for length ", length);
+  return static_cast<double>(numerator) / static_cast<double>(denominator);
+}
+
+}  // namespace
+
+double PasskeyAccuracyAt(const std::vector<PasskeyCell>& cells,
+                         int64_t length) {
+  return RatioAt(
+      cells, length, [](const PasskeyCell& c) { return c.correct; },
+      [](const PasskeyCell& c) { return c.trials; });
 }
 
 double PasskeyDigitAccuracyAt(const std::vector<PasskeyCell>& cells,
                               int64_t length) {
-  int64_t right = 0, digits = 0;
-  for (const PasskeyCell& cell : cells) {
-    if (cell.length != length) continue;
-    right += cell.digits_right;
-    digits += cell.trials * cell.num_digits;
-  }
-  ROTOR_CHECK(digits > 0, "passkey: no cells for length ", length);
-  return static_cast<double>(right) / static_cast<double>(digits);
+  return RatioAt(
+      cells, length, [](const PasskeyCell& c) { return c.digits_right; },
+      [](const PasskeyCell& c) { return c.trials * c.num_digits; });
 }
 
 }  // namespace rotor::train
