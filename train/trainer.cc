@@ -70,15 +70,15 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   // Where to start: a checkpoint (resume) or from scratch.
   std::string resume_dir;
   const std::vector<std::string> existing = ListCheckpoints(config_.output_dir);
-  if (t.resume == "auto") {
+  if (t.resume == ResumeMode::kAuto) {
     if (!existing.empty()) resume_dir = existing.back();
-  } else if (t.resume == "none") {
+  } else if (t.resume == ResumeMode::kNone) {
     ROTOR_CHECK(existing.empty(), config_.output_dir,
                 " already holds checkpoints (", existing.back(),
                 "); set train.resume=auto to continue that run, or choose "
                 "another output_dir — nothing was overwritten");
   } else {
-    resume_dir = t.resume;
+    resume_dir = t.resume_checkpoint;
     ROTOR_CHECK(fs::is_directory(resume_dir), config_.file,
                 ": train.resume: checkpoint folder ", resume_dir,
                 " does not exist (use auto, none or a step_N folder)");

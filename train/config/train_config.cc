@@ -93,7 +93,12 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   train.Read("seed", t.seed);
   train.Read("threads", t.threads, 0);
   train.Read("loss_explosion_ratio", t.loss_explosion_ratio, 0.0, 1e30);
-  train.Read("resume", t.resume);
+  std::string resume = "auto";
+  train.Read("resume", resume);
+  t.resume = resume == "auto"   ? ResumeMode::kAuto
+             : resume == "none" ? ResumeMode::kNone
+                                : ResumeMode::kCheckpoint;
+  if (t.resume == ResumeMode::kCheckpoint) t.resume_checkpoint = resume;
   train.Read("init_from", t.init_from);
   if (t.min_lr > t.lr) {
     train.Fail(root["train"]["min_lr"], "train.min_lr",
@@ -162,7 +167,9 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   train["seed"] = t.seed;
   train["threads"] = t.threads;
   train["loss_explosion_ratio"] = t.loss_explosion_ratio;
-  train["resume"] = t.resume;
+  train["resume"] = t.resume == ResumeMode::kAuto   ? "auto"
+                    : t.resume == ResumeMode::kNone ? "none"
+                                                    : t.resume_checkpoint;
   if (!t.init_from.empty()) train["init_from"] = t.init_from;
   root["train"] = train;
   root["eval"]["every_n_steps"] = config.eval.every_n_steps;

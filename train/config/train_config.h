@@ -40,6 +40,9 @@ struct DataConfig {
   PasskeyLoss passkey_loss = PasskeyLoss::kRetrieval;
 };
 
+// train.resume: "auto", "none" or a checkpoint folder.
+enum class ResumeMode { kAuto, kNone, kCheckpoint };
+
 struct TrainSection {
   int64_t batch_size = 8;                   // sequences per micro-batch
   int64_t seq_len = 256;                    // tokens per sequence
@@ -62,7 +65,8 @@ struct TrainSection {
   // output_dir if there is one; "none" starts fresh (and refuses to write
   // into an output_dir that already has checkpoints); anything else is a
   // checkpoint folder to resume from.
-  std::string resume = "auto";
+  ResumeMode resume = ResumeMode::kAuto;
+  std::string resume_checkpoint;  // the folder, for ResumeMode::kCheckpoint
   // Fine-tuning: a checkpoint folder (or a run's output_dir, meaning its
   // newest checkpoint) whose weights start a fresh run. Only the weights are
   // taken (new optimizer, schedule and sampler); the architecture must match,

@@ -119,6 +119,7 @@ void ExpectSameConfig(const TrainConfig& a, const TrainConfig& b) {
   EXPECT_EQ(ta.threads, tb.threads);
   EXPECT_EQ(ta.loss_explosion_ratio, tb.loss_explosion_ratio);
   EXPECT_EQ(ta.resume, tb.resume);
+  EXPECT_EQ(ta.resume_checkpoint, tb.resume_checkpoint);
   EXPECT_EQ(a.eval.every_n_steps, b.eval.every_n_steps);
   EXPECT_EQ(a.eval.max_batches, b.eval.max_batches);
   EXPECT_EQ(a.checkpoint.every_n_steps, b.checkpoint.every_n_steps);
@@ -135,7 +136,7 @@ TEST(TrainConfig, MinimalConfigGetsEveryDefault) {
   ExpectSameConfig(config, expected);
   EXPECT_EQ(config.file, "run.yaml");
   EXPECT_EQ(config.output_dir, "runs/default");
-  EXPECT_EQ(config.train.resume, "auto");
+  EXPECT_EQ(config.train.resume, ResumeMode::kAuto);
   EXPECT_EQ(config.train.seq_len, 256);
   EXPECT_EQ(*config.model.hidden_size, 32);
   EXPECT_EQ(config.model.rope.head_dim, 8);
@@ -169,7 +170,7 @@ TEST(TrainConfig, ReadsEveryKeyOfEverySection) {
   EXPECT_EQ(t.seed, 18446744073709551615ull);
   EXPECT_EQ(t.threads, 2);
   EXPECT_EQ(t.loss_explosion_ratio, 0.0);
-  EXPECT_EQ(t.resume, "none");
+  EXPECT_EQ(t.resume, ResumeMode::kNone);
   EXPECT_EQ(c.eval.every_n_steps, 11);
   EXPECT_EQ(c.eval.max_batches, 0);
   EXPECT_EQ(c.checkpoint.every_n_steps, 0);
@@ -210,6 +211,24 @@ TEST(TrainConfig, OverridesScalarsListsNewSectionsAndModelKeys) {
       Parse(kMinimal, {"model.rope_scaling={rope_type: linear, factor: 2.0}"});
   EXPECT_EQ(scaled.model.rope.rope_type, RopeType::kLinear);
   EXPECT_EQ(*scaled.model.rope.factor, 2.0);
+}
+
+TEST(TrainConfig, ResumeIsAutoNoneOrAFolderAndRoundTrips) {
+  for (const auto& [value, mode] :
+       {std::pair{"auto", ResumeMode::kAuto},
+        std::pair{"none", ResumeMode::kNone},
+        std::pair{"runs/a/checkpoints/step_00000010", ResumeMode::kCheckpoint}}) {
+    SCOPED_TRACE(value);
+    const TrainConfig config =
+        Parse(kMinimal, {std::string("train.resume=") + value});
+    EXPECT_EQ(config.train.resume, mode);
+    EXPECT_EQ(config.train.resume_checkpoint,
+              mode == ResumeMode::kCheckpoint ? value : "");
+    const TrainConfig again =
+        ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml");
+    EXPECT_EQ(again.train.resume, mode);
+    EXPECT_EQ(again.train.resume_checkpoint, config.train.resume_checkpoint);
+  }
 }
 
 TEST(TrainConfig, OverrideErrorsNameTheOverride) {
