@@ -26,11 +26,11 @@
 #include "core/random.h"
 #include "nn/transformer.h"
 #include "train/data/batches.h"
-#include "train/eval/generate.h"
-#include "train/optim/lr_schedule.h"
-#include "train/optim/adamw.h"
 #include "train/data/token_file.h"
 #include "train/data/tokenizer.h"
+#include "train/eval/generate.h"
+#include "train/optim/adamw.h"
+#include "train/optim/lr_schedule.h"
 
 namespace {
 
@@ -69,26 +69,28 @@ int main() {
   // ---- 1. Data ----
   // The byte tokenizer maps each byte to its own id (0..255); id 256,
   // <|endoftext|>, starts each document (and, in generation, the prompt). rotor
-  // reads training data from a token file (train/data/token_file.h), memory-mapped;
-  // `rotor prepare` writes them from text files, here we write one ourselves.
-  // BatchSampler then cuts windows of kSeqLen + 1 tokens at random positions:
-  // the inputs are the first kSeqLen, the targets the same shifted by one (the
-  // next byte).
+  // reads training data from a token file (train/data/token_file.h),
+  // memory-mapped; `rotor prepare` writes them from text files, here we write
+  // one ourselves. BatchSampler then cuts windows of kSeqLen + 1 tokens at
+  // random positions: the inputs are the first kSeqLen, the targets the same
+  // shifted by one (the next byte).
   constexpr int kDocuments = 500;
   rotor::Rng text_rng(7);
   std::vector<uint16_t> tokens;
   for (int d = 0; d < kDocuments; ++d) {
     tokens.push_back(ByteTokenizer::kEndOfText);
-    for (rotor::train::TokenId id : ByteTokenizer::Encode(MakeDocument(4, text_rng))) {
+    for (rotor::train::TokenId id :
+         ByteTokenizer::Encode(MakeDocument(4, text_rng))) {
       tokens.push_back(static_cast<uint16_t>(id));
     }
   }
   const std::string token_path =
       (std::filesystem::temp_directory_path() / "train_tiny_lm.bin").string();
   rotor::train::WriteTokenFile(token_path, tokens, ByteTokenizer::kVocabSize,
-                        kDocuments);
+                               kDocuments);
   const rotor::train::TokenFile train_tokens(token_path);
-  rotor::train::BatchSampler sampler(train_tokens, kBatchSize, kSeqLen, /*seed=*/1);
+  rotor::train::BatchSampler sampler(train_tokens, kBatchSize, kSeqLen,
+                                     /*seed=*/1);
   std::printf("data: %zu byte tokens of made-up sentences\n",
               train_tokens.size());
 
@@ -117,13 +119,14 @@ int main() {
   // AdamW keeps two moments per parameter and decays only weight matrices
   // (train/optim/adamw.h). The learning rate rises linearly for 30 steps, then
   // follows a cosine down to a tenth of its peak (train/optim/lr_schedule.h).
-  rotor::train::AdamW optimizer(model.NamedParameters(),
-                         rotor::train::AdamWSettings{/*beta1=*/0.9, /*beta2=*/0.95,
-                                              /*eps=*/1e-8,
-                                              /*weight_decay=*/0.1});
+  rotor::train::AdamW optimizer(
+      model.NamedParameters(),
+      rotor::train::AdamWSettings{/*beta1=*/0.9, /*beta2=*/0.95,
+                                  /*eps=*/1e-8,
+                                  /*weight_decay=*/0.1});
   const rotor::train::CosineSchedule schedule{/*lr=*/3e-3, /*min_lr=*/3e-4,
-                                       /*warmup_steps=*/30,
-                                       /*total_steps=*/kSteps};
+                                              /*warmup_steps=*/30,
+                                              /*total_steps=*/kSteps};
   const std::vector<rotor::Tensor> parameters = model.Parameters();
 
   // ---- 4. The training loop ----

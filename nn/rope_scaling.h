@@ -22,8 +22,8 @@
 //             L0/low_freq_factor and L0/high_freq_factor         a = 1
 //   longrope  inv = theta / lambda_i with per-pair factors lambda (short_factor
 //             up to L0, long_factor beyond)    a = sqrt(1 + ln s / ln L0)
-// Everything is computed in double; no YAML here (train/config/model_config.h parses
-// configs). The result feeds the RoPE op as RopeTable(inv_freq,
+// Everything is computed in double; no YAML here (train/config/model_config.h
+// parses configs). The result feeds the RoPE op as RopeTable(inv_freq,
 // attention_factor) (core/kernels/rope.h).
 #ifndef ROTOR_CORE_ROPE_SCALING_H_
 #define ROTOR_CORE_ROPE_SCALING_H_

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/ops/attention.h"
 #include "core/error.h"
+#include "core/ops/attention.h"
 #include "core/ops/ops.h"
 
 namespace rotor {

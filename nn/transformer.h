@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "core/ops/rope.h"
-#include "nn/rope_scaling.h"
 #include "core/tensor.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/rope_scaling.h"
 
 namespace rotor {
 namespace nn {

@@ -165,7 +165,8 @@ TrainerState LoadTrainerState(const std::string& dir) {
   const Json json = ParseJson(ReadFile(path), path);
   TrainerState state;
   state.step = JsonMember<int64_t>(json, "step", path);
-  state.sampler.rng_state = JsonMember<uint64_t>(json, "sampler_rng_state", path);
+  state.sampler.rng_state =
+      JsonMember<uint64_t>(json, "sampler_rng_state", path);
   state.sampler.batches_drawn =
       JsonMember<uint64_t>(json, "sampler_batches_drawn", path);
   state.tokens_seen = JsonMember<int64_t>(json, "tokens_seen", path);
@@ -173,8 +174,8 @@ TrainerState LoadTrainerState(const std::string& dir) {
       NumberOrFallback(json, "best_val_loss", state.best_val_loss, path);
   state.smoothed_loss =
       NumberOrFallback(json, "smoothed_loss", state.smoothed_loss, path);
-  state.min_smoothed_loss =
-      NumberOrFallback(json, "min_smoothed_loss", state.min_smoothed_loss, path);
+  state.min_smoothed_loss = NumberOrFallback(json, "min_smoothed_loss",
+                                             state.min_smoothed_loss, path);
   state.elapsed_seconds = NumberOrFallback(json, "elapsed_seconds", 0.0, path);
   return state;
 }
@@ -241,8 +242,8 @@ std::string InitializeFromCheckpoint(const std::string& path,
         StrCat("train.init_from: ", e.what(), " (train the base model first)"));
   }
   const TrainConfig source = LoadCheckpointTrainConfig(dir);
-  CheckSameArchitecture(ResolveTransformerConfig(source.model),
-                        model.config(), "init_from " + dir);
+  CheckSameArchitecture(ResolveTransformerConfig(source.model), model.config(),
+                        "init_from " + dir);
   LoadModelWeights(dir, model);
   return dir;
 }
@@ -257,8 +258,8 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
       ParseTrainConfig(saved, dir + "/config.yaml", overrides);
   const nn::TransformerConfig architecture =
       ResolveTransformerConfig(parsed.model);
-  CheckSameArchitecture(ResolveTransformerConfig(original.model),
-                        architecture, "checkpoint " + dir + " with overrides");
+  CheckSameArchitecture(ResolveTransformerConfig(original.model), architecture,
+                        "checkpoint " + dir + " with overrides");
   auto model =
       std::make_unique<nn::Transformer>(architecture, parsed.train.seed);
   LoadModelWeights(dir, *model);

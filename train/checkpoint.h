@@ -104,7 +104,6 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config = nullptr);
 
-
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_CHECKPOINT_H_

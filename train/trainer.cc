@@ -48,8 +48,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
       metrics_(config_.output_dir) {
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
-  nn::TransformerConfig model_config =
-      ResolveTransformerConfig(config_.model);
+  nn::TransformerConfig model_config = ResolveTransformerConfig(config_.model);
   for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
     ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
                 ": model.vocab_size (", model_config.vocab_size,
@@ -169,7 +168,8 @@ void Trainer::CheckWatchdog(double step_loss, double grad_norm) {
                              ? step_loss
                              : 0.9 * state_.smoothed_loss + 0.1 * step_loss;
   if (t.loss_explosion_ratio > 0 && state_.step >= t.warmup_steps &&
-      state_.smoothed_loss > t.loss_explosion_ratio * state_.min_smoothed_loss) {
+      state_.smoothed_loss >
+          t.loss_explosion_ratio * state_.min_smoothed_loss) {
     throw Error(StrCat(
         "training stopped: the smoothed loss ", state_.smoothed_loss,
         " at step ", state_.step + 1, " exceeds ", t.loss_explosion_ratio,
@@ -188,8 +188,8 @@ void Trainer::ReportStep(const StepMetrics& step) {
   const double now = SteadySeconds();
   const double tokens_per_second =
       (state_.tokens_seen - window_.start_tokens) / (now - window_.start);
-  const double eta = (t.max_steps - step.step) * StepTokens() /
-                     tokens_per_second;
+  const double eta =
+      (t.max_steps - step.step) * StepTokens() / tokens_per_second;
   std::ostringstream line;
   line << "step " << step.step << "/" << t.max_steps << "  loss " << std::fixed
        << std::setprecision(4) << step.loss << "  lr " << std::scientific
@@ -233,7 +233,9 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
   const TrainSection& t = config_.train;
   const CosineSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.max_steps};
   const std::vector<Tensor> parameters = model_->Parameters();
-  const auto every = [this](int64_t n) { return n > 0 && state_.step % n == 0; };
+  const auto every = [this](int64_t n) {
+    return n > 0 && state_.step % n == 0;
+  };
   TrainSummary summary;
   const double run_start = SteadySeconds();
   const double elapsed_before = state_.elapsed_seconds;

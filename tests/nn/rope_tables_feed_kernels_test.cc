@@ -1,7 +1,8 @@
-// The scaled frequencies of nn/rope_scaling.h feed the RoPE op (core/ops/rope.h)
-// unchanged: a RopeTable built from ComputeRopeFrequencies' inv_freq and
-// attention factor rotates q exactly as the double-precision definition
-// does, for every method, with partial rotary and positions beyond L0.
+// The scaled frequencies of nn/rope_scaling.h feed the RoPE op
+// (core/ops/rope.h) unchanged: a RopeTable built from ComputeRopeFrequencies'
+// inv_freq and attention factor rotates q exactly as the double-precision
+// definition does, for every method, with partial rotary and positions beyond
+// L0.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +10,8 @@
 #include <vector>
 
 #include "core/ops/rope.h"
-#include "nn/rope_scaling.h"
 #include "core/tensor.h"
+#include "nn/rope_scaling.h"
 
 namespace rotor {
 namespace {

@@ -13,10 +13,10 @@
 
 #include "core/random.h"
 #include "nn/transformer.h"
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
-#include "train/io/atomic_file.h"
+#include "tests/test_util.h"
 #include "train/config/model_config.h"
+#include "train/io/atomic_file.h"
 #include "train/io/safetensors.h"
 
 namespace rotor::train {

@@ -2,14 +2,12 @@
 // settings of the new config, run folders resolved to their newest
 // checkpoint, resuming taking precedence, architecture mismatches named;
 // LoadCheckpointModel with RoPE overrides; the new config keys.
-#include "train/checkpoint.h"
-
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"

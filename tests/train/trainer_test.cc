@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
+#include "train/data/token_file.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
-#include "train/data/token_file.h"
 
 namespace rotor::train {
 namespace {

@@ -29,15 +29,16 @@ void ReadMethods(const SectionReader& section, const char* key,
   for (size_t i = 0; i < names.size(); ++i) {
     const std::optional<RopeType> type = RopeTypeFromName(names[i]);
     if (!type) {
-      section.Fail(value[i], section.Join(key),
-                   StrCat("unknown method '", names[i], "' (",
-                          RopeTypeNames(), ")"));
+      section.Fail(
+          value[i], section.Join(key),
+          StrCat("unknown method '", names[i], "' (", RopeTypeNames(), ")"));
     }
     out.push_back(*type);
   }
 }
 
-void ReadBase(const SectionReader& base, const std::set<std::string>& overridden,
+void ReadBase(const SectionReader& base,
+              const std::set<std::string>& overridden,
               ExtendReportConfig& config) {
   base.RequireKnownKeys({"config", "overrides", "practice"});
   base.Read("config", config.base_config);
@@ -57,10 +58,9 @@ void ReadBase(const SectionReader& base, const std::set<std::string>& overridden
   practice.Read("output_dir", config.practice_output_dir);
   if (!(config.practice_passkey_fraction > 0.0 &&
         config.practice_passkey_fraction <= 1.0)) {
-    practice.Fail(practice.Get("passkey_fraction"),
-                  "base.practice.passkey_fraction",
-                  StrCat("must be in (0, 1], got ",
-                         config.practice_passkey_fraction));
+    practice.Fail(
+        practice.Get("passkey_fraction"), "base.practice.passkey_fraction",
+        StrCat("must be in (0, 1], got ", config.practice_passkey_fraction));
   }
   if (config.practice_steps > 0 && config.practice_output_dir.empty()) {
     practice.Fail(practice.node(), "base.practice.output_dir",
@@ -77,8 +77,7 @@ void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
   finetune.Read("min_lr", config.finetune_min_lr, 0.0, 10.0);
   finetune.Read("warmup_steps", config.finetune_warmup_steps, 0);
   finetune.Read("tokens_per_step", config.finetune_tokens_per_step, 0);
-  finetune.Read("passkey_fraction", config.finetune_passkey_fraction, 0.0,
-                1.0);
+  finetune.Read("passkey_fraction", config.finetune_passkey_fraction, 0.0, 1.0);
   ReadMethods(finetune, "skip", config.finetune_skip);
   if (Contains(config.methods, RopeType::kDynamic) &&
       !Contains(config.finetune_skip, RopeType::kDynamic) &&
@@ -104,8 +103,7 @@ void ReadEval(const SectionReader& eval, ExtendReportConfig& config) {
     eval.Fail(eval.Get("method"), "eval.method", e.what());
   }
   eval.Read("stride", config.stride, 0);
-  eval.ReadList("passkey_lengths", config.passkey_lengths,
-                "positive integers");
+  eval.ReadList("passkey_lengths", config.passkey_lengths, "positive integers");
   eval.ReadList("depths", config.depths, "numbers in [0, 1]");
   eval.Read("trials", config.trials, 1);
   for (int64_t length : config.lengths) {

@@ -211,7 +211,8 @@ std::string DataStreamDifferences(const TrainConfig& saved,
   compare("train.seed", saved.train.seed, now.train.seed);
   compare("data.passkey_fraction", saved.data.passkey_fraction,
           now.data.passkey_fraction);
-  compare("data.passkey_loss", std::string(PasskeyLossName(saved.data.passkey_loss)),
+  compare("data.passkey_loss",
+          std::string(PasskeyLossName(saved.data.passkey_loss)),
           std::string(PasskeyLossName(now.data.passkey_loss)));
   return differences;
 }

@@ -111,7 +111,10 @@ std::string DescribeYaml(const YAML::Node& node) {
 SectionReader::SectionReader(const YAML::Node& node, std::string path,
                              const std::string& file,
                              const std::set<std::string>& overridden)
-    : node_(node), path_(std::move(path)), file_(file), overridden_(overridden) {
+    : node_(node),
+      path_(std::move(path)),
+      file_(file),
+      overridden_(overridden) {
   if (node_ && !node_.IsNull() && !node_.IsMap()) {
     Fail(node_, path_, "expected a map of settings");
   }
@@ -218,8 +221,9 @@ void SectionReader::ReadListOf(const char* key, std::vector<T>& out,
   const YAML::Node value = Get(key);
   if (!value) return;
   if (!value.IsSequence()) {
-    Fail(value, Join(key),
-         StrCat("expected a list of ", expected, ", got ", DescribeYaml(value)));
+    Fail(
+        value, Join(key),
+        StrCat("expected a list of ", expected, ", got ", DescribeYaml(value)));
   }
   out.clear();
   for (const YAML::Node& item : value) {

@@ -9,11 +9,11 @@
 
 #include "core/error.h"
 #include "core/random.h"
-#include "train/io/atomic_file.h"
 #include "train/data/brown.h"
-#include "train/io/json.h"
 #include "train/data/token_file.h"
 #include "train/data/tokenizer.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
 
 namespace rotor::train {
 namespace fs = std::filesystem;
@@ -278,22 +278,21 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   summary.train = {train.size(), train_tokens.size()};
   summary.val = {val.size(), val_tokens.size()};
 
-  const Json meta = {
-      {"format", "rotor-tokens"},
-      {"format_version", kTokenFileVersion},
-      {"created_by", StrCat("rotor ", ROTOR_VERSION)},
-      {"tokenizer",
-       {{"name", ByteTokenizer::Name()},
-        {"vocab_size", ByteTokenizer::kVocabSize},
-        {"end_of_text_id", ByteTokenizer::kEndOfText},
-        {"end_of_text", ByteTokenizer::kEndOfTextText}}},
-      {"source_format", options.format},
-      {"inputs", options.inputs},
-      {"val_fraction", options.val_fraction},
-      {"seed", options.seed},
-      {"skipped_empty_files", summary.skipped_empty},
-      {"train", SplitJson("train.bin", summary.train, train)},
-      {"val", SplitJson("val.bin", summary.val, val)}};
+  const Json meta = {{"format", "rotor-tokens"},
+                     {"format_version", kTokenFileVersion},
+                     {"created_by", StrCat("rotor ", ROTOR_VERSION)},
+                     {"tokenizer",
+                      {{"name", ByteTokenizer::Name()},
+                       {"vocab_size", ByteTokenizer::kVocabSize},
+                       {"end_of_text_id", ByteTokenizer::kEndOfText},
+                       {"end_of_text", ByteTokenizer::kEndOfTextText}}},
+                     {"source_format", options.format},
+                     {"inputs", options.inputs},
+                     {"val_fraction", options.val_fraction},
+                     {"seed", options.seed},
+                     {"skipped_empty_files", summary.skipped_empty},
+                     {"train", SplitJson("train.bin", summary.train, train)},
+                     {"val", SplitJson("val.bin", summary.val, val)}};
 
   std::error_code ignored;
   const fs::path parent = fs::path(options.output).parent_path();

@@ -8,8 +8,8 @@
 //    only the corpus files ca01..cr09 are taken). The list is sorted by path
 //    so the result never depends on directory order.
 // 2. Reads each file as one document (--format brown: strips the word/tag
-//    annotations, see train/data/brown.h). Empty documents are skipped and listed
-//    in meta.json.
+//    annotations, see train/data/brown.h). Empty documents are skipped and
+//    listed in meta.json.
 // 3. Splits BY DOCUMENT: a SplitMix64 shuffle seeded with --seed picks
 //    round(val_fraction * documents) validation documents (at least one, and
 //    at least one left for training). Documents keep their sorted order

@@ -50,7 +50,8 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
     model.SetSequenceLength(length);
     for (size_t d = 0; d < options.depths.size(); ++d) {
       // Keys depend on (seed, length, depth index) only.
-      Rng rng = PasskeyItemRng(options.seed, static_cast<uint64_t>(length) * 1000 + d);
+      Rng rng = PasskeyItemRng(options.seed,
+                               static_cast<uint64_t>(length) * 1000 + d);
       std::vector<PasskeyExample> examples;
       std::vector<TokenId> inputs;
       inputs.reserve(static_cast<size_t>(options.trials * length));
@@ -82,8 +83,8 @@ namespace {
 
 // sum(part(cell)) / sum(whole(cell)) over the cells of one length.
 template <typename Part, typename Whole>
-double RatioAt(const std::vector<PasskeyCell>& cells, int64_t length,
-               Part part, Whole whole) {
+double RatioAt(const std::vector<PasskeyCell>& cells, int64_t length, Part part,
+               Whole whole) {
   int64_t numerator = 0, denominator = 0;
   for (const PasskeyCell& cell : cells) {
     if (cell.length != length) continue;

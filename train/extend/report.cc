@@ -14,15 +14,15 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "train/checkpoint.h"
+#include "train/config/train_config.h"
+#include "train/data/data_dir.h"
+#include "train/data/passkey.h"
+#include "train/data/token_file.h"
 #include "train/eval/passkey_eval.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
-#include "train/metrics.h"
-#include "train/data/passkey.h"
 #include "train/io/plot.h"
-#include "train/data/token_file.h"
-#include "train/config/train_config.h"
-#include "train/data/data_dir.h"
+#include "train/metrics.h"
 #include "train/trainer.h"
 
 namespace rotor::train {
@@ -672,7 +672,8 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
   for (double depth : config_.depths) md << " " << depth;
   md << " (0 = start, 1 = just before the question), " << config_.trials
      << " examples per length and depth, the same keys for every model. "
-        "Retrieved = greedy decoding writes all 5 digits (train/data/passkey.h). "
+        "Retrieved = greedy decoding writes all 5 digits "
+        "(train/data/passkey.h). "
         "Mean accuracy over depths:\n\n";
   // One row per model, one column per length, cells from `accuracy_at`.
   auto passkey_table = [&](auto accuracy_at) {
@@ -752,8 +753,8 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
     all_seconds += r.eval_seconds + r.finetune_seconds;
   }
   md << "| the whole comparison (base training included) under an hour | "
-     << FormatDuration(all_seconds) << " | " << (all_seconds < 3600 ? "yes" : "no")
-     << " |\n\n";
+     << FormatDuration(all_seconds) << " | "
+     << (all_seconds < 3600 ? "yes" : "no") << " |\n\n";
 
   md << "## Time\n\nOn this machine ("
      << (config_.threads > 0 ? StrCat(config_.threads) : std::string("all"))
@@ -785,9 +786,9 @@ std::string ReportRunner::WriteReport(const std::vector<VariantResult>& results,
      << config_.finetune_min_lr << " (cosine) after "
      << config_.finetune_warmup_steps
      << " warm-up steps, the base config's data (passkey share "
-     << FinetunePasskeyFraction() << ", loss on " << PasskeyLossName(base_.data.passkey_loss)
-     << " tokens). Runs: `" << dir << "/finetune/<method>`; logs: `" << dir
-     << "/logs/`.\n"
+     << FinetunePasskeyFraction() << ", loss on "
+     << PasskeyLossName(base_.data.passkey_loss) << " tokens). Runs: `" << dir
+     << "/finetune/<method>`; logs: `" << dir << "/logs/`.\n"
      << "- Methods (`model.*` overrides on the base config):\n";
   for (RopeType method : config_.methods) {
     md << "  - " << RopeTypeName(method) << ":";

@@ -22,9 +22,9 @@ class StrictParseListener {
     switch (event) {
       case Event::object_start:
       case Event::array_start:
-        ROTOR_CHECK(open_.size() < static_cast<size_t>(kMaxJsonDepth),
-                    source_, ": nested deeper than ", kMaxJsonDepth,
-                    " levels at ", Path());
+        ROTOR_CHECK(open_.size() < static_cast<size_t>(kMaxJsonDepth), source_,
+                    ": nested deeper than ", kMaxJsonDepth, " levels at ",
+                    Path());
         open_.push_back(Container{event == Event::object_start, {}, "", 0});
         break;
       case Event::key: {
@@ -87,10 +87,10 @@ std::string WithoutLibraryPrefix(const char* what) {
 
 Json ParseJson(std::string_view text, std::string_view source) {
   try {
-    return Json::parse(text.begin(), text.end(),
-                       StrictParseListener(source));
+    return Json::parse(text.begin(), text.end(), StrictParseListener(source));
   } catch (const Json::exception& e) {
-    throw Error(StrCat(source, ": invalid JSON: ", WithoutLibraryPrefix(e.what())));
+    throw Error(
+        StrCat(source, ": invalid JSON: ", WithoutLibraryPrefix(e.what())));
   }
 }
 

@@ -22,9 +22,8 @@
 #ifndef ROTOR_TRAIN_IO_JSON_H_
 #define ROTOR_TRAIN_IO_JSON_H_
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 

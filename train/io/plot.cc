@@ -82,12 +82,11 @@ std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
   }
   script << "plot ";
   for (size_t s = 0; s < chart.series.size(); ++s) {
-    script << (s ? ", " : "") << "$s" << s
-           << " using 1:2 with "
-           << (chart.series[s].points ? "linespoints lw 2 pt 7 ps 0.8" : "lines lw 2")
-           << " lc rgb '"
-           << kColors[s % (sizeof(kColors) / sizeof(kColors[0]))] << "'"
-           << (chart.series[s].dashed ? " dt 2" : "") << " title "
+    script << (s ? ", " : "") << "$s" << s << " using 1:2 with "
+           << (chart.series[s].points ? "linespoints lw 2 pt 7 ps 0.8"
+                                      : "lines lw 2")
+           << " lc rgb '" << kColors[s % (sizeof(kColors) / sizeof(kColors[0]))]
+           << "'" << (chart.series[s].dashed ? " dt 2" : "") << " title "
            << Quoted(chart.series[s].title);
   }
   script << "\n";

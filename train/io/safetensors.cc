@@ -110,10 +110,9 @@ void WriteSafetensors(const std::string& path,
         ByteLength(entry->shape, SafetensorsDtypeSize(entry->dtype), where);
     ROTOR_CHECK(length == 0 || entry->data != nullptr, where,
                 ": null data pointer");
-    header[entry->name] = {
-        {"dtype", SafetensorsDtypeName(entry->dtype)},
-        {"shape", entry->shape},
-        {"data_offsets", {offset, offset + length}}};
+    header[entry->name] = {{"dtype", SafetensorsDtypeName(entry->dtype)},
+                           {"shape", entry->shape},
+                           {"data_offsets", {offset, offset + length}}};
     lengths.push_back(length);
     offset += length;
   }

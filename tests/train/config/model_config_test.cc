@@ -1,5 +1,5 @@
-// The model: section parser (train/config/model_config.h): HF keys, defaults, and an
-// error naming file, line and key path for every kind of bad input.
+// The model: section parser (train/config/model_config.h): HF keys, defaults,
+// and an error naming file, line and key path for every kind of bad input.
 #include "train/config/model_config.h"
 
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "tests/test_util.h"
 #include "nn/rope_scaling.h"
+#include "tests/test_util.h"
 
 namespace rotor::train {
 namespace {

@@ -1,14 +1,14 @@
-// The training config (train/config/train_config.h): defaults, every section and
-// key, command-line overrides, errors that name file:line:column and the key
-// path, and TrainConfigToYaml round-tripping exactly.
+// The training config (train/config/train_config.h): defaults, every section
+// and key, command-line overrides, errors that name file:line:column and the
+// key path, and TrainConfigToYaml round-tripping exactly.
 #include "train/config/train_config.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 
 namespace rotor::train {
@@ -217,7 +217,8 @@ TEST(TrainConfig, ResumeIsAutoNoneOrAFolderAndRoundTrips) {
   for (const auto& [value, mode] :
        {std::pair{"auto", ResumeMode::kAuto},
         std::pair{"none", ResumeMode::kNone},
-        std::pair{"runs/a/checkpoints/step_00000010", ResumeMode::kCheckpoint}}) {
+        std::pair{"runs/a/checkpoints/step_00000010",
+                  ResumeMode::kCheckpoint}}) {
     SCOPED_TRACE(value);
     const TrainConfig config =
         Parse(kMinimal, {std::string("train.resume=") + value});

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 
 namespace rotor::train {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "core/autograd.h"
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 
 namespace rotor::train {
 namespace {

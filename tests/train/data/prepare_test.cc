@@ -6,12 +6,12 @@
 
 #include <filesystem>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
-#include "train/io/atomic_file.h"
-#include "train/io/json.h"
+#include "tests/test_util.h"
 #include "train/data/token_file.h"
 #include "train/data/tokenizer.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
 
 namespace rotor::train {
 namespace {
@@ -72,8 +72,7 @@ TEST(Prepare, EndToEndOnAFolderOfTextFiles) {
   EXPECT_EQ(summary.train.tokens + summary.val.tokens,
             5u + 5 + 5 + 8 + 5 + 4);  // five <|endoftext|> + the text bytes
 
-  const Json meta =
-      ParseJson(ReadFile(dir.Path("out/meta.json")), "meta.json");
+  const Json meta = ParseJson(ReadFile(dir.Path("out/meta.json")), "meta.json");
   EXPECT_EQ(meta["tokenizer"]["vocab_size"], 257);
   EXPECT_EQ(meta["tokenizer"]["end_of_text_id"], 256);
   EXPECT_EQ(meta["seed"], 3u);

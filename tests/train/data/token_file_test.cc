@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "train/io/atomic_file.h"
 
 namespace rotor::train {

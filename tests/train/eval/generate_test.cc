@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/autograd.h"
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "train/config/model_config.h"
 
 namespace rotor::train {
@@ -117,15 +117,14 @@ TEST(SampleToken, SameSeedSameDraws) {
 }
 
 nn::TransformerConfig ByteModelConfig(bool tied) {
-  nn::TransformerConfig config =
-      ResolveTransformerConfig(ParseModelConfigText(
-          std::string("model:\n  vocab_size: 257\n  hidden_size: 16\n"
-                      "  intermediate_size: 32\n  num_hidden_layers: 2\n"
-                      "  num_attention_heads: 4\n  num_key_value_heads: 2\n"
-                      "  max_position_embeddings: 32\n"
-                      "  tie_word_embeddings: ") +
-              (tied ? "true\n" : "false\n"),
-          "test.yaml"));
+  nn::TransformerConfig config = ResolveTransformerConfig(ParseModelConfigText(
+      std::string("model:\n  vocab_size: 257\n  hidden_size: 16\n"
+                  "  intermediate_size: 32\n  num_hidden_layers: 2\n"
+                  "  num_attention_heads: 4\n  num_key_value_heads: 2\n"
+                  "  max_position_embeddings: 32\n"
+                  "  tie_word_embeddings: ") +
+          (tied ? "true\n" : "false\n"),
+      "test.yaml"));
   config.initializer_range = 0.3;  // decisive logits: no near-ties
   return config;
 }

@@ -9,8 +9,8 @@
 #include <cmath>
 
 #include "core/autograd.h"
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 
 namespace rotor::train {

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
 #include "train/config/train_config.h"

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 
 namespace rotor::train {
 namespace {

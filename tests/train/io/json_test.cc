@@ -63,16 +63,17 @@ TEST(Json, DumpsInOrderAndDoublesRoundTrip) {
 }
 
 TEST(Json, NonFiniteNumbersTravelAsNull) {
-  const Json v = {{"inf", FiniteOrNull(std::numeric_limits<double>::infinity())},
-                  {"x", FiniteOrNull(2.5)}};
+  const Json v = {
+      {"inf", FiniteOrNull(std::numeric_limits<double>::infinity())},
+      {"x", FiniteOrNull(2.5)}};
   EXPECT_EQ(v.dump(), R"({"inf":null,"x":2.5})");
   const Json back = ParseJson(v.dump(), "t");
   EXPECT_EQ(NumberOrFallback(back, "inf", -1.0, "t"), -1.0);
   EXPECT_EQ(NumberOrFallback(back, "x", -1.0, "t"), 2.5);
   EXPECT_EQ(NumberOrFallback(back, "absent", 7.0, "t"), 7.0);
-  ROTOR_EXPECT_ERROR(NumberOrFallback(ParseJson(R"({"x":"a"})", "t"), "x", 0,
-                                      "state.json"),
-                     "state.json", "\"x\"", "expected a number");
+  ROTOR_EXPECT_ERROR(
+      NumberOrFallback(ParseJson(R"({"x":"a"})", "t"), "x", 0, "state.json"),
+      "state.json", "\"x\"", "expected a number");
 }
 
 TEST(Json, RejectsMalformedTextNamingSourcePositionAndPath) {
