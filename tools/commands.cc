@@ -3,23 +3,13 @@
 namespace rotor {
 namespace tools {
 
-const std::vector<Command>& Commands() {
-  static const std::vector<Command> commands = {
-      {"train", "train a model from a YAML config (resumes automatically)",
-       RunTrainCommand},
-      {"eval", "validation loss, perplexity and bits per byte of a checkpoint",
-       RunEvalCommand},
-      {"generate", "continue a prompt with a trained model (KV cache)",
-       RunGenerateCommand},
-      {"prepare", "turn text files into train/validation token files",
-       RunPrepareCommand},
-      {"extend-report",
-       "compare RoPE context-extension methods on a model (Markdown report)",
-       RunExtendReportCommand},
-      {"rope", "show a config's RoPE frequencies, scaling and cos/sin",
-       RunRopeCommand},
-  };
-  return commands;
+void AddCommands(CLI::App& rotor) {
+  AddTrainCommand(rotor);
+  AddEvalCommand(rotor);
+  AddGenerateCommand(rotor);
+  AddPrepareCommand(rotor);
+  AddExtendReportCommand(rotor);
+  AddRopeCommand(rotor);
 }
 
 }  // namespace tools

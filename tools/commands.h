@@ -1,36 +1,25 @@
 // The subcommands of build/rotor. To add one: write tools/<name>_command.cc
-// with a function `int Run<Name>Command(const std::vector<std::string>&)`,
-// declare it here and list it in Commands() (tools/commands.cc).
+// with a function `void Add<Name>Command(CLI::App& rotor)` that declares the
+// command with AddCommand (tools/cli.h), its flags with their help, and sets
+// the subcommand's callback to run it; declare the function here and call it
+// in AddCommands (tools/commands.cc).
 #ifndef ROTOR_TOOLS_COMMANDS_H_
 #define ROTOR_TOOLS_COMMANDS_H_
 
-#include <functional>
-#include <string>
-#include <vector>
+#include <CLI/CLI.hpp>
 
 namespace rotor {
 namespace tools {
 
-struct Command {
-  std::string name;
-  std::string summary;
-  // Receives the arguments after the command name; returns the exit status.
-  std::function<int(const std::vector<std::string>& args)> run;
-};
+// Adds every command to `rotor`, in the order `rotor --help` lists them.
+void AddCommands(CLI::App& rotor);
 
-const std::vector<Command>& Commands();
-
-// tools/prepare_command.cc
-int RunPrepareCommand(const std::vector<std::string>& args);
-int RunTrainCommand(const std::vector<std::string>& args);
-int RunEvalCommand(const std::vector<std::string>& args);
-int RunGenerateCommand(const std::vector<std::string>& args);
-
-// tools/extend_report_command.cc
-int RunExtendReportCommand(const std::vector<std::string>& args);
-
-// tools/rope_command.cc
-int RunRopeCommand(const std::vector<std::string>& args);
+void AddTrainCommand(CLI::App& rotor);
+void AddEvalCommand(CLI::App& rotor);
+void AddGenerateCommand(CLI::App& rotor);
+void AddPrepareCommand(CLI::App& rotor);
+void AddExtendReportCommand(CLI::App& rotor);
+void AddRopeCommand(CLI::App& rotor);
 
 }  // namespace tools
 }  // namespace rotor

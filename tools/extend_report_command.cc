@@ -3,9 +3,12 @@
 // short fine-tune, evaluates perplexity against length and passkey
 // retrieval, and writes one Markdown report (train/extend/report.h).
 #include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "tools/cli.h"
 #include "tools/commands.h"
-#include "tools/flag_parser.h"
 #include "train/extend/report.h"
 
 namespace rotor {
@@ -13,9 +16,7 @@ namespace tools {
 
 namespace {
 
-constexpr char kExtendReportHelp[] =
-    "Usage: rotor extend-report CONFIG.yaml [key.path=value ...]\n"
-    "\n"
+constexpr char kExtendReportDetails[] =
     "The context-extension papers' tables for your own model, in one\n"
     "command. For the base model of CONFIG's base.config (trained first if\n"
     "its output_dir has no finished run), and for each RoPE scaling method\n"
@@ -33,31 +34,34 @@ constexpr char kExtendReportHelp[] =
     "      factor=8 output_dir=runs/extend-8x\n"
     "\n"
     "configs/extend/report.yaml documents every key;\n"
-    "docs/context-extension.md walks through a report.\n";
+    "docs/context-extension.md walks through a report.";
+
+struct ExtendReportOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;
+};
+
+void RunExtendReport(const ExtendReportOptions& options) {
+  const train::ExtendReportConfig config =
+      train::LoadExtendReportConfig(options.config_path, options.overrides);
+  const train::ExtendReportSummary summary =
+      train::RunExtendReport(config, std::cout);
+  std::cout << "wrote " << summary.report_path << " in "
+            << static_cast<int64_t>(summary.seconds) << " s\n";
+}
 
 }  // namespace
 
-int RunExtendReportCommand(const std::vector<std::string>& args) {
-  const FlagParser flags(args, {}, {"--help"});
-  if (flags.Has("--help")) {
-    std::cout << kExtendReportHelp;
-    return 0;
-  }
-  const std::vector<std::string>& positional = flags.positional();
-  if (positional.empty()) throw UsageError("a report config is required");
-  for (size_t i = 1; i < positional.size(); ++i) {
-    if (positional[i].find('=') == std::string::npos) {
-      throw UsageError("'" + positional[i] +
-                       "' is neither a flag nor a key.path=value override");
-    }
-  }
-  const train::ExtendReportConfig config = train::LoadExtendReportConfig(
-      positional[0],
-      std::vector<std::string>(positional.begin() + 1, positional.end()));
-  const train::ExtendReportSummary summary = RunExtendReport(config, std::cout);
-  std::cout << "wrote " << summary.report_path << " in "
-            << static_cast<int64_t>(summary.seconds) << " s\n";
-  return 0;
+void AddExtendReportCommand(CLI::App& rotor) {
+  CLI::App* command = AddCommand(
+      rotor, "extend-report",
+      "compare RoPE context-extension methods on a model (Markdown report)",
+      kExtendReportDetails);
+  auto options = std::make_shared<ExtendReportOptions>();
+  AddConfigWithOverrides(*command, options->config_path, "the report config",
+                         options->overrides,
+                         "config keys to override, e.g. finetune.steps=50");
+  command->callback([options] { RunExtendReport(*options); });
 }
 
 }  // namespace tools

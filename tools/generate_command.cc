@@ -1,70 +1,63 @@
 // `rotor generate --checkpoint DIR --prompt TEXT`: samples a continuation
 // with a KV cache, printing tokens as they come.
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "core/parallel.h"
+#include "tools/cli.h"
 #include "tools/commands.h"
-#include "tools/flag_parser.h"
 #include "train/checkpoint.h"
 #include "train/eval/generate.h"
-#include "train/trainer.h"
 
 namespace rotor {
 namespace tools {
 
 namespace {
 
-constexpr char kGenerateHelp[] =
-    "Usage: rotor generate --checkpoint DIR --prompt TEXT\n"
-    "                      [--max-new-tokens N] [--temperature T]\n"
-    "                      [--top-k K] [--top-p P] [--seed S] [--threads N]\n"
-    "\n"
-    "Continues TEXT with the model of a checkpoint, one byte-token at a time\n"
-    "with a KV cache, and prints the text as it is generated.\n"
-    "\n"
-    "Options:\n"
-    "  --checkpoint DIR     a checkpoint folder, or a run's output_dir (its\n"
-    "                       newest checkpoint) (required)\n"
-    "  --prompt TEXT        the start of the text (required)\n"
-    "  --max-new-tokens N   tokens to generate (default 200)\n"
-    "  --temperature T      0 = greedy; higher = more varied (default 0.8)\n"
-    "  --top-k K            sample among the K likeliest (default 0 = all)\n"
-    "  --top-p P            nucleus sampling mass (default 1 = off)\n"
-    "  --seed S             sampling seed (default 0)\n"
-    "  --threads N          0 = all cores (default)\n";
+struct GenerateOptions {
+  std::string checkpoint;
+  std::string prompt;
+  train::SamplingOptions sampling;
+  int64_t threads = 0;
+};
+
+void RunGenerate(const GenerateOptions& options) {
+  SetNumThreads(static_cast<int>(options.threads));
+  auto model = train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{});
+  std::cout << options.prompt << std::flush;
+  train::GenerateText(
+      *model, options.prompt, options.sampling, [](const std::string& text) {
+        std::cout << train::EscapeControlBytes(text) << std::flush;
+      });
+  std::cout << "\n";
+}
 
 }  // namespace
 
-int RunGenerateCommand(const std::vector<std::string>& args) {
-  const FlagParser flags(
-      args,
-      {"--checkpoint", "--prompt", "--max-new-tokens", "--temperature",
-       "--top-k", "--top-p", "--seed", "--threads"},
-      {"--help"});
-  if (flags.Has("--help")) {
-    std::cout << kGenerateHelp;
-    return 0;
-  }
-  if (!flags.positional().empty()) {
-    throw UsageError("unexpected argument '" + flags.positional()[0] + "'");
-  }
-  const std::string dir = flags.Required("--checkpoint");
-  const std::string prompt = flags.Required("--prompt");
-  train::SamplingOptions options;
-  options.max_new_tokens = flags.Int("--max-new-tokens", 200, 0);
-  options.temperature = flags.Double("--temperature", 0.8, 0.0, 100.0);
-  options.top_k = flags.Int("--top-k", 0, 0);
-  options.top_p = flags.Double("--top-p", 1.0, 1e-9, 1.0);
-  options.seed = static_cast<uint64_t>(flags.Int("--seed", 0, 0));
-  SetNumThreads(static_cast<int>(flags.Int("--threads", 0, 0)));
-
-  auto model = train::LoadCheckpointModel(dir, /*overrides=*/{});
-  std::cout << prompt << std::flush;
-  train::GenerateText(*model, prompt, options, [](const std::string& text) {
-    std::cout << train::EscapeControlBytes(text) << std::flush;
-  });
-  std::cout << "\n";
-  return 0;
+void AddGenerateCommand(CLI::App& rotor) {
+  CLI::App* command = AddCommand(
+      rotor, "generate", "continue a prompt with a trained model (KV cache)",
+      "Continues TEXT with the model of a checkpoint, one byte-token at a\n"
+      "time with a KV cache, and prints the text as it is generated.");
+  auto options = std::make_shared<GenerateOptions>();
+  train::SamplingOptions& sampling = options->sampling;
+  AddCheckpointOption(*command, options->checkpoint);
+  command->add_option("--prompt", options->prompt, "the start of the text")
+      ->type_name("TEXT")
+      ->required();
+  AddIntegerOption(*command, "--max-new-tokens", sampling.max_new_tokens, 0,
+                   "tokens to generate (default 200)");
+  AddNumberOption(*command, "--temperature", sampling.temperature, 0.0, 100.0,
+                  "0 = greedy; higher = more varied (default 0.8)");
+  AddIntegerOption(*command, "--top-k", sampling.top_k, 0,
+                   "sample among the N likeliest (default 0 = all)");
+  AddNumberOption(*command, "--top-p", sampling.top_p, 1e-9, 1.0,
+                  "nucleus sampling mass (default 1 = off)");
+  AddIntegerOption(*command, "--seed", sampling.seed, 0,
+                   "sampling seed (default 0)");
+  AddThreadsOption(*command, options->threads);
+  command->callback([options] { RunGenerate(*options); });
 }
 
 }  // namespace tools

@@ -1,67 +1,90 @@
-// build/rotor: the command-line program. Each subcommand lives in its own
-// tools/<name>_command.cc and registers itself in tools/commands.h.
-#include <cstring>
+// build/rotor: the command-line program, on CLI11. Each subcommand lives in
+// its own tools/<name>_command.cc (listed in tools/commands.cc). Exit status:
+// 0 on success (and for --help, --version), 2 for a usage error, reported
+// with a pointer to --help, 1 for any other error, reported with its message.
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "tools/commands.h"
-#include "tools/flag_parser.h"
 
 namespace {
 
-void PrintUsage(std::ostream& out) {
-  out << "rotor " << ROTOR_VERSION
-      << " - train small transformer language models on CPUs\n\n"
-         "Usage: rotor <command> [options]\n"
-         "       rotor --help | --version\n\n"
-         "Commands:\n";
-  for (const rotor::tools::Command& command : rotor::tools::Commands()) {
-    out << "  " << command.name;
-    for (size_t pad = command.name.size(); pad < 15; ++pad) out << ' ';
-    out << command.summary << "\n";
+// A mistake on the command line: "rotor CMD: PROBLEM (see 'rotor CMD
+// --help')", or the list of commands when none was chosen.
+int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
+  const std::vector<CLI::App*> chosen = rotor.get_subcommands();
+  // Words no flag or positional took. CLI11 checks them last, after the
+  // required flags, but an unknown flag (often a required one misspelt)
+  // explains more.
+  const std::vector<std::string> unknown = rotor.remaining(/*recurse=*/true);
+  if (chosen.empty()) {
+    if (unknown.empty()) {
+      std::cerr << rotor.help();
+    } else {
+      std::cerr << "rotor: unknown command '" << unknown.front()
+                << "' (run 'rotor --help' for the list)\n";
+    }
+    return 2;
   }
-  out << "\nRun 'rotor <command> --help' for a command's options.\n";
+  std::string problem = error.what();
+  if (!unknown.empty()) {
+    const std::string& word = unknown.front();
+    problem =
+        (word.rfind('-', 0) == 0 ? "unknown flag '" : "unexpected argument '") +
+        word + "'";
+  }
+  const std::string name = chosen.front()->get_name();
+  std::cerr << "rotor " << name << ": " << problem << " (see 'rotor " << name
+            << " --help')\n";
+  return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    PrintUsage(std::cerr);
-    return 2;
-  }
-  const std::string first = argv[1];
-  if (first == "--help" || first == "-h" || first == "help") {
-    PrintUsage(std::cout);
+  CLI::App rotor("rotor " ROTOR_VERSION
+                 " - train small transformer language models on CPUs",
+                 "rotor");
+  rotor.set_version_flag("--version", "rotor " ROTOR_VERSION);
+  rotor.get_help_ptr()->disable_flag_override();
+  // For every command's flags: a repeated flag keeps its last value, and a
+  // flag without a value refuses one (--force=yes).
+  rotor.option_defaults()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->disable_flag_override();
+  rotor::tools::AddCommands(rotor);
+  // `rotor help` is `rotor --help`.
+  rotor.add_subcommand("help")->group("")->callback([&rotor] {
+    std::cout << rotor.get_formatter()->make_help(&rotor, rotor.get_name(),
+                                                  CLI::AppFormatMode::Normal);
+  });
+  // Exactly one command: once it is chosen, a later word such as the value
+  // in `--checkpoint train` is not taken for another command.
+  rotor.require_subcommand(1);
+  rotor.footer("Run 'rotor <command> --help' for a command's options.");
+  // The commands' own help keeps CLI11's layout; the list of commands gets
+  // a narrower name column.
+  auto list_layout = std::make_shared<CLI::Formatter>();
+  list_layout->column_width(17);
+  list_layout->label("SUBCOMMAND", "COMMAND");
+  rotor.formatter(list_layout);
+
+  try {
+    rotor.parse(argc, argv);  // runs the chosen command (its callback)
     return 0;
+  } catch (const CLI::Success& help_or_version) {
+    return rotor.exit(help_or_version);
+  } catch (const CLI::ParseError& error) {
+    return ReportUsageError(rotor, error);
+  } catch (const std::exception& error) {
+    // rotor::Error, or not rotor's own checks (e.g. a file system error):
+    // still a message and status 1 rather than an abort.
+    std::cerr << "rotor " << rotor.get_subcommands().front()->get_name()
+              << ": error: " << error.what() << "\n";
+    return 1;
   }
-  if (first == "--version") {
-    std::cout << "rotor " << ROTOR_VERSION << "\n";
-    return 0;
-  }
-  for (const rotor::tools::Command& command : rotor::tools::Commands()) {
-    if (command.name != first) continue;
-    std::vector<std::string> args(argv + 2, argv + argc);
-    try {
-      return command.run(args);
-    } catch (const rotor::tools::UsageError& error) {
-      std::cerr << "rotor " << first << ": " << error.what() << " (see 'rotor "
-                << first << " --help')\n";
-      return 2;
-    } catch (const rotor::Error& error) {
-      std::cerr << "rotor " << first << ": error: " << error.what() << "\n";
-      return 1;
-    } catch (const std::exception& error) {
-      // Not rotor's own checks (e.g. a file system error): still a message
-      // and status 1 rather than an abort.
-      std::cerr << "rotor " << first << ": error: " << error.what() << "\n";
-      return 1;
-    }
-  }
-  std::cerr << "rotor: unknown command '" << first
-            << "' (run 'rotor --help' for the list)\n";
-  return 2;
 }

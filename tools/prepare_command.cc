@@ -1,27 +1,20 @@
-// rotor prepare: text files -> train.bin / val.bin / meta.json (see
+// `rotor prepare`: text files -> train.bin / val.bin / meta.json (see
 // train/data/prepare.h for the pipeline and docs/data.md for the formats).
 #include <iostream>
+#include <memory>
+#include <string>
 
-#include "core/error.h"
+#include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/data/prepare.h"
 
 namespace rotor {
 namespace tools {
 
-int RunPrepareCommand(const std::vector<std::string>& args) {
-  train::PrepareOptions options;
-  try {
-    options = train::ParsePrepareArgs(args);
-  } catch (const Error& error) {
-    std::cerr << "rotor prepare: error: " << error.what() << "\n";
-    return 2;
-  }
-  if (options.help) {
-    std::cout << train::PrepareUsage();
-    return 0;
-  }
-  const train::PrepareSummary summary = RunPrepare(options);
+namespace {
+
+void PrepareAndReport(const train::PrepareOptions& options) {
+  const train::PrepareSummary summary = train::RunPrepare(options);
   for (const std::string& file : summary.skipped_empty) {
     std::cerr << "rotor prepare: warning: skipped empty file " << file << "\n";
   }
@@ -29,7 +22,45 @@ int RunPrepareCommand(const std::vector<std::string>& args) {
             << summary.train.documents << " documents, " << summary.train.tokens
             << " tokens; val " << summary.val.documents << " documents, "
             << summary.val.tokens << " tokens\n";
-  return 0;
+}
+
+}  // namespace
+
+void AddPrepareCommand(CLI::App& rotor) {
+  CLI::App* command = AddCommand(
+      rotor, "prepare", "turn text files into train/validation token files",
+      "Turns text files into token files for training: DIR/train.bin,\n"
+      "DIR/val.bin (uint16 byte-level tokens) and DIR/meta.json.\n"
+      "Each file is one document; the train/validation split is by\n"
+      "document. See docs/data.md.");
+  auto options = std::make_shared<train::PrepareOptions>();
+  command
+      ->add_option("--input", options->inputs,
+                   "files and/or folders (searched recursively,\n"
+                   "sorted, hidden files skipped)")
+      ->type_name("PATH")
+      ->required()
+      ->check(NotEmpty());
+  command->add_option("--output", options->output, "where to write")
+      ->type_name("DIR")
+      ->required()
+      ->check(NotEmpty());
+  AddNumberOption(*command, "--val-fraction", options->val_fraction, 0.0, 1.0,
+                  "share of documents for validation, 0 < X < 1\n"
+                  "(default 0.05; at least one document each)",
+                  /*open=*/true);
+  AddIntegerOption(*command, "--seed", options->seed, 0,
+                   "seed of the split's shuffle (default 1)");
+  command
+      ->add_option("--format", options->format,
+                   "text: files as they are (default);\n"
+                   "brown: tagged Brown corpus files ca01..cr09,\n"
+                   "cleaned to plain English")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"text", "brown"}));
+  command->add_flag("--force", options->force,
+                    "replace DIR if it already holds files");
+  command->callback([options] { PrepareAndReport(*options); });
 }
 
 }  // namespace tools

@@ -8,13 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "nn/rope_scaling.h"
+#include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/config/model_config.h"
 
@@ -24,48 +25,22 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-constexpr char kRopeHelp[] =
-    "Usage: rotor rope --config FILE [--positions LIST] [--seq-len N] "
-    "[--json]\n"
-    "                  [--plot FILE.png]\n"
+constexpr char kRopeDetails[] =
+    "Shows the rotary position embedding of the model: section of a rotor\n"
+    "YAML config (a file with only a model: section is enough; see\n"
+    "configs/rope/ and docs/context-extension.md): the resolved parameters,\n"
+    "one row per frequency i (inv_freq, wavelength 2*pi/inv_freq in tokens,\n"
+    "ratio to the unscaled frequency), the attention factor a, and\n"
+    "a*cos(p*inv_freq_i) and a*sin(p*inv_freq_i) at the given positions p,\n"
+    "as applied to q and k.\n"
     "\n"
-    "Shows the rotary position embedding of the model: section of a rotor "
-    "YAML\n"
-    "config (a file with only a model: section is enough; see configs/rope/\n"
-    "and docs/context-extension.md): the resolved parameters, one row per\n"
-    "frequency i (inv_freq, wavelength 2*pi/inv_freq in tokens, ratio to the\n"
-    "unscaled frequency), the attention factor a, and a*cos(p*inv_freq_i) and\n"
-    "a*sin(p*inv_freq_i) at the given positions p, as applied to q and k.\n"
-    "\n"
-    "Options:\n"
-    "  --config FILE     the YAML config (required)\n"
-    "  --positions LIST  comma-separated positions, e.g. 0,1,2047\n"
-    "                    (default: 0,1,N-1 with N the sequence length)\n"
-    "  --seq-len N       the sequence length the tables are built for; only\n"
-    "                    dynamic and longrope depend on it (default:\n"
-    "                    max_position_embeddings)\n"
-    "  --json            print one JSON object instead of text: rope_type,\n"
-    "                    head_dim, rotary_dim, attention_factor, base, "
-    "inv_freq,\n"
-    "                    unscaled_inv_freq, wavelength, positions, cos, sin\n"
-    "                    (one row of r/2 numbers per position)\n"
-    "  --plot FILE.png   also draw wavelength per frequency index, scaled vs\n"
-    "                    unscaled, with gnuplot\n"
-    "  --help            this text\n"
-    "\n"
-    "Numbers are printed with %.17g (full double precision). Exit status: 0 "
-    "on\n"
-    "success, 1 for a bad config, 2 for bad flags.\n";
-
-// A command-line mistake: reported with a pointer to --help, exit status 2.
-struct FlagError {
-  std::string message;
-};
+    "Numbers are printed with %.17g (full double precision). Exit status: 0\n"
+    "on success, 1 for a bad config, 2 for bad flags.";
 
 struct RopeOptions {
   std::string config_path;
-  std::optional<std::vector<int64_t>> positions;
-  std::optional<int64_t> seq_len;
+  std::vector<int64_t> positions;  // empty: 0, 1 and seq_len - 1
+  int64_t seq_len = 0;             // 0: max_position_embeddings
   bool json = false;
   std::string plot_path;
 };
@@ -74,77 +49,6 @@ std::string Number(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.17g", value);
   return buffer;
-}
-
-int64_t ParseCount(const std::string& flag, const std::string& text,
-                   int64_t minimum) {
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || value < minimum) {
-    throw FlagError{StrCat(flag, ": expected an integer >= ", minimum,
-                           ", got '", text, "'")};
-  }
-  return value;
-}
-
-std::vector<int64_t> ParsePositions(const std::string& text) {
-  std::vector<int64_t> positions;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    positions.push_back(ParseCount("--positions", item, 0));
-  }
-  if (positions.empty() || text.back() == ',') {
-    throw FlagError{
-        StrCat("--positions: expected comma-separated integers "
-               ">= 0, got '",
-               text, "'")};
-  }
-  return positions;
-}
-
-// Accepts "--flag value" and "--flag=value".
-RopeOptions ParseFlags(const std::vector<std::string>& args) {
-  RopeOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::optional<std::string> inline_value;
-    const size_t equals = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
-      inline_value = flag.substr(equals + 1);
-      flag = flag.substr(0, equals);
-    }
-    auto value = [&]() -> std::string {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0) {
-        throw FlagError{StrCat(flag, ": missing value")};
-      }
-      return args[++i];
-    };
-    if (flag == "--config") {
-      options.config_path = value();
-    } else if (flag == "--positions") {
-      options.positions = ParsePositions(value());
-    } else if (flag == "--seq-len") {
-      options.seq_len = ParseCount("--seq-len", value(), 1);
-    } else if (flag == "--plot") {
-      options.plot_path = value();
-      if (options.plot_path.empty()) throw FlagError{"--plot: empty file name"};
-    } else if (flag == "--json" && !inline_value) {
-      options.json = true;
-    } else {
-      throw FlagError{StrCat("unknown flag '", args[i], "'")};
-    }
-  }
-  if (options.config_path.empty()) {
-    throw FlagError{"--config FILE is required"};
-  }
-  return options;
 }
 
 std::string JsonString(const std::string& text) {
@@ -188,11 +92,12 @@ RopeReport BuildReport(const RopeOptions& options) {
   RopeReport report;
   report.model = train::LoadModelConfig(options.config_path);
   const RopeScalingConfig& rope = report.model.rope;
-  report.seq_len = options.seq_len.value_or(rope.max_position_embeddings);
+  report.seq_len =
+      options.seq_len > 0 ? options.seq_len : rope.max_position_embeddings;
   report.frequencies = ComputeRopeFrequencies(rope, report.seq_len);
   report.unscaled_inv_freq = UnscaledInvFreq(rope);
-  if (options.positions) {
-    report.positions = *options.positions;
+  if (!options.positions.empty()) {
+    report.positions = options.positions;
   } else {  // 0, 1 and the last position, without repeats
     for (int64_t p : {int64_t{0}, int64_t{1}, report.seq_len - 1}) {
       if (p < report.seq_len &&
@@ -414,29 +319,42 @@ void Plot(const RopeOptions& options, const RopeReport& report) {
 
 }  // namespace
 
-int RunRopeCommand(const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kRopeHelp;
-      return 0;
+void AddRopeCommand(CLI::App& rotor) {
+  CLI::App* command = AddCommand(
+      rotor, "rope", "show a config's RoPE frequencies, scaling and cos/sin",
+      kRopeDetails);
+  auto options = std::make_shared<RopeOptions>();
+  command->add_option("--config", options->config_path, "the YAML config")
+      ->type_name("FILE")
+      ->required();
+  AddListOption(*command, "--positions", options->positions,
+                IntegerAtLeast<int64_t>(0),
+                "comma-separated positions, e.g. 0,1,2047\n"
+                "(default: 0,1,N-1 with N the sequence length)");
+  AddIntegerOption(*command, "--seq-len", options->seq_len, 1,
+                   "the sequence length the tables are built for; only\n"
+                   "dynamic and longrope depend on it (default:\n"
+                   "max_position_embeddings)");
+  command->add_flag("--json", options->json,
+                    "print one JSON object instead of text: rope_type,\n"
+                    "head_dim, rotary_dim, attention_factor, base,\n"
+                    "inv_freq, unscaled_inv_freq, wavelength, positions,\n"
+                    "cos, sin (one row of r/2 numbers per position)");
+  command
+      ->add_option("--plot", options->plot_path,
+                   "also draw wavelength per frequency index, scaled vs\n"
+                   "unscaled, with gnuplot")
+      ->type_name("FILE.png")
+      ->check(NotEmpty());
+  command->callback([options] {
+    const RopeReport report = BuildReport(*options);
+    if (options->json) {
+      PrintJson(*options, report);
+    } else {
+      PrintText(*options, report);
     }
-  }
-  RopeOptions options;
-  try {
-    options = ParseFlags(args);
-  } catch (const FlagError& error) {
-    std::cerr << "rotor rope: error: " << error.message
-              << " (run 'rotor rope --help')\n";
-    return 2;
-  }
-  const RopeReport report = BuildReport(options);
-  if (options.json) {
-    PrintJson(options, report);
-  } else {
-    PrintText(options, report);
-  }
-  if (!options.plot_path.empty()) Plot(options, report);
-  return 0;
+    if (!options->plot_path.empty()) Plot(*options, report);
+  });
 }
 
 }  // namespace tools

@@ -2,10 +2,12 @@
 // config (train/config/train_config.h), resuming from output_dir's newest
 // checkpoint when there is one, then prints two samples.
 #include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
 
-#include "core/error.h"
+#include "tools/cli.h"
 #include "tools/commands.h"
-#include "tools/flag_parser.h"
 #include "train/eval/generate.h"
 #include "train/trainer.h"
 
@@ -14,44 +16,25 @@ namespace tools {
 
 namespace {
 
-constexpr char kTrainHelp[] =
-    "Usage: rotor train CONFIG.yaml [key.path=value ...] [--samples N]\n"
-    "\n"
+constexpr char kTrainDetails[] =
     "Trains the model a YAML config describes (see configs/default.yaml for\n"
     "every key). key.path=value pairs override the config, e.g.\n"
     "  rotor train configs/default.yaml train.max_steps=200 train.lr=3e-4\n"
     "Checkpoints go to <output_dir>/checkpoints/step_N/; rerunning the same\n"
     "command resumes from the newest one (train.resume=auto). Metrics are\n"
     "appended to <output_dir>/metrics.jsonl, the loss curve is drawn to\n"
-    "<output_dir>/loss.png when gnuplot is installed.\n"
-    "\n"
-    "Options:\n"
-    "  --samples N   text samples printed after training (default 2)\n"
-    "  --help        this text\n";
+    "<output_dir>/loss.png when gnuplot is installed.";
 
-}  // namespace
+struct TrainOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  int64_t samples = 2;
+};
 
-int RunTrainCommand(const std::vector<std::string>& args) {
-  const FlagParser flags(args, {"--samples"}, {"--help"});
-  if (flags.Has("--help")) {
-    std::cout << kTrainHelp;
-    return 0;
-  }
-  const std::vector<std::string>& positional = flags.positional();
-  if (positional.empty()) throw UsageError("a config file is required");
-  const std::string config_path = positional[0];
-  for (size_t i = 1; i < positional.size(); ++i) {
-    if (positional[i].find('=') == std::string::npos) {
-      throw UsageError("'" + positional[i] +
-                       "' is neither a flag nor a key.path=value override");
-    }
-  }
-  const std::vector<std::string> overrides(positional.begin() + 1,
-                                           positional.end());
-  const int64_t samples = flags.Int("--samples", 2, 0);
-
-  const train::TrainConfig config = train::LoadTrainConfig(config_path, overrides);
-  std::cout << "# resolved config (" << config_path << ")\n"
+void RunTrain(const TrainOptions& options) {
+  const train::TrainConfig config =
+      train::LoadTrainConfig(options.config_path, options.overrides);
+  std::cout << "# resolved config (" << options.config_path << ")\n"
             << train::TrainConfigToYaml(config) << std::flush;
   train::Trainer trainer(config, std::cout);
   std::cout << "model: " << trainer.model().NumParameters()
@@ -71,20 +54,35 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::cout << "checkpoint: " << summary.checkpoint << "\n";
 
   const char* prompts[] = {"The ", "In the morning"};
-  for (int64_t i = 0; i < samples; ++i) {
-    train::SamplingOptions options;
-    options.max_new_tokens = 300;
-    options.temperature = 0.8;
-    options.seed = static_cast<uint64_t>(i + 1);
+  for (int64_t i = 0; i < options.samples; ++i) {
+    train::SamplingOptions sampling;
+    sampling.max_new_tokens = 300;
+    sampling.temperature = 0.8;
+    sampling.seed = static_cast<uint64_t>(i + 1);
     const std::string prompt = prompts[i % 2];
     std::cout << "\n--- sample " << i + 1 << " (prompt \"" << prompt
               << "\") ---\n"
               << prompt
               << train::EscapeControlBytes(
-                     train::GenerateText(trainer.model(), prompt, options))
+                     train::GenerateText(trainer.model(), prompt, sampling))
               << "\n";
   }
-  return 0;
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& rotor) {
+  CLI::App* command =
+      AddCommand(rotor, "train",
+                 "train a model from a YAML config (resumes automatically)",
+                 kTrainDetails);
+  auto options = std::make_shared<TrainOptions>();
+  AddConfigWithOverrides(*command, options->config_path, "the training config",
+                         options->overrides,
+                         "config keys to override, e.g. train.max_steps=200");
+  AddIntegerOption(*command, "--samples", options->samples, 0,
+                   "text samples printed after training (default 2)");
+  command->callback([options] { RunTrain(*options); });
 }
 
 }  // namespace tools

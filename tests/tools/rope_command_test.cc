@@ -181,19 +181,27 @@ TEST(RopeCommand, HelpAndFlagErrors) {
   };
   for (const Case& c : {
            Case{"rope --frobnicate", "unknown flag '--frobnicate'"},
-           Case{"rope --config", "--config: missing value"},
-           Case{"rope --config x.yaml --seq-len", "--seq-len: missing value"},
+           Case{"rope --config", "--config: 1 required FILE missing"},
+           Case{"rope --config x.yaml --seq-len",
+                "--seq-len: 1 required N missing"},
            Case{"rope --config x.yaml --seq-len 12k",
-                "--seq-len: expected an integer >= 1, got '12k'"},
+                "--seq-len: expects an integer >= 1, got '12k'"},
            Case{"rope --config x.yaml --positions 0,-3",
-                "--positions: expected an integer >= 0, got '-3'"},
-           Case{"rope --positions 1", "--config FILE is required"},
+                "--positions: expects an integer >= 0, got '-3'"},
+           Case{"rope --config x.yaml --positions -1",
+                "--positions: expects an integer >= 0, got '-1'"},
+           Case{"rope --config x.yaml --positions 1,x",
+                "--positions: expects an integer >= 0, got 'x'"},
+           Case{"rope --config x.yaml --plot ''", "--plot: needs a value"},
+           Case{"rope --config x.yaml --json=1",
+                "json was given a disallowed flag override"},
+           Case{"rope --positions 1", "--config is required"},
        }) {
     const RunResult run = RunRotor(c.args);
     EXPECT_EQ(run.status, 2) << c.args << "\n" << run.output;
     EXPECT_NE(run.output.find(c.message), std::string::npos) << c.args << "\n"
                                                              << run.output;
-    EXPECT_NE(run.output.find("rotor rope --help"), std::string::npos);
+    EXPECT_NE(run.output.find("(see 'rotor rope --help')"), std::string::npos);
   }
 }
 

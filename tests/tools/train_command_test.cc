@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_util.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/io/atomic_file.h"
 
@@ -105,48 +105,118 @@ TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
             greedy);
 }
 
-// Exit status 2 and "rotor CMD: PROBLEM (see 'rotor CMD --help')".
+// Exit status 2 and "rotor CMD: PROBLEM (see 'rotor CMD --help')", naming
+// the flag or argument; CLI11's own texts where CLI11 finds the problem.
 TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
   const std::string config = Quote(test::TinyConfigPath());
   const std::string checkpoint = Quote(dir_.Path("nowhere"));
+  const std::string eval = "eval --checkpoint " + checkpoint + " ";
+  const std::string generate =
+      "generate --checkpoint " + checkpoint + " --prompt a ";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"", "Usage: rotor <command>"},
+      {"", "Usage: rotor [OPTIONS] COMMAND"},
       {"fly", "rotor: unknown command 'fly'"},
-      {"train", "rotor train: a config file is required"},
-      {"train " + config + " --bogus", "rotor train: unknown flag --bogus"},
+      {"--bogus", "rotor: unknown command '--bogus'"},
+      {"train", "rotor train: config is required"},
+      {"train " + config + " --bogus", "rotor train: unknown flag '--bogus'"},
+      {"train --bogus", "rotor train: unknown flag '--bogus'"},
       {"train " + config + " stray",
        "'stray' is neither a flag nor a key.path=value override"},
-      {"train " + config + " --samples -1", "--samples must be >= 0, got -1"},
-      {"train " + config + " --samples", "--samples needs a value"},
-      {"train " + config + " --help=yes", "--help takes no value"},
+      {"train " + config + " --samples -1",
+       "--samples: expects an integer >= 0, got '-1'"},
+      {"train " + config + " --samples", "--samples: 1 required N missing"},
+      {"train " + config + " --help=yes",
+       "help was given a disallowed flag override"},
       {"eval", "rotor eval: --checkpoint is required"},
-      {"eval --checkpoint " + checkpoint + " extra",
-       "unexpected argument 'extra'"},
-      {"eval --checkpoint " + checkpoint + " --seq-len 0",
-       "--seq-len must be >= 1, got 0"},
+      {eval + "extra", "unexpected argument 'extra'"},
+      {eval + "--seq-len 0", "--seq-len: expects an integer >= 1, got '0'"},
+      {eval + "--lengths 256,abc",
+       "--lengths: expects an integer >= 1, got 'abc'"},
+      {eval + "--lengths 0", "--lengths: expects an integer >= 1, got '0'"},
+      {eval + "--passkey --passkey-lengths 64,-1",
+       "--passkey-lengths: expects an integer >= 1, got '-1'"},
+      {eval + "--passkey --lengths 64 --depths 0,1.5",
+       "--depths: must be in [0, 1], got 1.5"},
+      {eval + "--passkey --lengths 64 --depths 0,half",
+       "--depths: expects a number, got 'half'"},
+      {eval + "--lengths 64 --method last",
+       "--method: last not in {truncate,sliding}"},
+      {eval + "--passkey", "--passkey needs --passkey-lengths or --lengths"},
       {"generate --checkpoint " + checkpoint,
        "rotor generate: --prompt is required"},
-      {"generate --checkpoint " + checkpoint + " --prompt a --top-p 0",
-       "--top-p must be in [1e-09, 1], got 0"},
-      {"generate --checkpoint " + checkpoint + " --prompt a --temperature hot",
-       "--temperature expects a number, got 'hot'"},
-      {"generate --checkpoint " + checkpoint + " --prompt a --top-k 1.5",
-       "--top-k expects an integer, got '1.5'"},
+      {generate + "--top-p 0", "--top-p: must be in [1e-09, 1], got 0"},
+      {generate + "--temperature hot",
+       "--temperature: expects a number, got 'hot'"},
+      {generate + "--top-k 1.5", "--top-k: expects an integer >= 0, got '1.5'"},
+      {generate + "--seed -3", "--seed: expects an integer >= 0, got '-3'"},
+      {generate + "stray", "unexpected argument 'stray'"},
+      {"extend-report", "rotor extend-report: config is required"},
+      {"extend-report " + config + " stray",
+       "'stray' is neither a flag nor a key.path=value override"},
   };
   for (const auto& [args, message] : cases) {
     SCOPED_TRACE(args);
     const Result r = Run(args);
     EXPECT_EQ(r.status, 2);
     EXPECT_CONTAINS(r.err, message);
-    if (!args.empty() && args != "fly") {
-      EXPECT_CONTAINS(r.err, "--help')");
+    const std::string command = args.substr(0, args.find(' '));
+    if (!command.empty() && command != "fly" && command != "--bogus") {
+      EXPECT_CONTAINS(r.err, "(see 'rotor " + command + " --help')");
     }
   }
-  for (const char* command : {"train", "eval", "generate"}) {
-    const Result r = Run(std::string(command) + " --help");
-    EXPECT_EQ(r.status, 0);
-    EXPECT_CONTAINS(r.out, std::string("Usage: rotor ") + command);
+}
+
+TEST_F(RotorCli, HelpListsCommandsAndTheirFlags) {
+  Result r = Run("--help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* command :
+       {"train", "eval", "generate", "prepare", "extend-report", "rope"}) {
+    EXPECT_CONTAINS(r.out, std::string("\n  ") + command + " ");
   }
+  EXPECT_EQ(Run("help").out, r.out);
+  r = Run("--version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, std::string("rotor ") + ROTOR_VERSION + "\n");
+
+  const std::map<std::string, std::vector<std::string>> flags = {
+      {"train", {"CONFIG.yaml", "key.path=value", "--samples N"}},
+      {"eval",
+       {"--checkpoint DIR", "--lengths LIST", "--method", "--passkey ",
+        "--passkey-lengths LIST", "--depths LIST", "--rope-from FILE",
+        "--threads N", "key.path=value"}},
+      {"generate",
+       {"--checkpoint DIR", "--prompt TEXT", "--max-new-tokens N",
+        "--temperature X", "--top-k N", "--top-p X", "--seed N"}},
+      {"extend-report", {"CONFIG.yaml", "key.path=value"}},
+  };
+  for (const auto& [command, expected] : flags) {
+    SCOPED_TRACE(command);
+    r = Run(command + " --help");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Usage: rotor " + command);
+    for (const std::string& flag : expected) EXPECT_CONTAINS(r.out, flag);
+  }
+}
+
+// Lists, a repeated flag, a positional override after a list flag and the
+// --flag=value form, read as the old parser read them.
+TEST_F(RotorCli, EvalReadsListsAndOverrides) {
+  ASSERT_EQ(Train("run", "--samples 0").status, 0);
+  const Result r =
+      Run("eval --checkpoint " + Quote(dir_.Path("run")) +
+          " --lengths 8,16 --documents=1 --passkey --passkey-lengths 128" +
+          " --depths 0,1 --trials 2 --trials 1 "
+          "model.rope_scaling.rope_type=linear" +
+          " model.rope_scaling.factor=2 --plot " + Quote(dir_.Path("ppl.png")) +
+          " --passkey-plot " + Quote(dir_.Path("passkey.png")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "rope         linear");
+  EXPECT_CONTAINS(r.out, "1 documents of");
+  EXPECT_CONTAINS(r.out, "\n       8  ");
+  EXPECT_CONTAINS(r.out, "\n      16  ");
+  // --depths replaces the default five depths.
+  EXPECT_CONTAINS(r.out, "  length    0.00    1.00    mean  digits\n");
+  EXPECT_CONTAINS(r.out, "\n     128  ");
 }
 
 // Exit status 1 and "rotor CMD: error: ..." naming the file, line and key.
@@ -204,7 +274,8 @@ TEST_F(RotorCli, BadConfigsCheckpointsAndDataExitOne) {
   const std::string copy = dir_.Path("copy");
   fs::copy(dir_.Path("run/checkpoints/step_00000008"), copy);
   const std::string weights = train::ReadFile(copy + "/model.safetensors");
-  train::WriteFileAtomically(copy + "/model.safetensors", weights.substr(0, 1000));
+  train::WriteFileAtomically(copy + "/model.safetensors",
+                             weights.substr(0, 1000));
   r = Run("eval --checkpoint " + Quote(copy));
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, copy + "/model.safetensors");
@@ -215,7 +286,8 @@ TEST_F(RotorCli, BadConfigsCheckpointsAndDataExitOne) {
   fs::remove(copy + "/model.safetensors");
   fs::copy_file(dir_.Path("run/checkpoints/step_00000008/model.safetensors"),
                 copy + "/model.safetensors");
-  train::WriteFileAtomically(copy + "/config.yaml", "model: {vocab_size: 257}\n");
+  train::WriteFileAtomically(copy + "/config.yaml",
+                             "model: {vocab_size: 257}\n");
   r = Run("eval --checkpoint " + Quote(copy));
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, copy + "/config.yaml");

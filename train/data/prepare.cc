@@ -1,9 +1,7 @@
 #include "train/data/prepare.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -17,116 +15,6 @@
 
 namespace rotor::train {
 namespace fs = std::filesystem;
-
-const char* PrepareUsage() {
-  return "Usage: rotor prepare --input PATH... --output DIR [options]\n"
-         "\n"
-         "Turns text files into token files for training: DIR/train.bin,\n"
-         "DIR/val.bin (uint16 byte-level tokens) and DIR/meta.json.\n"
-         "Each file is one document; the train/validation split is by\n"
-         "document. See docs/data.md.\n"
-         "\n"
-         "  --input PATH...        files and/or folders (searched "
-         "recursively,\n"
-         "                         sorted, hidden files skipped); required\n"
-         "  --output DIR           where to write; required\n"
-         "  --val-fraction F       share of documents for validation, 0 < F < "
-         "1\n"
-         "                         (default 0.05; at least one document each)\n"
-         "  --seed S               seed of the split's shuffle (default 1)\n"
-         "  --format text|brown    text: files as they are (default);\n"
-         "                         brown: tagged Brown corpus files "
-         "ca01..cr09,\n"
-         "                         cleaned to plain English\n"
-         "  --force                replace DIR if it already holds files\n"
-         "  --help                 this text\n";
-}
-
-namespace {
-
-double ParseFraction(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(text.c_str(), &end);
-  ROTOR_CHECK(!text.empty() && end == text.c_str() + text.size() &&
-                  errno == 0 && std::isfinite(value),
-              flag, " expects a number, got '", text, "'");
-  ROTOR_CHECK(value > 0.0 && value < 1.0, flag,
-              " must be greater than 0 and less than 1, got ", text);
-  return value;
-}
-
-uint64_t ParseSeed(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  ROTOR_CHECK(!text.empty() && text[0] != '-' && text[0] != '+' &&
-                  end == text.c_str() + text.size() && errno == 0,
-              flag, " expects a non-negative integer below 2^64, got '", text,
-              "'");
-  return value;
-}
-
-}  // namespace
-
-PrepareOptions ParsePrepareArgs(const std::vector<std::string>& args) {
-  PrepareOptions options;
-  bool have_output = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string inline_value;
-    bool has_inline_value = false;
-    const size_t equals = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
-      inline_value = flag.substr(equals + 1);
-      flag = flag.substr(0, equals);
-      has_inline_value = true;
-    }
-    // The next argument (or the =value) as the flag's value.
-    const auto value = [&]() -> std::string {
-      if (has_inline_value) return inline_value;
-      ROTOR_CHECK(i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0, flag,
-                  " needs a value");
-      return args[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
-      options.help = true;
-    } else if (flag == "--input") {
-      if (has_inline_value) {
-        ROTOR_CHECK(!inline_value.empty(), "--input needs a value");
-        options.inputs.push_back(inline_value);
-      }
-      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
-        options.inputs.push_back(args[++i]);
-      }
-      ROTOR_CHECK(!options.inputs.empty(), "--input needs at least one path");
-    } else if (flag == "--output") {
-      options.output = value();
-      ROTOR_CHECK(!options.output.empty(), "--output needs a value");
-      have_output = true;
-    } else if (flag == "--val-fraction") {
-      options.val_fraction = ParseFraction(flag, value());
-    } else if (flag == "--seed") {
-      options.seed = ParseSeed(flag, value());
-    } else if (flag == "--format") {
-      options.format = value();
-      ROTOR_CHECK(options.format == "text" || options.format == "brown",
-                  "--format must be 'text' or 'brown', got '", options.format,
-                  "'");
-    } else if (flag == "--force") {
-      ROTOR_CHECK(!has_inline_value, "--force takes no value");
-      options.force = true;
-    } else {
-      throw Error(StrCat("unknown flag '", args[i],
-                         "' (run 'rotor prepare --help' for the flags)"));
-    }
-  }
-  if (options.help) return options;
-  ROTOR_CHECK(!options.inputs.empty(),
-              "missing --input (the text files or folders to prepare)");
-  ROTOR_CHECK(have_output, "missing --output (the folder to write)");
-  return options;
-}
 
 namespace {
 

@@ -3,6 +3,8 @@
 //   rotor prepare --input PATH... --output DIR [--val-fraction 0.05]
 //                 [--seed 1] [--format text|brown] [--force]
 //
+// (tools/prepare_command.cc reads those flags into PrepareOptions.)
+//
 // 1. Collects the input files: each PATH is a file or a folder (searched
 //    recursively; hidden files and folders are skipped; with --format brown
 //    only the corpus files ca01..cr09 are taken). The list is sorted by path
@@ -35,17 +37,7 @@ struct PrepareOptions {
   uint64_t seed = 1;
   std::string format = "text";  // "text" or "brown"
   bool force = false;
-  bool help = false;  // --help was given: print usage, do nothing else
 };
-
-// Parses the command's arguments (everything after "prepare"). Accepts
-// "--flag value" and "--flag=value"; --input takes one or more values.
-// Throws rotor::Error with a message naming the flag for unknown flags,
-// missing or malformed values and missing required flags.
-PrepareOptions ParsePrepareArgs(const std::vector<std::string>& args);
-
-// The usage text printed by --help.
-const char* PrepareUsage();
 
 struct PrepareSplitSummary {
   uint64_t documents = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -151,28 +150,6 @@ std::vector<LengthPerplexity> PerplexityByLength(
     results.push_back(result);
   }
   return results;
-}
-
-std::vector<int64_t> ParseLengthList(const std::string& text,
-                                     const std::string& what) {
-  std::vector<int64_t> values;
-  std::stringstream stream(text);
-  for (std::string item; std::getline(stream, item, ',');) {
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    ROTOR_CHECK(used == item.size() && !item.empty() && value >= 1, what, ": '",
-                item,
-                "' is not a positive integer (expected e.g. "
-                "256,512,1024)");
-    values.push_back(value);
-  }
-  ROTOR_CHECK(!values.empty(), what, ": no values in '", text, "'");
-  return values;
 }
 
 }  // namespace rotor::train

@@ -77,11 +77,6 @@ std::vector<LengthPerplexity> PerplexityByLength(
     nn::Transformer& model, const std::vector<std::vector<TokenId>>& documents,
     const LengthEvalOptions& options);
 
-// Parses "256,512,1024" (positive integers, comma-separated); throws naming
-// `what` and the bad entry.
-std::vector<int64_t> ParseLengthList(const std::string& text,
-                                     const std::string& what);
-
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_LENGTH_EVAL_H_

@@ -168,47 +168,5 @@ TEST(Prepare, RefusesBadInputsAndWritesNothing) {
                                       "plain.txt", "two"}));
 }
 
-TEST(ParsePrepareArgs, AcceptsBothFlagForms) {
-  const PrepareOptions options = ParsePrepareArgs(
-      {"--input", "a", "b/", "--output=out", "--val-fraction", "0.1",
-       "--seed=42", "--format", "brown", "--force", "--input=c"});
-  EXPECT_EQ(options.inputs, (std::vector<std::string>{"a", "b/", "c"}));
-  EXPECT_EQ(options.output, "out");
-  EXPECT_DOUBLE_EQ(options.val_fraction, 0.1);
-  EXPECT_EQ(options.seed, 42u);
-  EXPECT_EQ(options.format, "brown");
-  EXPECT_TRUE(options.force);
-  EXPECT_TRUE(ParsePrepareArgs({"--help"}).help);
-  EXPECT_NE(std::string(PrepareUsage()).find("--val-fraction"),
-            std::string::npos);
-}
-
-TEST(ParsePrepareArgs, RejectsBadFlagsWithClearMessages) {
-  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a", "--ouput", "o"}),
-                     "unknown flag '--ouput'", "rotor prepare --help");
-  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--output", "o"}), "missing --input");
-  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a"}), "missing --output");
-  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "--output", "o"}),
-                     "--input needs at least one path");
-  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a", "--output"}),
-                     "--output needs a value");
-  ROTOR_EXPECT_ERROR(
-      ParsePrepareArgs(
-          {"--input", "a", "--output", "o", "--val-fraction", "1"}),
-      "--val-fraction must be greater than 0 and less than 1, got 1");
-  ROTOR_EXPECT_ERROR(ParsePrepareArgs({"--input", "a", "--output", "o",
-                                       "--val-fraction", "5%"}),
-                     "--val-fraction expects a number, got '5%'");
-  ROTOR_EXPECT_ERROR(
-      ParsePrepareArgs({"--input", "a", "--output", "o", "--seed", "-3"}),
-      "--seed expects a non-negative integer", "'-3'");
-  ROTOR_EXPECT_ERROR(
-      ParsePrepareArgs({"--input", "a", "--output", "o", "--format", "csv"}),
-      "--format must be 'text' or 'brown', got 'csv'");
-  ROTOR_EXPECT_ERROR(
-      ParsePrepareArgs({"--input", "a", "--output", "o", "--force=yes"}),
-      "--force takes no value");
-}
-
 }  // namespace
 }  // namespace rotor::train

@@ -1,0 +1,102 @@
+#include "tools/cli.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace rotor {
+namespace tools {
+
+CLI::App* AddCommand(CLI::App& rotor, const std::string& name,
+                     const std::string& summary, const std::string& details) {
+  CLI::App* command = rotor.add_subcommand(name, summary)->group("Commands");
+  command->footer(details);
+  command->get_help_ptr()->disable_flag_override();  // --help=yes is a mistake
+  return command;
+}
+
+CLI::Validator NumberIn(double min, double max, bool open) {
+  std::ostringstream range;  // shortest form: 1e-09, not 0.000000
+  if (open) {
+    range << "greater than " << min << " and less than " << max;
+  } else {
+    range << "in [" << min << ", " << max << "]";
+  }
+  return CLI::Validator(
+      [min, max, open, range = range.str()](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+          return "expects a number, got '" + text + "'";
+        }
+        if (open ? !(value > min && value < max)
+                 : !(value >= min && value <= max)) {
+          return "must be " + range + ", got " + text;
+        }
+        // Exactly strtod's double, in a form CLI11's own conversion (through
+        // long double) cannot round differently.
+        char exact[40];
+        std::snprintf(exact, sizeof(exact), "%a", value);
+        text = exact;
+        return "";
+      },
+      "");
+}
+
+CLI::Validator NotEmpty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "needs a value" : "";
+      },
+      "");
+}
+
+CLI::Option* AddNumberOption(CLI::App& command, const std::string& name,
+                             double& value, double min, double max,
+                             const std::string& help, bool open) {
+  return command.add_option(name, value, help)
+      ->type_name("X")
+      ->transform(NumberIn(min, max, open));
+}
+
+CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint) {
+  return command
+      .add_option("--checkpoint", checkpoint,
+                  "a checkpoint folder, or a run's output_dir (its\n"
+                  "newest checkpoint)")
+      ->type_name("DIR")
+      ->required();
+}
+
+CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads) {
+  return AddIntegerOption(command, "--threads", threads, 0,
+                          "0 = all cores (default)");
+}
+
+CLI::Option* AddOverrides(CLI::App& command,
+                          std::vector<std::string>& overrides,
+                          const std::string& help) {
+  return command.add_option("overrides", overrides, help)
+      ->type_name("key.path=value")
+      ->check(CLI::Validator(
+          [](std::string& word) -> std::string {
+            if (word.find('=') != std::string::npos) return "";
+            return "unexpected argument '" + word +
+                   "' is neither a flag nor a key.path=value override";
+          },
+          ""));
+}
+
+void AddConfigWithOverrides(CLI::App& command, std::string& config_path,
+                            const std::string& config_help,
+                            std::vector<std::string>& overrides,
+                            const std::string& overrides_help) {
+  command.add_option("config", config_path, config_help)
+      ->type_name("CONFIG.yaml")
+      ->required();
+  AddOverrides(command, overrides, overrides_help);
+}
+
+}  // namespace tools
+}  // namespace rotor

@@ -1,0 +1,103 @@
+// What rotor's commands share on top of CLI11: the subcommand set-up, the
+// value checks of their flags (ranges, comma-separated lists, non-empty
+// paths) and the positional key.path=value overrides. A failed check is a
+// usage error: main reports "rotor CMD: --flag: PROBLEM (see 'rotor CMD
+// --help')" and exits with status 2.
+#ifndef ROTOR_TOOLS_CLI_H_
+#define ROTOR_TOOLS_CLI_H_
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.h"
+
+namespace rotor {
+namespace tools {
+
+// Adds the subcommand `name` to `rotor`: `summary` is its line in
+// `rotor --help`, `details` follows the options in `rotor NAME --help`.
+CLI::App* AddCommand(CLI::App& rotor, const std::string& name,
+                     const std::string& summary, const std::string& details);
+
+// A base-10 integer >= `min`. Add it with ->transform(), not ->check(): it
+// rewrites the value in canonical form, since CLI11's own conversion would
+// read 010 as octal.
+template <typename Integer>
+CLI::Validator IntegerAtLeast(Integer min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        Integer value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (text.empty() || error != std::errc() || stop != end ||
+            value < min) {
+          return StrCat("expects an integer >= ", min, ", got '", text, "'");
+        }
+        text = std::to_string(value);
+        return "";
+      },
+      "");
+}
+
+// A finite number in [min, max], or in (min, max) when `open`. Add it with
+// ->transform(): it rewrites the value as strtod read it, exactly.
+CLI::Validator NumberIn(double min, double max, bool open = false);
+
+// Refuses an empty value (e.g. --plot '').
+CLI::Validator NotEmpty();
+
+// An integer flag `name` N, at least `min` (`value` alone sets the type).
+template <typename Integer>
+CLI::Option* AddIntegerOption(CLI::App& command, const std::string& name,
+                              Integer& value, std::common_type_t<Integer> min,
+                              const std::string& help) {
+  return command.add_option(name, value, help)
+      ->type_name("N")
+      ->transform(IntegerAtLeast(min));
+}
+
+// A number flag `name` X, in [min, max] or, when `open`, in (min, max).
+CLI::Option* AddNumberOption(CLI::App& command, const std::string& name,
+                             double& value, double min, double max,
+                             const std::string& help, bool open = false);
+
+// A comma-separated list flag, e.g. --lengths 256,512, whose items each
+// pass `item` (IntegerAtLeast or NumberIn). One argument per use, so a
+// positional override after it is not taken as another item.
+template <typename T>
+CLI::Option* AddListOption(CLI::App& command, const std::string& name,
+                           std::vector<T>& values, const CLI::Validator& item,
+                           const std::string& help) {
+  return command.add_option(name, values, help)
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->option_text("LIST")
+      ->transform(item);
+}
+
+// --checkpoint DIR (required), as eval and generate take it.
+CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint);
+
+// --threads N (0 = all cores), for rotor::SetNumThreads.
+CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads);
+
+// The positional section.key=value overrides of a config; a word without
+// '=' is refused.
+CLI::Option* AddOverrides(CLI::App& command,
+                          std::vector<std::string>& overrides,
+                          const std::string& help);
+
+// The positional CONFIG.yaml (required), then its overrides.
+void AddConfigWithOverrides(CLI::App& command, std::string& config_path,
+                            const std::string& config_help,
+                            std::vector<std::string>& overrides,
+                            const std::string& overrides_help);
+
+}  // namespace tools
+}  // namespace rotor
+
+#endif  // ROTOR_TOOLS_CLI_H_
