@@ -1,12 +1,12 @@
 // `rotor extend-report CONFIG [key.path=value ...]`: trains (if needed) a
 // base model, extends it with every RoPE scaling method with and without a
 // short fine-tune, evaluates perplexity against length and passkey
-// retrieval, and writes one Markdown report (train/extend/report.h).
+// retrieval, and writes one Markdown report (train/extend/runner.h).
 #include <iostream>
 
 #include "tools/commands.h"
 #include "tools/flag_parser.h"
-#include "train/extend/report.h"
+#include "train/extend/runner.h"
 
 namespace rotor {
 namespace tools {

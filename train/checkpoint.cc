@@ -165,7 +165,8 @@ TrainerState LoadTrainerState(const std::string& dir) {
   const Json json = ParseJson(ReadFile(path), path);
   TrainerState state;
   state.step = JsonMember<int64_t>(json, "step", path);
-  state.sampler.rng_state = JsonMember<uint64_t>(json, "sampler_rng_state", path);
+  state.sampler.rng_state =
+      JsonMember<uint64_t>(json, "sampler_rng_state", path);
   state.sampler.batches_drawn =
       JsonMember<uint64_t>(json, "sampler_batches_drawn", path);
   state.tokens_seen = JsonMember<int64_t>(json, "tokens_seen", path);
@@ -173,8 +174,8 @@ TrainerState LoadTrainerState(const std::string& dir) {
       NumberOrFallback(json, "best_val_loss", state.best_val_loss, path);
   state.smoothed_loss =
       NumberOrFallback(json, "smoothed_loss", state.smoothed_loss, path);
-  state.min_smoothed_loss =
-      NumberOrFallback(json, "min_smoothed_loss", state.min_smoothed_loss, path);
+  state.min_smoothed_loss = NumberOrFallback(json, "min_smoothed_loss",
+                                             state.min_smoothed_loss, path);
   state.elapsed_seconds = NumberOrFallback(json, "elapsed_seconds", 0.0, path);
   return state;
 }
@@ -241,11 +242,30 @@ std::string InitializeFromCheckpoint(const std::string& path,
         StrCat("train.init_from: ", e.what(), " (train the base model first)"));
   }
   const TrainConfig source = LoadCheckpointTrainConfig(dir);
-  CheckSameArchitecture(ResolveTransformerConfig(source.model),
-                        model.config(), "init_from " + dir);
+  CheckSameArchitecture(ResolveTransformerConfig(source.model), model.config(),
+                        "init_from " + dir);
   LoadModelWeights(dir, model);
   return dir;
 }
+
+namespace {
+
+// The model of `config` (checked against the architecture `saved` holds)
+// with the weights of checkpoint folder `dir`; `what` names it in errors.
+std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
+                                                      const ModelConfig& saved,
+                                                      const TrainConfig& config,
+                                                      const std::string& what) {
+  const nn::TransformerConfig architecture =
+      ResolveTransformerConfig(config.model);
+  CheckSameArchitecture(ResolveTransformerConfig(saved), architecture, what);
+  auto model =
+      std::make_unique<nn::Transformer>(architecture, config.train.seed);
+  LoadModelWeights(dir, *model);
+  return model;
+}
+
+}  // namespace
 
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
@@ -255,15 +275,20 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
   const TrainConfig original = ParseTrainConfig(saved, dir + "/config.yaml");
   const TrainConfig parsed =
       ParseTrainConfig(saved, dir + "/config.yaml", overrides);
-  const nn::TransformerConfig architecture =
-      ResolveTransformerConfig(parsed.model);
-  CheckSameArchitecture(ResolveTransformerConfig(original.model),
-                        architecture, "checkpoint " + dir + " with overrides");
-  auto model =
-      std::make_unique<nn::Transformer>(architecture, parsed.train.seed);
-  LoadModelWeights(dir, *model);
+  auto model = BuildCheckpointModel(dir, original.model, parsed,
+                                    "checkpoint " + dir + " with overrides");
   if (config != nullptr) *config = parsed;
   return model;
+}
+
+std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
+    const std::string& path, const ModelConfig& model) {
+  const std::string dir = ResolveCheckpointPath(path);
+  TrainConfig config =
+      ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
+  const ModelConfig saved = config.model;
+  config.model = model;
+  return BuildCheckpointModel(dir, saved, config, "checkpoint " + dir);
 }
 
 }  // namespace rotor::train

@@ -29,15 +29,16 @@ void ReadMethods(const SectionReader& section, const char* key,
   for (size_t i = 0; i < names.size(); ++i) {
     const std::optional<RopeType> type = RopeTypeFromName(names[i]);
     if (!type) {
-      section.Fail(value[i], section.Join(key),
-                   StrCat("unknown method '", names[i], "' (",
-                          RopeTypeNames(), ")"));
+      section.Fail(
+          value[i], section.Join(key),
+          StrCat("unknown method '", names[i], "' (", RopeTypeNames(), ")"));
     }
     out.push_back(*type);
   }
 }
 
-void ReadBase(const SectionReader& base, const std::set<std::string>& overridden,
+void ReadBase(const SectionReader& base,
+              const std::set<std::string>& overridden,
               ExtendReportConfig& config) {
   base.RequireKnownKeys({"config", "overrides", "practice"});
   base.Read("config", config.base_config);
@@ -57,10 +58,9 @@ void ReadBase(const SectionReader& base, const std::set<std::string>& overridden
   practice.Read("output_dir", config.practice_output_dir);
   if (!(config.practice_passkey_fraction > 0.0 &&
         config.practice_passkey_fraction <= 1.0)) {
-    practice.Fail(practice.Get("passkey_fraction"),
-                  "base.practice.passkey_fraction",
-                  StrCat("must be in (0, 1], got ",
-                         config.practice_passkey_fraction));
+    practice.Fail(
+        practice.Get("passkey_fraction"), "base.practice.passkey_fraction",
+        StrCat("must be in (0, 1], got ", config.practice_passkey_fraction));
   }
   if (config.practice_steps > 0 && config.practice_output_dir.empty()) {
     practice.Fail(practice.node(), "base.practice.output_dir",
@@ -75,10 +75,14 @@ void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
   finetune.Read("steps", config.finetune_steps, 0);
   finetune.Read("lr", config.finetune_lr, 0.0, 10.0);
   finetune.Read("min_lr", config.finetune_min_lr, 0.0, 10.0);
+  if (config.finetune_min_lr > config.finetune_lr) {
+    finetune.Fail(finetune.Get("min_lr"), "finetune.min_lr",
+                  StrCat("must not exceed finetune.lr (", config.finetune_lr,
+                         "), got ", config.finetune_min_lr));
+  }
   finetune.Read("warmup_steps", config.finetune_warmup_steps, 0);
   finetune.Read("tokens_per_step", config.finetune_tokens_per_step, 0);
-  finetune.Read("passkey_fraction", config.finetune_passkey_fraction, 0.0,
-                1.0);
+  finetune.Read("passkey_fraction", config.finetune_passkey_fraction, 0.0, 1.0);
   ReadMethods(finetune, "skip", config.finetune_skip);
   if (Contains(config.methods, RopeType::kDynamic) &&
       !Contains(config.finetune_skip, RopeType::kDynamic) &&
@@ -104,8 +108,7 @@ void ReadEval(const SectionReader& eval, ExtendReportConfig& config) {
     eval.Fail(eval.Get("method"), "eval.method", e.what());
   }
   eval.Read("stride", config.stride, 0);
-  eval.ReadList("passkey_lengths", config.passkey_lengths,
-                "positive integers");
+  eval.ReadList("passkey_lengths", config.passkey_lengths, "positive integers");
   eval.ReadList("depths", config.depths, "numbers in [0, 1]");
   eval.Read("trials", config.trials, 1);
   for (int64_t length : config.lengths) {
@@ -129,6 +132,19 @@ void ReadEval(const SectionReader& eval, ExtendReportConfig& config) {
   }
 }
 
+void ReadChecks(const SectionReader& checks, ExtendReportChecks& out) {
+  checks.RequireKnownKeys({"zeroshot_ppl_ratio_min", "finetuned_ppl_ratio_max",
+                           "finetuned_passkey_min", "base_passkey_min",
+                           "max_seconds"});
+  checks.Read("zeroshot_ppl_ratio_min", out.zeroshot_ppl_ratio_min, 0.0,
+              kAnyNumber);
+  checks.Read("finetuned_ppl_ratio_max", out.finetuned_ppl_ratio_max, 0.0,
+              kAnyNumber);
+  checks.Read("finetuned_passkey_min", out.finetuned_passkey_min, 0.0, 1.0);
+  checks.Read("base_passkey_min", out.base_passkey_min, 0.0, 1.0);
+  checks.Read("max_seconds", out.max_seconds, 0.0, kAnyNumber);
+}
+
 }  // namespace
 
 ExtendReportConfig ParseExtendReportConfig(
@@ -144,7 +160,7 @@ ExtendReportConfig ParseExtendReportConfig(
   config.file = file;
   const SectionReader top(root, "", file, overridden);
   top.RequireKnownKeys({"base", "output_dir", "factor", "methods", "finetune",
-                        "eval", "threads"});
+                        "eval", "checks", "threads"});
   ReadBase(SectionReader(root["base"], "base", file, overridden), overridden,
            config);
   top.Read("output_dir", config.output_dir);
@@ -158,6 +174,8 @@ ExtendReportConfig ParseExtendReportConfig(
   ReadFinetune(SectionReader(root["finetune"], "finetune", file, overridden),
                config);
   ReadEval(SectionReader(root["eval"], "eval", file, overridden), config);
+  ReadChecks(SectionReader(root["checks"], "checks", file, overridden),
+             config.checks);
   return config;
 }
 
