@@ -1,7 +1,7 @@
 // `rotor extend-report CONFIG [key.path=value ...]`: trains (if needed) a
 // base model, extends it with every RoPE scaling method with and without a
 // short fine-tune, evaluates perplexity against length and passkey
-// retrieval, and writes one Markdown report (train/extend/report.h).
+// retrieval, and writes one Markdown report (train/extend/runner.h).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -9,7 +9,7 @@
 
 #include "tools/cli.h"
 #include "tools/commands.h"
-#include "train/extend/report.h"
+#include "train/extend/runner.h"
 
 namespace rotor {
 namespace tools {

@@ -248,6 +248,25 @@ std::string InitializeFromCheckpoint(const std::string& path,
   return dir;
 }
 
+namespace {
+
+// The model of `config` (checked against the architecture `saved` holds)
+// with the weights of checkpoint folder `dir`; `what` names it in errors.
+std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
+                                                      const ModelConfig& saved,
+                                                      const TrainConfig& config,
+                                                      const std::string& what) {
+  const nn::TransformerConfig architecture =
+      ResolveTransformerConfig(config.model);
+  CheckSameArchitecture(ResolveTransformerConfig(saved), architecture, what);
+  auto model =
+      std::make_unique<nn::Transformer>(architecture, config.train.seed);
+  LoadModelWeights(dir, *model);
+  return model;
+}
+
+}  // namespace
+
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config) {
@@ -256,15 +275,20 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
   const TrainConfig original = ParseTrainConfig(saved, dir + "/config.yaml");
   const TrainConfig parsed =
       ParseTrainConfig(saved, dir + "/config.yaml", overrides);
-  const nn::TransformerConfig architecture =
-      ResolveTransformerConfig(parsed.model);
-  CheckSameArchitecture(ResolveTransformerConfig(original.model), architecture,
-                        "checkpoint " + dir + " with overrides");
-  auto model =
-      std::make_unique<nn::Transformer>(architecture, parsed.train.seed);
-  LoadModelWeights(dir, *model);
+  auto model = BuildCheckpointModel(dir, original.model, parsed,
+                                    "checkpoint " + dir + " with overrides");
   if (config != nullptr) *config = parsed;
   return model;
+}
+
+std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
+    const std::string& path, const ModelConfig& model) {
+  const std::string dir = ResolveCheckpointPath(path);
+  TrainConfig config =
+      ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
+  const ModelConfig saved = config.model;
+  config.model = model;
+  return BuildCheckpointModel(dir, saved, config, "checkpoint " + dir);
 }
 
 }  // namespace rotor::train

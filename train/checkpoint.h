@@ -103,6 +103,11 @@ std::string InitializeFromCheckpoint(const std::string& path,
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config = nullptr);
+// The same with the model settings given whole (e.g. the saved ones with
+// another rope_scaling) instead of as overrides; a different name, because
+// `LoadCheckpointModel(path, {})` would fit both.
+std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
+    const std::string& path, const ModelConfig& model);
 
 }  // namespace rotor::train
 

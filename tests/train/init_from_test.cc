@@ -1,7 +1,8 @@
 // train.init_from: weights only (fresh optimizer and step), the RoPE
 // settings of the new config, run folders resolved to their newest
 // checkpoint, resuming taking precedence, architecture mismatches named;
-// LoadCheckpointModel with RoPE overrides; the new config keys.
+// LoadCheckpointModel with RoPE overrides or whole model settings; the new
+// config keys.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -123,7 +124,7 @@ TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
   EXPECT_NE(mixed, text);
 }
 
-TEST(LoadCheckpointModel, AppliesRopeOverridesAndRejectsArchitectureOnes) {
+TEST(LoadCheckpointModel, AppliesRopeSettingsAndRejectsArchitectureOnes) {
   test::TempDir dir;
   TrainBase(dir);
   TrainConfig config;
@@ -138,6 +139,17 @@ TEST(LoadCheckpointModel, AppliesRopeOverridesAndRejectsArchitectureOnes) {
   ROTOR_EXPECT_ERROR(
       LoadCheckpointModel(dir.Path("base"), {"model.intermediate_size=48"}),
       "with overrides", "intermediate_size 64 (checkpoint) vs 48 (config)");
+
+  // The same settings given whole.
+  const auto whole = LoadCheckpointModelAs(dir.Path("base"), config.model);
+  EXPECT_EQ(whole->config().rope.rope_type, RopeType::kYarn);
+  EXPECT_EQ(whole->config().rope.max_position_embeddings, 64);
+  EXPECT_EQ(whole->NamedParameters()[0].second.ToVector(),
+            model->NamedParameters()[0].second.ToVector());
+  ModelConfig other = config.model;
+  other.intermediate_size = 48;
+  ROTOR_EXPECT_ERROR(LoadCheckpointModelAs(dir.Path("base"), other),
+                     "intermediate_size 64 (checkpoint) vs 48 (config)");
 }
 
 TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {

@@ -75,6 +75,11 @@ void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
   finetune.Read("steps", config.finetune_steps, 0);
   finetune.Read("lr", config.finetune_lr, 0.0, 10.0);
   finetune.Read("min_lr", config.finetune_min_lr, 0.0, 10.0);
+  if (config.finetune_min_lr > config.finetune_lr) {
+    finetune.Fail(finetune.Get("min_lr"), "finetune.min_lr",
+                  StrCat("must not exceed finetune.lr (", config.finetune_lr,
+                         "), got ", config.finetune_min_lr));
+  }
   finetune.Read("warmup_steps", config.finetune_warmup_steps, 0);
   finetune.Read("tokens_per_step", config.finetune_tokens_per_step, 0);
   finetune.Read("passkey_fraction", config.finetune_passkey_fraction, 0.0, 1.0);
@@ -127,6 +132,19 @@ void ReadEval(const SectionReader& eval, ExtendReportConfig& config) {
   }
 }
 
+void ReadChecks(const SectionReader& checks, ExtendReportChecks& out) {
+  checks.RequireKnownKeys({"zeroshot_ppl_ratio_min", "finetuned_ppl_ratio_max",
+                           "finetuned_passkey_min", "base_passkey_min",
+                           "max_seconds"});
+  checks.Read("zeroshot_ppl_ratio_min", out.zeroshot_ppl_ratio_min, 0.0,
+              kAnyNumber);
+  checks.Read("finetuned_ppl_ratio_max", out.finetuned_ppl_ratio_max, 0.0,
+              kAnyNumber);
+  checks.Read("finetuned_passkey_min", out.finetuned_passkey_min, 0.0, 1.0);
+  checks.Read("base_passkey_min", out.base_passkey_min, 0.0, 1.0);
+  checks.Read("max_seconds", out.max_seconds, 0.0, kAnyNumber);
+}
+
 }  // namespace
 
 ExtendReportConfig ParseExtendReportConfig(
@@ -142,7 +160,7 @@ ExtendReportConfig ParseExtendReportConfig(
   config.file = file;
   const SectionReader top(root, "", file, overridden);
   top.RequireKnownKeys({"base", "output_dir", "factor", "methods", "finetune",
-                        "eval", "threads"});
+                        "eval", "checks", "threads"});
   ReadBase(SectionReader(root["base"], "base", file, overridden), overridden,
            config);
   top.Read("output_dir", config.output_dir);
@@ -156,6 +174,8 @@ ExtendReportConfig ParseExtendReportConfig(
   ReadFinetune(SectionReader(root["finetune"], "finetune", file, overridden),
                config);
   ReadEval(SectionReader(root["eval"], "eval", file, overridden), config);
+  ReadChecks(SectionReader(root["checks"], "checks", file, overridden),
+             config.checks);
   return config;
 }
 

@@ -1,5 +1,5 @@
 // The context-extension report's config (`rotor extend-report CONFIG`;
-// the report itself: train/extend/report.h). configs/extend/report.yaml
+// the report itself: train/extend/runner.h). configs/extend/report.yaml
 // documents every key:
 //
 //   base: { config: configs/default.yaml, overrides: [],
@@ -14,6 +14,9 @@
 //   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
 //           passkey_lengths: [], depths: [0, 0.25, 0.5, 0.75, 1],
 //           trials: 10 }
+//   checks: { zeroshot_ppl_ratio_min: 1.5, finetuned_ppl_ratio_max: 1.1,
+//             finetuned_passkey_min: 0.9, base_passkey_min: 0.95,
+//             max_seconds: 3600 }
 //   threads: 0
 #ifndef ROTOR_TRAIN_CONFIG_REPORT_CONFIG_H_
 #define ROTOR_TRAIN_CONFIG_REPORT_CONFIG_H_
@@ -26,6 +29,17 @@
 #include "train/eval/length_eval.h"
 
 namespace rotor::train {
+
+// The expected outcome of issue #6, checked on the measured numbers in
+// report.md's "Checks" table. Ratios are perplexity at s*L over the
+// zero-shot default model's at L; accuracies are passkey retrieval rates.
+struct ExtendReportChecks {
+  double zeroshot_ppl_ratio_min = 1.5;   // unscaled RoPE: ratio above this
+  double finetuned_ppl_ratio_max = 1.1;  // yarn, linear fine-tuned: at most
+  double finetuned_passkey_min = 0.9;    // yarn fine-tuned at s*L: at least
+  double base_passkey_min = 0.95;        // the base model at L: at least
+  double max_seconds = 3600.0;           // the whole comparison: less than this
+};
 
 struct ExtendReportConfig {
   std::string file;                         // for messages
@@ -62,6 +76,7 @@ struct ExtendReportConfig {
   std::vector<int64_t> passkey_lengths;  // empty: the perplexity lengths
   std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int64_t trials = 10;
+  ExtendReportChecks checks;
   int64_t threads = 0;
 };
 

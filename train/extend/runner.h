@@ -14,9 +14,9 @@
 //                    only evaluated zero-shot);
 //      and evaluates each on perplexity against context length
 //      (train/eval/length_eval.h) and passkey retrieval over lengths x depths
-//      (train/data/passkey.h);
-//   3. writes <output_dir>/report.md with the tables, the plots (gnuplot)
-//      and the checks of the expected outcome, plus results.json.
+//      (train/eval/passkey_eval.h);
+//   3. writes <output_dir>/results.json and <output_dir>/report.md with the
+//      tables, the plots (gnuplot) and the checks of the expected outcome.
 //
 // Every finished evaluation is stored in <output_dir>/results/*.json and
 // every fine-tune is an ordinary rotor run in <output_dir>/finetune/<method>,
@@ -25,30 +25,19 @@
 // finished practice run or fine-tune whose starting weights, steps or data
 // differ from what the report asks for is an error, not reused).
 //
-// The report's settings: train/config/report_config.h (and
-// configs/extend/report.yaml, which documents every key).
-#ifndef ROTOR_TRAIN_EXTEND_REPORT_H_
-#define ROTOR_TRAIN_EXTEND_REPORT_H_
+// The pieces: the settings, train/config/report_config.h (and
+// configs/extend/report.yaml, which documents every key); what each run and
+// evaluation is, recipe.h; the measurements and their files, results.h;
+// report.md, writer.h; this file runs them in order.
+#ifndef ROTOR_TRAIN_EXTEND_RUNNER_H_
+#define ROTOR_TRAIN_EXTEND_RUNNER_H_
 
-#include <cstdint>
 #include <ostream>
 #include <string>
-#include <vector>
 
-#include "nn/rope_scaling.h"
 #include "train/config/report_config.h"
 
 namespace rotor::train {
-
-// The `model.*=value` overrides that turn a base model trained at
-// `base_length` into one extended by `factor` with `method`:
-// max_position_embeddings = factor * base_length (base_length for dynamic,
-// whose L0 it is) and the method's rope_scaling (see the .cc for each
-// method's keys; longrope's factors are illustrative, not searched).
-std::vector<std::string> ExtensionOverrides(RopeType method, double factor,
-                                            int64_t base_length,
-                                            int64_t head_dim,
-                                            double rope_theta);
 
 struct ExtendReportSummary {
   std::string report_path;  // <output_dir>/report.md
@@ -61,4 +50,4 @@ ExtendReportSummary RunExtendReport(const ExtendReportConfig& config,
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_EXTEND_REPORT_H_
+#endif  // ROTOR_TRAIN_EXTEND_RUNNER_H_

@@ -1,0 +1,115 @@
+// The report config (configs/extend/report.yaml) is parsed strictly, with
+// defaults, and its checks' thresholds are read from it.
+#include "train/config/report_config.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace rotor::train {
+namespace {
+
+TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
+  const ExtendReportConfig config = ParseExtendReportConfig(
+      "base: {config: b.yaml}\nfactor: 8\n", "r.yaml", {"finetune.steps=50"});
+  EXPECT_EQ(config.base_config, "b.yaml");
+  EXPECT_EQ(config.factor, 8.0);
+  EXPECT_EQ(config.finetune_steps, 50);
+  EXPECT_EQ(config.methods.size(), 7u);
+  EXPECT_EQ(config.finetune_skip, std::vector<RopeType>{RopeType::kDynamic});
+
+  ROTOR_EXPECT_ERROR(ParseExtendReportConfig("factor: 4\n", "r.yaml"),
+                     "base.config", "is required");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nmethods: [yarn, "
+                              "rope9]\n",
+                              "r.yaml"),
+      "r.yaml:2:", "methods", "unknown method 'rope9'");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nfinetune: {skip: []}\n",
+                              "r.yaml"),
+      "finetune.skip", "must list dynamic");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nfactor: 1\n", "r.yaml"),
+      "r.yaml:2:", "factor", "(1, 64]");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nfactor: 4\nfactor: 8\n",
+                              "r.yaml"),
+      "r.yaml:3:", "factor: duplicate key");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\neval: {lenghts: []}\n",
+                              "r.yaml"),
+      "eval.lenghts", "unknown key");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          "base: {config: b.yaml}\neval: {passkey_lengths: [64]}\n", "r.yaml"),
+      "eval.passkey_lengths", "must be >= ");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10}}\n",
+                              "r.yaml"),
+      "base.practice.output_dir", "is required");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10,\n"
+                              "  output_dir: p, passkey_fraction: 0}}\n",
+                              "r.yaml"),
+      "r.yaml:2:", "base.practice.passkey_fraction", "(0, 1]");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {stesp: 10}}\n",
+                              "r.yaml"),
+      "base.practice.stesp", "unknown key");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          "base: {config: b.yaml}\nfinetune: {passkey_fraction: 2}\n",
+          "r.yaml"),
+      "r.yaml:2:", "finetune.passkey_fraction", "[0, 1]");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          "base: {config: b.yaml}\nfinetune: {lr: 1e-4, min_lr: 1e-3}\n",
+          "r.yaml"),
+      "r.yaml:2:", "finetune.min_lr", "must not exceed finetune.lr");
+  // The shipped report config parses.
+  const ExtendReportConfig shipped = LoadExtendReportConfig(
+      std::string(ROTOR_SOURCE_DIR) + "/configs/extend/report.yaml");
+  EXPECT_EQ(shipped.base_config, "configs/default.yaml");
+  EXPECT_EQ(shipped.finetune_steps, 200);
+  EXPECT_GT(shipped.practice_steps, 0);
+}
+
+TEST(ExtendReportConfig, ReadsTheChecksThresholds) {
+  const ExtendReportConfig defaults =
+      ParseExtendReportConfig("base: {config: b.yaml}\n", "r.yaml");
+  EXPECT_EQ(defaults.checks.zeroshot_ppl_ratio_min, 1.5);
+  EXPECT_EQ(defaults.checks.finetuned_ppl_ratio_max, 1.1);
+  EXPECT_EQ(defaults.checks.max_seconds, 3600.0);
+  const ExtendReportConfig config = ParseExtendReportConfig(
+      "base: {config: b.yaml}\n"
+      "checks: {finetuned_passkey_min: 0.8, max_seconds: 1800}\n",
+      "r.yaml", {"checks.base_passkey_min=0.9"});
+  EXPECT_EQ(config.checks.finetuned_passkey_min, 0.8);
+  EXPECT_EQ(config.checks.base_passkey_min, 0.9);
+  EXPECT_EQ(config.checks.max_seconds, 1800.0);
+  EXPECT_EQ(config.checks.zeroshot_ppl_ratio_min, 1.5);
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          "base: {config: b.yaml}\nchecks: {finetuned_passkey_min: 90}\n",
+          "r.yaml"),
+      "r.yaml:2:", "checks.finetuned_passkey_min");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nchecks: {max_secs: 1}\n",
+                              "r.yaml"),
+      "checks.max_secs", "unknown key");
+  // The shipped config states the defaults.
+  const ExtendReportConfig shipped = LoadExtendReportConfig(
+      std::string(ROTOR_SOURCE_DIR) + "/configs/extend/report.yaml");
+  EXPECT_EQ(shipped.checks.zeroshot_ppl_ratio_min,
+            defaults.checks.zeroshot_ppl_ratio_min);
+  EXPECT_EQ(shipped.checks.finetuned_ppl_ratio_max,
+            defaults.checks.finetuned_ppl_ratio_max);
+  EXPECT_EQ(shipped.checks.finetuned_passkey_min,
+            defaults.checks.finetuned_passkey_min);
+  EXPECT_EQ(shipped.checks.base_passkey_min, defaults.checks.base_passkey_min);
+  EXPECT_EQ(shipped.checks.max_seconds, defaults.checks.max_seconds);
+}
+
+}  // namespace
+}  // namespace rotor::train

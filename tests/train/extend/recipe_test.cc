@@ -1,0 +1,205 @@
+// What rotor extend-report runs: each method's model settings and the
+// practice and fine-tune configs are exactly those the report used to get
+// by parsing `key=value` overrides on the base config (the strings below),
+// and the overrides report.md lists give the same model back.
+#include "train/extend/recipe.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/test_util.h"
+#include "tests/train/train_test_util.h"
+#include "train/checkpoint.h"
+#include "train/config/train_config.h"
+
+namespace rotor::train {
+namespace {
+
+// `base` with `model` in place of its model, as YAML (every key, 17 digits):
+// equal texts mean equal configs.
+std::string WithModel(TrainConfig base, const ModelConfig& model) {
+  base.model = model;
+  return TrainConfigToYaml(base);
+}
+
+// The overrides the report parsed before it built configs directly, for the
+// tiny model (head_dim 8) trained at 32 and extended 4x.
+const std::vector<std::pair<RopeType, std::vector<std::string>>>
+    kTinyOverrides = {
+        {RopeType::kDefault,
+         {"model.max_position_embeddings=128", "model.rope_scaling=null"}},
+        {RopeType::kLinear,
+         {"model.max_position_embeddings=128",
+          "model.rope_scaling={rope_type: linear, factor: 4}"}},
+        {RopeType::kNtk,
+         {"model.max_position_embeddings=128",
+          "model.rope_scaling={rope_type: ntk, factor: 4}"}},
+        {RopeType::kDynamic,
+         {"model.max_position_embeddings=32",
+          "model.rope_scaling={rope_type: dynamic, factor: 4}"}},
+        {RopeType::kYarn,
+         {"model.max_position_embeddings=128",
+          "model.rope_scaling={rope_type: yarn, factor: 4, "
+          "original_max_position_embeddings: 32}"}},
+        {RopeType::kLlama3,
+         {"model.max_position_embeddings=128",
+          "model.rope_scaling={rope_type: llama3, factor: 4, low_freq_factor: "
+          "1, high_freq_factor: 4, original_max_position_embeddings: 32}"}},
+        {RopeType::kLongRope,
+         {"model.max_position_embeddings=128",
+          "model.rope_scaling={rope_type: longrope, factor: 4, "
+          "original_max_position_embeddings: 32, short_factor: [1, 1, 1, 1], "
+          "long_factor: [1, 1.75, 3.25, 4]}"}}};
+
+TEST(ExtendModelConfig, EqualsTheOldOverridesForEveryMethod) {
+  const TrainConfig base = test::TinyConfig("data", "out");
+  for (const auto& [method, overrides] : kTinyOverrides) {
+    SCOPED_TRACE(RopeTypeName(method));
+    const ModelConfig model = ExtendModelConfig(base.model, method, 4, 32);
+    EXPECT_EQ(WithModel(base, model),
+              TrainConfigToYaml(test::TinyConfig("data", "out", overrides)));
+    EXPECT_EQ(ExtensionOverrides(model), overrides);
+  }
+}
+
+// Long factors that need rounding (16 channels, 8 pairs): rounded to the 6
+// digits the report lists, as when they went through text.
+TEST(ExtendModelConfig, RoundsLongFactorsAsListed) {
+  const TrainConfig base = test::TinyConfig(
+      "data", "out",
+      {"model.head_dim=16", "model.rope_theta=500000",
+       "model.max_position_embeddings=112", "train.seq_len=112"});
+  const std::vector<std::string> old = {
+      "model.max_position_embeddings=280",
+      "model.rope_scaling={rope_type: longrope, factor: 2.5, "
+      "original_max_position_embeddings: 112, short_factor: [1, 1, 1, 1, 1, "
+      "1, 1, 1], long_factor: [1, 1.07427, 1.28238, 1.58311, 1.91689, "
+      "2.21762, 2.42573, 2.5]}"};
+  const ModelConfig model =
+      ExtendModelConfig(base.model, RopeType::kLongRope, 2.5, 112);
+  EXPECT_EQ(ExtensionOverrides(model), old);
+  std::vector<std::string> overrides = {
+      "model.head_dim=16", "model.rope_theta=500000", "train.seq_len=112"};
+  overrides.insert(overrides.end(), old.begin(), old.end());
+  EXPECT_EQ(WithModel(base, model),
+            TrainConfigToYaml(test::TinyConfig("data", "out", overrides)));
+  // Short factors 1 (unchanged up to L0), long factors rising to s.
+  const std::vector<double>& long_factor = *model.rope.long_factor;
+  EXPECT_TRUE(std::is_sorted(long_factor.begin(), long_factor.end()));
+}
+
+// configs/extend/*-{4,8}x.yaml: fine-tuning configs whose architecture is
+// the default model's (so init_from: runs/default works) and whose RoPE
+// settings are those rotor extend-report uses; dynamic is model-only.
+TEST(ExampleConfigs, ExtendTheDefaultModelWithEveryMethod) {
+  const std::string dir = std::string(ROTOR_SOURCE_DIR) + "/configs/";
+  const TrainConfig base = LoadTrainConfig(dir + "default.yaml");
+  const nn::TransformerConfig base_architecture =
+      ResolveTransformerConfig(base.model);
+  for (const char* method :
+       {"linear", "ntk", "yarn", "llama3", "longrope", "dynamic"}) {
+    for (int factor : {4, 8}) {
+      const std::string path =
+          dir + "extend/" + method + "-" + std::to_string(factor) + "x.yaml";
+      SCOPED_TRACE(path);
+      const RopeType type = *RopeTypeFromName(method);
+      // Applying the file's RoPE settings or the report's to the default
+      // config gives the same config.
+      const TrainConfig from_file =
+          LoadTrainConfig(dir + "default.yaml", RopeOverridesFromConfig(path));
+      EXPECT_EQ(TrainConfigToYaml(from_file),
+                WithModel(base, ExtendModelConfig(base.model, type, factor,
+                                                  base.train.seq_len)));
+      if (type == RopeType::kDynamic) continue;
+      const TrainConfig config = LoadTrainConfig(path);
+      EXPECT_EQ(config.train.init_from, "runs/default");
+      EXPECT_EQ(config.train.seq_len, 256 * factor);
+      EXPECT_EQ(config.train.batch_size * config.train.seq_len, 4096);
+      EXPECT_NO_THROW(CheckSameArchitecture(
+          base_architecture, ResolveTransformerConfig(config.model), path));
+      EXPECT_EQ(config.model.rope.rope_type, type);
+    }
+  }
+}
+
+ExtendReportConfig TinyReport(const std::vector<std::string>& overrides) {
+  const std::string yaml = "base:\n  config: " + test::TinyConfigPath() +
+                           "\n  overrides: [data.path=d, output_dir=base]\n"
+                           "  practice: {steps: 3, output_dir: practice}\n"
+                           "output_dir: report\n"
+                           "finetune: {steps: 20, warmup_steps: 30}\n"
+                           "eval: {passkey_lengths: [112]}\n"
+                           "threads: 1\n";
+  return ParseExtendReportConfig(yaml, "report.yaml", overrides);
+}
+
+TEST(PlanReport, ResolvesTheLengths) {
+  const ReportPlan plan = PlanReport(TinyReport({}));
+  EXPECT_EQ(plan.base_length, 32);
+  EXPECT_EQ(plan.extended_length, 128);
+  EXPECT_EQ(plan.lengths, (std::vector<int64_t>{32, 64, 128, 256}));
+  EXPECT_EQ(plan.passkey_lengths, std::vector<int64_t>{112});
+  EXPECT_EQ(plan.base.train.threads, 1);
+  EXPECT_FALSE(plan.base.logging.progress);
+  EXPECT_EQ(PlanReport(TinyReport({"eval.lengths=[256, 32, 256]"})).lengths,
+            (std::vector<int64_t>{32, 256}));
+}
+
+// The practice run and a fine-tune equal what the old overrides gave.
+TEST(PracticeAndFinetuneConfig, EqualTheOldOverrides) {
+  const ExtendReportConfig report =
+      TinyReport({"base.practice.passkey_fraction=0.5"});
+  const ReportPlan plan = PlanReport(report);
+  const std::vector<std::string> practice = {
+      "data.path=d", "output_dir=practice", "train.init_from=ckpt",
+      "train.resume=auto", "data.passkey_fraction=0.5", "train.max_steps=3",
+      "train.warmup_steps=3", "train.threads=1", "eval.every_n_steps=0",
+      "checkpoint.every_n_steps=0", "checkpoint.keep_last_n=1",
+      "logging.progress=false",
+      // The passkey rows need a longer sequence than the tiny model's.
+      "train.seq_len=112", "model.max_position_embeddings=112"};
+  ROTOR_EXPECT_ERROR(PracticeConfig(report, plan, "ckpt"), "passkey practice",
+                     "needs train.seq_len >= 104", "got 32");
+  const ExtendReportConfig longer = TinyReport(
+      {"base.practice.passkey_fraction=0.5",
+       "base.overrides=[data.path=d, output_dir=base, train.seq_len=112, "
+       "model.max_position_embeddings=112]"});
+  const ReportPlan longer_plan = PlanReport(longer);
+  EXPECT_EQ(
+      TrainConfigToYaml(PracticeConfig(longer, longer_plan, "ckpt")),
+      TrainConfigToYaml(LoadTrainConfig(test::TinyConfigPath(), practice)));
+
+  const std::vector<std::string> yarn = {
+      "data.path=d",
+      "output_dir=report/finetune/yarn",
+      "train.init_from=ckpt",
+      "train.resume=auto",
+      "train.seq_len=128",
+      "train.batch_size=1",  // 128 tokens per step (the base's 4 x 32)
+      "train.gradient_accumulation_steps=1",
+      "train.max_steps=20",
+      "train.lr=0.0005",
+      "train.min_lr=5e-05",
+      "train.warmup_steps=20",
+      "train.threads=1",
+      "data.passkey_fraction=0",
+      "eval.every_n_steps=0",
+      "eval.max_batches=4",
+      "checkpoint.every_n_steps=0",
+      "checkpoint.keep_last_n=1",
+      "logging.progress=false",
+      "logging.log_every_n_steps=2",
+      "model.max_position_embeddings=128",
+      "model.rope_scaling={rope_type: yarn, factor: 4, "
+      "original_max_position_embeddings: 32}"};
+  EXPECT_EQ(
+      TrainConfigToYaml(FinetuneConfig(report, plan, RopeType::kYarn, "ckpt")),
+      TrainConfigToYaml(LoadTrainConfig(test::TinyConfigPath(), yarn)));
+}
+
+}  // namespace
+}  // namespace rotor::train

@@ -1,0 +1,86 @@
+// The stored measurements of rotor extend-report: a variant's JSON reads
+// back as written, a missing file is no result, and results.json holds
+// every variant.
+#include "train/extend/results.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/temp_dir.h"
+#include "tests/test_util.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+
+namespace rotor::train {
+namespace {
+
+VariantResult Example() {
+  VariantResult r;
+  r.method = RopeType::kYarn;
+  r.finetuned = true;
+  r.perplexity = {{128, 1.25, 3.4903429574618414, 640}};
+  PasskeyCell cell;
+  cell.length = 128;
+  cell.depth = 0.25;
+  cell.correct = 3;
+  cell.digits_right = 17;
+  cell.trials = 4;
+  r.passkey = {cell};
+  r.eval_seconds = 1.5;
+  r.finetune_seconds = 12.25;
+  return r;
+}
+
+TEST(VariantResult, JsonRoundTripAndFiles) {
+  test::TempDir dir;
+  const std::string path = VariantResultPath(dir.path(), RopeType::kYarn, true);
+  EXPECT_EQ(path, dir.Path("results/yarn-finetuned.json"));
+  EXPECT_FALSE(LoadVariantResult(path).has_value());
+  std::filesystem::create_directories(dir.Path("results"));
+  SaveVariantResult(path, Example());
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  const std::string written = ReadFile(path);
+  SaveVariantResult(path, *back);
+  EXPECT_EQ(ReadFile(path), written);  // reads back as written
+  EXPECT_EQ(back->perplexity[0].perplexity, 3.4903429574618414);
+  EXPECT_EQ(back->passkey[0].digits_right, 17);
+
+  Json unknown = ParseJson(written, path);
+  unknown["method"] = "rope9";
+  WriteFileAtomically(path, unknown.dump());
+  ROTOR_EXPECT_ERROR(LoadVariantResult(path),
+                     path + ": unknown method \"rope9\"");
+}
+
+TEST(VariantResult, LookUps) {
+  const std::vector<VariantResult> results = {Example()};
+  EXPECT_EQ(PerplexityAt(results[0], 128)->tokens, 640);
+  EXPECT_EQ(PerplexityAt(results[0], 256), nullptr);
+  EXPECT_TRUE(HasPasskeyLength(results[0], 128));
+  EXPECT_FALSE(HasPasskeyLength(results[0], 256));
+  EXPECT_EQ(FindVariant(results, RopeType::kYarn, true), &results[0]);
+  EXPECT_EQ(FindVariant(results, RopeType::kYarn, false), nullptr);
+  EXPECT_EQ(VariantName(RopeType::kLongRope, false), "longrope-zeroshot");
+}
+
+TEST(SaveAllResults, WritesEveryVariant) {
+  test::TempDir dir;
+  SaveAllResults(dir.path(), "runs/base/checkpoints/step_00000003", 32, 4.0,
+                 {Example(), Example()});
+  const Json all =
+      ParseJson(ReadFile(dir.Path("results.json")), "results.json");
+  EXPECT_EQ(all["base_checkpoint"], "runs/base/checkpoints/step_00000003");
+  EXPECT_EQ(all["base_length"], 32);
+  EXPECT_EQ(all["factor"], 4.0);
+  ASSERT_EQ(all["variants"].size(), 2u);
+  test::TempDir one;
+  std::filesystem::create_directories(one.Path("results"));
+  const std::string path = VariantResultPath(one.path(), RopeType::kYarn, true);
+  SaveVariantResult(path, Example());
+  EXPECT_EQ(all["variants"][1], ParseJson(ReadFile(path), path));
+}
+
+}  // namespace
+}  // namespace rotor::train

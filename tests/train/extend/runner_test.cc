@@ -1,0 +1,131 @@
+// rotor extend-report end to end on the tiny model: base training, passkey
+// practice, zero-shot and fine-tuned variants, the report's tables, and the
+// reuse of finished runs and results on a second run (or the refusal to
+// reuse a run of other settings).
+#include "train/extend/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tests/temp_dir.h"
+#include "tests/test_util.h"
+#include "tests/train/train_test_util.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::train {
+namespace {
+
+// A report config on configs/tiny.yaml reading `data`, one thread, written
+// to dir/report.yaml: the base run in dir/base with `base_overrides` (and no
+// evaluations or checkpoints before its end), then `base_more` (lines of the
+// base: section), the report in dir/report, and `rest` (top-level lines).
+ExtendReportConfig TinyReport(const test::TempDir& dir, const std::string& data,
+                              const std::string& base_overrides,
+                              const std::string& base_more,
+                              const std::string& rest) {
+  const std::string yaml =
+      "base:\n  config: " + test::TinyConfigPath() +
+      "\n  overrides: [data.path=" + data + ", output_dir=" + dir.Path("base") +
+      ", eval.every_n_steps=0, checkpoint.every_n_steps=0, " + base_overrides +
+      "]\n" + base_more + "output_dir: " + dir.Path("report") +
+      "\nthreads: 1\n" + rest;
+  return ParseExtendReportConfig(yaml, dir.Write("report.yaml", yaml));
+}
+
+// With base.practice, a passkey-practice run continues the base at its own
+// length and becomes the model that is extended; the fine-tunes take
+// finetune.passkey_fraction.
+TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  const ExtendReportConfig config = TinyReport(
+      dir, data,
+      "model.max_position_embeddings=112, train.seq_len=112, "
+      "train.batch_size=2, train.max_steps=2",
+      "  practice: {steps: 2, passkey_fraction: 0.5, output_dir: " +
+          dir.Path("practice") + "}\n",
+      "factor: 2\n"
+      "methods: [yarn]\n"
+      "finetune: {steps: 1, warmup_steps: 1, passkey_fraction: 0.25,\n"
+      "           tokens_per_step: 224}\n"
+      "eval: {lengths: [112], documents: 1, passkey_lengths: [112],\n"
+      "       depths: [1], trials: 1}\n");
+  std::ostringstream log;
+  const ExtendReportSummary summary = RunExtendReport(config, log);
+  EXPECT_NE(log.str().find("passkey practice (2 steps at length 112"),
+            std::string::npos)
+      << log.str();
+  const std::string practice_config =
+      ReadFile(dir.Path("practice/checkpoints/step_00000002/config.yaml"));
+  EXPECT_NE(practice_config.find("init_from: " + dir.Path("base")),
+            std::string::npos);
+  EXPECT_NE(practice_config.find("passkey_fraction: 0.5"), std::string::npos);
+  EXPECT_NE(practice_config.find("seq_len: 112"), std::string::npos);
+  const std::string yarn_config = ReadFile(
+      dir.Path("report/finetune/yarn/checkpoints/step_00000001/config.yaml"));
+  EXPECT_NE(yarn_config.find("init_from: " + dir.Path("practice")),
+            std::string::npos);
+  EXPECT_NE(yarn_config.find("passkey_fraction: 0.25"), std::string::npos);
+  EXPECT_NE(yarn_config.find("seq_len: 224"), std::string::npos);
+  EXPECT_NE(ReadFile(summary.report_path).find("2 steps of passkey practice"),
+            std::string::npos);
+
+  // A finished practice run of other settings is not silently reused.
+  const ExtendReportConfig other = LoadExtendReportConfig(
+      dir.Path("report.yaml"), {"base.practice.passkey_fraction=0.75"});
+  std::ostringstream again;
+  ROTOR_EXPECT_ERROR(
+      RunExtendReport(other, again),
+      "passkey practice: " + dir.Path("practice") + " holds another run",
+      "data.passkey_fraction 0.5 (checkpoint) vs 0.75 (config)",
+      "delete that folder");
+}
+
+TEST(ExtendReport, TinyModelEndToEnd) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  const ExtendReportConfig config = TinyReport(
+      dir, data, "train.max_steps=3", "",
+      "factor: 4\n"
+      "methods: [default, dynamic, yarn]\n"
+      "finetune: {steps: 2, warmup_steps: 1}\n"
+      "eval: {lengths: [32, 128], documents: 2, passkey_lengths: [128],\n"
+      "       depths: [0, 1], trials: 2}\n");
+  std::ostringstream log;
+  const ExtendReportSummary summary = RunExtendReport(config, log);
+  EXPECT_EQ(summary.report_path, dir.Path("report/report.md"));
+  const std::string report = ReadFile(summary.report_path);
+  for (const char* row :
+       {"| default (zero-shot) |", "| dynamic (zero-shot) |",
+        "| yarn (zero-shot) |", "| default + fine-tune |",
+        "| yarn + fine-tune |", "## Passkey retrieval", "## Checks",
+        "unscaled RoPE degrades sharply at 128"}) {
+    EXPECT_NE(report.find(row), std::string::npos) << row << "\n" << report;
+  }
+  EXPECT_EQ(report.find("dynamic + fine-tune"), std::string::npos);
+  // The fine-tunes are ordinary runs that started from the base.
+  const std::string yarn_config = ReadFile(
+      dir.Path("report/finetune/yarn/checkpoints/step_00000002/config.yaml"));
+  EXPECT_NE(yarn_config.find("rope_type: yarn"), std::string::npos);
+  EXPECT_NE(yarn_config.find("seq_len: 128"), std::string::npos);
+  EXPECT_NE(yarn_config.find("init_from: " + dir.Path("base")),
+            std::string::npos);
+  EXPECT_NE(ReadFile(dir.Path("report/results.json")).find("\"variants\""),
+            std::string::npos);
+  EXPECT_NE(
+      ReadFile(dir.Path("report/logs/finetune-yarn.log")).find("step 2/2"),
+      std::string::npos);
+
+  // A second run reuses every finished piece.
+  std::ostringstream again;
+  RunExtendReport(config, again);
+  EXPECT_EQ(again.str().find("training the base model"), std::string::npos);
+  EXPECT_EQ(again.str().find("fine-tuning"), std::string::npos);
+  EXPECT_NE(again.str().find("yarn-finetuned: done before"), std::string::npos);
+  EXPECT_EQ(ReadFile(summary.report_path).substr(0, 200),
+            report.substr(0, 200));
+}
+
+}  // namespace
+}  // namespace rotor::train

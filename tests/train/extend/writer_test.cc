@@ -1,0 +1,115 @@
+// report.md from made-up measurements: the tables, and the checks judged
+// against the thresholds of the report config's `checks:`.
+#include "train/extend/writer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/temp_dir.h"
+#include "tests/train/train_test_util.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::train {
+namespace {
+
+// A variant with perplexity `at_l` at 112 and `at_sl` at 224, and passkey
+// accuracy `at_l_passkey` / `at_sl_passkey` (of 10 trials, depth 0.5).
+VariantResult Variant(RopeType method, bool finetuned, double at_l,
+                      double at_sl, int at_l_passkey, int at_sl_passkey) {
+  VariantResult r;
+  r.method = method;
+  r.finetuned = finetuned;
+  r.perplexity = {{112, 0.0, at_l, 1000}, {224, 0.0, at_sl, 1000}};
+  for (auto [length, correct] :
+       {std::pair{112, at_l_passkey}, std::pair{224, at_sl_passkey}}) {
+    PasskeyCell cell;
+    cell.length = length;
+    cell.depth = 0.5;
+    cell.correct = correct;
+    cell.digits_right = 5 * correct;
+    cell.trials = 10;
+    r.passkey.push_back(cell);
+  }
+  r.eval_seconds = 10.0;
+  r.finetune_seconds = finetuned ? 100.0 : 0.0;
+  return r;
+}
+
+// report.md for a tiny base extended 2x (112 -> 224) with `overrides` on
+// the report config.
+std::string Report(const test::TempDir& dir,
+                   const std::vector<std::string>& overrides) {
+  const std::string yaml = "base: {config: " + test::TinyConfigPath() +
+                           "}\noutput_dir: " + dir.Path("report") +
+                           "\nfactor: 2\nmethods: [default, yarn]\n"
+                           "finetune: {steps: 50}\n"
+                           "eval: {depths: [0.5], trials: 10}\n";
+  const ExtendReportConfig config =
+      ParseExtendReportConfig(yaml, "report.yaml", overrides);
+  ReportPlan plan;
+  plan.base = test::TinyConfig("data", dir.Path("base"));
+  plan.base_length = 112;
+  plan.extended_length = 224;
+  plan.lengths = {112, 224};
+  plan.passkey_lengths = {112, 224};
+  ReportRun run;
+  run.base_checkpoint = "base/checkpoints/step_00000040";
+  run.val_path = "data/val.bin";
+  run.base_train_seconds = 300.0;
+  const std::vector<VariantResult> results = {
+      Variant(RopeType::kDefault, false, 4.0, 8.0, 10, 0),
+      Variant(RopeType::kYarn, false, 4.4, 5.0, 9, 2),
+      Variant(RopeType::kYarn, true, 3.9, 4.2, 9, 9)};
+  std::filesystem::create_directories(config.output_dir);
+  const std::string path = WriteReport(config, plan, run, results);
+  EXPECT_EQ(path, dir.Path("report/report.md"));
+  return ReadFile(path);
+}
+
+void ExpectHas(const std::string& report, const std::string& text) {
+  EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
+}
+
+TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
+  test::TempDir dir;
+  const std::string report = Report(dir, {});
+  ExpectHas(report, "| default (zero-shot) | **4.000** | 8.000 | 2.000 |");
+  ExpectHas(report, "| yarn + fine-tune | 3.900 | **4.200** | 1.050 |");
+  ExpectHas(report, "| yarn + fine-tune | 90% | 90% |");
+  ExpectHas(report,
+            "| unscaled RoPE degrades sharply at 224 (zero-shot, ratio > "
+            "1.5) | 8.000 vs 4.000 at 112 (x2.00) | yes |");
+  ExpectHas(report,
+            "| yarn + 50 steps: perplexity at 224 within 10% of the base at "
+            "112 | 4.200 (x1.050) | yes |");
+  ExpectHas(report,
+            "| passkey at 224 after yarn fine-tuning >= 90% (base at 112 >= "
+            "95%) | 90% (base at 112: 100%) | yes |");
+  // 300 s of base training, 3 evaluations of 10 s and a 100 s fine-tune.
+  ExpectHas(report,
+            "| the whole comparison (base training included) under 1h00m | "
+            "7m10s | yes |");
+  ExpectHas(report,
+            "  - yarn: `model.max_position_embeddings=224` "
+            "`model.rope_scaling={rope_type: yarn, factor: 2, "
+            "original_max_position_embeddings: 112}`");
+}
+
+TEST(WriteReport, ChecksTakeTheirThresholdsFromTheConfig) {
+  test::TempDir dir;
+  const std::string report = Report(
+      dir, {"checks.zeroshot_ppl_ratio_min=2.5",
+            "checks.finetuned_ppl_ratio_max=1.02",
+            "checks.finetuned_passkey_min=0.95", "checks.max_seconds=400"});
+  ExpectHas(report,
+            "(zero-shot, ratio > 2.5) | 8.000 vs 4.000 at 112 (x2.00) | no |");
+  ExpectHas(report, "within 2% of the base at 112 | 4.200 (x1.050) | no |");
+  ExpectHas(report,
+            "after yarn fine-tuning >= 95% (base at 112 >= 95%) | 90% "
+            "(base at 112: 100%) | no |");
+  ExpectHas(report, "under 6m40s | 7m10s | no |");
+}
+
+}  // namespace
+}  // namespace rotor::train

@@ -1,0 +1,218 @@
+#include "train/extend/recipe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "train/data/passkey.h"
+
+namespace rotor::train {
+
+namespace {
+
+// `value` with the 6 significant digits report.md shows (and
+// configs/extend/*.yaml hold), so the overrides it lists give exactly the
+// model that was evaluated.
+double AsShown(double value) {
+  std::istringstream text(StrCat(value));
+  double shown = 0.0;
+  text >> shown;
+  return shown;
+}
+
+// LongRoPE searches one factor per pair; rotor has no search, so the long
+// factors are an illustrative smooth rise: 1 up to YaRN's lower ramp bound
+// (pairs that turn >= 32 times within L0), then a raised cosine up to s at
+// the slowest pair. `rope` is the extended model's (its L0 set).
+std::vector<double> IllustrativeLongFactors(const RopeScalingConfig& rope,
+                                            double factor) {
+  RopeScalingConfig yarn = rope;
+  yarn.rope_type = RopeType::kYarn;
+  const int64_t pairs = RotaryDim(yarn) / 2;
+  const double low = ComputeYarnRampBounds(yarn).low;
+  std::vector<double> factors;
+  for (int64_t i = 0; i < pairs; ++i) {
+    const double t = pairs - 1 > low
+                         ? std::clamp((i - low) / (pairs - 1 - low), 0.0, 1.0)
+                         : 1.0;
+    factors.push_back(
+        AsShown(1.0 + (factor - 1.0) * 0.5 * (1.0 - std::cos(M_PI * t))));
+  }
+  return factors;
+}
+
+// ParseTrainConfig's check of data.passkey_fraction, for configs built here.
+void CheckPasskeyRows(const TrainConfig& config, const std::string& what) {
+  ROTOR_CHECK(config.data.passkey_fraction == 0.0 ||
+                  config.train.seq_len + 1 >= PasskeyMinLength(),
+              what, ": data.passkey_fraction needs train.seq_len >= ",
+              PasskeyMinLength() - 1, " (the shortest passkey example), got ",
+              config.train.seq_len);
+}
+
+// "[1, 1.03278, ...]".
+std::string ListText(const std::vector<double>& values) {
+  std::string text;
+  for (double value : values) text += StrCat(text.empty() ? "" : ", ", value);
+  return "[" + text + "]";
+}
+
+}  // namespace
+
+ReportPlan PlanReport(const ExtendReportConfig& report) {
+  ReportPlan plan;
+  plan.base = LoadTrainConfig(report.base_config, report.base_overrides);
+  plan.base.train.threads = report.threads;
+  plan.base.logging.progress = false;
+  plan.base_length = plan.base.train.seq_len;
+  plan.extended_length =
+      static_cast<int64_t>(std::llround(report.factor * plan.base_length));
+  plan.lengths = report.lengths;
+  if (plan.lengths.empty()) {
+    plan.lengths = {plan.base_length, 2 * plan.base_length,
+                    plan.extended_length, 2 * plan.extended_length};
+  }
+  std::sort(plan.lengths.begin(), plan.lengths.end());
+  plan.lengths.erase(std::unique(plan.lengths.begin(), plan.lengths.end()),
+                     plan.lengths.end());
+  plan.passkey_lengths =
+      report.passkey_lengths.empty() ? plan.lengths : report.passkey_lengths;
+  for (int64_t length : plan.passkey_lengths) {
+    ROTOR_CHECK(length >= PasskeyMinLength(), report.file, ": passkey length ",
+                length, " is below the shortest passkey prompt (",
+                PasskeyMinLength(), " tokens); set eval.passkey_lengths");
+  }
+  return plan;
+}
+
+ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
+                              double factor, int64_t base_length) {
+  ModelConfig model = base;
+  RopeScalingConfig& rope = model.rope;
+  rope = RopeScalingConfig();
+  rope.rope_theta = base.rope.rope_theta;
+  rope.head_dim = base.rope.head_dim;
+  rope.partial_rotary_factor = base.rope.partial_rotary_factor;
+  rope.rope_type = method;
+  rope.max_position_embeddings =
+      method == RopeType::kDynamic
+          ? base_length
+          : static_cast<int64_t>(std::llround(factor * base_length));
+  if (method == RopeType::kDefault) return model;
+  rope.factor = AsShown(factor);
+  if (method == RopeType::kYarn || method == RopeType::kLlama3 ||
+      method == RopeType::kLongRope) {
+    rope.original_max_position_embeddings = base_length;
+  }
+  if (method == RopeType::kLlama3) {
+    // Meta's Llama 3.1 bands: wavelengths above L0 interpolated, below
+    // L0/4 kept, a smooth blend in between.
+    rope.low_freq_factor = 1.0;
+    rope.high_freq_factor = 4.0;
+  }
+  if (method == RopeType::kLongRope) {
+    // Short factors 1: sequences up to L0 run exactly as the base model.
+    rope.long_factor = IllustrativeLongFactors(rope, factor);
+    rope.short_factor = std::vector<double>(rope.long_factor->size(), 1.0);
+  }
+  const std::optional<RopeConfigProblem> problem = FindRopeConfigProblem(rope);
+  ROTOR_CHECK(!problem, RopeTypeName(method), " x", factor, ": model.",
+              problem->key, ": ", problem->message);
+  return model;
+}
+
+std::vector<std::string> ExtensionOverrides(const ModelConfig& extended) {
+  const RopeScalingConfig& rope = extended.rope;
+  std::vector<std::string> overrides = {
+      StrCat("model.max_position_embeddings=", rope.max_position_embeddings)};
+  if (rope.rope_type == RopeType::kDefault) {
+    overrides.push_back("model.rope_scaling=null");
+    return overrides;
+  }
+  std::string scaling = StrCat("rope_type: ", RopeTypeName(rope.rope_type));
+  if (rope.factor) scaling += StrCat(", factor: ", *rope.factor);
+  if (rope.low_freq_factor) {
+    scaling += StrCat(", low_freq_factor: ", *rope.low_freq_factor);
+  }
+  if (rope.high_freq_factor) {
+    scaling += StrCat(", high_freq_factor: ", *rope.high_freq_factor);
+  }
+  if (rope.original_max_position_embeddings) {
+    scaling += StrCat(", original_max_position_embeddings: ",
+                      *rope.original_max_position_embeddings);
+  }
+  if (rope.short_factor) {
+    scaling += ", short_factor: " + ListText(*rope.short_factor);
+  }
+  if (rope.long_factor) {
+    scaling += ", long_factor: " + ListText(*rope.long_factor);
+  }
+  overrides.push_back("model.rope_scaling={" + scaling + "}");
+  return overrides;
+}
+
+int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,
+                              const TrainConfig& base) {
+  return report.finetune_tokens_per_step > 0
+             ? report.finetune_tokens_per_step
+             : base.train.batch_size * base.train.seq_len;
+}
+
+double FinetunePasskeyFraction(const ExtendReportConfig& report,
+                               const TrainConfig& base) {
+  return report.finetune_passkey_fraction >= 0.0
+             ? report.finetune_passkey_fraction
+             : base.data.passkey_fraction;
+}
+
+TrainConfig PracticeConfig(const ExtendReportConfig& report,
+                           const ReportPlan& plan,
+                           const std::string& base_checkpoint) {
+  TrainConfig config = plan.base;
+  config.output_dir = report.practice_output_dir;
+  config.train.init_from = base_checkpoint;
+  config.train.resume = ResumeMode::kAuto;
+  config.data.passkey_fraction = report.practice_passkey_fraction;
+  config.train.max_steps = report.practice_steps;
+  config.train.warmup_steps =
+      std::min(report.practice_warmup_steps, report.practice_steps);
+  config.eval.every_n_steps = 0;
+  config.checkpoint.every_n_steps = 0;
+  config.checkpoint.keep_last_n = 1;
+  CheckPasskeyRows(config, "passkey practice");
+  return config;
+}
+
+TrainConfig FinetuneConfig(const ExtendReportConfig& report,
+                           const ReportPlan& plan, RopeType method,
+                           const std::string& base_checkpoint) {
+  TrainConfig config = plan.base;
+  config.output_dir = report.output_dir + "/finetune/" + RopeTypeName(method);
+  config.model = ExtendModelConfig(plan.base.model, method, report.factor,
+                                   plan.base_length);
+  config.data.passkey_fraction = FinetunePasskeyFraction(report, plan.base);
+  TrainSection& train = config.train;
+  train.init_from = base_checkpoint;
+  train.resume = ResumeMode::kAuto;
+  train.seq_len = plan.extended_length;
+  // About the base run's cost per step: the batch shrinks by s.
+  train.batch_size = std::max<int64_t>(
+      1, FinetuneTokensPerStep(report, plan.base) / plan.extended_length);
+  train.gradient_accumulation_steps = 1;
+  train.max_steps = report.finetune_steps;
+  train.lr = report.finetune_lr;
+  train.min_lr = report.finetune_min_lr;
+  train.warmup_steps =
+      std::min(report.finetune_warmup_steps, report.finetune_steps);
+  config.eval.every_n_steps = 0;
+  config.eval.max_batches = 4;
+  config.checkpoint.every_n_steps = 0;
+  config.checkpoint.keep_last_n = 1;
+  config.logging.log_every_n_steps =
+      std::max<int64_t>(1, report.finetune_steps / 10);
+  CheckPasskeyRows(config, StrCat(RopeTypeName(method), " fine-tune"));
+  return config;
+}
+
+}  // namespace rotor::train

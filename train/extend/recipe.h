@@ -1,0 +1,77 @@
+// What rotor extend-report runs (train/extend/runner.h), as configs built
+// from the report's settings and the base model's training config: the
+// plan (lengths L, s*L and the evaluation lengths), each method's model
+// settings, and the training configs of the passkey practice and of the
+// fine-tunes. They are filled in as structs; no YAML text is written to be
+// parsed again.
+#ifndef ROTOR_TRAIN_EXTEND_RECIPE_H_
+#define ROTOR_TRAIN_EXTEND_RECIPE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/rope_scaling.h"
+#include "train/config/model_config.h"
+#include "train/config/report_config.h"
+#include "train/config/train_config.h"
+
+namespace rotor::train {
+
+// The base run and the lengths every variant is measured at.
+struct ReportPlan {
+  // The base model's training config (report.base_config with
+  // report.base_overrides), with the report's thread count and no live
+  // progress line.
+  TrainConfig base;
+  int64_t base_length = 0;      // L: the base run's seq_len
+  int64_t extended_length = 0;  // s*L, rounded
+  // Perplexity lengths (report.lengths, or L, 2L, s*L, 2*s*L), sorted and
+  // unique; passkey lengths (report.passkey_lengths, or the same).
+  std::vector<int64_t> lengths;
+  std::vector<int64_t> passkey_lengths;
+};
+
+// Loads the base config and resolves the lengths; throws when a passkey
+// length is below the shortest passkey prompt.
+ReportPlan PlanReport(const ExtendReportConfig& report);
+
+// `base`'s model extended by `factor` from its training length
+// `base_length` with `method`: max_position_embeddings = factor *
+// base_length (base_length for dynamic, whose L0 it is) and the method's
+// rope_scaling, replacing any the base had (its rope_theta, head_dim and
+// partial_rotary_factor stay). llama3 takes Meta's Llama 3.1 bands;
+// longrope's factors are illustrative, not searched (see the .cc).
+ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
+                              double factor, int64_t base_length);
+
+// The RoPE settings of an extended model as the `model.*=value` overrides
+// that give them on the base config, e.g. {"model.max_position_embeddings=
+// 1024", "model.rope_scaling={rope_type: linear, factor: 4}"}: how
+// report.md lists each method, usable with `rotor eval`.
+std::vector<std::string> ExtensionOverrides(const ModelConfig& extended);
+
+// Tokens per optimizer step and data.passkey_fraction of the fine-tunes:
+// the report's, or the base run's where the report leaves them unset.
+int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,
+                              const TrainConfig& base);
+double FinetunePasskeyFraction(const ExtendReportConfig& report,
+                               const TrainConfig& base);
+
+// The passkey-practice run: the base config at its own length, from the
+// weights of `base_checkpoint`, with the report's share of passkey rows, in
+// report.practice_output_dir.
+TrainConfig PracticeConfig(const ExtendReportConfig& report,
+                           const ReportPlan& plan,
+                           const std::string& base_checkpoint);
+
+// The fine-tune of `method`: from the weights of `base_checkpoint`,
+// report.finetune_steps steps at s*L with the method's model settings, in
+// <report.output_dir>/finetune/<method>.
+TrainConfig FinetuneConfig(const ExtendReportConfig& report,
+                           const ReportPlan& plan, RopeType method,
+                           const std::string& base_checkpoint);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_EXTEND_RECIPE_H_

@@ -1,0 +1,127 @@
+#include "train/extend/results.h"
+
+#include "train/io/json.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::train {
+
+std::string VariantName(RopeType method, bool finetuned) {
+  return std::string(RopeTypeName(method)) +
+         (finetuned ? "-finetuned" : "-zeroshot");
+}
+
+const LengthPerplexity* PerplexityAt(const VariantResult& result,
+                                     int64_t length) {
+  for (const LengthPerplexity& p : result.perplexity) {
+    if (p.length == length) return &p;
+  }
+  return nullptr;
+}
+
+bool HasPasskeyLength(const VariantResult& result, int64_t length) {
+  for (const PasskeyCell& c : result.passkey) {
+    if (c.length == length) return true;
+  }
+  return false;
+}
+
+const VariantResult* FindVariant(const std::vector<VariantResult>& results,
+                                 RopeType method, bool finetuned) {
+  for (const VariantResult& r : results) {
+    if (r.method == method && r.finetuned == finetuned) return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Json ToJson(const VariantResult& result) {
+  Json perplexity = Json::array();
+  for (const LengthPerplexity& p : result.perplexity) {
+    perplexity.push_back({{"length", p.length},
+                          {"loss", p.loss},
+                          {"perplexity", p.perplexity},
+                          {"tokens", p.tokens}});
+  }
+  Json passkey = Json::array();
+  for (const PasskeyCell& c : result.passkey) {
+    passkey.push_back({{"length", c.length},
+                       {"depth", c.depth},
+                       {"correct", c.correct},
+                       {"digits_right", c.digits_right},
+                       {"num_digits", c.num_digits},
+                       {"trials", c.trials}});
+  }
+  return {{"method", RopeTypeName(result.method)},
+          {"finetuned", result.finetuned},
+          {"perplexity", std::move(perplexity)},
+          {"passkey", std::move(passkey)},
+          {"eval_seconds", result.eval_seconds},
+          {"finetune_seconds", result.finetune_seconds}};
+}
+
+VariantResult VariantResultFromJson(const Json& json,
+                                    const std::string& source) {
+  VariantResult r;
+  const std::string method = JsonMember<std::string>(json, "method", source);
+  const std::optional<RopeType> type = RopeTypeFromName(method);
+  ROTOR_CHECK(type.has_value(), source, ": unknown method \"", method, "\"");
+  r.method = *type;
+  r.finetuned = JsonMember<bool>(json, "finetuned", source);
+  for (const Json& item : json.at("perplexity")) {
+    LengthPerplexity p;
+    p.length = JsonMember<int64_t>(item, "length", source);
+    p.loss = JsonMember<double>(item, "loss", source);
+    p.perplexity = JsonMember<double>(item, "perplexity", source);
+    p.tokens = JsonMember<int64_t>(item, "tokens", source);
+    r.perplexity.push_back(p);
+  }
+  for (const Json& item : json.at("passkey")) {
+    PasskeyCell c;
+    c.length = JsonMember<int64_t>(item, "length", source);
+    c.depth = JsonMember<double>(item, "depth", source);
+    c.correct = JsonMember<int64_t>(item, "correct", source);
+    c.digits_right = JsonMember<int64_t>(item, "digits_right", source);
+    c.num_digits =
+        static_cast<int>(JsonMember<int64_t>(item, "num_digits", source));
+    c.trials = JsonMember<int64_t>(item, "trials", source);
+    r.passkey.push_back(c);
+  }
+  r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);
+  r.finetune_seconds = JsonMember<double>(json, "finetune_seconds", source);
+  return r;
+}
+
+}  // namespace
+
+std::string VariantResultPath(const std::string& output_dir, RopeType method,
+                              bool finetuned) {
+  return output_dir + "/results/" + VariantName(method, finetuned) + ".json";
+}
+
+std::optional<VariantResult> LoadVariantResult(const std::string& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return VariantResultFromJson(ParseJson(ReadFile(path), path), path);
+}
+
+void SaveVariantResult(const std::string& path, const VariantResult& result) {
+  WriteFileAtomically(path, ToJson(result).dump(2) + "\n");
+}
+
+void SaveAllResults(const std::string& output_dir,
+                    const std::string& base_checkpoint, int64_t base_length,
+                    double factor, const std::vector<VariantResult>& results) {
+  Json variants = Json::array();
+  for (const VariantResult& r : results) variants.push_back(ToJson(r));
+  const Json all = {{"base_checkpoint", base_checkpoint},
+                    {"base_length", base_length},
+                    {"factor", factor},
+                    {"variants", std::move(variants)}};
+  WriteFileAtomically(output_dir + "/results.json", all.dump(2) + "\n");
+}
+
+}  // namespace rotor::train

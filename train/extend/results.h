@@ -1,0 +1,56 @@
+// The measurements of rotor extend-report (train/extend/runner.h), one
+// VariantResult per method and zero-shot/fine-tuned, and their JSON files:
+// <output_dir>/results/<variant>.json, written as each evaluation finishes
+// so that a rerun reuses it, and <output_dir>/results.json with all of them.
+#ifndef ROTOR_TRAIN_EXTEND_RESULTS_H_
+#define ROTOR_TRAIN_EXTEND_RESULTS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/rope_scaling.h"
+#include "train/eval/length_eval.h"
+#include "train/eval/passkey_eval.h"
+
+namespace rotor::train {
+
+struct VariantResult {
+  RopeType method = RopeType::kDefault;
+  bool finetuned = false;
+  std::vector<LengthPerplexity> perplexity;
+  std::vector<PasskeyCell> passkey;  // lengths outer, depths inner
+  double eval_seconds = 0.0;
+  // Training time of the fine-tune (its checkpoint's elapsed_seconds, so it
+  // counts every invocation that worked on it); 0 for zero-shot.
+  double finetune_seconds = 0.0;
+};
+
+// "yarn-zeroshot", "yarn-finetuned": the name of a variant's files.
+std::string VariantName(RopeType method, bool finetuned);
+
+// The perplexity measured at `length`, or null.
+const LengthPerplexity* PerplexityAt(const VariantResult& result,
+                                     int64_t length);
+// Whether passkey retrieval was measured at `length`.
+bool HasPasskeyLength(const VariantResult& result, int64_t length);
+// The result of a variant, or null.
+const VariantResult* FindVariant(const std::vector<VariantResult>& results,
+                                 RopeType method, bool finetuned);
+
+// <output_dir>/results/<VariantName>.json.
+std::string VariantResultPath(const std::string& output_dir, RopeType method,
+                              bool finetuned);
+// The result stored at `path`, or nullopt if there is none.
+std::optional<VariantResult> LoadVariantResult(const std::string& path);
+void SaveVariantResult(const std::string& path, const VariantResult& result);
+
+// <output_dir>/results.json: the base checkpoint, L, s and every variant.
+void SaveAllResults(const std::string& output_dir,
+                    const std::string& base_checkpoint, int64_t base_length,
+                    double factor, const std::vector<VariantResult>& results);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_EXTEND_RESULTS_H_

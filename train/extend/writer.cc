@@ -1,0 +1,411 @@
+#include "train/extend/writer.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "core/error.h"
+#include "train/io/atomic_file.h"
+#include "train/io/plot.h"
+#include "train/metrics.h"
+
+namespace rotor::train {
+
+namespace {
+
+std::string Fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+std::string Percent(double fraction) {
+  return Fixed(100.0 * fraction, 0) + "%";
+}
+
+// "yarn + fine-tune", "yarn (zero-shot)": a row of the tables.
+std::string VariantLabel(const VariantResult& r) {
+  return std::string(RopeTypeName(r.method)) +
+         (r.finetuned ? " + fine-tune" : " (zero-shot)");
+}
+
+class ReportWriter {
+ public:
+  ReportWriter(const ExtendReportConfig& config, const ReportPlan& plan,
+               const ReportRun& run, const std::vector<VariantResult>& results)
+      : config_(config),
+        plan_(plan),
+        run_(run),
+        results_(results),
+        base_(FindVariant(results, RopeType::kDefault, false)),
+        base_at_l_(base_ ? PerplexityAt(*base_, plan.base_length) : nullptr) {}
+
+  std::string Write();
+
+ private:
+  // Each plot returns whether it was drawn; problems go to plot_notes_.
+  bool Drawn(const std::string& problem);
+  bool DrawPerplexityPlots();
+  bool DrawPasskeyOverview();
+  std::vector<std::string> DrawDepthMaps();  // the variants drawn
+
+  void WriteIntro();
+  void WritePerplexity(bool have_plots);
+  void WritePasskey(bool have_overview,
+                    const std::vector<std::string>& depth_maps);
+  // One row per variant, one column per passkey length.
+  template <typename AccuracyAt>
+  void WritePasskeyTable(AccuracyAt accuracy_at);
+  void WriteChecks();
+  void WriteTime();
+  void WriteSettings();
+  // Every piece, wherever it was done (earlier invocations included): the
+  // base run's and fine-tunes' elapsed_seconds and each evaluation's time.
+  double AllSeconds() const;
+
+  const ExtendReportConfig& config_;
+  const ReportPlan& plan_;
+  const ReportRun& run_;
+  const std::vector<VariantResult>& results_;
+  const VariantResult* base_;          // default (zero-shot)
+  const LengthPerplexity* base_at_l_;  // its perplexity at L
+  std::vector<std::string> plot_notes_;
+  std::ostringstream md_;
+};
+
+std::string ReportWriter::Write() {
+  const bool have_ppl_plots = DrawPerplexityPlots();
+  const bool have_overview = DrawPasskeyOverview();
+  const std::vector<std::string> depth_maps = DrawDepthMaps();
+  WriteIntro();
+  WritePerplexity(have_ppl_plots);
+  WritePasskey(have_overview, depth_maps);
+  WriteChecks();
+  WriteTime();
+  WriteSettings();
+  const std::string path = config_.output_dir + "/report.md";
+  WriteFileAtomically(path, md_.str());
+  return path;
+}
+
+bool ReportWriter::Drawn(const std::string& problem) {
+  if (!problem.empty()) plot_notes_.push_back(problem);
+  return problem.empty();
+}
+
+bool ReportWriter::DrawPerplexityPlots() {
+  const int64_t l = plan_.base_length;
+  const int64_t sl = plan_.extended_length;
+  bool drawn = true;
+  for (bool finetuned : {false, true}) {
+    LineChart chart;
+    chart.title = finetuned ? StrCat("after ", config_.finetune_steps,
+                                     " fine-tuning steps at ", sl, " tokens")
+                            : "zero-shot: base weights, scaled RoPE";
+    chart.x_label = "context length (tokens)";
+    chart.y_label = "perplexity (bytes)";
+    chart.log_x = true;
+    chart.log_y = true;
+    chart.vertical_lines = {
+        {static_cast<double>(l), StrCat("L = ", l)},
+        {static_cast<double>(sl), StrCat(config_.factor, "L")}};
+    // The fine-tuned chart has the base model as a dashed reference.
+    for (const VariantResult& r : results_) {
+      const bool reference = finetuned && &r == base_;
+      if (r.finetuned != finetuned && !reference) continue;
+      LineSeries series;
+      series.title =
+          reference ? "base (zero-shot default)" : RopeTypeName(r.method);
+      series.dashed = reference;
+      for (const LengthPerplexity& p : r.perplexity) {
+        series.x.push_back(static_cast<double>(p.length));
+        series.y.push_back(p.perplexity);
+      }
+      chart.series.push_back(series);
+    }
+    if (chart.series.size() <= (finetuned ? 1u : 0u)) continue;
+    drawn &= Drawn(DrawLineChart(
+        chart, config_.output_dir +
+                   (finetuned ? "/ppl_finetuned.png" : "/ppl_zeroshot.png")));
+  }
+  return drawn;
+}
+
+bool ReportWriter::DrawPasskeyOverview() {
+  HeatMap overview;
+  overview.title = "passkey accuracy (mean over depths)";
+  overview.x_label = "context length (tokens)";
+  overview.y_label = "";
+  for (int64_t length : plan_.passkey_lengths) {
+    overview.column_labels.push_back(StrCat(length));
+  }
+  for (auto it = results_.rbegin(); it != results_.rend(); ++it) {
+    overview.row_labels.push_back(VariantLabel(*it));
+    std::vector<double> row;
+    for (int64_t length : plan_.passkey_lengths) {
+      row.push_back(PasskeyAccuracyAt(it->passkey, length));
+    }
+    overview.values.push_back(row);
+  }
+  return Drawn(DrawHeatMap(overview, config_.output_dir + "/passkey.png"));
+}
+
+std::vector<std::string> ReportWriter::DrawDepthMaps() {
+  std::vector<std::string> drawn;
+  const size_t depths = config_.depths.size();
+  for (const VariantResult& r : results_) {
+    HeatMap map;
+    map.title = "passkey: " + VariantLabel(r);
+    map.x_label = "depth of the key (0 = start, 1 = just before the question)";
+    map.y_label = "context length";
+    for (double depth : config_.depths) {
+      map.column_labels.push_back(StrCat(depth));
+    }
+    for (size_t li = 0; li < plan_.passkey_lengths.size(); ++li) {
+      map.row_labels.push_back(StrCat(plan_.passkey_lengths[li]));
+      std::vector<double> row;
+      for (size_t d = 0; d < depths; ++d) {
+        row.push_back(r.passkey[li * depths + d].accuracy());
+      }
+      map.values.push_back(row);
+    }
+    const std::string name = VariantName(r.method, r.finetuned);
+    const std::string file = config_.output_dir + "/passkey_" + name + ".png";
+    if (Drawn(DrawHeatMap(map, file))) drawn.push_back(name);
+  }
+  return drawn;
+}
+
+void ReportWriter::WriteIntro() {
+  const int64_t sl = plan_.extended_length;
+  md_ << "# Context extension report\n\n"
+      << "Base model `" << run_.base_checkpoint << "` (config `"
+      << config_.base_config << "`";
+  for (const std::string& o : config_.base_overrides) md_ << " `" << o << "`";
+  if (config_.practice_steps > 0) {
+    md_ << ", then " << config_.practice_steps
+        << " steps of passkey practice with "
+        << config_.practice_passkey_fraction << " passkey rows";
+  }
+  md_ << "), trained at **L = " << plan_.base_length << "** tokens, extended "
+      << "by **s = " << config_.factor << "** to **" << sl
+      << "** tokens with each RoPE scaling method: zero-shot (base weights, "
+         "scaled RoPE) and after **"
+      << config_.finetune_steps << "** fine-tuning steps at " << sl
+      << " tokens. Produced by `rotor extend-report " << config_.file
+      << "`; docs/context-extension.md explains the methods and how to read "
+         "this.\n\n";
+}
+
+void ReportWriter::WritePerplexity(bool have_plots) {
+  const int64_t l = plan_.base_length;
+  const int64_t sl = plan_.extended_length;
+  md_ << "## Perplexity against context length\n\n"
+      << "Perplexity per byte on the same " << config_.documents
+      << " validation documents at every length (`" << run_.val_path << "`), "
+      << (config_.ppl_method == LengthEvalMethod::kTruncate
+              ? "each cut to its first L tokens and scored in one window "
+                "(YaRN's protocol), so the number at L averages positions 0 "
+                "to L-1"
+              : StrCat("scored with sliding windows of L tokens, stride ",
+                       config_.stride > 0 ? config_.stride : l / 2,
+                       ", over the first ", plan_.lengths.back(),
+                       " tokens (every length scores the same tokens)"))
+      << ". Last column: perplexity at " << sl
+      << " divided by the base model's at " << l << ".\n\n| model |";
+  for (int64_t length : plan_.lengths) md_ << " " << length << " |";
+  md_ << " ratio " << sl << "/" << l << " |\n|---|";
+  for (size_t i = 0; i < plan_.lengths.size(); ++i) md_ << "---:|";
+  md_ << "---:|\n";
+  for (const VariantResult& r : results_) {
+    md_ << "| " << VariantLabel(r) << " |";
+    for (int64_t length : plan_.lengths) {
+      const LengthPerplexity* p = PerplexityAt(r, length);
+      const char* bold = length == (r.finetuned ? sl : l) ? "**" : "";
+      md_ << " " << bold << (p ? Fixed(p->perplexity, 3) : "-") << bold << " |";
+    }
+    const LengthPerplexity* p = PerplexityAt(r, sl);
+    md_ << " "
+        << (p && base_at_l_ ? Fixed(p->perplexity / base_at_l_->perplexity, 3)
+                            : "-")
+        << " |\n";
+  }
+  md_ << "\nBold: the length the weights were trained at.\n\n";
+  if (have_plots) {
+    md_ << "![zero-shot perplexity](ppl_zeroshot.png)\n\n";
+    if (config_.finetune_steps > 0) {
+      md_ << "![fine-tuned perplexity](ppl_finetuned.png)\n\n";
+    }
+  }
+}
+
+template <typename AccuracyAt>
+void ReportWriter::WritePasskeyTable(AccuracyAt accuracy_at) {
+  md_ << "| model |";
+  for (int64_t length : plan_.passkey_lengths) md_ << " " << length << " |";
+  md_ << "\n|---|";
+  for (size_t i = 0; i < plan_.passkey_lengths.size(); ++i) md_ << "---:|";
+  md_ << "\n";
+  for (const VariantResult& r : results_) {
+    md_ << "| " << VariantLabel(r) << " |";
+    for (int64_t length : plan_.passkey_lengths) {
+      md_ << " " << Percent(accuracy_at(r.passkey, length)) << " |";
+    }
+    md_ << "\n";
+  }
+  md_ << "\n";
+}
+
+void ReportWriter::WritePasskey(bool have_overview,
+                                const std::vector<std::string>& depth_maps) {
+  md_ << "## Passkey retrieval\n\n"
+      << "A 5-digit key hidden in filler text at depths";
+  for (double depth : config_.depths) md_ << " " << depth;
+  md_ << " (0 = start, 1 = just before the question), " << config_.trials
+      << " examples per length and depth, the same keys for every model. "
+         "Retrieved = greedy decoding writes all 5 digits "
+         "(train/data/passkey.h). Mean accuracy over depths:\n\n";
+  WritePasskeyTable(PasskeyAccuracyAt);
+  if (have_overview) md_ << "![passkey accuracy](passkey.png)\n\n";
+  md_ << "Partial credit: the share of answer digits right, each given the "
+         "true digits before it (chance: 10%). It shows retrieval that is "
+         "forming before whole keys come out right:\n\n";
+  WritePasskeyTable(PasskeyDigitAccuracyAt);
+  if (!depth_maps.empty()) {
+    md_ << "By depth (length x depth heat maps):";
+    for (const std::string& name : depth_maps) {
+      md_ << " [" << name << "](passkey_" << name << ".png)";
+    }
+    md_ << "\n\n";
+  }
+}
+
+void ReportWriter::WriteChecks() {
+  const ExtendReportChecks& checks = config_.checks;
+  const int64_t l = plan_.base_length;
+  const int64_t sl = plan_.extended_length;
+  const auto met = [](bool yes) { return yes ? "yes" : "no"; };
+  md_ << "## Checks\n\n| expectation | measured | met |\n|---|---|:-:|\n";
+  if (base_at_l_ != nullptr) {
+    if (const LengthPerplexity* p = PerplexityAt(*base_, sl)) {
+      const double ratio = p->perplexity / base_at_l_->perplexity;
+      md_ << "| unscaled RoPE degrades sharply at " << sl
+          << " (zero-shot, ratio > " << checks.zeroshot_ppl_ratio_min << ") | "
+          << Fixed(p->perplexity, 3) << " vs "
+          << Fixed(base_at_l_->perplexity, 3) << " at " << l << " (x"
+          << Fixed(ratio, 2) << ") | "
+          << met(ratio > checks.zeroshot_ppl_ratio_min) << " |\n";
+    }
+    for (RopeType method : {RopeType::kYarn, RopeType::kLinear}) {
+      const VariantResult* r = FindVariant(results_, method, true);
+      const LengthPerplexity* p = r ? PerplexityAt(*r, sl) : nullptr;
+      if (p == nullptr) continue;
+      const double ratio = p->perplexity / base_at_l_->perplexity;
+      md_ << "| " << RopeTypeName(method) << " + " << config_.finetune_steps
+          << " steps: perplexity at " << sl << " within "
+          << Percent(checks.finetuned_ppl_ratio_max - 1.0) << " of the base at "
+          << l << " | " << Fixed(p->perplexity, 3) << " (x" << Fixed(ratio, 3)
+          << ") | " << met(ratio <= checks.finetuned_ppl_ratio_max) << " |\n";
+    }
+    const VariantResult* yarn = FindVariant(results_, RopeType::kYarn, true);
+    if (yarn != nullptr && HasPasskeyLength(*yarn, sl) &&
+        HasPasskeyLength(*base_, l)) {
+      const double base_accuracy = PasskeyAccuracyAt(base_->passkey, l);
+      const double accuracy = PasskeyAccuracyAt(yarn->passkey, sl);
+      md_ << "| passkey at " << sl << " after yarn fine-tuning >= "
+          << Percent(checks.finetuned_passkey_min) << " (base at " << l
+          << " >= " << Percent(checks.base_passkey_min) << ") | "
+          << Percent(accuracy) << " (base at " << l << ": "
+          << Percent(base_accuracy) << ") | "
+          << met(accuracy >= checks.finetuned_passkey_min &&
+                 base_accuracy >= checks.base_passkey_min)
+          << " |\n";
+    }
+  }
+  const double all_seconds = AllSeconds();
+  md_ << "| the whole comparison (base training included) under "
+      << FormatDuration(checks.max_seconds) << " | "
+      << FormatDuration(all_seconds) << " | "
+      << met(all_seconds < checks.max_seconds) << " |\n\n";
+}
+
+double ReportWriter::AllSeconds() const {
+  double seconds = run_.base_train_seconds + run_.practice_seconds;
+  for (const VariantResult& r : results_) {
+    seconds += r.eval_seconds + r.finetune_seconds;
+  }
+  return seconds;
+}
+
+void ReportWriter::WriteTime() {
+  md_ << "## Time\n\nOn this machine ("
+      << (config_.threads > 0 ? StrCat(config_.threads) : std::string("all"))
+      << " threads); base training: " << FormatDuration(run_.base_train_seconds)
+      << (config_.practice_steps > 0
+              ? ", passkey practice: " + FormatDuration(run_.practice_seconds)
+              : std::string())
+      << ".\n\n| method | fine-tune | evaluate zero-shot | evaluate "
+         "fine-tuned |\n|---|---:|---:|---:|\n";
+  for (RopeType method : config_.methods) {
+    const VariantResult* zero = FindVariant(results_, method, false);
+    const VariantResult* tuned = FindVariant(results_, method, true);
+    md_ << "| " << RopeTypeName(method) << " | "
+        << (tuned ? FormatDuration(tuned->finetune_seconds) : "-") << " | "
+        << (zero ? FormatDuration(zero->eval_seconds) : "-") << " | "
+        << (tuned ? FormatDuration(tuned->eval_seconds) : "-") << " |\n";
+  }
+  md_ << "\nTotal: " << FormatDuration(AllSeconds())
+      << " (this invocation: " << FormatDuration(run_.invocation_seconds)
+      << ").\n\n";
+}
+
+void ReportWriter::WriteSettings() {
+  const TrainConfig& base = plan_.base;
+  md_ << "## Settings\n\n"
+      << "- Fine-tuning: `train.init_from` the base checkpoint, "
+      << config_.finetune_steps << " steps at seq_len " << plan_.extended_length
+      << ", " << FinetuneTokensPerStep(config_, base) << " tokens per step, lr "
+      << config_.finetune_lr << " -> " << config_.finetune_min_lr
+      << " (cosine) after " << config_.finetune_warmup_steps
+      << " warm-up steps, the base config's data (passkey share "
+      << FinetunePasskeyFraction(config_, base) << ", loss on "
+      << PasskeyLossName(base.data.passkey_loss) << " tokens). Runs: `"
+      << config_.output_dir << "/finetune/<method>`; logs: `"
+      << config_.output_dir << "/logs/`.\n"
+      << "- Methods (`model.*` overrides on the base config):\n";
+  for (RopeType method : config_.methods) {
+    md_ << "  - " << RopeTypeName(method) << ":";
+    const ModelConfig model = ExtendModelConfig(
+        base.model, method, config_.factor, plan_.base_length);
+    for (const std::string& o : ExtensionOverrides(model)) {
+      md_ << " `" << o << "`";
+    }
+    md_ << "\n";
+  }
+  md_ << "- Not fine-tuned:";
+  for (RopeType method : config_.finetune_skip) {
+    md_ << " " << RopeTypeName(method);
+  }
+  md_ << " (dynamic NTK is a zero-shot method: its L0 is "
+         "max_position_embeddings).\n";
+  for (const std::string& problem : plot_notes_) md_ << "- " << problem << "\n";
+}
+
+}  // namespace
+
+std::string WriteReport(const ExtendReportConfig& config,
+                        const ReportPlan& plan, const ReportRun& run,
+                        const std::vector<VariantResult>& results) {
+  return ReportWriter(config, plan, run, results).Write();
+}
+
+std::string VariantSummary(const VariantResult& result, int64_t length) {
+  const LengthPerplexity* p = PerplexityAt(result, length);
+  return StrCat(
+      "perplexity ", p ? Fixed(p->perplexity, 3) : "-", " at ", length,
+      HasPasskeyLength(result, length)
+          ? ", passkey " + Percent(PasskeyAccuracyAt(result.passkey, length))
+          : std::string(),
+      " (", FormatDuration(result.eval_seconds), " to evaluate)");
+}
+
+}  // namespace rotor::train
