@@ -14,9 +14,8 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
-#include "core/parallel.h"
-#include "tests/test_util.h"
 #include "nn/rope_scaling.h"
+#include "tests/test_util.h"
 #include "train/optim/adamw.h"
 
 namespace rotor {
@@ -288,10 +287,11 @@ struct CopyTask {
 };
 
 TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
-  SetNumThreads(1);
+  test::ThreadCountGuard one_thread(1);
   const nn::TransformerConfig config = Config(9, 32, 64, 2, 4, 2, 16, true);
   nn::Transformer model(config, 1);
-  train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{0.9, 0.98, 1e-8, 0.0});
+  train::AdamW optimizer(model.NamedParameters(),
+                         train::AdamWSettings{0.9, 0.98, 1e-8, 0.0});
   constexpr int kSteps = 150;
   constexpr int64_t kRows = 32;
   Rng data_rng(2);
