@@ -22,9 +22,9 @@
 //             L0/low_freq_factor and L0/high_freq_factor         a = 1
 //   longrope  inv = theta / lambda_i with per-pair factors lambda (short_factor
 //             up to L0, long_factor beyond)    a = sqrt(1 + ln s / ln L0)
-// Everything is computed in double; no YAML here (train/config/model_config.h parses
-// configs). The result feeds the RoPE op as RopeTable(inv_freq,
-// attention_factor) (core/kernels/rope.h).
+// Everything is computed in double; no YAML here
+// (train/config/model_config.h parses configs). The result feeds the RoPE op
+// as RopeTable(inv_freq, attention_factor) (core/kernels/rope.h).
 #ifndef ROTOR_CORE_ROPE_SCALING_H_
 #define ROTOR_CORE_ROPE_SCALING_H_
 
@@ -142,8 +142,9 @@ RopeFrequencies ComputeRopeFrequencies(const RopeScalingConfig& config,
                                        int64_t sequence_length);
 
 // The dynamic-NTK base for a sequence of `sequence_length` tokens:
-//   b' = b * (s * L / L0 - (s - 1))^(r / (r - 2)),  L = max(sequence_length,
-//   L0),
+// clang-format off
+//   b' = b * (s * L / L0 - (s - 1))^(r / (r - 2)),  L = max(sequence_length, L0),
+// clang-format on
 // L0 = max_position_embeddings. Equals b for sequences up to L0.
 double DynamicNtkBase(const RopeScalingConfig& config, int64_t sequence_length);
 

@@ -1,11 +1,14 @@
 // A rotor training config: one YAML file with the sections
 //
-//   output_dir: runs/default          # checkpoints, metrics, plots go here
-//   model:      { ... }               # Hugging Face names
-//   (train/config/model_config.h) data:       { path: brown }       # prepared token
-//   files (rotor prepare) train:      { batch_size, seq_len, max_steps, lr, ...
-//   } eval:       { every_n_steps, max_batches } checkpoint: { every_n_steps,
-//   keep_last_n } logging:    { log_every_n_steps, progress }
+// clang-format off
+//   output_dir: runs/default     # checkpoints, metrics, plots go here
+//   model:      { ... }          # Hugging Face names (train/config/model_config.h)
+//   data:       { path: brown }  # prepared token files (rotor prepare)
+//   train:      { batch_size, seq_len, max_steps, lr, ... }
+//   eval:       { every_n_steps, max_batches }
+//   checkpoint: { every_n_steps, keep_last_n }
+//   logging:    { log_every_n_steps, progress }
+// clang-format on
 //
 // Every key has a default except the model sizes and data.path (see
 // configs/default.yaml for each key's meaning). Unknown, repeated and
