@@ -1,7 +1,7 @@
 // Reverse-mode automatic differentiation over a dynamic graph.
 //
-// Every differentiable op (core/ops/ops.h) computes its output and, when grad mode
-// is on and an input requires grad, records a Node on the output:
+// Every differentiable op (core/ops/ops.h) computes its output and, when grad
+// mode is on and an input requires grad, records a Node on the output:
 //
 //   Node { name, inputs, backward }
 //

@@ -142,8 +142,9 @@ RopeFrequencies ComputeRopeFrequencies(const RopeScalingConfig& config,
                                        int64_t sequence_length);
 
 // The dynamic-NTK base for a sequence of `sequence_length` tokens:
-//   b' = b * (s * L / L0 - (s - 1))^(r / (r - 2)),  L = max(sequence_length,
-//   L0),
+// clang-format off
+//   b' = b * (s * L / L0 - (s - 1))^(r / (r - 2)),  L = max(sequence_length, L0),
+// clang-format on
 // L0 = max_position_embeddings. Equals b for sequences up to L0.
 double DynamicNtkBase(const RopeScalingConfig& config, int64_t sequence_length);
 

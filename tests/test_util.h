@@ -3,10 +3,16 @@
 // - GradCheck: an op's autograd gradient against central finite differences,
 // - ComplexStepGradient: exact-to-rounding derivatives of scalar references
 //   templated on T (run them on std::complex<double>),
+//   and ComplexStepGradientOfWeightedSum, what a backward pass must return,
 // - ExpectNear: element-wise comparison that names the first bad index,
+// - TransposedViewAndCopy: a non-contiguous input and its contiguous copy,
+// - ThreadCountGuard and RunAtThreads: a thread count for a scope or a call,
 // - ROTOR_EXPECT_ERROR (a rotor::Error naming what is wrong) and
 //   EXPECT_CONTAINS (a string holds a part),
-// - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST).
+// - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST) and the kernel
+//   sweeps: ForEachSizeAndMisalignment (and ForEachShapeAndMisalignment for
+//   row kernels) over KernelTestSizes() and KernelTestMisalignments(), with
+//   MisalignedFloats for the arrays.
 #ifndef ROTOR_TESTS_TEST_UTIL_H_
 #define ROTOR_TESTS_TEST_UTIL_H_
 
@@ -24,6 +30,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 #include "hwy/targets.h"
 #include "hwy/tests/hwy_gtest.h"
@@ -129,6 +136,24 @@ inline std::vector<double> ComplexStepGradient(
   return gradient;
 }
 
+// The gradient of L(x) = sum_i dy_i f(x)_i by the complex step, for a
+// forward f with one output per dy: what the backward pass of f must return
+// for the output gradient dy.
+inline std::vector<double> ComplexStepGradientOfWeightedSum(
+    const std::function<std::vector<std::complex<double>>(
+        const std::vector<std::complex<double>>&)>& f,
+    const std::vector<double>& x, const std::vector<double>& dy) {
+  using C = std::complex<double>;
+  return ComplexStepGradient(
+      [&](const std::vector<C>& z) {
+        const std::vector<C> y = f(z);
+        C loss = 0;
+        for (size_t i = 0; i < y.size(); ++i) loss += dy[i] * y[i];
+        return loss;
+      },
+      x);
+}
+
 // |actual_i - expected_i| <= abs_tol + rel_tol * |expected_i| for every i.
 template <typename A, typename E>
 void ExpectNear(const A* actual, const E* expected, size_t n, double abs_tol,
@@ -142,6 +167,48 @@ void ExpectNear(const A* actual, const E* expected, size_t n, double abs_tol,
         << what << " element " << i << " of " << n << ": got " << a
         << ", expected " << e;
   }
+}
+
+// A non-contiguous [cols, rows] tensor of random values in [lo, hi): the
+// transpose of a [rows, cols] one, as a view with strides [1, cols] (made
+// with ViewAs, not the Transpose op), and a contiguous copy of it. Both
+// require grad when `requires_grad`. An op must give the two the same
+// values and gradients.
+struct ViewAndCopy {
+  Tensor view;
+  Tensor copy;
+};
+inline ViewAndCopy TransposedViewAndCopy(int64_t rows, int64_t cols,
+                                         std::mt19937& rng, float lo, float hi,
+                                         bool requires_grad = true) {
+  const Tensor base = RandomTensor({rows, cols}, rng, lo, hi, false);
+  Tensor view = base.ViewAs({cols, rows}, {1, cols}, 0);
+  if (requires_grad) view.set_requires_grad(true);
+  Tensor copy =
+      Tensor::FromVector({cols, rows}, view.ToVector(), requires_grad);
+  return {view, copy};
+}
+
+// Sets the thread count (SetNumThreads) for a scope and restores the one
+// before at its end, also when an assertion leaves the test early.
+class ThreadCountGuard {
+ public:
+  explicit ThreadCountGuard(int threads) : previous_(NumThreads()) {
+    SetNumThreads(threads);
+  }
+  ~ThreadCountGuard() { SetNumThreads(previous_); }
+  ThreadCountGuard(const ThreadCountGuard&) = delete;
+  ThreadCountGuard& operator=(const ThreadCountGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+// fn() run at `threads` threads; the thread count before is restored.
+template <typename Fn>
+auto RunAtThreads(int threads, Fn&& fn) {
+  ThreadCountGuard guard(threads);
+  return fn();
 }
 
 // For EXPECT_PRED_FORMAT2: passes when `text` contains `part`, else prints
@@ -168,6 +235,71 @@ inline std::vector<size_t> KernelTestSizes() {
 // Misalignments (in floats) applied to every pointer: 0, and offsets that
 // break 16-, 32- and 64-byte alignment.
 inline std::vector<size_t> KernelTestMisalignments() { return {0, 1, 3, 5}; }
+
+// KernelTestSizes() plus 40001 floats, more than one ParallelFor task: for
+// the kernels that split a single array over threads.
+inline std::vector<size_t> KernelTestSizesAcrossTasks() {
+  std::vector<size_t> sizes = KernelTestSizes();
+  sizes.push_back(40001);
+  return sizes;
+}
+
+// `size` floats that start `misalign` floats past the start of their
+// storage, so that a kernel sees pointers off the alignment its vector
+// loads prefer. Copies copy the padding too.
+class MisalignedFloats {
+ public:
+  // Every float `fill`.
+  MisalignedFloats(size_t size, size_t misalign, float fill = 0.0f)
+      : storage_(size + misalign, fill), misalign_(misalign) {}
+  // Uniform in [lo, hi) (the padding too: size + misalign draws from rng).
+  MisalignedFloats(size_t size, size_t misalign, std::mt19937& rng,
+                   float lo = -1.0f, float hi = 1.0f)
+      : storage_(RandomVector(size + misalign, rng, lo, hi)),
+        misalign_(misalign) {}
+
+  float* data() { return storage_.data() + misalign_; }
+  const float* data() const { return storage_.data() + misalign_; }
+  size_t size() const { return storage_.size() - misalign_; }
+
+ private:
+  std::vector<float> storage_;
+  size_t misalign_;
+};
+
+// The sweep of a kernel-against-reference test: calls
+// fn(size, misalign, where) for every size in `sizes` (KernelTestSizes() or
+// KernelTestSizesAcrossTasks()) and, for each, every misalignment in
+// KernelTestMisalignments() (misaligned inputs and outputs: see
+// MisalignedFloats). `where` names the case in failure messages:
+// "<name>=<size> misalign=<misalign>", e.g. with name "n".
+template <typename Fn>
+void ForEachSizeAndMisalignment(const std::vector<size_t>& sizes,
+                                const std::string& name, Fn&& fn) {
+  for (size_t size : sizes) {
+    for (size_t misalign : KernelTestMisalignments()) {
+      fn(size, misalign,
+         name + "=" + std::to_string(size) +
+             " misalign=" + std::to_string(misalign));
+    }
+  }
+}
+
+// The same sweep for the row kernels, over [rows, cols] arrays: calls
+// fn(rows, cols, misalign, where) for every count in `row_counts` and, for
+// each, every cols in KernelTestSizes() and misalignment as above, with
+// where = "rows=<rows> <cols_name>=<cols> misalign=<misalign>".
+template <typename Fn>
+void ForEachShapeAndMisalignment(const std::vector<size_t>& row_counts,
+                                 const std::string& cols_name, Fn&& fn) {
+  for (size_t rows : row_counts) {
+    ForEachSizeAndMisalignment(
+        KernelTestSizes(), "rows=" + std::to_string(rows) + " " + cols_name,
+        [&](size_t cols, size_t misalign, const std::string& where) {
+          fn(rows, cols, misalign, where);
+        });
+  }
+}
 
 }  // namespace test
 }  // namespace rotor

@@ -286,8 +286,9 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
 }
 
 // The same weighted sum for four outputs over the same n rows:
-//   acc[o * acc_stride + e] += sum_{j < n} w[o + j * w_stride] * rows[j * dim +
-//   e]
+// clang-format off
+//   acc[o * acc_stride + e] += sum_{j < n} w[o + j * w_stride] * rows[j * dim + e]
+// clang-format on
 // for o < 4 and e < dim (dk and dv of four neighbouring keys, whose weights
 // sit side by side in a [rows, keys] block). Each vector of a row is loaded
 // once for four FMAs, and each broadcast weight serves two vectors, which

@@ -27,9 +27,10 @@ constexpr float kGeluCubic = 0.044715f;
 
 }  // namespace
 
-// y = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).
-// dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715
-// x^2).
+// clang-format off
+// y     = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).
+// dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+// clang-format on
 Tensor Gelu(const Tensor& x) {
   Tensor out = internal::MapUnary(x, [](float v) {
     const float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);

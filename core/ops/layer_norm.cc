@@ -1,6 +1,8 @@
 // LayerNorm over the last dimension. For each row x of length D:
-//   mean = sum(x) / D,  var = sum((x - mean)^2) / D,  rstd = 1 / sqrt(var +
-//   eps) xhat = (x - mean) * rstd,  y = xhat * weight + bias
+// clang-format off
+//   mean = sum(x) / D,  var = sum((x - mean)^2) / D,  rstd = 1 / sqrt(var + eps)
+//   xhat = (x - mean) * rstd,  y = xhat * weight + bias
+// clang-format on
 // x: [..., D], weight, bias: [D].
 //
 // Backward, per row (with dxhat = g * weight):

@@ -8,7 +8,6 @@
 #include "core/kernels/adamw.h"
 #include "core/kernels/vector_ops.h"
 #include "core/ops/ops.h"
-#include "core/parallel.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -33,11 +32,8 @@ PassResult ForwardBackward() {
 }
 
 TEST(Determinism, SameResultsAtTwoThreads) {
-  const int threads = NumThreads();
-  SetNumThreads(2);
-  const PassResult first = ForwardBackward();
-  const PassResult second = ForwardBackward();
-  SetNumThreads(threads);
+  const PassResult first = test::RunAtThreads(2, ForwardBackward);
+  const PassResult second = test::RunAtThreads(2, ForwardBackward);
   EXPECT_EQ(first.output, second.output);
   EXPECT_EQ(first.grad_x, second.grad_x);
   EXPECT_EQ(first.grad_w, second.grad_w);
@@ -57,13 +53,8 @@ TEST(Determinism, CrossRowSumsIndependentOfThreadCount) {
     return std::vector<std::vector<float>>{column_sums.ToVector(),
                                            gain.grad().ToVector()};
   };
-  const int threads = NumThreads();
-  SetNumThreads(1);
-  const auto serial = run();
-  SetNumThreads(2);
-  const auto parallel = run();
-  SetNumThreads(threads);
-  EXPECT_EQ(serial, parallel);
+  const auto serial = test::RunAtThreads(1, run);
+  EXPECT_EQ(serial, test::RunAtThreads(2, run));
 }
 
 // One forward and backward pass through the ops that run on the Highway
@@ -116,13 +107,9 @@ ROTOR_PER_TARGET_SUITE(DeterminismKernels);
 
 ROTOR_PER_TARGET_TEST(DeterminismKernels, SameBitsAtOneAndTwoThreads) {
   EXPECT_STREQ(kernels::AdamWTarget(), TargetName());
-  const int threads = NumThreads();
-  SetNumThreads(1);
-  const auto serial = HighwayKernelsPass();
-  SetNumThreads(2);
-  const auto first = HighwayKernelsPass();
-  const auto second = HighwayKernelsPass();
-  SetNumThreads(threads);
+  const auto serial = test::RunAtThreads(1, HighwayKernelsPass);
+  const auto first = test::RunAtThreads(2, HighwayKernelsPass);
+  const auto second = test::RunAtThreads(2, HighwayKernelsPass);
   ASSERT_EQ(serial.size(), first.size());
   for (size_t i = 0; i < serial.size(); ++i) {
     EXPECT_EQ(first[i], second[i]) << "output " << i << ", run to run";

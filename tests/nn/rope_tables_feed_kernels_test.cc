@@ -1,8 +1,8 @@
 // The scaled frequencies of nn/rope_scaling.h feed the RoPE op
 // (core/ops/rope.h) unchanged: a RopeTable built from ComputeRopeFrequencies'
 // inv_freq and attention factor rotates q exactly as the double-precision
-// definition does, for every method, with partial rotary and positions beyond
-// L0.
+// definition does, for every method, with partial rotary and positions
+// beyond L0.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "core/ops/rope.h"
 #include "core/tensor.h"
 #include "nn/rope_scaling.h"
+#include "tests/test_util.h"
 
 namespace rotor {
 namespace {
@@ -37,9 +38,8 @@ TEST(RopeScalingTables, FeedTheRopeKernelsUnchanged) {
   constexpr int64_t kHeads = 2, kSeq = 5, kHeadDim = 40;
   const std::vector<int64_t> position_ids = {0, 1, 63, 64, 250};
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(kHeads * kSeq * kHeadDim);
-  for (float& v : values) v = uniform(rng);
+  const std::vector<float> values =
+      test::RandomVector(kHeads * kSeq * kHeadDim, rng);
   const Tensor x = Tensor::FromVector({1, kHeads, kSeq, kHeadDim}, values);
 
   for (RopeType type : {RopeType::kDefault, RopeType::kLinear, RopeType::kNtk,

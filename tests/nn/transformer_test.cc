@@ -14,7 +14,6 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
-#include "core/parallel.h"
 #include "nn/rope_scaling.h"
 #include "tests/test_util.h"
 #include "train/optim/adamw.h"
@@ -288,7 +287,7 @@ struct CopyTask {
 };
 
 TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
-  SetNumThreads(1);
+  test::ThreadCountGuard one_thread(1);
   const nn::TransformerConfig config = Config(9, 32, 64, 2, 4, 2, 16, true);
   nn::Transformer model(config, 1);
   train::AdamW optimizer(model.NamedParameters(),

@@ -18,56 +18,51 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::ForEachSizeAndMisalignment;
+using test::MisalignedFloats;
 using test::RandomDoubles;
-using test::RandomVector;
 
 ROTOR_PER_TARGET_SUITE(ActivationsKernel);
 
 ROTOR_PER_TARGET_TEST(ActivationsKernel, MatchesReference) {
   EXPECT_STREQ(kernels::ActivationsTarget(), TargetName());
   std::mt19937 rng(31);
-  std::vector<size_t> sizes = test::KernelTestSizes();
-  sizes.push_back(40001);  // more than one ParallelFor chunk
-  for (size_t n : sizes) {
-    for (size_t m : test::KernelTestMisalignments()) {
-      const std::string where =
-          "n=" + std::to_string(n) + " misalign=" + std::to_string(m);
-      const std::vector<float> x = RandomVector(n + m, rng, -12.0f, 12.0f);
-      const std::vector<float> up = RandomVector(n + m, rng, -2.0f, 2.0f);
-      const std::vector<float> dy = RandomVector(n + m, rng);
-      const std::vector<float> acc0 = RandomVector(n + m, rng);
-      std::vector<float> y(n + m), y_ref(n + m);
+  ForEachSizeAndMisalignment(
+      test::KernelTestSizesAcrossTasks(), "n",
+      [&](size_t n, size_t m, const std::string& where) {
+        const MisalignedFloats x(n, m, rng, -12.0f, 12.0f);
+        const MisalignedFloats up(n, m, rng, -2.0f, 2.0f);
+        const MisalignedFloats dy(n, m, rng);
+        const MisalignedFloats acc0(n, m, rng);
+        MisalignedFloats y(n, m), y_ref(n, m);
 
-      kernels::SiluForward(x.data() + m, y.data() + m, n);
-      kernels::SiluForwardRef(x.data() + m, y_ref.data() + m, n);
-      ExpectNear(y.data() + m, y_ref.data() + m, n, 1e-6, 1e-6,
-                 "SiluForward " + where);
+        kernels::SiluForward(x.data(), y.data(), n);
+        kernels::SiluForwardRef(x.data(), y_ref.data(), n);
+        ExpectNear(y.data(), y_ref.data(), n, 1e-6, 1e-6,
+                   "SiluForward " + where);
 
-      std::vector<float> dx = acc0, dx_ref = acc0;
-      kernels::SiluBackward(x.data() + m, dy.data() + m, dx.data() + m, n);
-      kernels::SiluBackwardRef(x.data() + m, dy.data() + m, dx_ref.data() + m,
-                               n);
-      ExpectNear(dx.data() + m, dx_ref.data() + m, n, 1e-6, 1e-6,
-                 "SiluBackward " + where);
+        MisalignedFloats dx = acc0, dx_ref = acc0;
+        kernels::SiluBackward(x.data(), dy.data(), dx.data(), n);
+        kernels::SiluBackwardRef(x.data(), dy.data(), dx_ref.data(), n);
+        ExpectNear(dx.data(), dx_ref.data(), n, 1e-6, 1e-6,
+                   "SiluBackward " + where);
 
-      kernels::SwiGluForward(x.data() + m, up.data() + m, y.data() + m, n);
-      kernels::SwiGluForwardRef(x.data() + m, up.data() + m, y_ref.data() + m,
-                                n);
-      ExpectNear(y.data() + m, y_ref.data() + m, n, 1e-6, 1e-6,
-                 "SwiGluForward " + where);
+        kernels::SwiGluForward(x.data(), up.data(), y.data(), n);
+        kernels::SwiGluForwardRef(x.data(), up.data(), y_ref.data(), n);
+        ExpectNear(y.data(), y_ref.data(), n, 1e-6, 1e-6,
+                   "SwiGluForward " + where);
 
-      std::vector<float> dgate = acc0, dgate_ref = acc0;
-      std::vector<float> dup = dy, dup_ref = dy;
-      kernels::SwiGluBackward(x.data() + m, up.data() + m, dy.data() + m,
-                              dgate.data() + m, dup.data() + m, n);
-      kernels::SwiGluBackwardRef(x.data() + m, up.data() + m, dy.data() + m,
-                                 dgate_ref.data() + m, dup_ref.data() + m, n);
-      ExpectNear(dgate.data() + m, dgate_ref.data() + m, n, 1e-6, 1e-6,
-                 "SwiGluBackward dgate " + where);
-      ExpectNear(dup.data() + m, dup_ref.data() + m, n, 1e-6, 1e-6,
-                 "SwiGluBackward dup " + where);
-    }
-  }
+        MisalignedFloats dgate = acc0, dgate_ref = acc0;
+        MisalignedFloats dup = dy, dup_ref = dy;
+        kernels::SwiGluBackward(x.data(), up.data(), dy.data(), dgate.data(),
+                                dup.data(), n);
+        kernels::SwiGluBackwardRef(x.data(), up.data(), dy.data(),
+                                   dgate_ref.data(), dup_ref.data(), n);
+        ExpectNear(dgate.data(), dgate_ref.data(), n, 1e-6, 1e-6,
+                   "SwiGluBackward dgate " + where);
+        ExpectNear(dup.data(), dup_ref.data(), n, 1e-6, 1e-6,
+                   "SwiGluBackward dup " + where);
+      });
 }
 
 // Far outside exp's range the sigmoid saturates cleanly: silu(x) = x for
@@ -116,15 +111,13 @@ TEST(ActivationsReference, BackwardMatchesComplexStep) {
 
   std::vector<double> dx(n, 0.0);
   kernels::SiluBackwardRef(x.data(), dy.data(), dx.data(), n);
-  const std::vector<double> expected = test::ComplexStepGradient(
+  const std::vector<double> expected = test::ComplexStepGradientOfWeightedSum(
       [&](const std::vector<C>& z) {
         std::vector<C> y(n);
         kernels::SiluForwardRef(z.data(), y.data(), n);
-        C loss = 0;
-        for (size_t i = 0; i < n; ++i) loss += dy[i] * y[i];
-        return loss;
+        return y;
       },
-      x);
+      x, dy);
   ExpectNear(dx.data(), expected.data(), n, 1e-14, 1e-12, "silu");
 
   // SwiGLU: one parameter vector, gate followed by up.
@@ -133,15 +126,14 @@ TEST(ActivationsReference, BackwardMatchesComplexStep) {
                              dup.data(), n);
   std::vector<double> params = x;
   params.insert(params.end(), up.begin(), up.end());
-  const std::vector<double> expected_glu = test::ComplexStepGradient(
-      [&](const std::vector<C>& z) {
-        std::vector<C> out(n);
-        kernels::SwiGluForwardRef(z.data(), z.data() + n, out.data(), n);
-        C loss = 0;
-        for (size_t i = 0; i < n; ++i) loss += dy[i] * out[i];
-        return loss;
-      },
-      params);
+  const std::vector<double> expected_glu =
+      test::ComplexStepGradientOfWeightedSum(
+          [&](const std::vector<C>& z) {
+            std::vector<C> out(n);
+            kernels::SwiGluForwardRef(z.data(), z.data() + n, out.data(), n);
+            return out;
+          },
+          params, dy);
   ExpectNear(dgate.data(), expected_glu.data(), n, 1e-14, 1e-12, "dgate");
   ExpectNear(dup.data(), expected_glu.data() + n, n, 1e-14, 1e-12, "dup");
 }

@@ -14,7 +14,8 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
-using test::RandomVector;
+using test::ForEachSizeAndMisalignment;
+using test::MisalignedFloats;
 
 ROTOR_PER_TARGET_SUITE(AdamWKernel);
 
@@ -24,33 +25,25 @@ ROTOR_PER_TARGET_TEST(AdamWKernel, MatchesReference) {
   kernels::AdamWHyperparams hyper;
   hyper.lr = 3e-3f;
   hyper.weight_decay = 0.1f;
-  std::vector<size_t> sizes = test::KernelTestSizes();
-  sizes.push_back(40001);  // more than one ParallelFor chunk
-  for (size_t n : sizes) {
-    for (size_t m : test::KernelTestMisalignments()) {
-      const std::string where =
-          "n=" + std::to_string(n) + " misalign=" + std::to_string(m);
-      std::vector<float> p = RandomVector(n + m, rng);
-      std::vector<float> mom = RandomVector(n + m, rng, -0.1f, 0.1f);
-      std::vector<float> var = RandomVector(n + m, rng, 0.0f, 0.01f);
-      std::vector<float> p_ref = p, mom_ref = mom, var_ref = var;
-      // Three steps, each with a fresh gradient, from step 5 on.
-      for (int64_t step = 5; step < 8; ++step) {
-        const std::vector<float> g = RandomVector(n + m, rng);
-        kernels::AdamWUpdate(p.data() + m, g.data() + m, mom.data() + m,
-                             var.data() + m, n, hyper, step);
-        kernels::AdamWUpdateRef(p_ref.data() + m, g.data() + m,
-                                mom_ref.data() + m, var_ref.data() + m, n,
-                                hyper, step);
-      }
-      ExpectNear(mom.data() + m, mom_ref.data() + m, n, 1e-7, 1e-6,
-                 "m " + where);
-      ExpectNear(var.data() + m, var_ref.data() + m, n, 1e-9, 1e-5,
-                 "v " + where);
-      ExpectNear(p.data() + m, p_ref.data() + m, n, 1e-6, 1e-6,
-                 "param " + where);
-    }
-  }
+  ForEachSizeAndMisalignment(
+      test::KernelTestSizesAcrossTasks(), "n",
+      [&](size_t n, size_t m, const std::string& where) {
+        MisalignedFloats p(n, m, rng);
+        MisalignedFloats mom(n, m, rng, -0.1f, 0.1f);
+        MisalignedFloats var(n, m, rng, 0.0f, 0.01f);
+        MisalignedFloats p_ref = p, mom_ref = mom, var_ref = var;
+        // Three steps, each with a fresh gradient, from step 5 on.
+        for (int64_t step = 5; step < 8; ++step) {
+          const MisalignedFloats g(n, m, rng);
+          kernels::AdamWUpdate(p.data(), g.data(), mom.data(), var.data(), n,
+                               hyper, step);
+          kernels::AdamWUpdateRef(p_ref.data(), g.data(), mom_ref.data(),
+                                  var_ref.data(), n, hyper, step);
+        }
+        ExpectNear(mom.data(), mom_ref.data(), n, 1e-7, 1e-6, "m " + where);
+        ExpectNear(var.data(), var_ref.data(), n, 1e-9, 1e-5, "v " + where);
+        ExpectNear(p.data(), p_ref.data(), n, 1e-6, 1e-6, "param " + where);
+      });
 }
 
 // Step 1 from m = v = 0: m = (1-b1) g, v = (1-b2) g^2, and the bias

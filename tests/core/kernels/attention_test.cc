@@ -24,6 +24,7 @@ namespace {
 
 using kernels::AttentionShape;
 using test::ExpectNear;
+using test::MisalignedFloats;
 using test::RandomVector;
 
 size_t QueryFloats(const AttentionShape& s) {
@@ -31,6 +32,10 @@ size_t QueryFloats(const AttentionShape& s) {
 }
 size_t KeyFloats(const AttentionShape& s) {
   return s.batch * s.kv_heads * s.kv_len * s.head_dim;
+}
+// Query rows: the length of lse and delta.
+size_t QueryRows(const AttentionShape& s) {
+  return s.batch * s.q_heads * s.q_len;
 }
 
 AttentionShape MakeShape(size_t batch, size_t q_heads, size_t kv_heads,
@@ -58,49 +63,70 @@ std::string Describe(const AttentionShape& s) {
          (s.causal ? " causal" : " full");
 }
 
+// Random q, k, v and dout for `s`, each `misalign` floats off alignment.
+struct Inputs {
+  Inputs(const AttentionShape& s, size_t misalign, std::mt19937& rng)
+      : q(QueryFloats(s), misalign, rng),
+        k(KeyFloats(s), misalign, rng),
+        v(KeyFloats(s), misalign, rng),
+        dout(QueryFloats(s), misalign, rng) {}
+  MisalignedFloats q, k, v, dout;
+};
+
+// What the kernels compute from Inputs: the forward's out and lse, the
+// backward's delta workspace and dq, dk, dv.
+struct Outputs {
+  Outputs(const AttentionShape& s, size_t misalign)
+      : out(QueryFloats(s), misalign),
+        lse(QueryRows(s), misalign),
+        delta(QueryRows(s), misalign),
+        dq(QueryFloats(s), misalign),
+        dk(KeyFloats(s), misalign),
+        dv(KeyFloats(s), misalign) {}
+  MisalignedFloats out, lse, delta, dq, dk, dv;
+};
+
+// The forward and the backward through the kernels, every output
+// `misalign` floats off alignment.
+Outputs RunKernels(const AttentionShape& s, const Inputs& in, size_t misalign) {
+  Outputs o(s, misalign);
+  kernels::AttentionForward(s, in.q.data(), in.k.data(), in.v.data(),
+                            o.out.data(), o.lse.data());
+  kernels::AttentionBackward(
+      s, in.q.data(), in.k.data(), in.v.data(), o.out.data(), o.lse.data(),
+      in.dout.data(), o.delta.data(), o.dq.data(), o.dk.data(), o.dv.data());
+  return o;
+}
+
+std::vector<double> ToDoubles(const MisalignedFloats& x) {
+  return std::vector<double>(x.data(), x.data() + x.size());
+}
+
 // Runs the kernels on random data (every pointer shifted by `misalign`
 // floats) and compares all five outputs with the double reference.
 void ExpectMatchesReference(const AttentionShape& s, size_t misalign,
                             std::mt19937& rng) {
   const std::string what =
       Describe(s) + " misalign=" + std::to_string(misalign);
-  const size_t nq = QueryFloats(s), nk = KeyFloats(s);
-  const size_t rows = s.batch * s.q_heads * s.q_len;
-  std::vector<float> q = RandomVector(nq + misalign, rng);
-  std::vector<float> k = RandomVector(nk + misalign, rng);
-  std::vector<float> v = RandomVector(nk + misalign, rng);
-  std::vector<float> dout = RandomVector(nq + misalign, rng);
-  std::vector<float> out(nq + misalign), lse(rows + misalign);
-  std::vector<float> delta(rows + misalign);
-  std::vector<float> dq(nq + misalign), dk(nk + misalign), dv(nk + misalign);
-  const float* pq = q.data() + misalign;
-  const float* pk = k.data() + misalign;
-  const float* pv = v.data() + misalign;
-  const float* pdout = dout.data() + misalign;
-  kernels::AttentionForward(s, pq, pk, pv, out.data() + misalign,
-                            lse.data() + misalign);
-  kernels::AttentionBackward(s, pq, pk, pv, out.data() + misalign,
-                             lse.data() + misalign, pdout,
-                             delta.data() + misalign, dq.data() + misalign,
-                             dk.data() + misalign, dv.data() + misalign);
+  const size_t nq = QueryFloats(s), nk = KeyFloats(s), rows = QueryRows(s);
+  const Inputs in(s, misalign, rng);
+  const Outputs o = RunKernels(s, in, misalign);
 
-  const std::vector<double> dq_(pq, pq + nq), dk_(pk, pk + nk),
-      dv_(pv, pv + nk), ddout(pdout, pdout + nq);
+  const std::vector<double> q = ToDoubles(in.q), k = ToDoubles(in.k),
+                            v = ToDoubles(in.v), dout = ToDoubles(in.dout);
   std::vector<double> ref_out(nq), ref_lse(rows);
   std::vector<double> ref_dq(nq), ref_dk(nk), ref_dv(nk);
-  kernels::AttentionForwardRef<double>(s, dq_.data(), dk_.data(), dv_.data(),
+  kernels::AttentionForwardRef<double>(s, q.data(), k.data(), v.data(),
                                        ref_out.data(), ref_lse.data());
-  kernels::AttentionBackwardRef<double>(s, dq_.data(), dk_.data(), dv_.data(),
-                                        ddout.data(), ref_dq.data(),
+  kernels::AttentionBackwardRef<double>(s, q.data(), k.data(), v.data(),
+                                        dout.data(), ref_dq.data(),
                                         ref_dk.data(), ref_dv.data());
   // Float accumulation over D and over up to 130 keys.
-  ExpectNear(out.data() + misalign, ref_out.data(), nq, 2e-5, 1e-4,
-             "out " + what);
-  ExpectNear(lse.data() + misalign, ref_lse.data(), rows, 2e-5, 1e-5,
-             "lse " + what);
-  ExpectNear(dq.data() + misalign, ref_dq.data(), nq, 5e-5, 1e-4, "dq " + what);
-  ExpectNear(dk.data() + misalign, ref_dk.data(), nk, 5e-5, 1e-4, "dk " + what);
-  ExpectNear(dv.data() + misalign, ref_dv.data(), nk, 5e-5, 1e-4, "dv " + what);
+  ExpectNear(o.out.data(), ref_out.data(), nq, 2e-5, 1e-4, "out " + what);
+  ExpectNear(o.lse.data(), ref_lse.data(), rows, 2e-5, 1e-5, "lse " + what);
+  ExpectNear(o.dq.data(), ref_dq.data(), nq, 5e-5, 1e-4, "dq " + what);
+  ExpectNear(o.dk.data(), ref_dk.data(), nk, 5e-5, 1e-4, "dk " + what);
+  ExpectNear(o.dv.data(), ref_dv.data(), nk, 5e-5, 1e-4, "dv " + what);
 }
 
 ROTOR_PER_TARGET_SUITE(AttentionKernel);
@@ -201,23 +227,11 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
   }
 }
 
-// Restores the thread count when a test ends.
-class ThreadCountGuard {
- public:
-  explicit ThreadCountGuard(int threads) : previous_(NumThreads()) {
-    SetNumThreads(threads);
-  }
-  ~ThreadCountGuard() { SetNumThreads(previous_); }
-
- private:
-  int previous_;
-};
-
 // The one-pass backward (kv heads over the batch >= 4 per thread; the
 // other tests mostly have fewer and take the two passes) against the
 // reference: causal, with a decode offset, non-causal, misaligned.
 ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
-  ThreadCountGuard guard(1);
+  test::ThreadCountGuard guard(1);
   std::mt19937 rng(17);
   ExpectMatchesReference(MakeShape(4, 4, 1, 130, 130, 34), 0, rng);
   ExpectMatchesReference(MakeShape(2, 4, 2, 33, 97, 6), 1, rng);
@@ -231,29 +245,20 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
 ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
   const AttentionShape s = MakeShape(2, 4, 2, 200, 200, 34);
   std::mt19937 rng(15);
-  const std::vector<float> q = RandomVector(QueryFloats(s), rng);
-  const std::vector<float> k = RandomVector(KeyFloats(s), rng);
-  const std::vector<float> v = RandomVector(KeyFloats(s), rng);
-  const std::vector<float> dout = RandomVector(QueryFloats(s), rng);
-  auto run = [&](int threads) {
-    ThreadCountGuard guard(threads);
-    const size_t rows = s.batch * s.q_heads * s.q_len;
-    std::vector<float> out(QueryFloats(s)), lse(rows), delta(rows);
-    std::vector<float> dq(QueryFloats(s)), dk(KeyFloats(s)), dv(KeyFloats(s));
-    kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
-                              lse.data());
-    kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
-                               lse.data(), dout.data(), delta.data(), dq.data(),
-                               dk.data(), dv.data());
-    std::vector<float> all = out;
-    for (const auto* part : {&lse, &delta, &dq, &dk, &dv}) {
-      all.insert(all.end(), part->begin(), part->end());
+  const Inputs in(s, 0, rng);
+  auto run = [&] {
+    const Outputs o = RunKernels(s, in, 0);
+    std::vector<float> all;
+    for (const MisalignedFloats* part :
+         {&o.out, &o.lse, &o.delta, &o.dq, &o.dk, &o.dv}) {
+      all.insert(all.end(), part->data(), part->data() + part->size());
     }
     return all;
   };
-  const std::vector<float> first = run(2);
-  EXPECT_TRUE(first == run(2)) << "two runs at 2 threads differ";
-  EXPECT_TRUE(first == run(1)) << "1 and 2 threads differ";
+  const std::vector<float> first = test::RunAtThreads(2, run);
+  EXPECT_TRUE(first == test::RunAtThreads(2, run))
+      << "two runs at 2 threads differ";
+  EXPECT_TRUE(first == test::RunAtThreads(1, run)) << "1 and 2 threads differ";
 }
 
 // The scalar reference's backward is the exact derivative of its forward:
@@ -269,16 +274,15 @@ TEST(AttentionReference, BackwardMatchesComplexStep) {
     for (double& value : dout) value = RandomVector(1, rng)[0];
 
     using Complex = std::complex<double>;
-    auto loss = [&](const std::vector<Complex>& z) {
-      std::vector<Complex> out(nq), lse(s.batch * s.q_heads * s.q_len);
+    auto forward = [&](const std::vector<Complex>& z) {
+      std::vector<Complex> out(nq), lse(QueryRows(s));
       kernels::AttentionForwardRef<Complex>(s, z.data(), z.data() + nq,
                                             z.data() + nq + nk, out.data(),
                                             lse.data());
-      Complex sum = 0.0;
-      for (size_t i = 0; i < nq; ++i) sum += dout[i] * out[i];
-      return sum;
+      return out;
     };
-    const std::vector<double> expected = test::ComplexStepGradient(loss, x);
+    const std::vector<double> expected =
+        test::ComplexStepGradientOfWeightedSum(forward, x, dout);
 
     std::vector<double> grads(nq + 2 * nk);
     kernels::AttentionBackwardRef<double>(
@@ -295,10 +299,11 @@ TEST(AttentionReference, BackwardMatchesComplexStep) {
 // that allocation), which does not depend on T. So the extra memory is
 // O(B Hq T + threads D^2) instead of the O(B Hq T^2) of materialised scores:
 // at B = 1, Hq = 8, D = 64 it must stay below the size of q itself, while
-// one head's score matrix alone would be 64 MiB. (tests/core/ops/attention_test.cc
-// measures the op's peak tensor memory.) The forward + backward then runs at
-// that length (one small head, to keep the test fast) and is checked on rows
-// the reference can compute without a T x T matrix.
+// one head's score matrix alone would be 64 MiB.
+// (tests/core/ops/attention_test.cc measures the op's peak tensor memory.) The
+// forward + backward then runs at that length (one small head, to keep the test
+// fast) and is checked on rows the reference can compute without a T x T
+// matrix.
 TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
   constexpr size_t kT = 4096;
   const AttentionShape train = MakeShape(1, 8, 8, kT, kT, 64);
@@ -312,24 +317,17 @@ TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
   const AttentionShape s = MakeShape(1, 1, 1, kT, kT, 8);
   const size_t dim = s.head_dim;
   std::mt19937 rng(17);
-  const std::vector<float> q = RandomVector(QueryFloats(s), rng);
-  const std::vector<float> k = RandomVector(KeyFloats(s), rng);
-  const std::vector<float> v = RandomVector(KeyFloats(s), rng);
-  const std::vector<float> dout = RandomVector(QueryFloats(s), rng);
-  std::vector<float> out(QueryFloats(s)), lse(kT), delta(kT);
-  std::vector<float> dq(QueryFloats(s)), dk(KeyFloats(s)), dv(KeyFloats(s));
-  kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
-                            lse.data());
-  kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
-                             lse.data(), dout.data(), delta.data(), dq.data(),
-                             dk.data(), dv.data());
+  const Inputs in(s, 0, rng);
+  const Outputs o = RunKernels(s, in, 0);
 
   // The last query alone (decode shape) through the reference gives the
   // last rows of out, lse and dq (dq_i depends only on query i's row).
   const AttentionShape last = MakeShape(1, 1, 1, 1, kT, dim);
-  const std::vector<double> q_last(q.end() - dim, q.end());
-  const std::vector<double> dout_last(dout.end() - dim, dout.end());
-  const std::vector<double> kd(k.begin(), k.end()), vd(v.begin(), v.end());
+  const std::vector<double> q_last(in.q.data() + (kT - 1) * dim,
+                                   in.q.data() + kT * dim);
+  const std::vector<double> dout_last(in.dout.data() + (kT - 1) * dim,
+                                      in.dout.data() + kT * dim);
+  const std::vector<double> kd = ToDoubles(in.k), vd = ToDoubles(in.v);
   std::vector<double> ref_out(dim), ref_lse(1), ref_dq(dim);
   std::vector<double> ref_dk(kd.size()), ref_dv(vd.size());
   kernels::AttentionForwardRef<double>(last, q_last.data(), kd.data(),
@@ -338,16 +336,16 @@ TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
   kernels::AttentionBackwardRef<double>(
       last, q_last.data(), kd.data(), vd.data(), dout_last.data(),
       ref_dq.data(), ref_dk.data(), ref_dv.data());
-  ExpectNear(out.data() + (kT - 1) * dim, ref_out.data(), dim, 1e-5, 1e-4,
+  ExpectNear(o.out.data() + (kT - 1) * dim, ref_out.data(), dim, 1e-5, 1e-4,
              "last row of out");
-  ExpectNear(lse.data() + kT - 1, ref_lse.data(), 1, 1e-5, 1e-5, "last lse");
-  ExpectNear(dq.data() + (kT - 1) * dim, ref_dq.data(), dim, 1e-5, 1e-4,
+  ExpectNear(o.lse.data() + kT - 1, ref_lse.data(), 1, 1e-5, 1e-5, "last lse");
+  ExpectNear(o.dq.data() + (kT - 1) * dim, ref_dq.data(), dim, 1e-5, 1e-4,
              "last row of dq");
   // Only the last query sees the last key: dv_{T-1} = p dout_{T-1} and
   // dk_{T-1} = scale ds q_{T-1}, the reference's last rows.
-  ExpectNear(dv.data() + (kT - 1) * dim, ref_dv.data() + (kT - 1) * dim, dim,
+  ExpectNear(o.dv.data() + (kT - 1) * dim, ref_dv.data() + (kT - 1) * dim, dim,
              1e-6, 1e-4, "last row of dv");
-  ExpectNear(dk.data() + (kT - 1) * dim, ref_dk.data() + (kT - 1) * dim, dim,
+  ExpectNear(o.dk.data() + (kT - 1) * dim, ref_dk.data() + (kT - 1) * dim, dim,
              1e-6, 1e-4, "last row of dk");
 }
 

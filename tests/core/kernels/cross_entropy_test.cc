@@ -18,8 +18,9 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::ForEachShapeAndMisalignment;
+using test::MisalignedFloats;
 using test::RandomDoubles;
-using test::RandomVector;
 
 constexpr int32_t kIgnore = -100;
 
@@ -42,48 +43,41 @@ ROTOR_PER_TARGET_SUITE(CrossEntropyKernel);
 ROTOR_PER_TARGET_TEST(CrossEntropyKernel, MatchesReference) {
   EXPECT_STREQ(kernels::CrossEntropyTarget(), TargetName());
   std::mt19937 rng(41);
-  for (size_t rows : {1, 4, 9}) {
-    for (size_t vocab : test::KernelTestSizes()) {
-      for (size_t m : test::KernelTestMisalignments()) {
-        const std::string where = "rows=" + std::to_string(rows) +
-                                  " vocab=" + std::to_string(vocab) +
-                                  " misalign=" + std::to_string(m);
+  ForEachShapeAndMisalignment(
+      {1, 4, 9}, "vocab",
+      [&](size_t rows, size_t vocab, size_t m, const std::string& where) {
         const size_t n = rows * vocab;
-        const std::vector<float> logits = RandomVector(n + m, rng, -10, 10);
+        const MisalignedFloats logits(n, m, rng, -10, 10);
         const std::vector<int32_t> targets = RandomTargets(rows, vocab, rng);
-        std::vector<float> loss(rows + m, -1.0f), loss_ref(rows + m);
-        std::vector<float> lse(rows + m, -1.0f), lse_ref(rows + m);
+        MisalignedFloats loss(rows, m, -1.0f), loss_ref(rows, m);
+        MisalignedFloats lse(rows, m, -1.0f), lse_ref(rows, m);
 
-        kernels::CrossEntropyForward(logits.data() + m, targets.data(), rows,
-                                     vocab, kIgnore, loss.data() + m,
-                                     lse.data() + m);
-        kernels::CrossEntropyForwardRef(logits.data() + m, targets.data(), rows,
-                                        vocab, kIgnore, loss_ref.data() + m,
-                                        lse_ref.data() + m);
-        ExpectNear(lse.data() + m, lse_ref.data() + m, rows, 1e-5, 1e-6,
+        kernels::CrossEntropyForward(logits.data(), targets.data(), rows, vocab,
+                                     kIgnore, loss.data(), lse.data());
+        kernels::CrossEntropyForwardRef(logits.data(), targets.data(), rows,
+                                        vocab, kIgnore, loss_ref.data(),
+                                        lse_ref.data());
+        ExpectNear(lse.data(), lse_ref.data(), rows, 1e-5, 1e-6,
                    "logsumexp " + where);
-        ExpectNear(loss.data() + m, loss_ref.data() + m, rows, 1e-5, 1e-5,
+        ExpectNear(loss.data(), loss_ref.data(), rows, 1e-5, 1e-5,
                    "loss " + where);
 
-        const std::vector<float> d0 = RandomVector(n + m, rng);
-        std::vector<float> d = d0, d_ref = d0;
-        kernels::CrossEntropyBackward(logits.data() + m, lse_ref.data() + m,
+        const MisalignedFloats d0(n, m, rng);
+        MisalignedFloats d = d0, d_ref = d0;
+        kernels::CrossEntropyBackward(logits.data(), lse_ref.data(),
                                       targets.data(), rows, vocab, kIgnore,
-                                      0.37f, d.data() + m);
-        kernels::CrossEntropyBackwardRef(logits.data() + m, lse_ref.data() + m,
+                                      0.37f, d.data());
+        kernels::CrossEntropyBackwardRef(logits.data(), lse_ref.data(),
                                          targets.data(), rows, vocab, kIgnore,
-                                         0.37f, d_ref.data() + m);
-        ExpectNear(d.data() + m, d_ref.data() + m, n, 1e-6, 1e-5,
-                   "dlogits " + where);
+                                         0.37f, d_ref.data());
+        ExpectNear(d.data(), d_ref.data(), n, 1e-6, 1e-5, "dlogits " + where);
         // Ignored rows are left exactly as they were.
         for (size_t r = 0; r < rows; ++r) {
           if (targets[r] != kIgnore) continue;
-          ExpectNear(d.data() + m + r * vocab, d0.data() + m + r * vocab, vocab,
-                     0, 0, "ignored row " + std::to_string(r) + " " + where);
+          ExpectNear(d.data() + r * vocab, d0.data() + r * vocab, vocab, 0, 0,
+                     "ignored row " + std::to_string(r) + " " + where);
         }
-      }
-    }
-  }
+      });
 }
 
 ROTOR_PER_TARGET_TEST(CrossEntropyKernel, ExtremeLogits) {
@@ -146,16 +140,15 @@ TEST(CrossEntropyReference, BackwardMatchesComplexStep) {
                                   kIgnore, loss.data(), lse.data());
   kernels::CrossEntropyBackwardRef(logits.data(), lse.data(), targets.data(),
                                    rows, vocab, kIgnore, scale, grad.data());
-  const std::vector<double> expected = test::ComplexStepGradient(
+  // L = scale * sum of the row losses.
+  const std::vector<double> expected = test::ComplexStepGradientOfWeightedSum(
       [&](const std::vector<C>& z) {
         std::vector<C> l(rows), s(rows);
         kernels::CrossEntropyForwardRef(z.data(), targets.data(), rows, vocab,
                                         kIgnore, l.data(), s.data());
-        C total = 0;
-        for (const C& value : l) total += scale * value;
-        return total;
+        return l;
       },
-      logits);
+      logits, std::vector<double>(rows, scale));
   ExpectNear(grad.data(), expected.data(), grad.size(), 1e-14, 1e-12,
              "dlogits");
 }

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "core/kernels/rmsnorm_scalar.h"
-#include "core/parallel.h"
 #include "tests/test_util.h"
 
 namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::ForEachShapeAndMisalignment;
+using test::MisalignedFloats;
 using test::RandomDoubles;
 using test::RandomVector;
 
@@ -25,44 +26,36 @@ ROTOR_PER_TARGET_TEST(RmsNormKernel, MatchesReference) {
   EXPECT_STREQ(kernels::RmsNormTarget(), TargetName());
   std::mt19937 rng(21);
   // 70 rows span three blocks of the dweight reduction.
-  for (size_t rows : {1, 3, 70}) {
-    for (size_t cols : test::KernelTestSizes()) {
-      for (size_t misalign : test::KernelTestMisalignments()) {
-        const std::string where = "rows=" + std::to_string(rows) +
-                                  " cols=" + std::to_string(cols) +
-                                  " misalign=" + std::to_string(misalign);
+  ForEachShapeAndMisalignment(
+      {1, 3, 70}, "cols",
+      [&](size_t rows, size_t cols, size_t m, const std::string& where) {
         const size_t n = rows * cols;
-        const size_t m = misalign;
-        const std::vector<float> x = RandomVector(n + m, rng, -3.0f, 3.0f);
-        const std::vector<float> w = RandomVector(cols + m, rng, 0.5f, 1.5f);
-        const std::vector<float> dy = RandomVector(n + m, rng);
-        const std::vector<float> dx0 = RandomVector(n + m, rng);
-        const std::vector<float> dw0 = RandomVector(cols + m, rng);
-        std::vector<float> y(n + m), y_ref(n + m);
-        std::vector<float> rstd(rows + m), rstd_ref(rows + m);
+        const MisalignedFloats x(n, m, rng, -3.0f, 3.0f);
+        const MisalignedFloats w(cols, m, rng, 0.5f, 1.5f);
+        const MisalignedFloats dy(n, m, rng);
+        const MisalignedFloats dx0(n, m, rng);
+        const MisalignedFloats dw0(cols, m, rng);
+        MisalignedFloats y(n, m), y_ref(n, m);
+        MisalignedFloats rstd(rows, m), rstd_ref(rows, m);
 
-        kernels::RmsNormForward(x.data() + m, w.data() + m, y.data() + m,
-                                rstd.data() + m, rows, cols, 1e-5f);
-        kernels::RmsNormForwardRef(x.data() + m, w.data() + m, y_ref.data() + m,
-                                   rstd_ref.data() + m, rows, cols, 1e-5f);
-        ExpectNear(rstd.data() + m, rstd_ref.data() + m, rows, 0, 1e-5,
+        kernels::RmsNormForward(x.data(), w.data(), y.data(), rstd.data(), rows,
+                                cols, 1e-5f);
+        kernels::RmsNormForwardRef(x.data(), w.data(), y_ref.data(),
+                                   rstd_ref.data(), rows, cols, 1e-5f);
+        ExpectNear(rstd.data(), rstd_ref.data(), rows, 0, 1e-5,
                    "rstd " + where);
-        ExpectNear(y.data() + m, y_ref.data() + m, n, 1e-6, 1e-5, "y " + where);
+        ExpectNear(y.data(), y_ref.data(), n, 1e-6, 1e-5, "y " + where);
 
-        std::vector<float> dx = dx0, dx_ref = dx0, dw = dw0, dw_ref = dw0;
-        kernels::RmsNormBackward(x.data() + m, w.data() + m,
-                                 rstd_ref.data() + m, dy.data() + m,
-                                 dx.data() + m, dw.data() + m, rows, cols);
-        kernels::RmsNormBackwardRef(
-            x.data() + m, w.data() + m, rstd_ref.data() + m, dy.data() + m,
-            dx_ref.data() + m, dw_ref.data() + m, rows, cols);
-        ExpectNear(dx.data() + m, dx_ref.data() + m, n, 1e-5, 1e-5,
-                   "dx " + where);
-        ExpectNear(dw.data() + m, dw_ref.data() + m, cols, 1e-4, 1e-5,
+        MisalignedFloats dx = dx0, dx_ref = dx0, dw = dw0, dw_ref = dw0;
+        kernels::RmsNormBackward(x.data(), w.data(), rstd_ref.data(), dy.data(),
+                                 dx.data(), dw.data(), rows, cols);
+        kernels::RmsNormBackwardRef(x.data(), w.data(), rstd_ref.data(),
+                                    dy.data(), dx_ref.data(), dw_ref.data(),
+                                    rows, cols);
+        ExpectNear(dx.data(), dx_ref.data(), n, 1e-5, 1e-5, "dx " + where);
+        ExpectNear(dw.data(), dw_ref.data(), cols, 1e-4, 1e-5,
                    "dweight " + where);
-      }
-    }
-  }
+      });
 }
 
 // dweight sums over rows; its fixed block order must make it bitwise
@@ -76,17 +69,14 @@ ROTOR_PER_TARGET_TEST(RmsNormKernel, WeightGradientIndependentOfThreads) {
   std::vector<float> y(rows * cols), rstd(rows);
   kernels::RmsNormForward(x.data(), w.data(), y.data(), rstd.data(), rows, cols,
                           1e-5f);
-  const int saved_threads = NumThreads();
-  std::vector<std::vector<float>> dweights;
-  for (int threads : {1, 2}) {
-    SetNumThreads(threads);
+  auto dweight = [&] {
     std::vector<float> dx(rows * cols), dw(cols);
     kernels::RmsNormBackward(x.data(), w.data(), rstd.data(), dy.data(),
                              dx.data(), dw.data(), rows, cols);
-    dweights.push_back(dw);
-  }
-  SetNumThreads(saved_threads);
-  EXPECT_EQ(dweights[0], dweights[1]);
+    return dw;
+  };
+  const std::vector<float> serial = test::RunAtThreads(1, dweight);
+  EXPECT_EQ(serial, test::RunAtThreads(2, dweight));
 }
 
 // A zero row gives rstd = 1/sqrt(eps) and y = 0; a row of length 1 gives
@@ -123,16 +113,14 @@ TEST(RmsNormReference, BackwardMatchesComplexStep) {
   // One parameter vector: x followed by w; L = sum dy * y.
   std::vector<double> params = x;
   params.insert(params.end(), w.begin(), w.end());
-  const std::vector<double> expected = test::ComplexStepGradient(
+  const std::vector<double> expected = test::ComplexStepGradientOfWeightedSum(
       [&](const std::vector<C>& z) {
         std::vector<C> out(rows * cols), r(rows);
         kernels::RmsNormForwardRef(z.data(), z.data() + rows * cols, out.data(),
                                    r.data(), rows, cols, eps);
-        C loss = 0;
-        for (size_t i = 0; i < out.size(); ++i) loss += dy[i] * out[i];
-        return loss;
+        return out;
       },
-      params);
+      params, dy);
   ExpectNear(dx.data(), expected.data(), dx.size(), 1e-14, 1e-12, "dx");
   ExpectNear(dw.data(), expected.data() + rows * cols, cols, 1e-14, 1e-12,
              "dweight");

@@ -16,7 +16,6 @@
 
 #include "core/error.h"
 #include "core/kernels/rope_scalar.h"
-#include "core/parallel.h"
 #include "core/tensor.h"
 #include "tests/test_util.h"
 
@@ -329,16 +328,14 @@ ROTOR_PER_TARGET_TEST(RopeKernel, ThreadCountDoesNotChangeResults) {
   const RopeShape shape{batch, seq, d, d, RopeLayout::kInterleaved};
   const RopeStrides strides = ContiguousRopeStrides(heads, seq, d);
   const std::vector<float> x = RandomVector(batch * heads * seq * d, rng);
-  std::vector<float> y1(x.size()), y2(x.size());
-  const int saved = NumThreads();
-  SetNumThreads(1);
-  RopeForward(table, shape, RopePositions{},
-              {x.data(), strides, y1.data(), strides, heads}, RopeOperand());
-  SetNumThreads(2);
-  RopeForward(table, shape, RopePositions{},
-              {x.data(), strides, y2.data(), strides, heads}, RopeOperand());
-  SetNumThreads(saved);
-  EXPECT_EQ(y1, y2);
+  auto forward = [&] {
+    std::vector<float> y(x.size());
+    RopeForward(table, shape, RopePositions{},
+                {x.data(), strides, y.data(), strides, heads}, RopeOperand());
+    return y;
+  };
+  const std::vector<float> serial = test::RunAtThreads(1, forward);
+  EXPECT_EQ(serial, test::RunAtThreads(2, forward));
 }
 
 // ---- Target-independent tests ----
@@ -385,15 +382,14 @@ TEST(RopeKernelNumerics, ReferenceBackwardIsComplexStepGradient) {
         dy(dyf.begin(), dyf.end());
     using C = std::complex<double>;
     const std::vector<C> rows_c = RopeRowsRef<C>(inv_freq, 0.9, 77778);
-    auto loss = [&](const std::vector<C>& xc) {
+    auto forward = [&](const std::vector<C>& xc) {
       std::vector<C> y(xc.size());
       RopeForwardRef<C>(rows_c.data(), shape, positions,
                         {xc.data(), strides, y.data(), strides, heads});
-      C sum = 0;
-      for (size_t i = 0; i < y.size(); ++i) sum += dy[i] * y[i];
-      return sum;
+      return y;
     };
-    const std::vector<double> expected = test::ComplexStepGradient(loss, x);
+    const std::vector<double> expected =
+        test::ComplexStepGradientOfWeightedSum(forward, x, dy);
     const std::vector<double> rows = RopeRowsRef<double>(inv_freq, 0.9, 77778);
     std::vector<double> dx(x.size(), 0.0);
     RopeBackwardRef<double>(rows.data(), shape, positions,

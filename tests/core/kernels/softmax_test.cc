@@ -18,6 +18,8 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
+using test::ForEachShapeAndMisalignment;
+using test::MisalignedFloats;
 using test::RandomDoubles;
 using test::RandomVector;
 
@@ -28,49 +30,42 @@ ROTOR_PER_TARGET_SUITE(SoftmaxKernel);
 ROTOR_PER_TARGET_TEST(SoftmaxKernel, MatchesReference) {
   EXPECT_STREQ(kernels::SoftmaxTarget(), TargetName());
   std::mt19937 rng(11);
-  for (size_t rows : {1, 3, 7}) {
-    for (size_t cols : test::KernelTestSizes()) {
-      for (size_t misalign : test::KernelTestMisalignments()) {
-        const std::string where = "rows=" + std::to_string(rows) +
-                                  " cols=" + std::to_string(cols) +
-                                  " misalign=" + std::to_string(misalign);
+  ForEachShapeAndMisalignment(
+      {1, 3, 7}, "cols",
+      [&](size_t rows, size_t cols, size_t m, const std::string& where) {
         const size_t n = rows * cols;
-        std::vector<float> x = RandomVector(n + misalign, rng, -8.0f, 8.0f);
-        std::vector<float> dy = RandomVector(n + misalign, rng);
-        std::vector<float> dx0 = RandomVector(n + misalign, rng);
-        std::vector<float> y(n + misalign), y_ref(n + misalign);
-        const float* px = x.data() + misalign;
-        const float* pdy = dy.data() + misalign;
+        const MisalignedFloats x(n, m, rng, -8.0f, 8.0f);
+        const MisalignedFloats dy(n, m, rng);
+        const MisalignedFloats dx0(n, m, rng);
+        MisalignedFloats y(n, m), y_ref(n, m);
 
-        kernels::SoftmaxForward(px, y.data() + misalign, rows, cols);
-        kernels::SoftmaxForwardRef(px, y_ref.data() + misalign, rows, cols);
-        ExpectNear(y.data() + misalign, y_ref.data() + misalign, n, 1e-7, 2e-5,
+        kernels::SoftmaxForward(x.data(), y.data(), rows, cols);
+        kernels::SoftmaxForwardRef(x.data(), y_ref.data(), rows, cols);
+        ExpectNear(y.data(), y_ref.data(), n, 1e-7, 2e-5,
                    "SoftmaxForward " + where);
 
-        std::vector<float> dx = dx0, dx_ref = dx0;
-        kernels::SoftmaxBackward(y_ref.data() + misalign, pdy,
-                                 dx.data() + misalign, rows, cols);
-        kernels::SoftmaxBackwardRef(y_ref.data() + misalign, pdy,
-                                    dx_ref.data() + misalign, rows, cols);
-        ExpectNear(dx.data() + misalign, dx_ref.data() + misalign, n, 1e-6,
-                   1e-5, "SoftmaxBackward " + where);
+        MisalignedFloats dx = dx0, dx_ref = dx0;
+        kernels::SoftmaxBackward(y_ref.data(), dy.data(), dx.data(), rows,
+                                 cols);
+        kernels::SoftmaxBackwardRef(y_ref.data(), dy.data(), dx_ref.data(),
+                                    rows, cols);
+        ExpectNear(dx.data(), dx_ref.data(), n, 1e-6, 1e-5,
+                   "SoftmaxBackward " + where);
 
-        kernels::LogSoftmaxForward(px, y.data() + misalign, rows, cols);
-        kernels::LogSoftmaxForwardRef(px, y_ref.data() + misalign, rows, cols);
-        ExpectNear(y.data() + misalign, y_ref.data() + misalign, n, 1e-5, 1e-6,
+        kernels::LogSoftmaxForward(x.data(), y.data(), rows, cols);
+        kernels::LogSoftmaxForwardRef(x.data(), y_ref.data(), rows, cols);
+        ExpectNear(y.data(), y_ref.data(), n, 1e-5, 1e-6,
                    "LogSoftmaxForward " + where);
 
         dx = dx0;
         dx_ref = dx0;
-        kernels::LogSoftmaxBackward(y_ref.data() + misalign, pdy,
-                                    dx.data() + misalign, rows, cols);
-        kernels::LogSoftmaxBackwardRef(y_ref.data() + misalign, pdy,
-                                       dx_ref.data() + misalign, rows, cols);
-        ExpectNear(dx.data() + misalign, dx_ref.data() + misalign, n, 1e-5,
-                   1e-5, "LogSoftmaxBackward " + where);
-      }
-    }
-  }
+        kernels::LogSoftmaxBackward(y_ref.data(), dy.data(), dx.data(), rows,
+                                    cols);
+        kernels::LogSoftmaxBackwardRef(y_ref.data(), dy.data(), dx_ref.data(),
+                                       rows, cols);
+        ExpectNear(dx.data(), dx_ref.data(), n, 1e-5, 1e-5,
+                   "LogSoftmaxBackward " + where);
+      });
 }
 
 // Enough rows that ParallelFor splits them over threads.
@@ -150,25 +145,8 @@ ROTOR_PER_TARGET_TEST(SoftmaxKernel, ExtremeValues) {
   }
 }
 
-// L(x) = sum_i dy_i f(x)_i for a reference forward f, in complex<double>.
-template <typename Forward>
-std::vector<double> ComplexStepOfWeightedSum(Forward forward,
-                                             const std::vector<double>& x,
-                                             const std::vector<double>& dy,
-                                             size_t rows, size_t cols) {
-  using C = std::complex<double>;
-  return test::ComplexStepGradient(
-      [&](const std::vector<C>& z) {
-        std::vector<C> y(z.size());
-        forward(z.data(), y.data(), rows, cols);
-        C loss = 0;
-        for (size_t i = 0; i < y.size(); ++i) loss += dy[i] * y[i];
-        return loss;
-      },
-      x);
-}
-
 TEST(SoftmaxReference, BackwardMatchesComplexStep) {
+  using C = std::complex<double>;
   std::mt19937 rng(14);
   const size_t rows = 3, cols = 7;
   const std::vector<double> x = RandomDoubles(rows * cols, rng, -5, 5);
@@ -177,21 +155,26 @@ TEST(SoftmaxReference, BackwardMatchesComplexStep) {
 
   kernels::SoftmaxForwardRef(x.data(), y.data(), rows, cols);
   kernels::SoftmaxBackwardRef(y.data(), dy.data(), dx.data(), rows, cols);
-  const std::vector<double> expected = ComplexStepOfWeightedSum(
-      [](const auto* in, auto* out, size_t r, size_t c) {
-        kernels::SoftmaxForwardRef(in, out, r, c);
+  const std::vector<double> expected = test::ComplexStepGradientOfWeightedSum(
+      [&](const std::vector<C>& z) {
+        std::vector<C> out(z.size());
+        kernels::SoftmaxForwardRef(z.data(), out.data(), rows, cols);
+        return out;
       },
-      x, dy, rows, cols);
+      x, dy);
   ExpectNear(dx.data(), expected.data(), dx.size(), 1e-14, 1e-12, "softmax");
 
   std::fill(dx.begin(), dx.end(), 0.0);
   kernels::LogSoftmaxForwardRef(x.data(), y.data(), rows, cols);
   kernels::LogSoftmaxBackwardRef(y.data(), dy.data(), dx.data(), rows, cols);
-  const std::vector<double> expected_log = ComplexStepOfWeightedSum(
-      [](const auto* in, auto* out, size_t r, size_t c) {
-        kernels::LogSoftmaxForwardRef(in, out, r, c);
-      },
-      x, dy, rows, cols);
+  const std::vector<double> expected_log =
+      test::ComplexStepGradientOfWeightedSum(
+          [&](const std::vector<C>& z) {
+            std::vector<C> out(z.size());
+            kernels::LogSoftmaxForwardRef(z.data(), out.data(), rows, cols);
+            return out;
+          },
+          x, dy);
   ExpectNear(dx.data(), expected_log.data(), dx.size(), 1e-14, 1e-12,
              "log softmax");
 }

@@ -4,6 +4,7 @@
 // pointers, and in place.
 #include "core/kernels/vector_ops.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -14,8 +15,8 @@ namespace rotor {
 namespace {
 
 using test::ExpectNear;
-using test::KernelTestMisalignments;
-using test::KernelTestSizes;
+using test::ForEachSizeAndMisalignment;
+using test::MisalignedFloats;
 using test::RandomVector;
 
 // The elementwise binary kernels with their scalar references.
@@ -35,39 +36,34 @@ ROTOR_PER_TARGET_TEST(VectorOpsKernel, MatchesReference) {
   // Prove that dispatch really runs the target under test.
   EXPECT_STREQ(kernels::VectorOpsTarget(), TargetName());
   std::mt19937 rng(7);
-  std::vector<size_t> sizes = KernelTestSizes();
-  sizes.push_back(40001);  // more than one ParallelFor chunk
-  for (size_t n : sizes) {
-    for (size_t misalign : KernelTestMisalignments()) {
-      const std::string where =
-          "n=" + std::to_string(n) + " misalign=" + std::to_string(misalign);
-      std::vector<float> a = RandomVector(n + misalign, rng);
-      std::vector<float> b = RandomVector(n + misalign, rng);
-      std::vector<float> out(n + misalign);
-      std::vector<float> expected(n + misalign);
-      float* pa = a.data() + misalign;
-      float* pb = b.data() + misalign;
-      float* po = out.data() + misalign;
-      float* pe = expected.data() + misalign;
+  ForEachSizeAndMisalignment(
+      test::KernelTestSizesAcrossTasks(), "n",
+      [&](size_t n, size_t misalign, const std::string& where) {
+        const MisalignedFloats a(n, misalign, rng), b(n, misalign, rng);
+        MisalignedFloats out(n, misalign), expected(n, misalign);
+        const float* pa = a.data();
+        const float* pb = b.data();
+        float* po = out.data();
+        float* pe = expected.data();
 
-      for (const BinaryOp& binary : kBinaryOps) {
-        binary.op(pa, pb, po, n);
-        binary.ref(pa, pb, pe, n);
-        ExpectNear(po, pe, n, 0, 0, std::string(binary.name) + " " + where);
-      }
+        for (const BinaryOp& binary : kBinaryOps) {
+          binary.op(pa, pb, po, n);
+          binary.ref(pa, pb, pe, n);
+          ExpectNear(po, pe, n, 0, 0, std::string(binary.name) + " " + where);
+        }
 
-      std::copy(pb, pb + n, po);
-      std::copy(pb, pb + n, pe);
-      kernels::Axpy(0.75f, pa, po, n);
-      kernels::AxpyRef(0.75f, pa, pe, n);
-      // MulAdd may be fused (one rounding) where the reference rounds twice.
-      ExpectNear(po, pe, n, 1e-6, 1e-6, "Axpy " + where);
+        std::copy(pb, pb + n, po);
+        std::copy(pb, pb + n, pe);
+        kernels::Axpy(0.75f, pa, po, n);
+        kernels::AxpyRef(0.75f, pa, pe, n);
+        // MulAdd may be fused (one rounding) where the reference rounds
+        // twice.
+        ExpectNear(po, pe, n, 1e-6, 1e-6, "Axpy " + where);
 
-      kernels::Scale(-1.5f, po, n);
-      kernels::ScaleRef(-1.5f, pe, n);
-      ExpectNear(po, pe, n, 1e-6, 1e-6, "Scale " + where);
-    }
-  }
+        kernels::Scale(-1.5f, po, n);
+        kernels::ScaleRef(-1.5f, pe, n);
+        ExpectNear(po, pe, n, 1e-6, 1e-6, "Scale " + where);
+      });
 }
 
 // In-place use (the output is the same array as an input) is part of the

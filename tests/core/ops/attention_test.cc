@@ -19,42 +19,42 @@ namespace {
 using test::GradCheck;
 using test::RandomTensor;
 
+// Random q of `q_shape` and k and v of `kv_shape` (in that order from rng),
+// requiring grad.
+std::vector<Tensor> RandomQkv(const Shape& q_shape, const Shape& kv_shape,
+                              std::mt19937& rng) {
+  Tensor q = RandomTensor(q_shape, rng);
+  Tensor k = RandomTensor(kv_shape, rng);
+  return {q, k, RandomTensor(kv_shape, rng)};
+}
+
 TEST(AttentionOp, CausalGradCheck) {
   std::mt19937 rng(21);
   // Grouped-query: 4 query heads share 2 kv heads.
-  const Tensor q = RandomTensor({2, 4, 5, 3}, rng);
-  const Tensor k = RandomTensor({2, 2, 5, 3}, rng);
-  const Tensor v = RandomTensor({2, 2, 5, 3}, rng);
   GradCheck(
       [](const std::vector<Tensor>& x) {
         return CausalAttention(x[0], x[1], x[2], 0.7f, 0);
       },
-      {q, k, v});
+      RandomQkv({2, 4, 5, 3}, {2, 2, 5, 3}, rng));
 }
 
 TEST(AttentionOp, DecodeOffsetGradCheck) {
   std::mt19937 rng(22);
   // 2 new queries after 4 cached positions; default scale and offset.
-  const Tensor q = RandomTensor({1, 2, 2, 4}, rng);
-  const Tensor k = RandomTensor({1, 1, 6, 4}, rng);
-  const Tensor v = RandomTensor({1, 1, 6, 4}, rng);
   GradCheck(
       [](const std::vector<Tensor>& x) {
         return CausalAttention(x[0], x[1], x[2]);
       },
-      {q, k, v});
+      RandomQkv({1, 2, 2, 4}, {1, 1, 6, 4}, rng));
 }
 
 TEST(AttentionOp, FullGradCheck) {
   std::mt19937 rng(23);
-  const Tensor q = RandomTensor({1, 2, 3, 5}, rng);
-  const Tensor k = RandomTensor({1, 2, 4, 5}, rng);
-  const Tensor v = RandomTensor({1, 2, 4, 5}, rng);
   GradCheck(
       [](const std::vector<Tensor>& x) {
         return FullAttention(x[0], x[1], x[2], 0.5f);
       },
-      {q, k, v});
+      RandomQkv({1, 2, 3, 5}, {1, 2, 4, 5}, rng));
 }
 
 // Values against the double reference, with q given as a strided view of a
@@ -92,9 +92,8 @@ TEST(AttentionOp, MatchesReferenceForStridedQuery) {
 
 TEST(AttentionOp, NoGraphWithoutGrad) {
   std::mt19937 rng(25);
-  const Tensor q = RandomTensor({1, 1, 3, 2}, rng);
-  const Tensor k = RandomTensor({1, 1, 3, 2}, rng);
-  const Tensor v = RandomTensor({1, 1, 3, 2}, rng);
+  const std::vector<Tensor> qkv = RandomQkv({1, 1, 3, 2}, {1, 1, 3, 2}, rng);
+  const Tensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
   EXPECT_NE(CausalAttention(q, k, v).grad_fn(), nullptr);
   NoGradGuard no_grad;
   const Tensor out = CausalAttention(q, k, v);
@@ -113,9 +112,9 @@ TEST(AttentionOp, NoGraphWithoutGrad) {
 TEST(AttentionOp, LongSequencePeakMemoryIsLinear) {
   constexpr int64_t kT = 4096, kD = 8, kHq = 2, kHkv = 1;
   std::mt19937 rng(26);
-  const Tensor q = RandomTensor({1, kHq, kT, kD}, rng);
-  const Tensor k = RandomTensor({1, kHkv, kT, kD}, rng);
-  const Tensor v = RandomTensor({1, kHkv, kT, kD}, rng);
+  const std::vector<Tensor> qkv =
+      RandomQkv({1, kHq, kT, kD}, {1, kHkv, kT, kD}, rng);
+  const Tensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
   const Tensor dout = RandomTensor({1, kHq, kT, kD}, rng, -1, 1, false);
   ReleaseCachedMemory();
   ResetPeakMemory();

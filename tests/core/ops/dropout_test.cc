@@ -3,7 +3,6 @@
 #include <random>
 
 #include "core/ops/ops.h"
-#include "core/parallel.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -30,13 +29,9 @@ TEST(Dropout, KeepsAboutOneMinusPAndScales) {
 
 TEST(Dropout, MaskDoesNotDependOnThreadCount) {
   const Tensor x = Tensor::Ones({300, 300});
-  const int threads = NumThreads();
-  SetNumThreads(1);
-  const std::vector<float> serial = Dropout(x, 0.5f, 3).ToVector();
-  SetNumThreads(2);
-  const std::vector<float> parallel = Dropout(x, 0.5f, 3).ToVector();
-  SetNumThreads(threads);
-  EXPECT_EQ(serial, parallel);
+  auto mask = [&] { return Dropout(x, 0.5f, 3).ToVector(); };
+  const std::vector<float> serial = test::RunAtThreads(1, mask);
+  EXPECT_EQ(serial, test::RunAtThreads(2, mask));
 }
 
 TEST(DropoutGrad, IsMaskOverOneMinusP) {

@@ -4,7 +4,6 @@
 #include <random>
 
 #include "core/ops/ops.h"
-#include "core/parallel.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -196,8 +195,7 @@ TEST(LinearGrad, WithAndWithoutBias) {
 // gradients (dX over rows of dY; dW over rows of dY^T, a transposed operand)
 // must match double-precision references.
 TEST(Linear, RowBlocksAtTwoThreadsMatchReference) {
-  const int threads = NumThreads();
-  SetNumThreads(2);
+  test::ThreadCountGuard two_threads(2);
   std::mt19937 rng(28);
   const int64_t rows = 100, in = 70, out = 90;
   for (const bool transposed_x : {false, true}) {
@@ -223,7 +221,6 @@ TEST(Linear, RowBlocksAtTwoThreadsMatchReference) {
     test::ExpectNear(w.grad().ToVector().data(), dw.data(), out * in, 1e-5,
                      1e-5, "Linear dW");
   }
-  SetNumThreads(threads);
 }
 
 }  // namespace

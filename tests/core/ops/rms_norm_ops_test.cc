@@ -33,11 +33,8 @@ TEST(RmsNormOp, GradCheck) {
 
 TEST(RmsNormOp, NonContiguousInput) {
   std::mt19937 rng(72);
-  const Tensor base = RandomTensor({6, 4}, rng, -2, 2, false);
-  Tensor view = base.ViewAs({4, 6}, {1, 4}, 0);  // the transpose
-  ASSERT_FALSE(view.is_contiguous());
-  view.set_requires_grad(true);
-  Tensor copy = Tensor::FromVector({4, 6}, view.ToVector(), true);
+  auto [view, copy] = test::TransposedViewAndCopy(6, 4, rng, -2, 2);
+  ASSERT_FALSE(view.is_contiguous());  // [4, 6], strides [1, 4]
   Tensor w1 = RandomTensor({6}, rng, 0.5, 1.5);
   Tensor w2 = Tensor::FromVector({6}, w1.ToVector(), true);
   const Tensor dy = RandomTensor({4, 6}, rng, -1, 1, false);

@@ -39,11 +39,8 @@ TEST(SiluOp, GradCheck) {
 
 TEST(SiluOp, NonContiguousInputs) {
   std::mt19937 rng(82);
-  const Tensor gate_base = RandomTensor({5, 3}, rng, -3, 3, false);
-  Tensor gate_view = gate_base.ViewAs({3, 5}, {1, 3}, 0);  // the transpose
-  ASSERT_FALSE(gate_view.is_contiguous());
-  gate_view.set_requires_grad(true);
-  Tensor gate_copy = Tensor::FromVector({3, 5}, gate_view.ToVector(), true);
+  auto [gate_view, gate_copy] = test::TransposedViewAndCopy(5, 3, rng, -3, 3);
+  ASSERT_FALSE(gate_view.is_contiguous());  // [3, 5], strides [1, 3]
   Tensor up = RandomTensor({3, 5}, rng, -1, 1);
   const Tensor dy = RandomTensor({3, 5}, rng, -1, 1, false);
 

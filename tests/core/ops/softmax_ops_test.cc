@@ -16,12 +16,6 @@ namespace {
 using test::GradCheck;
 using test::RandomTensor;
 
-// The transpose of a contiguous [rows, cols] tensor, as a non-contiguous
-// [cols, rows] view sharing its storage (built without the Transpose op).
-Tensor TransposedView(const Tensor& t) {
-  return t.ViewAs({t.size(1), t.size(0)}, {1, t.size(1)}, 0);
-}
-
 TEST(SoftmaxOp, Values) {
   const Tensor x = Tensor::FromVector({2, 3}, {0, 0, 0, 1000, 0, -1000});
   const std::vector<float> y = Softmax(x).ToVector();
@@ -45,11 +39,8 @@ TEST(SoftmaxOp, GradCheck) {
 // contiguous copy.
 TEST(SoftmaxOp, NonContiguousInput) {
   std::mt19937 rng(62);
-  const Tensor base = RandomTensor({5, 4}, rng, -2, 2, false);
-  Tensor view = TransposedView(base);  // [4, 5], strides [1, 4]
-  ASSERT_FALSE(view.is_contiguous());
-  view.set_requires_grad(true);
-  Tensor copy = Tensor::FromVector({4, 5}, view.ToVector(), true);
+  auto [view, copy] = test::TransposedViewAndCopy(5, 4, rng, -2, 2);
+  ASSERT_FALSE(view.is_contiguous());  // [4, 5], strides [1, 4]
   const Tensor dy = RandomTensor({4, 5}, rng, -1, 1, false);
 
   for (auto op : {&Softmax, &LogSoftmax}) {
@@ -120,9 +111,10 @@ TEST(CrossEntropyOp, GradCheck) {
 
 TEST(CrossEntropyOp, NonContiguousLogits) {
   std::mt19937 rng(65);
-  const Tensor base = RandomTensor({7, 3}, rng, -2, 2, false);
-  const Tensor view = TransposedView(base);  // [3, 7]
-  const Tensor copy = Tensor::FromVector({3, 7}, view.ToVector());
+  const auto [view, copy] =
+      test::TransposedViewAndCopy(7, 3, rng, -2, 2,
+                                  /*requires_grad=*/false);
+  ASSERT_FALSE(view.is_contiguous());  // [3, 7]
   EXPECT_EQ(CrossEntropy(view, {6, 0, 2}).item(),
             CrossEntropy(copy, {6, 0, 2}).item());
 }
