@@ -18,6 +18,8 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/config/model_config.h"
+#include "train/io/json.h"
+#include "train/io/plot.h"
 
 namespace rotor {
 namespace tools {
@@ -49,32 +51,6 @@ std::string Number(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.17g", value);
   return buffer;
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonList(const std::vector<double>& values) {
-  std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += Number(values[i]);
-  }
-  return out + "]";
 }
 
 // What the command shows, computed once for text, JSON and plot.
@@ -128,36 +104,23 @@ std::vector<double> Wavelengths(const std::vector<double>& inv_freq) {
 
 void PrintJson(const RopeOptions& options, const RopeReport& report) {
   const RopeFrequencies& f = report.frequencies;
-  std::ostream& out = std::cout;
-  out << "{\n";
-  out << "  \"config\": " << JsonString(options.config_path) << ",\n";
-  out << "  \"rope_type\": \"" << RopeTypeName(f.rope_type) << "\",\n";
-  out << "  \"head_dim\": " << f.head_dim << ",\n";
-  out << "  \"rotary_dim\": " << f.rotary_dim << ",\n";
-  out << "  \"rope_theta\": " << Number(report.model.rope.rope_theta) << ",\n";
-  out << "  \"base\": " << Number(f.base) << ",\n";
-  out << "  \"max_position_embeddings\": "
-      << report.model.rope.max_position_embeddings << ",\n";
-  out << "  \"seq_len\": " << report.seq_len << ",\n";
-  out << "  \"attention_factor\": " << Number(f.attention_factor) << ",\n";
-  out << "  \"inv_freq\": " << JsonList(f.inv_freq) << ",\n";
-  out << "  \"unscaled_inv_freq\": " << JsonList(report.unscaled_inv_freq)
-      << ",\n";
-  out << "  \"wavelength\": " << JsonList(Wavelengths(f.inv_freq)) << ",\n";
-  out << "  \"positions\": [";
-  for (size_t k = 0; k < report.positions.size(); ++k) {
-    out << (k > 0 ? ", " : "") << report.positions[k];
-  }
-  out << "],\n";
-  for (const char* name : {"cos", "sin"}) {
-    const auto& rows = std::string(name) == "cos" ? report.cos : report.sin;
-    out << "  \"" << name << "\": [";
-    for (size_t k = 0; k < rows.size(); ++k) {
-      out << (k > 0 ? ",\n    " : "\n    ") << JsonList(rows[k]);
-    }
-    out << "\n  ]" << (std::string(name) == "cos" ? "," : "") << "\n";
-  }
-  out << "}\n";
+  const train::Json json = {
+      {"config", options.config_path},
+      {"rope_type", RopeTypeName(f.rope_type)},
+      {"head_dim", f.head_dim},
+      {"rotary_dim", f.rotary_dim},
+      {"rope_theta", report.model.rope.rope_theta},
+      {"base", f.base},
+      {"max_position_embeddings", report.model.rope.max_position_embeddings},
+      {"seq_len", report.seq_len},
+      {"attention_factor", f.attention_factor},
+      {"inv_freq", f.inv_freq},
+      {"unscaled_inv_freq", report.unscaled_inv_freq},
+      {"wavelength", Wavelengths(f.inv_freq)},
+      {"positions", report.positions},
+      {"cos", report.cos},
+      {"sin", report.sin}};
+  std::cout << json.dump(2) << "\n";
 }
 
 void PrintRow(const std::string& name, const std::string& value) {
@@ -252,68 +215,40 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
   std::fflush(stdout);
 }
 
-// gnuplot single-quoted string: a quote is written twice.
-std::string GnuplotString(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    out += c;
-    if (c == '\'') out += '\'';
-  }
-  return out + "'";
-}
-
+// The wavelength of every frequency pair, unscaled and scaled, against the
+// original context length (train/io/plot.h draws it).
 void Plot(const RopeOptions& options, const RopeReport& report) {
-  if (std::system("gnuplot --version > /dev/null 2>&1") != 0) {
-    throw Error(
-        "--plot needs gnuplot, which was not found on PATH; install it with "
-        "'sudo apt-get install gnuplot-nox'");
-  }
-  char data_path[] = "/tmp/rotor-rope-XXXXXX";
-  const int fd = mkstemp(data_path);
-  ROTOR_CHECK(fd >= 0, "--plot: cannot create a temporary file");
-  close(fd);
-  {
-    FILE* data = std::fopen(data_path, "w");
-    ROTOR_CHECK(data != nullptr, "--plot: cannot write ", data_path);
-    const std::vector<double>& scaled = report.frequencies.inv_freq;
-    for (size_t i = 0; i < scaled.size(); ++i) {
-      std::fprintf(data, "%zu %.17g %.17g\n", i,
-                   2.0 * kPi / report.unscaled_inv_freq[i],
-                   2.0 * kPi / scaled[i]);
-    }
-    std::fclose(data);
-  }
   const RopeScalingConfig& rope = report.model.rope;
   const int64_t original = rope.rope_type == RopeType::kDynamic
                                ? rope.max_position_embeddings
                                : rope.original_max_position_embeddings.value_or(
                                      rope.max_position_embeddings);
-  std::ostringstream script;
-  script << "set terminal pngcairo size 900,560 font 'sans,11'\n"
-         << "set output " << GnuplotString(options.plot_path) << "\n"
-         << "set title "
-         << GnuplotString(StrCat(
-                "RoPE wavelength per frequency: ", RopeTypeName(rope.rope_type),
-                " (r = ", report.frequencies.rotary_dim, ", base ",
-                rope.rope_theta, ", sequence length ", report.seq_len, ")"))
-         << "\n"
-         << "set xlabel 'frequency index i'\nset ylabel 'wavelength "
-            "2{/Symbol p}/inv\\_freq (tokens)'\n"
-         << "set logscale y\nset format y '10^{%L}'\nset grid\n"
-         << "set key top left\n"
-         << "plot " << GnuplotString(data_path)
-         << " using 1:2 with lines lw 2 title 'unscaled', '' using 1:3 with "
-            "linespoints lw 2 pt 7 ps 0.5 title "
-         << GnuplotString(RopeTypeName(rope.rope_type)) << ", " << original
-         << " with lines dt 2 lc rgb 'gray40' title "
-         << GnuplotString(StrCat("original context ", original)) << "\n";
-  FILE* gnuplot = popen("gnuplot", "w");
-  ROTOR_CHECK(gnuplot != nullptr, "--plot: cannot start gnuplot");
-  std::fputs(script.str().c_str(), gnuplot);
-  const int status = pclose(gnuplot);
-  std::remove(data_path);
-  ROTOR_CHECK(status == 0, "--plot: gnuplot failed writing '",
-              options.plot_path, "' (status ", status, ")");
+  train::LineChart chart;
+  chart.title =
+      StrCat("RoPE wavelength per frequency: ", RopeTypeName(rope.rope_type),
+             " (r = ", report.frequencies.rotary_dim, ", base ",
+             rope.rope_theta, ", sequence length ", report.seq_len, ")");
+  chart.x_label = "frequency index i";
+  chart.y_label = "wavelength 2 pi / inv_freq (tokens)";
+  chart.log_y = true;
+  train::LineSeries unscaled{"unscaled", {}, {}, false, /*points=*/false};
+  train::LineSeries scaled{RopeTypeName(rope.rope_type), {}, {}};
+  train::LineSeries context{StrCat("original context ", original),
+                            {},
+                            {},
+                            /*dashed=*/true,
+                            /*points=*/false};
+  for (size_t i = 0; i < report.frequencies.inv_freq.size(); ++i) {
+    for (train::LineSeries* series : {&unscaled, &scaled, &context}) {
+      series->x.push_back(static_cast<double>(i));
+    }
+    unscaled.y.push_back(2.0 * kPi / report.unscaled_inv_freq[i]);
+    scaled.y.push_back(2.0 * kPi / report.frequencies.inv_freq[i]);
+    context.y.push_back(static_cast<double>(original));
+  }
+  chart.series = {unscaled, scaled, context};
+  const std::string problem = train::DrawLineChart(chart, options.plot_path);
+  ROTOR_CHECK(problem.empty(), "--plot: ", problem);
   std::cerr << "rotor rope: wrote " << options.plot_path << "\n";
 }
 

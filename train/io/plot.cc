@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "core/error.h"
@@ -19,6 +20,18 @@ std::string Quoted(const std::string& text) {
     if (c == '\'') out += '\'';
   }
   return out + "'";
+}
+
+// Text shown in the plot, quoted: the pngcairo terminal reads _ ^ { } @ & ~
+// as markup (inv_freq would print "inv" and a subscript f), so they are
+// escaped to print as themselves.
+std::string Text(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    if (std::strchr("_^{}@&~", c) != nullptr) escaped += '\\';
+    escaped += c;
+  }
+  return Quoted(escaped);
 }
 
 // Runs `script` through gnuplot; "" on success.
@@ -68,16 +81,16 @@ std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
   }
   script << "set terminal pngcairo size 900,560 font 'sans,11'\n"
          << "set output " << Quoted(png_path) << "\n"
-         << "set title " << Quoted(chart.title) << "\n"
-         << "set xlabel " << Quoted(chart.x_label) << "\n"
-         << "set ylabel " << Quoted(chart.y_label) << "\n"
+         << "set title " << Text(chart.title) << "\n"
+         << "set xlabel " << Text(chart.x_label) << "\n"
+         << "set ylabel " << Text(chart.y_label) << "\n"
          << "set grid\nset key outside right top\n";
   if (chart.log_x) script << "set logscale x 2\n";
   if (chart.log_y) script << "set logscale y\n";
   for (const auto& [x, label] : chart.vertical_lines) {
     script << "set arrow from " << x << ", graph 0 to " << x
            << ", graph 1 nohead dt 3 lc rgb 'gray40'\n"
-           << "set label " << Quoted(label) << " at " << x
+           << "set label " << Text(label) << " at " << x
            << ", graph 0.97 offset 0.5,0 font ',9' textcolor rgb 'gray30'\n";
   }
   script << "plot ";
@@ -87,7 +100,7 @@ std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
                                       : "lines lw 2")
            << " lc rgb '" << kColors[s % (sizeof(kColors) / sizeof(kColors[0]))]
            << "'" << (chart.series[s].dashed ? " dt 2" : "") << " title "
-           << Quoted(chart.series[s].title);
+           << Text(chart.series[s].title);
   }
   script << "\n";
   return RunGnuplot(script.str(), png_path);
@@ -115,20 +128,20 @@ std::string DrawHeatMap(const HeatMap& map, const std::string& png_path) {
   script << "set terminal pngcairo size " << 160 + 110 * columns << ","
          << 140 + 60 * rows << " font 'sans,11'\n"
          << "set output " << Quoted(png_path) << "\n"
-         << "set title " << Quoted(map.title) << "\n"
-         << "set xlabel " << Quoted(map.x_label) << "\n"
-         << "set ylabel " << Quoted(map.y_label) << "\n"
+         << "set title " << Text(map.title) << "\n"
+         << "set xlabel " << Text(map.x_label) << "\n"
+         << "set ylabel " << Text(map.y_label) << "\n"
          << "set cbrange [0:1]\nset cblabel 'accuracy'\n"
          << "set palette defined (0 '#b2182b', 0.5 '#f7f7f7', 1 '#2166ac')\n"
          << "set xrange [-0.5:" << columns - 0.5 << "]\n"
          << "set yrange [-0.5:" << rows - 0.5 << "]\n"
          << "set xtics (";
   for (size_t c = 0; c < columns; ++c) {
-    script << (c ? ", " : "") << Quoted(map.column_labels[c]) << " " << c;
+    script << (c ? ", " : "") << Text(map.column_labels[c]) << " " << c;
   }
   script << ")\nset ytics (";
   for (size_t r = 0; r < rows; ++r) {
-    script << (r ? ", " : "") << Quoted(map.row_labels[r]) << " " << r;
+    script << (r ? ", " : "") << Text(map.row_labels[r]) << " " << r;
   }
   script << ")\nplot $cells using 1:2:3 with image notitle, "
             "$cells using 1:2:(sprintf('%.0f%%', 100*$3)) with labels "
