@@ -95,6 +95,95 @@ void PrintPasskeyTable(const std::vector<train::PasskeyCell>& cells,
   }
 }
 
+// Prints "plot <png>", or why there is no plot.
+void ReportPlot(const std::string& png, const std::string& problem) {
+  std::printf("%s\n", problem.empty() ? ("plot         " + png).c_str()
+                                      : problem.c_str());
+}
+
+void RunValidation(nn::Transformer& model, const EvalOptions& options,
+                   const train::TokenFile& val, int64_t batch_size,
+                   int64_t seq_len) {
+  const train::ValidationResult result =
+      Evaluate(model, val, batch_size, seq_len, options.max_batches);
+  std::printf("checkpoint   %s\n", options.checkpoint.c_str());
+  std::printf("data         %s (%lld tokens evaluated, seq_len %lld)\n",
+              val.path().c_str(), static_cast<long long>(result.tokens),
+              static_cast<long long>(seq_len));
+  std::printf("val_loss     %.4f nats/token\n", result.loss);
+  std::printf("perplexity   %.3f\n", result.perplexity);
+  std::printf("bits/byte    %.4f\n", result.bits_per_byte);
+}
+
+void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
+                           const train::TokenFile& val,
+                           const train::TrainConfig& config) {
+  const std::vector<int64_t>& lengths = options.length_eval.lengths;
+  const char* rope_type = RopeTypeName(config.model.rope.rope_type);
+  train::LengthEvalOptions length_eval = options.length_eval;
+  length_eval.method = train::LengthEvalMethodFromName(options.method);
+  const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
+  length_eval.stride =
+      options.stride > 0 ? options.stride : std::max<int64_t>(shortest / 2, 1);
+  const std::vector<train::LengthPerplexity> results =
+      train::PerplexityByLength(model, val, length_eval);
+  std::printf(
+      "perplexity   %s, %lld documents of %s\n",
+      length_eval.method == train::LengthEvalMethod::kTruncate
+          ? "truncate (each document cut to L tokens)"
+          : ("sliding, stride " + std::to_string(length_eval.stride)).c_str(),
+      static_cast<long long>(length_eval.num_documents), val.path().c_str());
+  PrintPerplexityTable(results);
+  train::LineChart chart;
+  chart.title =
+      std::string("perplexity against context length (") + rope_type + ")";
+  chart.x_label = "context length (tokens)";
+  chart.y_label = "perplexity";
+  chart.log_x = true;
+  chart.log_y = true;
+  train::LineSeries series;
+  series.title = rope_type;
+  for (const train::LengthPerplexity& r : results) {
+    series.x.push_back(static_cast<double>(r.length));
+    series.y.push_back(r.perplexity);
+  }
+  chart.series.push_back(series);
+  chart.vertical_lines.push_back(
+      {static_cast<double>(config.train.seq_len), "training length"});
+  ReportPlot(options.plot, train::DrawLineChart(chart, options.plot));
+}
+
+void RunPasskey(nn::Transformer& model, const EvalOptions& options,
+                const train::TrainConfig& config) {
+  train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
+  if (passkey_eval.lengths.empty()) {
+    passkey_eval.lengths = options.length_eval.lengths;
+  }
+  const std::vector<train::PasskeyCell> cells =
+      train::EvaluatePasskey(model, passkey_eval);
+  PrintPasskeyTable(cells, passkey_eval.lengths, passkey_eval.depths);
+  train::HeatMap map;
+  map.title = std::string("passkey retrieval (") +
+              RopeTypeName(config.model.rope.rope_type) + ")";
+  map.x_label = "depth of the key (0 = start, 1 = end)";
+  map.y_label = "context length";
+  for (double depth : passkey_eval.depths) {
+    char label[16];
+    std::snprintf(label, sizeof(label), "%g", depth);
+    map.column_labels.push_back(label);
+  }
+  for (size_t l = 0; l < passkey_eval.lengths.size(); ++l) {
+    map.row_labels.push_back(std::to_string(passkey_eval.lengths[l]));
+    std::vector<double> row;
+    for (size_t d = 0; d < passkey_eval.depths.size(); ++d) {
+      row.push_back(cells[l * passkey_eval.depths.size() + d].accuracy());
+    }
+    map.values.push_back(row);
+  }
+  ReportPlot(options.passkey_plot,
+             train::DrawHeatMap(map, options.passkey_plot));
+}
+
 void RunEval(const EvalOptions& options) {
   const std::vector<int64_t>& lengths = options.length_eval.lengths;
   if (options.passkey && lengths.empty() &&
@@ -110,103 +199,25 @@ void RunEval(const EvalOptions& options) {
   }
   overrides.insert(overrides.end(), options.overrides.begin(),
                    options.overrides.end());
-  const std::string& dir = options.checkpoint;
-  auto model = train::LoadCheckpointModel(dir, overrides, &config);
+  auto model =
+      train::LoadCheckpointModel(options.checkpoint, overrides, &config);
   const std::string data_dir = train::ResolveDataDir(
       options.data.empty() ? config.data.path : options.data);
-  const int64_t seq_len =
-      options.seq_len > 0 ? options.seq_len : config.train.seq_len;
-  const int64_t batch_size =
-      options.batch_size > 0 ? options.batch_size : config.train.batch_size;
-
   const train::TokenFile val(data_dir + "/val.bin");
-
   if (lengths.empty() && !options.passkey) {
-    const train::ValidationResult result =
-        Evaluate(*model, val, batch_size, seq_len, options.max_batches);
-    std::printf("checkpoint   %s\n", dir.c_str());
-    std::printf("data         %s (%lld tokens evaluated, seq_len %lld)\n",
-                (data_dir + "/val.bin").c_str(),
-                static_cast<long long>(result.tokens),
-                static_cast<long long>(seq_len));
-    std::printf("val_loss     %.4f nats/token\n", result.loss);
-    std::printf("perplexity   %.3f\n", result.perplexity);
-    std::printf("bits/byte    %.4f\n", result.bits_per_byte);
+    RunValidation(
+        *model, options, val,
+        options.batch_size > 0 ? options.batch_size : config.train.batch_size,
+        options.seq_len > 0 ? options.seq_len : config.train.seq_len);
     return;
   }
-
   const RopeScalingConfig& rope = config.model.rope;
-  std::printf("checkpoint   %s\n", dir.c_str());
+  std::printf("checkpoint   %s\n", options.checkpoint.c_str());
   std::printf("rope         %s (max_position_embeddings %lld)\n",
               RopeTypeName(rope.rope_type),
               static_cast<long long>(rope.max_position_embeddings));
-  if (!lengths.empty()) {
-    train::LengthEvalOptions length_eval = options.length_eval;
-    length_eval.method = train::LengthEvalMethodFromName(options.method);
-    const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
-    length_eval.stride = options.stride > 0
-                             ? options.stride
-                             : std::max<int64_t>(shortest / 2, 1);
-    const std::vector<train::LengthPerplexity> results =
-        train::PerplexityByLength(*model, val, length_eval);
-    std::printf(
-        "perplexity   %s, %lld documents of %s\n",
-        length_eval.method == train::LengthEvalMethod::kTruncate
-            ? "truncate (each document cut to L tokens)"
-            : ("sliding, stride " + std::to_string(length_eval.stride)).c_str(),
-        static_cast<long long>(length_eval.num_documents),
-        (data_dir + "/val.bin").c_str());
-    PrintPerplexityTable(results);
-    train::LineChart chart;
-    chart.title = std::string("perplexity against context length (") +
-                  RopeTypeName(rope.rope_type) + ")";
-    chart.x_label = "context length (tokens)";
-    chart.y_label = "perplexity";
-    chart.log_x = true;
-    chart.log_y = true;
-    train::LineSeries series;
-    series.title = RopeTypeName(rope.rope_type);
-    for (const train::LengthPerplexity& r : results) {
-      series.x.push_back(static_cast<double>(r.length));
-      series.y.push_back(r.perplexity);
-    }
-    chart.series.push_back(series);
-    chart.vertical_lines.push_back(
-        {static_cast<double>(config.train.seq_len), "training length"});
-    const std::string& png = options.plot;
-    const std::string problem = train::DrawLineChart(chart, png);
-    std::printf("%s\n", problem.empty() ? ("plot         " + png).c_str()
-                                        : problem.c_str());
-  }
-  if (options.passkey) {
-    train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
-    if (passkey_eval.lengths.empty()) passkey_eval.lengths = lengths;
-    const std::vector<train::PasskeyCell> cells =
-        train::EvaluatePasskey(*model, passkey_eval);
-    PrintPasskeyTable(cells, passkey_eval.lengths, passkey_eval.depths);
-    train::HeatMap map;
-    map.title =
-        std::string("passkey retrieval (") + RopeTypeName(rope.rope_type) + ")";
-    map.x_label = "depth of the key (0 = start, 1 = end)";
-    map.y_label = "context length";
-    for (double depth : passkey_eval.depths) {
-      char label[16];
-      std::snprintf(label, sizeof(label), "%g", depth);
-      map.column_labels.push_back(label);
-    }
-    for (size_t l = 0; l < passkey_eval.lengths.size(); ++l) {
-      map.row_labels.push_back(std::to_string(passkey_eval.lengths[l]));
-      std::vector<double> row;
-      for (size_t d = 0; d < passkey_eval.depths.size(); ++d) {
-        row.push_back(cells[l * passkey_eval.depths.size() + d].accuracy());
-      }
-      map.values.push_back(row);
-    }
-    const std::string& png = options.passkey_plot;
-    const std::string problem = train::DrawHeatMap(map, png);
-    std::printf("%s\n", problem.empty() ? ("plot         " + png).c_str()
-                                        : problem.c_str());
-  }
+  if (!lengths.empty()) RunPerplexityByLength(*model, options, val, config);
+  if (options.passkey) RunPasskey(*model, options, config);
 }
 
 }  // namespace

@@ -129,36 +129,11 @@ void PrintRow(const std::string& name, const std::string& value) {
   std::cout << padded << value << "\n";
 }
 
-void PrintText(const RopeOptions& options, const RopeReport& report) {
+// The settings only one method has, and what they resolve to.
+void PrintMethodSettings(const RopeReport& report) {
   const RopeScalingConfig& rope = report.model.rope;
   const RopeFrequencies& f = report.frequencies;
   const RopeType type = rope.rope_type;
-  std::cout << "RoPE of " << options.config_path << "\n";
-  PrintRow("rope_type", RopeTypeName(type));
-  PrintRow("head_dim", std::to_string(f.head_dim));
-  PrintRow("partial_rotary_factor", Number(rope.partial_rotary_factor));
-  PrintRow("rotary_dim r",
-           StrCat(f.rotary_dim, " (", f.rotary_dim / 2, " frequencies)"));
-  PrintRow("rope_theta", Number(rope.rope_theta));
-  PrintRow("max_position_embeddings",
-           std::to_string(rope.max_position_embeddings));
-  PrintRow("sequence length",
-           StrCat(report.seq_len, RopeDependsOnSequenceLength(type)
-                                      ? " (fixed per sequence; --seq-len)"
-                                      : " (does not affect this rope_type)"));
-  const std::vector<std::string> keys = RopeScalingKeys(type);
-  auto has = [&](const char* key) {
-    for (const std::string& k : keys) {
-      if (k == key) return true;
-    }
-    return false;
-  };
-  if (rope.factor) PrintRow("factor", Number(*rope.factor));
-  if (has("original_max_position_embeddings")) {
-    PrintRow("original_max_position_embeddings",
-             std::to_string(rope.original_max_position_embeddings.value_or(
-                 rope.max_position_embeddings)));
-  }
   if (type == RopeType::kNtk || type == RopeType::kDynamic) {
     PrintRow("base in force", Number(f.base));
   }
@@ -191,8 +166,11 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
                                    ? "long_factor (length > original)"
                                    : "short_factor (length <= original)");
   }
-  PrintRow("attention_factor a", Number(f.attention_factor));
+}
 
+// inv_freq, wavelength and ratio per pair; a*cos and a*sin per position.
+void PrintTables(const RopeReport& report) {
+  const RopeFrequencies& f = report.frequencies;
   std::cout << "\nFrequencies (wavelength = 2*pi/inv_freq tokens; ratio = "
                "inv_freq / unscaled inv_freq):\n";
   std::printf("  %4s  %-24s  %-24s  %s\n", "i", "inv_freq", "wavelength",
@@ -213,6 +191,41 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
     }
   }
   std::fflush(stdout);
+}
+
+void PrintText(const RopeOptions& options, const RopeReport& report) {
+  const RopeScalingConfig& rope = report.model.rope;
+  const RopeFrequencies& f = report.frequencies;
+  const RopeType type = rope.rope_type;
+  std::cout << "RoPE of " << options.config_path << "\n";
+  PrintRow("rope_type", RopeTypeName(type));
+  PrintRow("head_dim", std::to_string(f.head_dim));
+  PrintRow("partial_rotary_factor", Number(rope.partial_rotary_factor));
+  PrintRow("rotary_dim r",
+           StrCat(f.rotary_dim, " (", f.rotary_dim / 2, " frequencies)"));
+  PrintRow("rope_theta", Number(rope.rope_theta));
+  PrintRow("max_position_embeddings",
+           std::to_string(rope.max_position_embeddings));
+  PrintRow("sequence length",
+           StrCat(report.seq_len, RopeDependsOnSequenceLength(type)
+                                      ? " (fixed per sequence; --seq-len)"
+                                      : " (does not affect this rope_type)"));
+  const std::vector<std::string> keys = RopeScalingKeys(type);
+  auto has = [&](const char* key) {
+    for (const std::string& k : keys) {
+      if (k == key) return true;
+    }
+    return false;
+  };
+  if (rope.factor) PrintRow("factor", Number(*rope.factor));
+  if (has("original_max_position_embeddings")) {
+    PrintRow("original_max_position_embeddings",
+             std::to_string(rope.original_max_position_embeddings.value_or(
+                 rope.max_position_embeddings)));
+  }
+  PrintMethodSettings(report);
+  PrintRow("attention_factor a", Number(f.attention_factor));
+  PrintTables(report);
 }
 
 // The wavelength of every frequency pair, unscaled and scaled, against the
