@@ -25,8 +25,8 @@
 // Everything is computed in double; no YAML here (train/config/model_config.h
 // parses configs). The result feeds the RoPE op as RopeTable(inv_freq,
 // attention_factor) (core/kernels/rope.h).
-#ifndef ROTOR_CORE_ROPE_SCALING_H_
-#define ROTOR_CORE_ROPE_SCALING_H_
+#ifndef ROTOR_NN_ROPE_SCALING_H_
+#define ROTOR_NN_ROPE_SCALING_H_
 
 #include <cstdint>
 #include <optional>
@@ -160,4 +160,4 @@ YarnRampBounds ComputeYarnRampBounds(const RopeScalingConfig& config);
 
 }  // namespace rotor
 
-#endif  // ROTOR_CORE_ROPE_SCALING_H_
+#endif  // ROTOR_NN_ROPE_SCALING_H_

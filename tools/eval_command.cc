@@ -1,8 +1,8 @@
 // `rotor eval --checkpoint DIR`: validation loss, perplexity and bits per
 // byte of a trained model on its validation split; with --lengths,
 // perplexity against context length, and with --passkey, passkey-retrieval
-// accuracy over lengths x depths (train/eval/length_eval.h,
-// train/data/passkey.h).
+// accuracy over lengths x depths (train/eval/validation.h,
+// train/eval/length_eval.h, train/eval/passkey_eval.h).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -15,13 +15,11 @@
 #include "train/checkpoint.h"
 #include "train/config/model_config.h"
 #include "train/data/data_dir.h"
-#include "train/data/passkey.h"
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/eval/validation.h"
 #include "train/io/plot.h"
-#include "train/trainer.h"
 
 namespace rotor {
 namespace tools {
@@ -34,7 +32,7 @@ constexpr char kEvalDetails[] =
     "byte loss/ln 2 (tokens are bytes). Windows of seq-len tokens walk the\n"
     "file in order without overlap, so the number is reproducible.\n"
     "\n"
-    "Context length (docs/context-extension.md, part 2):\n"
+    "Context length (docs/context-extension.md, part 7.2):\n"
     "  rotor eval --checkpoint runs/default --lengths 256,512,1024,2048 \\\n"
     "      model.rope_scaling.rope_type=yarn model.rope_scaling.factor=4\n"
     "evaluates the same validation documents at each length and prints a\n"

@@ -10,16 +10,24 @@
 // Each folder is written into a temporary folder and renamed into place, so
 // a killed run never leaves a half-written checkpoint; resuming from it
 // continues bitwise as the uninterrupted run would have (same thread count).
+//
+// It is also the one place a trained model is loaded: ResolveCheckpointPath
+// (a checkpoint folder, or a run's newest), InitializeFromCheckpoint
+// (train.init_from: weights only, the architecture checked), and
+// LoadCheckpointModel / LoadCheckpointModelAs (evaluation, generation and
+// the report; the RoPE settings may differ from the saved ones).
 #ifndef ROTOR_TRAIN_CHECKPOINT_H_
 #define ROTOR_TRAIN_CHECKPOINT_H_
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "nn/module.h"
 #include "nn/transformer.h"
+#include "train/config/model_config.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
 #include "train/optim/adamw.h"

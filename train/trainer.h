@@ -48,8 +48,8 @@ class Trainer {
  public:
   // Builds the model, optimizer and data from `config`, and resumes from a
   // checkpoint as config.train.resume says; a run that does not resume
-  // starts from train.init_from's weights when set (train/init_from.h).
-  // Messages go to `log`. Bad data,
+  // starts from train.init_from's weights when set (InitializeFromCheckpoint
+  // in train/checkpoint.h). Messages go to `log`. Bad data,
   // checkpoints or output_dir throw here, before anything is written; then
   // <output_dir>/metrics.jsonl keeps only the lines up to the starting step
   // (so a run killed after its last checkpoint and resumed still logs each

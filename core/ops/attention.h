@@ -15,8 +15,8 @@
 // copied to contiguous form first). Backward saves q, k, v, the result and
 // one logsumexp per query row: O(T * D) per head, never O(T^2).
 // Shape errors throw rotor::Error naming the op and the shapes.
-#ifndef ROTOR_CORE_ATTENTION_H_
-#define ROTOR_CORE_ATTENTION_H_
+#ifndef ROTOR_CORE_OPS_ATTENTION_H_
+#define ROTOR_CORE_OPS_ATTENTION_H_
 
 #include <cstdint>
 
@@ -43,4 +43,4 @@ Tensor FullAttention(const Tensor& q, const Tensor& k, const Tensor& v,
 
 }  // namespace rotor
 
-#endif  // ROTOR_CORE_ATTENTION_H_
+#endif  // ROTOR_CORE_OPS_ATTENTION_H_

@@ -12,8 +12,8 @@
 //   right and extents must match or be 1. Backward sums the gradient over the
 //   broadcast dimensions.
 // - Shape errors throw rotor::Error naming the op and both shapes.
-#ifndef ROTOR_CORE_OPS_H_
-#define ROTOR_CORE_OPS_H_
+#ifndef ROTOR_CORE_OPS_OPS_H_
+#define ROTOR_CORE_OPS_OPS_H_
 
 #include <cstdint>
 #include <vector>
@@ -126,4 +126,4 @@ Tensor Dropout(const Tensor& x, float p, uint64_t seed);
 
 }  // namespace rotor
 
-#endif  // ROTOR_CORE_OPS_H_
+#endif  // ROTOR_CORE_OPS_OPS_H_

@@ -9,8 +9,8 @@
 //                              RopeLayout::kSplitHalf);
 // RoPE scaling methods build the table from their own frequencies instead:
 //   RopeTable table(inv_freq, attention_factor);
-#ifndef ROTOR_CORE_ROPE_H_
-#define ROTOR_CORE_ROPE_H_
+#ifndef ROTOR_CORE_OPS_ROPE_H_
+#define ROTOR_CORE_OPS_ROPE_H_
 
 #include <utility>
 
@@ -47,4 +47,4 @@ Tensor Rope(const Tensor& x, RopeTable& table, const RopePositions& positions,
 
 }  // namespace rotor
 
-#endif  // ROTOR_CORE_ROPE_H_
+#endif  // ROTOR_CORE_OPS_ROPE_H_

@@ -1,13 +1,15 @@
 // Checkpoints (train/checkpoint.h): an exact round trip of weights, AdamW
 // moments and trainer state; clear errors for missing or corrupt files and
 // checkpoints of another architecture; half-written temporary folders are
-// invisible; pruning keeps the newest N.
+// invisible; pruning keeps the newest N; loading a trained model
+// (train.init_from and LoadCheckpointModel).
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,9 +17,11 @@
 #include "nn/transformer.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "tests/train/train_test_util.h"
 #include "train/config/model_config.h"
 #include "train/io/atomic_file.h"
 #include "train/io/safetensors.h"
+#include "train/trainer.h"
 
 namespace rotor::train {
 namespace {
@@ -270,6 +274,128 @@ TEST_F(CheckpointErrors, BrokenTrainerState) {
                      "expected a number, got string");
   WriteFileAtomically(File("trainer_state.json"), "[]");
   ROTOR_EXPECT_ERROR(LoadTrainerState(path_), File("trainer_state.json"));
+}
+
+// ---- Loading a trained model: train.init_from (weights only, fresh
+// optimizer and step, the RoPE settings of the new config, run folders
+// resolved to their newest checkpoint, resuming taking precedence,
+// architecture mismatches named) and LoadCheckpointModel with RoPE overrides
+// or whole model settings.
+
+const char kYarn[] =
+    "model.rope_scaling={rope_type: yarn, factor: 2, "
+    "original_max_position_embeddings: 32}";
+
+// Trains the tiny base model for 3 steps into <dir>/base.
+std::string TrainBase(const test::TempDir& dir) {
+  const std::string data = test::PrepareTextData(dir);
+  const TrainConfig config =
+      test::TinyConfig(data, dir.Path("base"),
+                       {"train.max_steps=3", "eval.every_n_steps=0",
+                        "checkpoint.every_n_steps=0"});
+  std::ostringstream log;
+  Trainer(config, log).Run();
+  return data;
+}
+
+TrainConfig FinetuneConfig(const test::TempDir& dir, const std::string& data,
+                           std::vector<std::string> overrides) {
+  std::vector<std::string> all = {"eval.every_n_steps=0",
+                                  "checkpoint.every_n_steps=0",
+                                  "train.init_from=" + dir.Path("base"),
+                                  "train.seq_len=64",
+                                  "model.max_position_embeddings=64",
+                                  kYarn,
+                                  "train.max_steps=2"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return test::TinyConfig(data, dir.Path("ft"), all);
+}
+
+TEST(InitFrom, CopiesTheWeightsOnlyAndUsesTheNewRope) {
+  test::TempDir dir;
+  const std::string data = TrainBase(dir);
+  const std::string base_checkpoint = ListCheckpoints(dir.Path("base")).back();
+  const auto base = LoadCheckpointModel(base_checkpoint, {});
+
+  std::ostringstream log;
+  Trainer finetune(FinetuneConfig(dir, data, {}), log);
+  // The run folder resolved to its newest checkpoint.
+  EXPECT_NE(log.str().find("initialising the weights from " + base_checkpoint),
+            std::string::npos)
+      << log.str();
+  EXPECT_EQ(finetune.state().step, 0);  // fresh schedule and step
+  EXPECT_EQ(finetune.model().config().rope.rope_type, RopeType::kYarn);
+  EXPECT_EQ(finetune.model().config().rope.max_position_embeddings, 64);
+  const auto expected = base->NamedParameters();
+  const auto actual = finetune.model().NamedParameters();
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(expected[i].first, actual[i].first);
+    EXPECT_EQ(expected[i].second.ToVector(), actual[i].second.ToVector())
+        << expected[i].first;
+  }
+  const TrainSummary summary = finetune.Run();
+  EXPECT_EQ(summary.steps, 2);
+  // The fine-tune's checkpoint records where it started.
+  EXPECT_NE(LoadCheckpointConfig(summary.checkpoint).find("init_from"),
+            std::string::npos);
+
+  // Rerunning continues the fine-tune itself (resume wins over init_from).
+  std::ostringstream again;
+  Trainer resumed(FinetuneConfig(dir, data, {"train.max_steps=3"}), again);
+  EXPECT_EQ(resumed.state().step, 2);
+  EXPECT_NE(again.str().find("resuming from"), std::string::npos);
+  EXPECT_EQ(again.str().find("initialising"), std::string::npos);
+}
+
+TEST(InitFrom, ArchitectureMismatchIsNamed) {
+  test::TempDir dir;
+  const std::string data = TrainBase(dir);
+  std::ostringstream log;
+  ROTOR_EXPECT_ERROR(Trainer(FinetuneConfig(dir, data,
+                                            {"model.hidden_size=24",
+                                             "model.num_hidden_layers=3"}),
+                             log),
+                     "init_from", "architecture differs",
+                     "hidden_size 32 (checkpoint) vs 24 (config)",
+                     "num_hidden_layers 2 (checkpoint) vs 3 (config)");
+  ROTOR_EXPECT_ERROR(
+      Trainer(
+          FinetuneConfig(dir, data, {"train.init_from=" + dir.Path("nothing")}),
+          log),
+      "train.init_from", dir.Path("nothing"), "does not exist",
+      "train the base model first");
+  test::TempDir empty;
+  ROTOR_EXPECT_ERROR(ResolveCheckpointPath(empty.path()), empty.path(),
+                     "neither a checkpoint folder");
+}
+
+TEST(LoadCheckpointModel, AppliesRopeSettingsAndRejectsArchitectureOnes) {
+  test::TempDir dir;
+  TrainBase(dir);
+  TrainConfig config;
+  const auto model = LoadCheckpointModel(
+      dir.Path("base"), {"model.max_position_embeddings=64", kYarn}, &config);
+  EXPECT_EQ(model->config().rope.rope_type, RopeType::kYarn);
+  EXPECT_EQ(config.model.rope.factor, 2.0);
+  const auto plain = LoadCheckpointModel(dir.Path("base"), {});
+  EXPECT_EQ(plain->config().rope.rope_type, RopeType::kDefault);
+  EXPECT_EQ(plain->NamedParameters()[0].second.ToVector(),
+            model->NamedParameters()[0].second.ToVector());
+  ROTOR_EXPECT_ERROR(
+      LoadCheckpointModel(dir.Path("base"), {"model.intermediate_size=48"}),
+      "with overrides", "intermediate_size 64 (checkpoint) vs 48 (config)");
+
+  // The same settings given whole.
+  const auto whole = LoadCheckpointModelAs(dir.Path("base"), config.model);
+  EXPECT_EQ(whole->config().rope.rope_type, RopeType::kYarn);
+  EXPECT_EQ(whole->config().rope.max_position_embeddings, 64);
+  EXPECT_EQ(whole->NamedParameters()[0].second.ToVector(),
+            model->NamedParameters()[0].second.ToVector());
+  ModelConfig other = config.model;
+  other.intermediate_size = 48;
+  ROTOR_EXPECT_ERROR(LoadCheckpointModelAs(dir.Path("base"), other),
+                     "intermediate_size 64 (checkpoint) vs 48 (config)");
 }
 
 }  // namespace

@@ -385,5 +385,25 @@ TEST_F(TrainerTest, WatchdogStopsAnExplodingLoss) {
   EXPECT_LT(trainer.state().step, 40);
 }
 
+TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  auto run = [&](const std::string& name, const std::string& fraction) {
+    std::ostringstream log;
+    Trainer trainer(test::TinyConfig(data, dir.Path(name),
+                                     {"data.passkey_fraction=" + fraction,
+                                      "model.max_position_embeddings=128",
+                                      "train.seq_len=128", "train.max_steps=2",
+                                      "eval.every_n_steps=0"}),
+                    log);
+    return trainer.Run().train_loss;
+  };
+  const double text = run("text", "0");
+  EXPECT_EQ(run("text_again", "0"), text);
+  const double mixed = run("mixed", "0.5");
+  EXPECT_EQ(run("mixed_again", "0.5"), mixed);  // deterministic
+  EXPECT_NE(mixed, text);
+}
+
 }  // namespace
 }  // namespace rotor::train

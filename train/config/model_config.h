@@ -24,8 +24,8 @@
 //   got 0.5",
 // for unknown keys, keys that do not apply to the rope_type, missing required
 // keys, values of the wrong type and out-of-range values.
-#ifndef ROTOR_TRAIN_MODEL_CONFIG_H_
-#define ROTOR_TRAIN_MODEL_CONFIG_H_
+#ifndef ROTOR_TRAIN_CONFIG_MODEL_CONFIG_H_
+#define ROTOR_TRAIN_CONFIG_MODEL_CONFIG_H_
 
 #include <cstdint>
 #include <optional>
@@ -78,4 +78,4 @@ nn::TransformerConfig ResolveTransformerConfig(const ModelConfig& model);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_MODEL_CONFIG_H_
+#endif  // ROTOR_TRAIN_CONFIG_MODEL_CONFIG_H_

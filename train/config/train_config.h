@@ -17,8 +17,8 @@
 // before it is read, and are checked the same way. The resolved config (every
 // default filled in) is printed when training starts and saved with each
 // checkpoint.
-#ifndef ROTOR_TRAIN_TRAIN_CONFIG_H_
-#define ROTOR_TRAIN_TRAIN_CONFIG_H_
+#ifndef ROTOR_TRAIN_CONFIG_TRAIN_CONFIG_H_
+#define ROTOR_TRAIN_CONFIG_TRAIN_CONFIG_H_
 
 #include <cstdint>
 #include <string>
@@ -134,4 +134,4 @@ std::string TrainConfigToYaml(const TrainConfig& config);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_TRAIN_CONFIG_H_
+#endif  // ROTOR_TRAIN_CONFIG_TRAIN_CONFIG_H_

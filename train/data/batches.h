@@ -12,8 +12,8 @@
 // - ValidationBatches walks the validation stream in order with
 //   non-overlapping windows (window k starts at k * seq_len), so every
 //   evaluation sees the same tokens and each target is scored once.
-#ifndef ROTOR_TRAIN_DATA_H_
-#define ROTOR_TRAIN_DATA_H_
+#ifndef ROTOR_TRAIN_DATA_BATCHES_H_
+#define ROTOR_TRAIN_DATA_BATCHES_H_
 
 #include <cstdint>
 #include <vector>
@@ -88,4 +88,4 @@ class ValidationBatches {
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_DATA_H_
+#endif  // ROTOR_TRAIN_DATA_BATCHES_H_

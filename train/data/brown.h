@@ -21,8 +21,8 @@
 // become paragraphs of their own, except datelines, which join the story
 // that follows when it starts with -- ("Austin, Texas -- The ..."). A
 // sentence-final "." after a word that already ends in "." (Jr. .) is dropped.
-#ifndef ROTOR_TRAIN_BROWN_H_
-#define ROTOR_TRAIN_BROWN_H_
+#ifndef ROTOR_TRAIN_DATA_BROWN_H_
+#define ROTOR_TRAIN_DATA_BROWN_H_
 
 #include <string>
 #include <string_view>
@@ -55,4 +55,4 @@ bool IsBrownDocumentName(std::string_view file_name);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_BROWN_H_
+#endif  // ROTOR_TRAIN_DATA_BROWN_H_

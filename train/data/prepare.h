@@ -21,8 +21,8 @@
 //    DIR/meta.json, all into a temporary folder that then replaces DIR, so a
 //    failure never leaves a half-written data set. An existing non-empty DIR
 //    is only replaced with --force.
-#ifndef ROTOR_TRAIN_PREPARE_H_
-#define ROTOR_TRAIN_PREPARE_H_
+#ifndef ROTOR_TRAIN_DATA_PREPARE_H_
+#define ROTOR_TRAIN_DATA_PREPARE_H_
 
 #include <cstdint>
 #include <string>
@@ -57,4 +57,4 @@ PrepareSummary RunPrepare(const PrepareOptions& options);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_PREPARE_H_
+#endif  // ROTOR_TRAIN_DATA_PREPARE_H_

@@ -20,8 +20,8 @@
 // Each document is preceded by the end-of-text token (ByteTokenizer::
 // kEndOfText), so the stream reads <|endoftext|> doc1 <|endoftext|> doc2 ...
 // TokenFile validates every field and every token when it opens a file.
-#ifndef ROTOR_TRAIN_TOKEN_FILE_H_
-#define ROTOR_TRAIN_TOKEN_FILE_H_
+#ifndef ROTOR_TRAIN_DATA_TOKEN_FILE_H_
+#define ROTOR_TRAIN_DATA_TOKEN_FILE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -77,4 +77,4 @@ class TokenFile {
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_TOKEN_FILE_H_
+#endif  // ROTOR_TRAIN_DATA_TOKEN_FILE_H_

@@ -9,8 +9,8 @@
 //
 // kByteVocabSize = 257 ids in all. A model's vocab_size must be at least the
 // tokenizer's vocabulary size (it may be larger, e.g. rounded up for SIMD).
-#ifndef ROTOR_TRAIN_TOKENIZER_H_
-#define ROTOR_TRAIN_TOKENIZER_H_
+#ifndef ROTOR_TRAIN_DATA_TOKENIZER_H_
+#define ROTOR_TRAIN_DATA_TOKENIZER_H_
 
 #include <cstdint>
 #include <string>
@@ -41,4 +41,4 @@ class ByteTokenizer {
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_TOKENIZER_H_
+#endif  // ROTOR_TRAIN_DATA_TOKENIZER_H_

@@ -5,8 +5,8 @@
 // Sampling: logits / temperature, keep the top_k largest (0 = all), keep the
 // smallest set whose probability reaches top_p (1 = all), renormalise and
 // draw with a seeded generator; temperature 0 picks the argmax (greedy).
-#ifndef ROTOR_TRAIN_GENERATE_H_
-#define ROTOR_TRAIN_GENERATE_H_
+#ifndef ROTOR_TRAIN_EVAL_GENERATE_H_
+#define ROTOR_TRAIN_EVAL_GENERATE_H_
 
 #include <cstdint>
 #include <functional>
@@ -53,4 +53,4 @@ std::string EscapeControlBytes(const std::string& text);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_GENERATE_H_
+#endif  // ROTOR_TRAIN_EVAL_GENERATE_H_

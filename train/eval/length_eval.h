@@ -24,8 +24,8 @@
 // Each window is one sequence of length L for the RoPE frequencies
 // (Transformer::SetSequenceLength), which is what dynamic NTK and LongRoPE
 // read.
-#ifndef ROTOR_TRAIN_LENGTH_EVAL_H_
-#define ROTOR_TRAIN_LENGTH_EVAL_H_
+#ifndef ROTOR_TRAIN_EVAL_LENGTH_EVAL_H_
+#define ROTOR_TRAIN_EVAL_LENGTH_EVAL_H_
 
 #include <cstdint>
 #include <string>
@@ -79,4 +79,4 @@ std::vector<LengthPerplexity> PerplexityByLength(
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_LENGTH_EVAL_H_
+#endif  // ROTOR_TRAIN_EVAL_LENGTH_EVAL_H_

@@ -263,7 +263,7 @@ void ReportWriter::WritePasskey(bool have_overview,
   md_ << " (0 = start, 1 = just before the question), " << config_.trials
       << " examples per length and depth, the same keys for every model. "
          "Retrieved = greedy decoding writes all 5 digits "
-         "(train/data/passkey.h). Mean accuracy over depths:\n\n";
+         "(train/eval/passkey_eval.h). Mean accuracy over depths:\n\n";
   WritePasskeyTable(PasskeyAccuracyAt);
   if (have_overview) md_ << "![passkey accuracy](passkey.png)\n\n";
   md_ << "Partial credit: the share of answer digits right, each given the "

@@ -14,8 +14,8 @@
 // Whole directories (a checkpoint: weights, optimizer state, config) are
 // replaced with ReplaceDirectoryAtomically: the caller fills a fresh
 // DIR.tmp-XXXXXX, which then takes DIR's place.
-#ifndef ROTOR_TRAIN_ATOMIC_FILE_H_
-#define ROTOR_TRAIN_ATOMIC_FILE_H_
+#ifndef ROTOR_TRAIN_IO_ATOMIC_FILE_H_
+#define ROTOR_TRAIN_IO_ATOMIC_FILE_H_
 
 #include <cstddef>
 #include <functional>
@@ -69,4 +69,4 @@ void SyncDirectory(const std::string& dir);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_ATOMIC_FILE_H_
+#endif  // ROTOR_TRAIN_IO_ATOMIC_FILE_H_

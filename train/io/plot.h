@@ -3,8 +3,8 @@
 // blocks, so no temporary files are left behind. Without gnuplot nothing is
 // drawn and the functions say how to install it; tables and reports never
 // depend on the plots.
-#ifndef ROTOR_TRAIN_PLOT_H_
-#define ROTOR_TRAIN_PLOT_H_
+#ifndef ROTOR_TRAIN_IO_PLOT_H_
+#define ROTOR_TRAIN_IO_PLOT_H_
 
 #include <string>
 #include <vector>
@@ -55,4 +55,4 @@ std::string DrawHeatMap(const HeatMap& map, const std::string& png_path);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_PLOT_H_
+#endif  // ROTOR_TRAIN_IO_PLOT_H_

@@ -18,8 +18,8 @@
 // header length beyond the file, invalid JSON, unknown dtype, bad shape,
 // offsets out of range, overlapping or leaving holes, byte length not equal
 // to the shape's size.
-#ifndef ROTOR_TRAIN_SAFETENSORS_H_
-#define ROTOR_TRAIN_SAFETENSORS_H_
+#ifndef ROTOR_TRAIN_IO_SAFETENSORS_H_
+#define ROTOR_TRAIN_IO_SAFETENSORS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -99,4 +99,4 @@ class SafetensorsFile {
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_SAFETENSORS_H_
+#endif  // ROTOR_TRAIN_IO_SAFETENSORS_H_

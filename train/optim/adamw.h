@@ -6,8 +6,8 @@
 //
 // Also: the global gradient norm and clipping, both computed in a fixed
 // order in double so they are bitwise reproducible.
-#ifndef ROTOR_TRAIN_OPTIMIZER_H_
-#define ROTOR_TRAIN_OPTIMIZER_H_
+#ifndef ROTOR_TRAIN_OPTIM_ADAMW_H_
+#define ROTOR_TRAIN_OPTIM_ADAMW_H_
 
 #include <cstdint>
 #include <string>
@@ -65,4 +65,4 @@ double ClipGradNorm(const std::vector<Tensor>& parameters, double max_norm);
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_OPTIMIZER_H_
+#endif  // ROTOR_TRAIN_OPTIM_ADAMW_H_

@@ -6,8 +6,8 @@
 //                             r = (step - warmup) / (total - warmup)
 //   step > total:             min_lr
 // `step` counts optimizer steps from 0.
-#ifndef ROTOR_TRAIN_LR_SCHEDULE_H_
-#define ROTOR_TRAIN_LR_SCHEDULE_H_
+#ifndef ROTOR_TRAIN_OPTIM_LR_SCHEDULE_H_
+#define ROTOR_TRAIN_OPTIM_LR_SCHEDULE_H_
 
 #include <cmath>
 #include <cstdint>
@@ -34,4 +34,4 @@ struct CosineSchedule {
 
 }  // namespace rotor::train
 
-#endif  // ROTOR_TRAIN_LR_SCHEDULE_H_
+#endif  // ROTOR_TRAIN_OPTIM_LR_SCHEDULE_H_

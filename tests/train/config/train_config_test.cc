@@ -365,5 +365,26 @@ TEST(TrainConfig, ToYamlRoundTripsExactly) {
   }
 }
 
+TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
+  const TrainConfig config = test::TinyConfig(
+      "data", "out",
+      {"data.passkey_fraction=0.1", "train.init_from=runs/base",
+       "train.seq_len=104", "model.max_position_embeddings=104"});
+  EXPECT_EQ(config.data.passkey_fraction, 0.1);
+  EXPECT_EQ(config.train.init_from, "runs/base");
+  const TrainConfig round_trip =
+      ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml");
+  EXPECT_EQ(round_trip.data.passkey_fraction, 0.1);
+  EXPECT_EQ(round_trip.train.init_from, "runs/base");
+  EXPECT_EQ(test::TinyConfig("data", "out").train.init_from, "");
+  EXPECT_EQ(test::TinyConfig("data", "out").data.passkey_fraction, 0.0);
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig("data", "out", {"data.passkey_fraction=0.1"}),
+      "data.passkey_fraction", "needs train.seq_len >= 104", "got 32");
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig("data", "out", {"data.passkey_fraction=1.5"}),
+      "data.passkey_fraction", "[0, 1]", "1.5");
+}
+
 }  // namespace
 }  // namespace rotor::train

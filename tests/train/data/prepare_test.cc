@@ -1,5 +1,6 @@
-// `rotor prepare` end to end on temporary folders of small text files, its
-// flag parsing, and the bad inputs it must refuse without writing anything.
+// `rotor prepare`'s pipeline (train/data/prepare.h) end to end on temporary
+// folders of small text files, and the bad inputs it must refuse without
+// writing anything (its flags: tests/tools/prepare_command_test.cc).
 #include "train/data/prepare.h"
 
 #include <gtest/gtest.h>
