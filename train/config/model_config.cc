@@ -191,22 +191,21 @@ class ModelConfigParser {
     return model_mark_;
   }
 
-  void ExpectScalar(const YAML::Node& value, const std::string& key,
-                    const char* expected) const {
-    if (!value.IsScalar()) {
+  // A scalar of type T, or an error "expected <what>, got <value>".
+  template <typename T>
+  T Decode(const YAML::Node& value, const std::string& key,
+           const char* what) const {
+    const std::optional<T> result = DecodeScalar<T>(value);
+    if (!result) {
       Fail(value.Mark(), key,
-           StrCat("expected ", expected, ", got ", DescribeYaml(value)));
+           StrCat("expected ", what, ", got ", DescribeYaml(value)));
     }
+    return *result;
   }
 
   // A positive integer.
   int64_t ReadInt(const YAML::Node& value, const std::string& key) const {
-    ExpectScalar(value, key, "an integer");
-    int64_t result = 0;
-    if (!YAML::convert<int64_t>::decode(value, result)) {
-      Fail(value.Mark(), key,
-           StrCat("expected an integer, got ", DescribeYaml(value)));
-    }
+    const int64_t result = Decode<int64_t>(value, key, "an integer");
     if (result < 1) {
       Fail(value.Mark(), key, StrCat("must be >= 1, got ", result));
     }
@@ -214,23 +213,11 @@ class ModelConfigParser {
   }
 
   double ReadDouble(const YAML::Node& value, const std::string& key) const {
-    ExpectScalar(value, key, "a number");
-    double result = 0.0;
-    if (!YAML::convert<double>::decode(value, result)) {
-      Fail(value.Mark(), key,
-           StrCat("expected a number, got ", DescribeYaml(value)));
-    }
-    return result;
+    return Decode<double>(value, key, "a number");
   }
 
   bool ReadBool(const YAML::Node& value, const std::string& key) const {
-    ExpectScalar(value, key, "true or false");
-    bool result = false;
-    if (!YAML::convert<bool>::decode(value, result)) {
-      Fail(value.Mark(), key,
-           StrCat("expected true or false, got ", DescribeYaml(value)));
-    }
-    return result;
+    return Decode<bool>(value, key, "true or false");
   }
 
   std::vector<double> ReadDoubleList(const YAML::Node& value,
@@ -249,8 +236,7 @@ class ModelConfigParser {
 
   std::string ReadString(const YAML::Node& value,
                          const std::string& key) const {
-    ExpectScalar(value, key, "a name");
-    return value.Scalar();
+    return Decode<std::string>(value, key, "a name");
   }
 
   // rope_scaling.rope_type (or its legacy name `type`; both must agree).

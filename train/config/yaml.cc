@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "core/error.h"
 #include "train/io/atomic_file.h"
@@ -108,6 +109,24 @@ std::string DescribeYaml(const YAML::Node& node) {
   return "'" + node.Scalar() + "'";
 }
 
+template <typename T>
+std::optional<T> DecodeScalar(const YAML::Node& node) {
+  T value;
+  if (!node.IsScalar() || !YAML::convert<T>::decode(node, value)) {
+    return std::nullopt;
+  }
+  if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+    if (node.Scalar().find('-') != std::string::npos) return std::nullopt;
+  }
+  return value;
+}
+
+template std::optional<int64_t> DecodeScalar(const YAML::Node&);
+template std::optional<uint64_t> DecodeScalar(const YAML::Node&);
+template std::optional<double> DecodeScalar(const YAML::Node&);
+template std::optional<bool> DecodeScalar(const YAML::Node&);
+template std::optional<std::string> DecodeScalar(const YAML::Node&);
+
 SectionReader::SectionReader(const YAML::Node& node, std::string path,
                              const std::string& file,
                              const std::set<std::string>& overridden)
@@ -135,53 +154,52 @@ void SectionReader::Read(const char* key, int64_t& out,
                          int64_t min_value) const {
   const YAML::Node value = Get(key);
   if (!value) return;
-  int64_t parsed;
-  if (!value.IsScalar() || !YAML::convert<int64_t>::decode(value, parsed)) {
+  const std::optional<int64_t> parsed = DecodeScalar<int64_t>(value);
+  if (!parsed) {
     Fail(value, Join(key), "expected an integer, got " + DescribeYaml(value));
   }
-  if (parsed < min_value) {
-    Fail(value, Join(key), StrCat("must be >= ", min_value, ", got ", parsed));
+  if (*parsed < min_value) {
+    Fail(value, Join(key), StrCat("must be >= ", min_value, ", got ", *parsed));
   }
-  out = parsed;
+  out = *parsed;
 }
 
 void SectionReader::Read(const char* key, uint64_t& out) const {
   const YAML::Node value = Get(key);
   if (!value) return;
-  uint64_t parsed;
-  if (!value.IsScalar() || !YAML::convert<uint64_t>::decode(value, parsed) ||
-      value.Scalar().find('-') != std::string::npos) {
+  const std::optional<uint64_t> parsed = DecodeScalar<uint64_t>(value);
+  if (!parsed) {
     Fail(value, Join(key),
          "expected a non-negative integer, got " + DescribeYaml(value));
   }
-  out = parsed;
+  out = *parsed;
 }
 
 void SectionReader::Read(const char* key, double& out, double min_value,
                          double max_value) const {
   const YAML::Node value = Get(key);
   if (!value) return;
-  double parsed;
-  if (!value.IsScalar() || !YAML::convert<double>::decode(value, parsed) ||
-      !std::isfinite(parsed)) {
+  const std::optional<double> parsed = DecodeScalar<double>(value);
+  if (!parsed || !std::isfinite(*parsed)) {
     Fail(value, Join(key), "expected a number, got " + DescribeYaml(value));
   }
-  if (parsed < min_value || parsed > max_value) {
-    Fail(value, Join(key),
-         StrCat("must be in [", min_value, ", ", max_value, "], got ", parsed));
+  if (*parsed < min_value || *parsed > max_value) {
+    Fail(
+        value, Join(key),
+        StrCat("must be in [", min_value, ", ", max_value, "], got ", *parsed));
   }
-  out = parsed;
+  out = *parsed;
 }
 
 void SectionReader::Read(const char* key, bool& out) const {
   const YAML::Node value = Get(key);
   if (!value) return;
-  bool parsed;
-  if (!value.IsScalar() || !YAML::convert<bool>::decode(value, parsed)) {
+  const std::optional<bool> parsed = DecodeScalar<bool>(value);
+  if (!parsed) {
     Fail(value, Join(key),
          "expected true or false, got " + DescribeYaml(value));
   }
-  out = parsed;
+  out = *parsed;
 }
 
 void SectionReader::Read(const char* key, std::string& out) const {
@@ -204,12 +222,12 @@ void SectionReader::ReadPair(const char* key, double& first,
   }
   double parsed[2];
   for (int i = 0; i < 2; ++i) {
-    if (!value[i].IsScalar() ||
-        !YAML::convert<double>::decode(value[i], parsed[i]) ||
-        !(parsed[i] >= 0.0 && parsed[i] < 1.0)) {
+    const std::optional<double> number = DecodeScalar<double>(value[i]);
+    if (!number || !(*number >= 0.0 && *number < 1.0)) {
       Fail(value[i], Join(key),
            "expected numbers in [0, 1), got " + DescribeYaml(value[i]));
     }
+    parsed[i] = *number;
   }
   first = parsed[0];
   second = parsed[1];
@@ -227,13 +245,13 @@ void SectionReader::ReadListOf(const char* key, std::vector<T>& out,
   }
   out.clear();
   for (const YAML::Node& item : value) {
-    T parsed;
-    if (!item.IsScalar() || !YAML::convert<T>::decode(item, parsed)) {
+    const std::optional<T> parsed = DecodeScalar<T>(item);
+    if (!parsed) {
       Fail(item, Join(key),
            StrCat("expected a list of ", expected, ", got ",
                   DescribeYaml(item)));
     }
-    out.push_back(parsed);
+    out.push_back(*parsed);
   }
 }
 

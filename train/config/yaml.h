@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,6 +44,13 @@ std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment);
 
 // "a map", "a list" or the scalar in quotes, for "expected X, got Y".
 std::string DescribeYaml(const YAML::Node& node);
+
+// One scalar read as T (int64_t, uint64_t, double, bool or std::string), or
+// nullopt when `node` is not a scalar of that type ("-1" is no uint64_t).
+// Every config reader decodes through it, so "expected an integer" means the
+// same in every file.
+template <typename T>
+std::optional<T> DecodeScalar(const YAML::Node& node);
 
 // Reads one section (a YAML map) strictly. Absent and null keys leave the
 // output untouched (its default).
