@@ -23,12 +23,35 @@ bool IsHidden(const fs::path& path) {
   return !name.empty() && name[0] == '.';
 }
 
-// The input files, sorted by path. `output` is skipped when it lies inside
-// an input folder, so re-running never reads its own token files.
+// Refuses an output that is an input, holds one or lies inside one:
+// replacing it (--force) would delete input files, and a later run would
+// read its own token files. Paths are compared canonically, so symlinks and
+// ".." are no way around it.
+void CheckNoOverlap(const PrepareOptions& options) {
+  const auto canonical = [](const std::string& path) {
+    std::error_code error;
+    fs::path resolved = fs::weakly_canonical(path, error);
+    ROTOR_CHECK(!error, "cannot resolve '", path, "': ", error.message());
+    return resolved.has_filename() ? resolved : resolved.parent_path();
+  };
+  const auto within = [](const fs::path& path, const fs::path& folder) {
+    return std::mismatch(path.begin(), path.end(), folder.begin(), folder.end())
+               .second == folder.end();
+  };
+  const fs::path output = canonical(options.output);
+  for (const std::string& input : options.inputs) {
+    const fs::path resolved = canonical(input);
+    ROTOR_CHECK(!within(resolved, output) && !within(output, resolved),
+                "output '", options.output, "' overlaps input '", input,
+                "' (the same, inside it or containing it): choose an output "
+                "folder apart from every input");
+  }
+}
+
+// The input files, sorted by path.
 std::vector<std::string> CollectFiles(const PrepareOptions& options) {
   const bool brown = options.format == "brown";
   std::error_code error;
-  const fs::path output = fs::weakly_canonical(options.output, error);
   std::vector<std::string> files;
   for (const std::string& input : options.inputs) {
     const fs::file_status status = fs::status(input, error);
@@ -46,8 +69,7 @@ std::vector<std::string> CollectFiles(const PrepareOptions& options) {
       ROTOR_CHECK(!error, "cannot read folder '", input,
                   "': ", error.message());
       const fs::path& path = it->path();
-      if (IsHidden(path) ||
-          (it->is_directory() && fs::weakly_canonical(path, error) == output)) {
+      if (IsHidden(path)) {
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
@@ -123,6 +145,7 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
               options.val_fraction);
   ROTOR_CHECK(options.format == "text" || options.format == "brown",
               "format must be 'text' or 'brown', got '", options.format, "'");
+  CheckNoOverlap(options);
   CheckOutput(options);  // fail before the (possibly slow) reading
   const std::vector<std::string> files = CollectFiles(options);
 

@@ -20,7 +20,8 @@
 //    and writes DIR/train.bin, DIR/val.bin (train/data/token_file.h) and
 //    DIR/meta.json, all into a temporary folder that then replaces DIR, so a
 //    failure never leaves a half-written data set. An existing non-empty DIR
-//    is only replaced with --force.
+//    is only replaced with --force; an output that is an input, contains one
+//    or lies inside one is always refused (canonical paths).
 #ifndef ROTOR_TRAIN_DATA_PREPARE_H_
 #define ROTOR_TRAIN_DATA_PREPARE_H_
 

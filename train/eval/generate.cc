@@ -62,6 +62,9 @@ std::vector<TokenId> GenerateTokens(
               options.max_new_tokens);
   NoGradGuard no_grad;
   const int64_t vocab = model.config().vocab_size;
+  // A model may have more ids than the tokenizer (model.vocab_size rounded
+  // up); the extra ones cannot be decoded, so they are never drawn.
+  const int64_t drawable = std::min<int64_t>(vocab, ByteTokenizer::kVocabSize);
   const int64_t total =
       static_cast<int64_t>(prompt_ids.size()) + options.max_new_tokens;
   // One RoPE base for the whole sequence (prefill and every decoded token),
@@ -78,7 +81,7 @@ std::vector<TokenId> GenerateTokens(
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
     const int64_t last_row = logits.size(0) - 1;
     const TokenId next =
-        SampleToken(logits.data() + last_row * vocab, vocab, options, rng);
+        SampleToken(logits.data() + last_row * vocab, drawable, options, rng);
     if (options.stop_at_end_of_text && next == ByteTokenizer::kEndOfText) {
       break;
     }

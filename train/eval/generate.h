@@ -33,7 +33,9 @@ struct SamplingOptions {
 TokenId SampleToken(const float* logits, int64_t vocab,
                     const SamplingOptions& options, Rng& rng);
 
-// Generates a continuation of `prompt_ids` and returns only the new ids.
+// Generates a continuation of `prompt_ids` and returns only the new ids,
+// all below ByteTokenizer::kVocabSize: ids a larger model.vocab_size adds
+// cannot be decoded, so their logits are left out of sampling.
 // `on_token`, if set, is called with each new id as it is produced.
 std::vector<TokenId> GenerateTokens(
     nn::Transformer& model, const std::vector<TokenId>& prompt_ids,

@@ -114,16 +114,38 @@ TEST(Prepare, BrownFormatTakesOnlyCorpusFilesAndCleansThem) {
   EXPECT_NE(all.find("<|endoftext|>\"Yes.\"\n"), std::string::npos) << all;
 }
 
-TEST(Prepare, DoesNotReadItsOwnOutputInsideAnInputFolder) {
+// An output that is an input, contains one or lies inside one is refused
+// even with --force (which would delete the inputs), also through a symlink,
+// "..", a trailing slash or any of several inputs; nothing is touched.
+TEST(Prepare, RefusesAnOutputOverlappingAnInput) {
   test::TempDir dir;
   dir.Write("corpus/a.txt", "alpha");
   dir.Write("corpus/b.txt", "bravo");
-  PrepareOptions options =
-      Options({dir.Path("corpus")}, dir.Path("corpus/prepared"));
-  RunPrepare(options);
-  options.force = true;
-  const PrepareSummary again = RunPrepare(options);
-  EXPECT_EQ(again.train.documents + again.val.documents, 2u);
+  dir.Write("corpus/sub/c.txt", "charlie");
+  dir.Write("other/d.txt", "delta");
+  std::filesystem::create_directory_symlink(dir.Path("corpus"),
+                                            dir.Path("link"));
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{dir.Path("corpus")}, dir.Path("corpus")},
+      {{dir.Path("corpus")}, dir.Path("corpus/")},
+      {{dir.Path("corpus/sub")}, dir.Path("corpus")},
+      {{dir.Path("corpus/a.txt"), dir.Path("other")}, dir.Path("corpus")},
+      {{dir.Path("corpus")}, dir.Path("corpus/sub")},
+      {{dir.Path("corpus")}, dir.Path("corpus/new")},
+      {{dir.Path("other"), dir.Path("corpus")}, dir.Path("link")},
+      {{dir.Path("link/sub")}, dir.Path("other/../corpus")},
+      {{dir.Path("other")}, dir.Path("link/../other/x")}};
+  for (const auto& [inputs, output] : cases) {
+    PrepareOptions options = Options(inputs, output);
+    options.force = true;
+    ROTOR_EXPECT_ERROR(RunPrepare(options), "output '", "' overlaps input '",
+                       "choose an output folder apart from every input");
+  }
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"corpus", "link", "other"}));
+  EXPECT_EQ(dir.List("corpus"),
+            (std::vector<std::string>{"a.txt", "b.txt", "sub"}));
+  EXPECT_EQ(ReadFile(dir.Path("corpus/sub/c.txt")), "charlie");
+  EXPECT_EQ(dir.List("other"), (std::vector<std::string>{"d.txt"}));
 }
 
 TEST(Prepare, RefusesBadInputsAndWritesNothing) {

@@ -210,11 +210,10 @@ TEST(GenerateTokens, ShortLongRopeSequenceUsesTheShortFactors) {
   }
 }
 
-// A model made to always predict <|endoftext|>: hidden states are the
-// embedding (attention and MLP outputs zeroed), every embedding row is all
-// ones, and only lm_head's row 256 is non-zero.
-TEST(GenerateTokens, StopsAtEndOfText) {
-  nn::Transformer model(ByteModelConfig(false), 3);
+// Makes `model` (hidden size 16, untied) always predict `id`: hidden states
+// are the embedding (attention and MLP outputs zeroed), every embedding row
+// is all ones, and only lm_head's row `id` is non-zero.
+void PredictAlways(nn::Transformer& model, TokenId id) {
   for (auto& [name, tensor] : model.NamedParameters()) {
     float fill = 0.0f;
     if (name == "model.embed_tokens.weight") fill = 1.0f;
@@ -226,9 +225,14 @@ TEST(GenerateTokens, StopsAtEndOfText) {
                       name.find("up_proj") != std::string::npos;
     if (!keep) tensor.Fill(fill);
     if (name == "lm_head.weight") {
-      for (int64_t j = 0; j < 16; ++j) tensor.data()[256 * 16 + j] = 1.0f;
+      for (int64_t j = 0; j < 16; ++j) tensor.data()[id * 16 + j] = 1.0f;
     }
   }
+}
+
+TEST(GenerateTokens, StopsAtEndOfText) {
+  nn::Transformer model(ByteModelConfig(false), 3);
+  PredictAlways(model, ByteTokenizer::kEndOfText);
   SamplingOptions options = Options(0.8);
   options.max_new_tokens = 5;
   EXPECT_TRUE(GenerateTokens(model, {256, 'x'}, options).empty());
@@ -240,6 +244,24 @@ TEST(GenerateTokens, StopsAtEndOfText) {
   EXPECT_TRUE(GenerateTokens(model, {256}, options).empty());
   ROTOR_EXPECT_ERROR(GenerateTokens(model, {}, options),
                      "generate: the prompt is empty");
+}
+
+// model.vocab_size may exceed the tokenizer's 257 ids; the extra ids cannot
+// be decoded, so sampling never draws them even when they score highest.
+TEST(GenerateTokens, NeverDrawsIdsBeyondTheTokenizer) {
+  nn::TransformerConfig config = ByteModelConfig(false);
+  config.vocab_size = 300;
+  nn::Transformer model(config, 3);
+  PredictAlways(model, 271);
+  for (const double temperature : {0.0, 0.8}) {
+    SamplingOptions options = Options(temperature);
+    options.max_new_tokens = 20;
+    options.stop_at_end_of_text = false;
+    for (const TokenId id : GenerateTokens(model, {256, 'x'}, options)) {
+      EXPECT_LT(id, ByteTokenizer::kVocabSize) << "temperature " << temperature;
+    }
+    EXPECT_NO_THROW(GenerateText(model, "x", options));
+  }
 }
 
 }  // namespace
