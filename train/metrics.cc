@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 #include "train/io/atomic_file.h"
@@ -16,9 +17,22 @@ namespace rotor::train {
 
 namespace {
 
-void AppendLine(const std::string& path, const std::string& line) {
-  std::ofstream out(path, std::ios::app);
-  out << line << "\n";
+// {"step": step, key: value, ...}. JSON has no NaN or infinity, so such a
+// value is written as null and named with what it was in "non_finite":
+//   {"step":10,"val_loss":812.5,"val_perplexity":null,...,
+//    "non_finite":{"val_perplexity":"inf"}}
+Json Record(int64_t step,
+            std::initializer_list<std::pair<const char*, double>> values) {
+  Json record = {{"step", step}};
+  Json non_finite = Json::object();
+  for (const auto& [key, value] : values) {
+    record[key] = FiniteOrNull(value);
+    if (!std::isfinite(value)) {
+      non_finite[key] = std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+    }
+  }
+  if (!non_finite.empty()) record["non_finite"] = std::move(non_finite);
+  return record;
 }
 
 }  // namespace
@@ -43,38 +57,42 @@ void MetricsLog::TrimAfter(int64_t step) const {
 }
 
 void MetricsLog::LogStep(const StepMetrics& metrics) const {
-  const Json line = {{"step", metrics.step},
-                     {"loss", FiniteOrNull(metrics.loss)},
-                     {"lr", metrics.lr},
-                     {"grad_norm", FiniteOrNull(metrics.grad_norm)},
-                     {"tokens_per_second", metrics.tokens_per_second},
-                     {"tokens_seen", metrics.tokens_seen}};
-  AppendLine(path_, line.dump());
+  Json line =
+      Record(metrics.step, {{"loss", metrics.loss},
+                            {"lr", metrics.lr},
+                            {"grad_norm", metrics.grad_norm},
+                            {"tokens_per_second", metrics.tokens_per_second}});
+  line["tokens_seen"] = metrics.tokens_seen;
+  AppendToFile(path_, line.dump() + "\n");
 }
 
 void MetricsLog::LogEvaluation(int64_t step,
                                const ValidationResult& result) const {
-  const Json line = {{"step", step},
-                     {"val_loss", result.loss},
-                     {"val_perplexity", result.perplexity},
-                     {"val_bits_per_byte", result.bits_per_byte}};
-  AppendLine(path_, line.dump());
+  const Json line = Record(step, {{"val_loss", result.loss},
+                                  {"val_perplexity", result.perplexity},
+                                  {"val_bits_per_byte", result.bits_per_byte}});
+  AppendToFile(path_, line.dump() + "\n");
 }
 
 std::string MetricsLog::PlotLossCurve() const {
   LineSeries train{"train", {}, {}, false, /*points=*/false};
   LineSeries validation{"validation", {}, {}, false, /*points=*/true};
+  int64_t malformed = 0;
   std::ifstream in(path_);
   for (std::string line; std::getline(in, line);) {
-    const Json json = ParseJson(line, path_);
-    const double step = JsonMember<double>(json, "step", path_);
-    if (json.contains("loss") && !json["loss"].is_null()) {
-      train.x.push_back(step);
-      train.y.push_back(JsonMember<double>(json, "loss", path_));
-    }
-    if (json.contains("val_loss")) {
-      validation.x.push_back(step);
-      validation.y.push_back(JsonMember<double>(json, "val_loss", path_));
+    try {
+      const Json json = ParseJson(line, path_);
+      const double step = JsonMember<double>(json, "step", path_);
+      if (json.contains("loss") && !json["loss"].is_null()) {
+        train.x.push_back(step);
+        train.y.push_back(JsonMember<double>(json, "loss", path_));
+      }
+      if (json.contains("val_loss") && !json["val_loss"].is_null()) {
+        validation.x.push_back(step);
+        validation.y.push_back(JsonMember<double>(json, "val_loss", path_));
+      }
+    } catch (const Error&) {
+      ++malformed;
     }
   }
   LineChart chart;
@@ -83,8 +101,17 @@ std::string MetricsLog::PlotLossCurve() const {
   chart.y_label = "loss (nats/token)";
   chart.series = {train, validation};
   const std::string png = output_dir_ + "/loss.png";
-  const std::string problem = DrawLineChart(chart, png);
-  return problem.empty() ? "loss curve: " + png : problem;
+  // The plot is a convenience: no failure of it may fail a finished run.
+  std::string problem;
+  try {
+    problem = DrawLineChart(chart, png);
+  } catch (const Error& e) {
+    problem = StrCat("warning: no loss curve: ", e.what());
+  }
+  const std::string result = problem.empty() ? "loss curve: " + png : problem;
+  return malformed == 0 ? result
+                        : StrCat(result, " (warning: skipped ", malformed,
+                                 " malformed line(s) of ", path_, ")");
 }
 
 double SteadySeconds() {

@@ -33,11 +33,15 @@ class MetricsLog {
   // resumed run logs again, and may have left half a line.
   void TrimAfter(int64_t step) const;
 
+  // Append one line each, whole or not at all: a failed write (a full disk)
+  // throws rotor::Error naming metrics.jsonl and leaves it as it was.
   void LogStep(const StepMetrics& metrics) const;
   void LogEvaluation(int64_t step, const ValidationResult& result) const;
 
   // Draws <output_dir>/loss.png (training and validation loss against the
-  // step) and returns a line saying where, or why there is no plot.
+  // step) and returns a line saying where, or why there is no plot. Never
+  // throws: malformed lines are skipped, and a failed plot is a warning in
+  // the returned line, never a failed run.
   std::string PlotLossCurve() const;
 
  private:

@@ -385,6 +385,27 @@ TEST_F(TrainerTest, WatchdogStopsAnExplodingLoss) {
   EXPECT_LT(trainer.state().step, 40);
 }
 
+// A validation loss above ln(DBL_MAX) ~ 709.8 nats has an infinite
+// perplexity: the run goes on, metrics.jsonl writes null and names it in
+// "non_finite", and the step's checkpoint is written.
+TEST_F(TrainerTest, AnInfinitePerplexityIsLoggedAsNullAndFlagged) {
+  Trainer trainer(
+      Config("run", {"train.lr=10", "train.min_lr=1", "train.clip_grad_norm=0",
+                     "train.loss_explosion_ratio=0", "train.max_steps=10"}),
+      log_);
+  const TrainSummary summary = trainer.Run();
+  ASSERT_GT(summary.val_loss, 710.0) << log_.str();
+  EXPECT_NE(log_.str().find("ppl inf"), std::string::npos) << log_.str();
+  EXPECT_TRUE(
+      fs::exists(dir_.Path("run/checkpoints/step_00000010/model.safetensors")));
+  const std::vector<std::string> metrics =
+      MetricsWithoutTiming(dir_.Path("run"));
+  const Json last = ParseJson(metrics.back(), "metrics.jsonl");
+  EXPECT_TRUE(last["val_perplexity"].is_null()) << metrics.back();
+  EXPECT_EQ(last["non_finite"], Json({{"val_perplexity", "inf"}}))
+      << metrics.back();
+}
+
 TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
   test::TempDir dir;
   const std::string data = test::PrepareTextData(dir);

@@ -23,6 +23,19 @@ std::string ParentDirectory(const std::string& path) {
 
 std::string SystemError() { return std::strerror(errno); }
 
+// Writes all `size` bytes to `fd`, retrying short writes; false (errno set)
+// on failure.
+bool WriteAll(int fd, const char* bytes, size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, bytes, size);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    bytes += written;
+    size -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
 }  // namespace
 
 void SyncDirectory(const std::string& dir) {
@@ -55,14 +68,27 @@ AtomicFileWriter::~AtomicFileWriter() {
 void AtomicFileWriter::Write(const void* data, size_t size) {
   ROTOR_CHECK(fd_ >= 0 && !committed_, "write to ", path_,
               " after it was committed");
-  const char* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t written = ::write(fd_, bytes, size);
-    if (written < 0 && errno == EINTR) continue;
-    ROTOR_CHECK(written > 0, "cannot write ", temp_path_, ": ", SystemError());
-    bytes += written;
-    size -= static_cast<size_t>(written);
+  ROTOR_CHECK(WriteAll(fd_, static_cast<const char*>(data), size),
+              "cannot write ", temp_path_, ": ", SystemError());
+}
+
+void AppendToFile(const std::string& path, std::string_view data) {
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  ROTOR_CHECK(fd >= 0, "cannot open ", path, " to append: ", SystemError());
+  struct stat before {};
+  bool ok = ::fstat(fd, &before) == 0 && WriteAll(fd, data.data(), data.size());
+  std::string error = ok ? "" : SystemError();
+  // A partial write (a full disk) is cut off again, so no half line stays.
+  if (!ok && S_ISREG(before.st_mode)) {
+    static_cast<void>(::ftruncate(fd, before.st_size));
   }
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    error = SystemError();
+  }
+  ROTOR_CHECK(ok, "cannot append to ", path, ": ", error,
+              " (the file is left as it was)");
 }
 
 void AtomicFileWriter::Commit() {

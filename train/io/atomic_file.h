@@ -50,6 +50,11 @@ class AtomicFileWriter {
 // Writes `contents` to `path` atomically.
 void WriteFileAtomically(const std::string& path, std::string_view contents);
 
+// Appends `data` to `path` (created if missing) completely or not at all:
+// when a write fails (a full disk, a file size limit) the file is cut back
+// to its old size and rotor::Error names the path and the system error.
+void AppendToFile(const std::string& path, std::string_view data);
+
 // Reads a whole file; throws rotor::Error naming the path if it cannot.
 std::string ReadFile(const std::string& path);
 
