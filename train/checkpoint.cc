@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -96,6 +97,7 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
         {"sampler_batches_drawn", state.sampler.batches_drawn},
         {"tokens_seen", state.tokens_seen},
         {"best_val_loss", FiniteOrNull(state.best_val_loss)},
+        {"val_loss", FiniteOrNull(state.val_loss)},
         {"smoothed_loss", FiniteOrNull(state.smoothed_loss)},
         {"min_smoothed_loss", FiniteOrNull(state.min_smoothed_loss)},
         {"elapsed_seconds", state.elapsed_seconds}};
@@ -104,9 +106,31 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
   });
 }
 
-void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n) {
+void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n,
+                      const std::string& just_saved) {
   const std::vector<std::string> dirs = ListCheckpoints(output_dir);
+  // The best checkpoint survives however many worse ones follow it (a run
+  // that degrades must not prune its good weights away). A folder whose
+  // state cannot be read competes with no loss.
+  std::string best;
+  double best_loss = std::numeric_limits<double>::infinity();
+  for (const std::string& dir : dirs) {
+    double loss = std::numeric_limits<double>::quiet_NaN();
+    try {
+      loss = LoadTrainerState(dir).val_loss;
+    } catch (const Error&) {
+    }
+    if (loss < best_loss) {
+      best_loss = loss;
+      best = dir;
+    }
+  }
+  std::error_code error;
   for (size_t i = 0; i + keep_last_n < dirs.size(); ++i) {
+    if (dirs[i] == best ||
+        (!just_saved.empty() && fs::equivalent(dirs[i], just_saved, error))) {
+      continue;
+    }
     fs::remove_all(dirs[i]);
   }
   // Leftovers of a run killed while saving ("step_N.tmp-XXXXXX", and
@@ -115,7 +139,6 @@ void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n) {
   // complete are deleted: a run killed between the two renames of the
   // fallback swap leaves the only copies of step_N in them.
   const fs::path root = fs::path(output_dir) / "checkpoints";
-  std::error_code error;
   if (!fs::is_directory(root, error)) return;
   std::vector<fs::path> stale;
   for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
@@ -172,6 +195,7 @@ TrainerState LoadTrainerState(const std::string& dir) {
   state.tokens_seen = JsonMember<int64_t>(json, "tokens_seen", path);
   state.best_val_loss =
       NumberOrFallback(json, "best_val_loss", state.best_val_loss, path);
+  state.val_loss = NumberOrFallback(json, "val_loss", state.val_loss, path);
   state.smoothed_loss =
       NumberOrFallback(json, "smoothed_loss", state.smoothed_loss, path);
   state.min_smoothed_loss = NumberOrFallback(json, "min_smoothed_loss",

@@ -40,6 +40,9 @@ struct TrainerState {
   SamplerState sampler;
   int64_t tokens_seen = 0;
   double best_val_loss = std::numeric_limits<double>::infinity();
+  // The validation loss measured at `step`; NaN when that step was not
+  // evaluated. Pruning keeps the checkpoint where it is lowest.
+  double val_loss = std::numeric_limits<double>::quiet_NaN();
   // Exponential moving average of the training loss (watchdog), NaN before
   // the first step, and its lowest value so far.
   double smoothed_loss = std::numeric_limits<double>::quiet_NaN();
@@ -57,11 +60,13 @@ std::vector<std::string> ListCheckpoints(const std::string& output_dir);
 void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
                     const std::string& config_yaml);
-// Deletes all but the newest `keep_last_n` checkpoint folders, and the
-// temporary folders a run killed while saving left behind next to a
-// complete folder of the same step. Call it right after a save (one writer
-// per output_dir).
-void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n);
+// Deletes the checkpoint folders other than the newest `keep_last_n`, the
+// best one (the lowest val_loss in its trainer_state.json) and `just_saved`
+// (never deleted, whatever its step), and the temporary folders a run killed
+// while saving left behind next to a complete folder of the same step. Call
+// it right after a save (one writer per output_dir).
+void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n,
+                      const std::string& just_saved = "");
 
 // Copies the weights of <dir>/model.safetensors into `model`. Every
 // parameter must be present with its shape; errors name the file and tensor.

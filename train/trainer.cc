@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -34,6 +35,42 @@ void CheckResumable(const std::string& dir, const TrainConfig& config) {
               ". Restore them to continue that run, or start a new run "
               "(another output_dir) from its weights with train.init_from=",
               dir);
+}
+
+// One run's history per output_dir. Pruning keeps the newest steps, so
+// checkpoints of another run, or of a later point of this one, would be
+// taken for this run's and win over the ones it writes. Resuming from a
+// folder is refused when output_dir holds a checkpoint it did not lead to:
+// any, for a checkpoint outside output_dir; a later one, for one inside.
+void CheckOneHistory(const std::string& resume_dir, const TrainConfig& config,
+                     const std::vector<std::string>& existing) {
+  if (existing.empty()) return;
+  std::error_code error;
+  const fs::path resume = fs::weakly_canonical(resume_dir, error);
+  const fs::path folder =
+      fs::weakly_canonical(fs::path(config.output_dir) / "checkpoints", error);
+  if (resume.parent_path() != folder) {
+    throw Error(StrCat(
+        config.file, ": train.resume=", resume_dir, " is outside output_dir ",
+        config.output_dir, ", which already holds checkpoints (",
+        existing.back(),
+        "): two runs' checkpoints in one folder would be pruned as one run's. "
+        "Choose an output_dir without checkpoints, or resume that run in its "
+        "own output_dir — nothing was written"));
+  }
+  std::string later;
+  for (const std::string& dir : existing) {
+    if (fs::path(dir).filename() > resume.filename()) {
+      later += (later.empty() ? "" : ", ") + fs::path(dir).filename().string();
+    }
+  }
+  ROTOR_CHECK(later.empty(), config.file, ": train.resume=", resume_dir,
+              " is not the newest checkpoint of output_dir ", config.output_dir,
+              ": it also holds ", later,
+              " from later in the run, which pruning would keep instead of "
+              "the new ones. Move those folders out of ",
+              folder.string(), " to continue from ", resume_dir,
+              " — nothing was written");
 }
 
 }  // namespace
@@ -83,6 +120,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
                 " does not exist (use auto, none or a step_N folder)");
   }
   if (!resume_dir.empty()) {
+    CheckOneHistory(resume_dir, config_, existing);
     CheckResumable(resume_dir, config_);
     LoadModelWeights(resume_dir, *model_);
     LoadOptimizerState(resume_dir, *optimizer_);
@@ -117,7 +155,7 @@ void Trainer::SaveAndPrune() {
   state_.sampler = sampler_->state();
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
   SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_);
-  PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n);
+  PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
 }
 
 // The step's loss is the mean over all its scored tokens (passkey rows score
@@ -155,8 +193,12 @@ double Trainer::ForwardBackward() {
   return step_loss;
 }
 
-// Runs before the update, so that a broken step changes nothing.
+// Runs before the update, so that a broken step changes nothing. The
+// explosion check watches every step, warm-up included (a rate that is too
+// high often blows up while it is still rising), once a few steps have
+// seeded the smoothed loss's minimum.
 void Trainer::CheckWatchdog(double step_loss, double grad_norm) {
+  constexpr int64_t kGraceSteps = 3;
   const TrainSection& t = config_.train;
   ROTOR_CHECK(std::isfinite(step_loss) && std::isfinite(grad_norm),
               "training stopped: the loss is ", step_loss,
@@ -167,7 +209,7 @@ void Trainer::CheckWatchdog(double step_loss, double grad_norm) {
   state_.smoothed_loss = std::isnan(state_.smoothed_loss)
                              ? step_loss
                              : 0.9 * state_.smoothed_loss + 0.1 * step_loss;
-  if (t.loss_explosion_ratio > 0 && state_.step >= t.warmup_steps &&
+  if (t.loss_explosion_ratio > 0 && state_.step >= kGraceSteps &&
       state_.smoothed_loss >
           t.loss_explosion_ratio * state_.min_smoothed_loss) {
     throw Error(StrCat(
@@ -175,7 +217,8 @@ void Trainer::CheckWatchdog(double step_loss, double grad_norm) {
         " at step ", state_.step + 1, " exceeds ", t.loss_explosion_ratio,
         " x its lowest value ", state_.min_smoothed_loss,
         " (loss explosion). Lower train.lr or raise "
-        "train.loss_explosion_ratio; the last checkpoint is untouched"));
+        "train.loss_explosion_ratio; the last checkpoint is untouched, and "
+        "the best one (lowest validation loss) is never pruned"));
   }
   state_.min_smoothed_loss =
       std::min(state_.min_smoothed_loss, state_.smoothed_loss);
@@ -214,6 +257,7 @@ ValidationResult Trainer::Validate() {
                                         t.seq_len, config_.eval.max_batches);
   model_->SetSequenceLength(t.seq_len);
   state_.best_val_loss = std::min(state_.best_val_loss, val.loss);
+  state_.val_loss = val.loss;
   std::ostringstream line;
   line << "eval step " << state_.step << "  val_loss " << std::fixed
        << std::setprecision(4) << val.loss << "  ppl " << std::setprecision(2)
@@ -249,6 +293,7 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     CheckWatchdog(loss, grad_norm);
     optimizer_->Step(lr);
     ++state_.step;
+    state_.val_loss = std::numeric_limits<double>::quiet_NaN();
     ++summary.steps_run;
     state_.tokens_seen += StepTokens();
     summary.train_loss = loss;

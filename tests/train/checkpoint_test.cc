@@ -179,6 +179,33 @@ TEST(Checkpoint, ListIgnoresHalfWrittenFoldersAndPruneKeepsTheNewest) {
   EXPECT_EQ(ListCheckpoints(dir.path()).size(), 2u);
 }
 
+// Pruning keeps the newest keep_last_n, the checkpoint with the lowest
+// validation loss however old (steps saved without an evaluation do not
+// compete), and the one just saved even when higher steps exist.
+TEST(Checkpoint, PruneKeepsTheBestAndTheJustSaved) {
+  test::TempDir dir;
+  nn::Transformer model(Config(8, true), 1);
+  const double no_eval = std::nan("");
+  for (const auto& [step, val_loss] : std::vector<std::pair<int64_t, double>>{
+           {10, 2.5}, {20, 2.0}, {30, no_eval}, {40, 9.0}, {50, 7.0}}) {
+    TrainerState state;
+    state.step = step;
+    state.val_loss = val_loss;
+    SaveCheckpoint(CheckpointDir(dir.path(), step), model, nullptr, state, "");
+  }
+  PruneCheckpoints(dir.path(), 2, CheckpointDir(dir.path(), 50));
+  EXPECT_EQ(dir.List("checkpoints"),
+            (std::vector<std::string>{"step_00000020", "step_00000040",
+                                      "step_00000050"}));
+  TrainerState early;
+  early.step = 5;
+  SaveCheckpoint(CheckpointDir(dir.path(), 5), model, nullptr, early, "");
+  PruneCheckpoints(dir.path(), 2, CheckpointDir(dir.path(), 5));
+  EXPECT_EQ(dir.List("checkpoints"),
+            (std::vector<std::string>{"step_00000005", "step_00000020",
+                                      "step_00000040", "step_00000050"}));
+}
+
 class CheckpointErrors : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -406,6 +406,82 @@ TEST_F(TrainerTest, AnInfinitePerplexityIsLoggedAsNullAndFlagged) {
       << metrics.back();
 }
 
+// A rate that blows up during a long warm-up is caught during the warm-up
+// (the watchdog used to wait for its end, step 31).
+TEST_F(TrainerTest, WatchdogWatchesTheWarmUp) {
+  Trainer trainer(
+      Config("run", {"train.lr=10", "train.min_lr=1", "train.warmup_steps=30",
+                     "checkpoint.every_n_steps=5"}),
+      log_);
+  ROTOR_EXPECT_ERROR(trainer.Run(), "training stopped: the smoothed loss",
+                     "(loss explosion)", "the best one",
+                     "(lowest validation loss) is never pruned");
+  EXPECT_LT(trainer.state().step, 30) << log_.str();
+}
+
+// A run whose validation loss only gets worse (the watchdog off) keeps its
+// best checkpoint besides the keep_last_n = 2 newest.
+TEST_F(TrainerTest, TheBestCheckpointIsNeverPruned) {
+  Trainer trainer(
+      Config("run", {"train.lr=3", "train.min_lr=1", "train.warmup_steps=30",
+                     "train.loss_explosion_ratio=0", "train.max_steps=30",
+                     "checkpoint.every_n_steps=5", "eval.every_n_steps=5"}),
+      log_);
+  trainer.Run();
+  int64_t best_step = 0;
+  double best_loss = INFINITY;
+  for (const std::string& line : MetricsWithoutTiming(dir_.Path("run"))) {
+    const Json json = ParseJson(line, "metrics.jsonl");
+    if (json.contains("val_loss") && json["val_loss"] < best_loss) {
+      best_loss = json["val_loss"].get<double>();
+      best_step = json["step"].get<int64_t>();
+    }
+  }
+  ASSERT_LT(best_step, 25) << "the best is among the newest: " << log_.str();
+  EXPECT_EQ(
+      ListCheckpoints(dir_.Path("run")),
+      (std::vector<std::string>{CheckpointDir(dir_.Path("run"), best_step),
+                                CheckpointDir(dir_.Path("run"), 25),
+                                CheckpointDir(dir_.Path("run"), 30)}));
+}
+
+// Resuming from another run's checkpoint into an output_dir with
+// checkpoints, or from an older checkpoint of output_dir, would mix two
+// histories that pruning takes for one (and delete the new checkpoints): it
+// is refused, naming both, and nothing is written.
+TEST_F(TrainerTest, ResumeRefusesToMixTwoHistoriesInOneOutputDir) {
+  const std::vector<std::string> every10 = {"checkpoint.every_n_steps=10",
+                                            "eval.every_n_steps=10"};
+  auto with = [&](std::vector<std::string> overrides) {
+    overrides.insert(overrides.end(), every10.begin(), every10.end());
+    return overrides;
+  };
+  Trainer(Config("other", with({"train.max_steps=20"})), log_).Run();
+  Trainer(Config("run", with({"train.max_steps=60"})), log_).Run();
+  const auto before = Snapshot(dir_.Path("run"));
+  const std::string other = CheckpointDir(dir_.Path("other"), 20);
+  ROTOR_EXPECT_ERROR(
+      Trainer(
+          Config("run", with({"train.resume=" + other, "train.max_steps=45"})),
+          log_),
+      "train.resume=" + other, "is outside output_dir " + dir_.Path("run"),
+      "already holds checkpoints", "step_00000060", "nothing was written");
+  const std::string older = CheckpointDir(dir_.Path("run"), 50);
+  ROTOR_EXPECT_ERROR(
+      Trainer(
+          Config("run", with({"train.resume=" + older, "train.max_steps=70"})),
+          log_),
+      "train.resume=" + older, "is not the newest checkpoint",
+      "also holds step_00000060", "nothing was written");
+  EXPECT_EQ(Snapshot(dir_.Path("run")), before);
+
+  // Into an output_dir of its own, the other run continues.
+  Trainer resumed(
+      Config("fresh", with({"train.resume=" + other, "train.max_steps=45"})),
+      log_);
+  EXPECT_EQ(resumed.Run().checkpoint, CheckpointDir(dir_.Path("fresh"), 45));
+}
+
 TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
   test::TempDir dir;
   const std::string data = test::PrepareTextData(dir);

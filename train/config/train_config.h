@@ -67,7 +67,8 @@ struct TrainSection {
   // Where to start: "auto" resumes from the newest checkpoint in
   // output_dir if there is one; "none" starts fresh (and refuses to write
   // into an output_dir that already has checkpoints); anything else is a
-  // checkpoint folder to resume from.
+  // checkpoint folder to resume from (refused when output_dir holds
+  // checkpoints it did not lead to: one run's history per output_dir).
   ResumeMode resume = ResumeMode::kAuto;
   std::string resume_checkpoint;  // the folder, for ResumeMode::kCheckpoint
   // Fine-tuning: a checkpoint folder (or a run's output_dir, meaning its
@@ -85,7 +86,7 @@ struct EvalSection {
 
 struct CheckpointSection {
   int64_t every_n_steps = 250;  // 0: only at the end
-  int64_t keep_last_n = 2;
+  int64_t keep_last_n = 2;      // the newest kept, besides the best (val_loss)
 };
 
 struct LoggingSection {
