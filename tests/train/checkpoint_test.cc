@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -334,6 +335,16 @@ TrainConfig FinetuneConfig(const test::TempDir& dir, const std::string& data,
                                   "model.max_position_embeddings=64",
                                   kYarn,
                                   "train.max_steps=2"};
+  // An override replaces the default of its key (a key given twice is an
+  // error).
+  for (const std::string& replacement : overrides) {
+    const std::string key = replacement.substr(0, replacement.find('=') + 1);
+    all.erase(std::remove_if(all.begin(), all.end(),
+                             [&](const std::string& assignment) {
+                               return assignment.rfind(key, 0) == 0;
+                             }),
+              all.end());
+  }
   all.insert(all.end(), overrides.begin(), overrides.end());
   return test::TinyConfig(data, dir.Path("ft"), all);
 }

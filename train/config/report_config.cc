@@ -152,10 +152,7 @@ ExtendReportConfig ParseExtendReportConfig(
     const std::vector<std::string>& overrides) {
   YAML::Node root = LoadConfigYaml(yaml_text, file);
   ROTOR_CHECK(root.IsMap(), file, ": expected a map with base:, factor:, ...");
-  std::set<std::string> overridden;
-  for (const std::string& assignment : overrides) {
-    overridden.insert(ApplyYamlOverride(root, assignment));
-  }
+  const std::set<std::string> overridden = ApplyYamlOverrides(root, overrides);
   ExtendReportConfig config;
   config.file = file;
   const SectionReader top(root, "", file, overridden);

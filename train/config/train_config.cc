@@ -25,10 +25,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   YAML::Node root = LoadConfigYaml(yaml_text, file);
   ROTOR_CHECK(root.IsMap(), file,
               ": expected a map with sections model:, data:, train:, ...");
-  std::set<std::string> overridden;
-  for (const std::string& assignment : overrides) {
-    overridden.insert(ApplyYamlOverride(root, assignment));
-  }
+  const std::set<std::string> overridden = ApplyYamlOverrides(root, overrides);
 
   TrainConfig config;
   config.file = file;

@@ -20,6 +20,7 @@
 #ifndef ROTOR_TRAIN_CONFIG_TRAIN_CONFIG_H_
 #define ROTOR_TRAIN_CONFIG_TRAIN_CONFIG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -104,6 +105,10 @@ struct TrainConfig {
   CheckpointSection checkpoint;
   LoggingSection logging;
 };
+
+// The largest config file rotor reads (a training or report config, a
+// checkpoint's config.yaml): real ones are a few KiB (docs/limits.md).
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
 // Parses YAML text; `file` names it in error messages. `overrides` are
 // "a.b=value" strings applied first (the value is read as YAML, so lists

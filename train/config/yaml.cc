@@ -1,5 +1,8 @@
 #include "train/config/yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -35,12 +38,82 @@ void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
   }
 }
 
+// Walks the parser's events (nothing is built, no alias is expanded) and
+// refuses what a rotor config never needs:
+// - anchors and aliases: a few of them nest into an exponentially large tree
+//   (the "billion laughs");
+// - a second document ("---" after the first), which YAML::Load would ignore
+//   without a word.
+class ConfigEventChecker : public YAML::EventHandler {
+ public:
+  explicit ConfigEventChecker(const std::string& file) : file_(file) {}
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1) {
+      Refuse(mark,
+             "a second YAML document; a config file holds one document "
+             "(remove the '---' and what follows it)");
+    }
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    RefuseAnchor(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    Refuse(mark, StrCat("an alias (*name): ", kNoAliases));
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&,
+                YAML::anchor_t anchor, const std::string&) override {
+    RefuseAnchor(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
+                       YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    RefuseAnchor(mark, anchor);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&,
+                  YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    RefuseAnchor(mark, anchor);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  static constexpr char kNoAliases[] =
+      "rotor configs take no YAML anchors or aliases; write the values out";
+
+  void RefuseAnchor(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) {
+      Refuse(mark, StrCat("an anchor (&name): ", kNoAliases));
+    }
+  }
+  [[noreturn]] void Refuse(const YAML::Mark& mark, const std::string& what) {
+    throw Error(
+        StrCat(file_, ":", mark.line + 1, ":", mark.column + 1, ": ", what));
+  }
+
+  const std::string& file_;
+  int documents_ = 0;
+};
+
+void CheckConfigEvents(const std::string& yaml_text, const std::string& file) {
+  std::istringstream stream(yaml_text);
+  YAML::Parser parser(stream);
+  ConfigEventChecker checker(file);
+  while (parser.HandleNextDocument(checker)) {
+  }
+}
+
 }  // namespace
 
 YAML::Node LoadConfigYaml(const std::string& yaml_text,
                           const std::string& file) {
+  ROTOR_CHECK(yaml_text.size() <= kMaxConfigBytes, file, ": ", yaml_text.size(),
+              " bytes, more than the limit of ", kMaxConfigBytes,
+              " bytes for a config file");
   YAML::Node root;
   try {
+    CheckConfigEvents(yaml_text, file);
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     throw Error(StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
@@ -53,7 +126,7 @@ YAML::Node LoadConfigYaml(const std::string& yaml_text,
 
 std::string ReadConfigText(const std::string& path) {
   try {
-    return ReadFile(path);
+    return ReadFile(path, kMaxConfigBytes);
   } catch (const Error& e) {
     throw Error(StrCat("cannot read config file ", path, " (", e.what(), ")"));
   }
@@ -81,6 +154,7 @@ std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
   }
   YAML::Node value;
   try {
+    CheckConfigEvents(text, "override '" + assignment + "'");
     value = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(StrCat("override '", assignment,
@@ -101,6 +175,20 @@ std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
   }
   node[keys.back()] = value;
   return path;
+}
+
+std::set<std::string> ApplyYamlOverrides(
+    YAML::Node& root, const std::vector<std::string>& assignments) {
+  std::map<std::string, std::string> given;  // key path -> its assignment
+  for (const std::string& assignment : assignments) {
+    const std::string path = ApplyYamlOverride(root, assignment);
+    const auto [first, inserted] = given.emplace(path, assignment);
+    ROTOR_CHECK(inserted, "command-line override ", path, " is given twice ('",
+                first->second, "' and '", assignment, "'); give it once");
+  }
+  std::set<std::string> paths;
+  for (const auto& entry : given) paths.insert(entry.first);
+  return paths;
 }
 
 std::string DescribeYaml(const YAML::Node& node) {

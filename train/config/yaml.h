@@ -4,8 +4,9 @@
 //
 // - LoadConfigYaml / LoadConfigYamlFile parse a document and reject repeated
 //   keys anywhere in it (yaml-cpp would keep both and one value would be lost
-//   without a word).
-// - ApplyYamlOverride applies one command-line "a.b.c=value".
+//   without a word), a second document, anchors and aliases (nested aliases
+//   expand exponentially), and files over kMaxConfigBytes (docs/limits.md).
+// - ApplyYamlOverride(s) apply command-line "a.b.c=value" overrides.
 // - SectionReader reads the keys of one map strictly: unknown keys, wrong
 //   types and out-of-range values are errors that read
 //     "file:LINE:COL: section.key: problem"
@@ -23,15 +24,17 @@
 #include <vector>
 
 #include "train/config/model_config.h"
+#include "train/config/train_config.h"  // kMaxConfigBytes
 
 namespace rotor::train {
 
 // Parses the YAML text of config file `file` (an empty document is an empty
-// map) and rejects repeated keys. Errors read "file:LINE:COL: ...".
+// map) and rejects repeated keys, anchors, aliases, a second document and
+// text over kMaxConfigBytes. Errors read "file:LINE:COL: ...".
 YAML::Node LoadConfigYaml(const std::string& yaml_text,
                           const std::string& file);
-// The text of config file `path`; throws "cannot read config file PATH:
-// reason".
+// The text of config file `path`; throws "cannot read config file PATH
+// (reason)", also for a file over kMaxConfigBytes.
 std::string ReadConfigText(const std::string& path);
 // Reads `path` and parses it as LoadConfigYaml does.
 YAML::Node LoadConfigYamlFile(const std::string& path);
@@ -41,6 +44,10 @@ YAML::Node LoadConfigYamlFile(const std::string& path);
 // and returns the key path "a.b.c". Throws rotor::Error for a malformed
 // assignment.
 std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment);
+// Applies every override in order and returns their key paths. A key path
+// given twice is an error naming it (one of the two values would be lost).
+std::set<std::string> ApplyYamlOverrides(
+    YAML::Node& root, const std::vector<std::string>& assignments);
 
 // "a map", "a list" or the scalar in quotes, for "expected X, got Y".
 std::string DescribeYaml(const YAML::Node& node);

@@ -148,6 +148,15 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   CheckNoOverlap(options);
   CheckOutput(options);  // fail before the (possibly slow) reading
   const std::vector<std::string> files = CollectFiles(options);
+  // meta.json records the inputs and every file's name, and JSON text is
+  // UTF-8: refuse other names before reading, rather than write invalid JSON.
+  for (const auto* names : {&options.inputs, &files}) {
+    for (const std::string& name : *names) {
+      ROTOR_CHECK(IsValidUtf8(name), "input file name ", ShowAsJson(name),
+                  " is not valid UTF-8 (meta.json records file names as "
+                  "UTF-8 text); rename it");
+    }
+  }
 
   PrepareSummary summary;
   std::vector<Document> documents;

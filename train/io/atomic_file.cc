@@ -114,7 +114,7 @@ void WriteFileAtomically(const std::string& path, std::string_view contents) {
   writer.Commit();
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFile(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ROTOR_CHECK(fd >= 0, "cannot open ", path, ": ", SystemError());
   std::string contents;
@@ -129,6 +129,11 @@ std::string ReadFile(const std::string& path) {
     }
     if (got == 0) break;
     contents.append(buffer, static_cast<size_t>(got));
+    if (contents.size() > max_bytes) {
+      ::close(fd);
+      throw Error(
+          StrCat(path, " is larger than the limit of ", max_bytes, " bytes"));
+    }
   }
   ::close(fd);
   return contents;

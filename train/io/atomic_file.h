@@ -55,8 +55,11 @@ void WriteFileAtomically(const std::string& path, std::string_view contents);
 // to its old size and rotor::Error names the path and the system error.
 void AppendToFile(const std::string& path, std::string_view data);
 
-// Reads a whole file; throws rotor::Error naming the path if it cannot.
-std::string ReadFile(const std::string& path);
+// Reads a whole file; throws rotor::Error naming the path if it cannot, or
+// if it holds more than `max_bytes` bytes (found while reading, so a huge
+// file or an endless device costs at most `max_bytes` + 64 KiB of memory).
+std::string ReadFile(const std::string& path,
+                     size_t max_bytes = static_cast<size_t>(-1));
 
 // Replaces (or creates) directory `dir` with one whose contents `fill`
 // writes into the fresh temporary directory it receives (DIR.tmp-XXXXXX, in

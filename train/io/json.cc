@@ -11,70 +11,6 @@ namespace rotor::train {
 
 namespace {
 
-// Follows the parser's events to know where it is (a JSON-pointer path),
-// which keys each open object has seen, and how deep it is.
-class StrictParseListener {
- public:
-  explicit StrictParseListener(std::string_view source) : source_(source) {}
-
-  bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
-    using Event = Json::parse_event_t;
-    switch (event) {
-      case Event::object_start:
-      case Event::array_start:
-        ROTOR_CHECK(open_.size() < static_cast<size_t>(kMaxJsonDepth), source_,
-                    ": nested deeper than ", kMaxJsonDepth, " levels at ",
-                    Path());
-        open_.push_back(Container{event == Event::object_start, {}, "", 0});
-        break;
-      case Event::key: {
-        Container& object = open_.back();
-        object.key = parsed.get<std::string>();
-        ROTOR_CHECK(object.keys.insert(object.key).second, source_,
-                    ": duplicate key \"", object.key, "\" at ",
-                    PathOf(open_.size() - 1));
-        break;
-      }
-      case Event::object_end:
-      case Event::array_end:
-        open_.pop_back();
-        ElementDone();
-        break;
-      case Event::value:
-        ElementDone();
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Container {
-    bool is_object;
-    std::set<std::string> keys;
-    std::string key;  // objects: the member being read
-    size_t index;     // arrays: the element being read
-  };
-
-  void ElementDone() {
-    if (!open_.empty() && !open_.back().is_object) ++open_.back().index;
-  }
-
-  // The path of the first `levels` open containers' current members, e.g.
-  // "/train/sources/3"; "/" for the top level.
-  std::string PathOf(size_t levels) const {
-    std::string path;
-    for (size_t i = 0; i < levels; ++i) {
-      path += "/" + (open_[i].is_object ? open_[i].key
-                                        : std::to_string(open_[i].index));
-    }
-    return path.empty() ? "/" : path;
-  }
-  std::string Path() const { return PathOf(open_.size()); }
-
-  std::string source_;
-  std::vector<Container> open_;
-};
-
 // "[json.exception.parse_error.101] parse error at ..." -> "parse error at
 // ...".
 std::string WithoutLibraryPrefix(const char* what) {
@@ -83,15 +19,115 @@ std::string WithoutLibraryPrefix(const char* what) {
   return end == std::string::npos ? text : text.substr(end + 2);
 }
 
+// Builds the document from the parser's SAX events, rejecting repeated keys
+// and deep nesting, and knowing where it is (a JSON-pointer path) for errors.
+// A member is appended to its object's vector directly: the library's own
+// builder inserts through ordered_map::operator[], a linear search per key,
+// so an object of n keys cost O(n^2).
+class StrictDomBuilder : public nlohmann::json_sax<Json> {
+ public:
+  explicit StrictDomBuilder(std::string_view source) : source_(source) {}
+
+  Json& root() { return root_; }
+
+  bool null() override { return Add(nullptr); }
+  bool boolean(bool value) override { return Add(value); }
+  bool number_integer(number_integer_t value) override { return Add(value); }
+  bool number_unsigned(number_unsigned_t value) override { return Add(value); }
+  bool number_float(number_float_t value, const string_t&) override {
+    return Add(value);
+  }
+  bool string(string_t& value) override { return Add(std::move(value)); }
+  bool binary(binary_t& value) override {
+    return Add(Json::binary(std::move(value)));
+  }
+  bool start_object(size_t) override { return Open(Json::object()); }
+  bool start_array(size_t) override { return Open(Json::array()); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& key) override {
+    Container& object = open_.back();
+    ROTOR_CHECK(object.keys.insert(key).second, source_, ": duplicate key \"",
+                key, "\" at ", PathOf(open_.size() - 1));
+    object.key = std::move(key);
+    return true;
+  }
+  bool parse_error(size_t, const std::string&,
+                   const nlohmann::detail::exception& error) override {
+    throw Error(StrCat(source_,
+                       ": invalid JSON: ", WithoutLibraryPrefix(error.what())));
+  }
+
+ private:
+  struct Container {
+    Json* value;
+    std::set<std::string> keys;  // objects: the keys seen so far
+    std::string key;             // objects: the member being read
+  };
+
+  // Appends `value` to the innermost open container (or makes it the
+  // document) and returns where it now lives.
+  Json* Place(Json value) {
+    if (open_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    Container& parent = open_.back();
+    if (parent.value->is_array()) {
+      Json::array_t& array = parent.value->get_ref<Json::array_t&>();
+      array.push_back(std::move(value));
+      return &array.back();
+    }
+    // ordered_map is a vector of pairs, and key() has checked the key is new.
+    Json::object_t::Container& members =
+        parent.value->get_ref<Json::object_t&>();
+    members.emplace_back(parent.key, std::move(value));
+    return &members.back().second;
+  }
+  bool Add(Json value) {
+    Place(std::move(value));
+    return true;
+  }
+  bool Open(Json container) {
+    ROTOR_CHECK(open_.size() < static_cast<size_t>(kMaxJsonDepth), source_,
+                ": nested deeper than ", kMaxJsonDepth, " levels at ",
+                PathOf(open_.size()));
+    open_.push_back(Container{Place(std::move(container)), {}, ""});
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    return true;
+  }
+
+  // The path of the first `levels` open containers' current members, e.g.
+  // "/train/sources/3"; "/" for the top level. An array's current element is
+  // its last one while that element is open, else the next one.
+  std::string PathOf(size_t levels) const {
+    std::string path;
+    for (size_t i = 0; i < levels; ++i) {
+      const Container& open = open_[i];
+      if (open.value->is_object()) {
+        path += "/" + open.key;
+      } else {
+        const size_t size = open.value->size();
+        path += "/" + std::to_string(i + 1 < open_.size() ? size - 1 : size);
+      }
+    }
+    return path.empty() ? "/" : path;
+  }
+
+  std::string source_;
+  Json root_;
+  std::vector<Container> open_;
+};
+
 }  // namespace
 
 Json ParseJson(std::string_view text, std::string_view source) {
-  try {
-    return Json::parse(text.begin(), text.end(), StrictParseListener(source));
-  } catch (const Json::exception& e) {
-    throw Error(
-        StrCat(source, ": invalid JSON: ", WithoutLibraryPrefix(e.what())));
-  }
+  StrictDomBuilder builder(source);
+  Json::sax_parse(text.begin(), text.end(), &builder);
+  return std::move(builder.root());
 }
 
 template <>
@@ -152,6 +188,19 @@ template double JsonMember<double>(const Json&, std::string_view,
                                    std::string_view);
 template std::string JsonMember<std::string>(const Json&, std::string_view,
                                              std::string_view);
+
+bool IsValidUtf8(std::string_view text) {
+  try {
+    Json(text).dump();
+    return true;
+  } catch (const Json::type_error&) {
+    return false;
+  }
+}
+
+std::string ShowAsJson(std::string_view text) {
+  return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 Json FiniteOrNull(double value) {
   return std::isfinite(value) ? Json(value) : Json(nullptr);

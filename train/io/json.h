@@ -50,6 +50,12 @@ T JsonAs(const Json& value, std::string_view where);
 template <typename T>
 T JsonMember(const Json& object, std::string_view key, std::string_view where);
 
+// Whether `text` is valid UTF-8, as JSON strings must be: dump() throws on
+// any other string. ShowAsJson quotes a string for a message, with each
+// invalid byte shown as U+FFFD.
+bool IsValidUtf8(std::string_view text);
+std::string ShowAsJson(std::string_view text);
+
 // A double that may be NaN or infinite: JSON has neither, so those become
 // null, and NumberOrFallback reads a null (or missing) member back as the
 // fallback.

@@ -16,9 +16,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace {
 
-// The reference implementation's limit on the JSON header.
-constexpr uint64_t kMaxHeaderSize = 100'000'000;
-
 constexpr SafetensorsDtype kAllDtypes[] = {
     SafetensorsDtype::kF32, SafetensorsDtype::kI32, SafetensorsDtype::kI64,
     SafetensorsDtype::kU16};
@@ -45,6 +42,19 @@ uint64_t ByteLength(const std::vector<int64_t>& shape, size_t element_size,
     count *= e;
   }
   return count * element_size;
+}
+
+// Refuses a header (a JSON object) of more than kMaxSafetensorsEntries
+// tensors and metadata keys.
+void CheckEntryCount(const Json& header, const std::string& source) {
+  const auto metadata = header.find("__metadata__");
+  const bool has_metadata = metadata != header.end();
+  const size_t entries =
+      header.size() - has_metadata +
+      (has_metadata && metadata->is_object() ? metadata->size() : 0);
+  ROTOR_CHECK(entries <= kMaxSafetensorsEntries, source, ": header has ",
+              entries, " tensors and metadata keys, more than the limit of ",
+              kMaxSafetensorsEntries);
 }
 
 }  // namespace
@@ -116,8 +126,13 @@ void WriteSafetensors(const std::string& path,
     lengths.push_back(length);
     offset += length;
   }
+  CheckEntryCount(header, path);
   std::string header_text = header.dump();
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
+  ROTOR_CHECK(header_text.size() <= kMaxSafetensorsHeaderBytes, path,
+              ": header of ", header_text.size(),
+              " bytes exceeds the limit of ", kMaxSafetensorsHeaderBytes,
+              " bytes");
 
   unsigned char length_bytes[8];
   for (int i = 0; i < 8; ++i) {
@@ -147,9 +162,9 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
   for (int i = 7; i >= 0; --i) {
     header_size = (header_size << 8) | static_cast<unsigned char>(bytes[i]);
   }
-  ROTOR_CHECK(header_size <= kMaxHeaderSize, source, ": header length ",
-              header_size, " exceeds the safetensors limit of ", kMaxHeaderSize,
-              " bytes");
+  ROTOR_CHECK(header_size <= kMaxSafetensorsHeaderBytes, source,
+              ": header length ", header_size, " exceeds the limit of ",
+              kMaxSafetensorsHeaderBytes, " bytes");
   ROTOR_CHECK(header_size <= bytes.size() - 8, source, ": header length ",
               header_size, " runs past the end of the file (", bytes.size() - 8,
               " bytes after the length field)");
@@ -160,6 +175,7 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
   const Json header = ParseJson(header_text, source + " (header)");
   file.data_start_ = 8 + header_size;
   const uint64_t data_size = bytes.size() - file.data_start_;
+  CheckEntryCount(header, source);
 
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {

@@ -15,9 +15,10 @@
 // header padded with spaces to a multiple of 8 so the data starts 8-byte
 // aligned, "format": "pt" always in __metadata__ (transformers requires it).
 // The reader checks everything and names the file and tensor in errors:
-// header length beyond the file, invalid JSON, unknown dtype, bad shape,
-// offsets out of range, overlapping or leaving holes, byte length not equal
-// to the shape's size.
+// header length beyond the file or over kMaxSafetensorsHeaderBytes, more
+// than kMaxSafetensorsEntries tensors and metadata keys, invalid JSON, unknown
+// dtype, bad shape, offsets out of range, overlapping or leaving holes, byte
+// length not equal to the shape's size.
 #ifndef ROTOR_TRAIN_IO_SAFETENSORS_H_
 #define ROTOR_TRAIN_IO_SAFETENSORS_H_
 
@@ -28,6 +29,15 @@
 #include <vector>
 
 namespace rotor::train {
+
+// Bounds on what a header may hold (docs/limits.md), far above what a real
+// checkpoint needs (rotor's: a few KiB and under 100 tensors; large Hugging
+// Face checkpoints: under 1 MiB and a few thousand tensors), so a hostile
+// header cannot make the reader spend minutes or gigabytes. The reader and
+// the writer both enforce them.
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t{16} << 20;
+// Tensors plus __metadata__ keys.
+inline constexpr uint64_t kMaxSafetensorsEntries = 65536;
 
 // The dtypes rotor reads and writes (a subset of safetensors').
 enum class SafetensorsDtype { kF32, kI32, kI64, kU16 };

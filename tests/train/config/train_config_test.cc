@@ -193,8 +193,8 @@ TEST(TrainConfig, OverridesScalarsListsNewSectionsAndModelKeys) {
       Parse(kMinimal,
             {"train.lr=3e-4", "train.betas=[0.8, 0.9]", "eval.every_n_steps=7",
              "output_dir=/tmp/x", "model.hidden_size=64", "train.seq_len=128",
-             "data.path=elsewhere", "train.lr=5e-4"});
-  EXPECT_EQ(c.train.lr, 5e-4);  // the later override wins
+             "data.path=elsewhere"});
+  EXPECT_EQ(c.train.lr, 3e-4);
   EXPECT_EQ(c.train.beta1, 0.8);
   EXPECT_EQ(c.train.beta2, 0.9);
   EXPECT_EQ(c.eval.every_n_steps, 7);  // eval: was absent
@@ -337,6 +337,67 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
       }
     }
   }
+}
+
+// A repeated override would lose one of its values without a word.
+TEST(TrainConfig, RepeatedOverrideIsRefusedNamingTheKey) {
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr=1", "train.lr=2"}),
+                     "command-line override train.lr is given twice "
+                     "('train.lr=1' and 'train.lr=2')");
+  // Different keys of one section are fine.
+  EXPECT_EQ(Parse(kMinimal, {"train.lr=0.5", "train.min_lr=0.1"}).train.lr,
+            0.5);
+}
+
+// Anchors and aliases nest into exponentially large trees ("billion
+// laughs": this 400-byte file expands to 9^9 scalars), so they are refused
+// while parsing, before anything is expanded; no config needs them.
+TEST(TrainConfig, AnchorsAndAliasesAreRefusedWithoutExpanding) {
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  const std::string names = "abcdefghi";
+  for (size_t i = 1; i < names.size(); ++i) {
+    const std::string alias = std::string("*") + names[i - 1];
+    laughs += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
+    for (int k = 0; k < 8; ++k) laughs += ", " + alias;
+    laughs += "]\n";
+  }
+  laughs += "model: *i\n";
+  ROTOR_EXPECT_ERROR(Parse(laughs), "run.yaml:1:4: an anchor (&name)",
+                     "rotor configs take no YAML anchors or aliases");
+  // An alias needs an anchor before it, so none gets past the anchor check.
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: *x\n"),
+                     "run.yaml:10:13: not valid YAML",
+                     "the referenced anchor is not defined");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "train: &t {lr: 0.1}\n"),
+                     "run.yaml:10:8: an anchor (&name)");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train=&t {lr: 0.1}"}), "anchor");
+}
+
+// YAML::Load reads the first document only; the rest would be ignored.
+TEST(TrainConfig, SecondDocumentIsRefusedNamingItsLine) {
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "---\ntrain:\n  lr: 0.1\n"),
+                     "run.yaml:10:1: a second YAML document");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "...\n---\n"),
+                     "run.yaml:11:1: a second YAML document");
+  // One document, with or without its optional markers, is fine.
+  EXPECT_NO_THROW(Parse("---\n" + kMinimal + "...\n"));
+}
+
+// docs/limits.md: a config of kMaxConfigBytes is read, one byte more is
+// refused, from text and from a file (which is not read past the limit).
+TEST(TrainConfig, ConfigSizeLimit) {
+  std::string at_limit = kMinimal + "#";
+  at_limit.resize(kMaxConfigBytes - 1, 'x');
+  at_limit += "\n";
+  EXPECT_EQ(Parse(at_limit).data.path, "d");
+  ROTOR_EXPECT_ERROR(Parse(at_limit + "\n"),
+                     "run.yaml: 1048577 bytes, more than the limit of 1048576 "
+                     "bytes for a config file");
+  test::TempDir dir;
+  EXPECT_EQ(LoadTrainConfig(dir.Write("ok.yaml", at_limit)).data.path, "d");
+  const std::string big = dir.Write("big.yaml", at_limit + "\n");
+  ROTOR_EXPECT_ERROR(LoadTrainConfig(big), "cannot read config file " + big,
+                     "larger than the limit of 1048576 bytes");
 }
 
 TEST(TrainConfig, LoadTrainConfigNamesAMissingFile) {

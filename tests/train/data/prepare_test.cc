@@ -191,5 +191,23 @@ TEST(Prepare, RefusesBadInputsAndWritesNothing) {
                                       "plain.txt", "two"}));
 }
 
+// meta.json lists every source file, and JSON text is UTF-8: a file name
+// that is not (a Latin-1 "caf\xe9.txt") is refused before anything is read
+// or written, named with its bad byte shown as U+FFFD.
+TEST(Prepare, RefusesFileNamesThatAreNotUtf8) {
+  test::TempDir dir;
+  dir.Write("in/good.txt", "alpha");
+  dir.Write("in/caf\xe9.txt", "bravo");
+  ROTOR_EXPECT_ERROR(RunPrepare(Options({dir.Path("in")}, dir.Path("o"))),
+                     "input file name \"", "in/caf\xef\xbf\xbd.txt\"",
+                     "is not valid UTF-8");
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("o")));
+  // Valid UTF-8 names ("café") are recorded as they are.
+  std::filesystem::rename(dir.Path("in/caf\xe9.txt"),
+                          dir.Path("in/caf\xc3\xa9.txt"));
+  RunPrepare(Options({dir.Path("in")}, dir.Path("o")));
+  EXPECT_CONTAINS(ReadFile(dir.Path("o/meta.json")), "caf\xc3\xa9.txt");
+}
+
 }  // namespace
 }  // namespace rotor::train

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
@@ -134,7 +137,7 @@ TEST(Safetensors, ReaderRejectsMalformedFiles) {
   // Header length beyond the end of the file.
   ExpectRejected(MakeFile("{}", "").substr(0, 9), {"runs past the end"});
   ExpectRejected(std::string("\xff\xff\xff\xff\0\0\0\0", 8) + "{}",
-                 {"exceeds the safetensors limit"});
+                 {"exceeds the limit of 16777216 bytes"});
   ExpectRejected(MakeFile("[1,2]", ""), {"not a JSON object"});
   ExpectRejected(MakeFile("{\"w\":{\"dtype\":\"F32\",", ""), {"invalid JSON"});
   ExpectRejected(MakeFile("{" + tensor("w", "BF16", "[2]", "[0,4]") + "}",
@@ -178,6 +181,48 @@ TEST(Safetensors, ReaderAcceptsPaddingAndZeroSizedFiles) {
       MakeFile("  {\"__metadata__\":{\"format\":\"pt\"}}    ", ""), "f");
   EXPECT_TRUE(file.tensors().empty());
   EXPECT_EQ(file.metadata().at("format"), "pt");
+}
+
+// docs/limits.md: a header of kMaxSafetensorsHeaderBytes is read, one byte
+// more is refused before parsing; so is one entry over
+// kMaxSafetensorsEntries (tensors and metadata keys), by reader and writer.
+TEST(Safetensors, HeaderSizeAndEntryCountLimits) {
+  std::string header = "{}";
+  header.resize(kMaxSafetensorsHeaderBytes, ' ');
+  EXPECT_TRUE(SafetensorsFile::Parse(MakeFile(header, ""), "big.safetensors")
+                  .tensors()
+                  .empty());
+  ROTOR_EXPECT_ERROR(
+      SafetensorsFile::Parse(MakeFile(header + " ", ""), "big.safetensors"),
+      "big.safetensors: header length 16777217 exceeds the limit of 16777216 "
+      "bytes");
+
+  test::TempDir dir;
+  std::map<std::string, std::string> metadata;  // "format" makes one more
+  for (uint64_t i = 0; i + 2 < kMaxSafetensorsEntries; ++i) {
+    metadata["k" + std::to_string(i)] = "";
+  }
+  const float x = 1.0f;
+  const std::vector<SafetensorsEntry> one = {
+      {"x", SafetensorsDtype::kF32, {}, &x}};
+  const std::string path = dir.Path("m.safetensors");
+  WriteSafetensors(path, one, metadata);
+  EXPECT_EQ(SafetensorsFile::Read(path).metadata().size(),
+            kMaxSafetensorsEntries - 1);
+  // One tensor more: the writer refuses, and so does the reader.
+  ROTOR_EXPECT_ERROR(
+      WriteSafetensors(path, {one[0], {"y", SafetensorsDtype::kF32, {}, &x}},
+                       metadata),
+      "has 65537 tensors and metadata keys, more than the limit of 65536");
+  std::string bytes = ReadFile(path);
+  const size_t metadata_end = bytes.find("},\"x\"");
+  ASSERT_NE(metadata_end, std::string::npos);
+  bytes.insert(metadata_end, ",\"one_more\":\"\"");
+  const uint64_t size = bytes.size() - 8 - sizeof(float);
+  bytes = MakeFile(bytes.substr(8, size), bytes.substr(8 + size));
+  ROTOR_EXPECT_ERROR(SafetensorsFile::Parse(bytes, "m.safetensors"),
+                     "m.safetensors: header has 65537 tensors and metadata "
+                     "keys, more than the limit of 65536");
 }
 
 TEST(Safetensors, ReadNamesAMissingFile) {

@@ -1,0 +1,556 @@
+// Hostile and broken inputs through build/rotor as a user runs it: malformed
+// configs, corrupted checkpoints and corrupted data folders. Each case must
+// end with exit status 1 and an error naming the problem, quickly (no hang,
+// no crash), and change no file: every case works in a copy of one small
+// real run (configs/tiny.yaml trained for 2 steps, made once per suite) and
+// its data, and every file of that copy is compared before and after.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tests/temp_dir.h"
+#include "tests/test_util.h"
+#include "tests/train/train_test_util.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The checkpoint of the suite's run, relative to a case's folder.
+constexpr char kCheckpoint[] = "run/checkpoints/step_00000002";
+
+// A training config matching the suite's run; OUT and DATA are replaced by
+// the case's run and data folders.
+constexpr char kBaseConfig[] =
+    "output_dir: OUT\n"
+    "model:\n"
+    "  vocab_size: 257\n"
+    "  hidden_size: 32\n"
+    "  intermediate_size: 64\n"
+    "  num_hidden_layers: 2\n"
+    "  num_attention_heads: 4\n"
+    "  num_key_value_heads: 2\n"
+    "  max_position_embeddings: 64\n"
+    "  tie_word_embeddings: true\n"
+    "data:\n"
+    "  path: DATA\n"
+    "train:\n"
+    "  batch_size: 4\n"
+    "  seq_len: 32\n"
+    "  max_steps: 4\n"
+    "  threads: 1\n"
+    "logging:\n"
+    "  progress: false\n";
+
+std::string Replace(std::string text, const std::string& from,
+                    const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// One bad input. `setup` breaks something in the case's folder (which holds
+// copies of the run, "run/", and its data, "data/"); `args` is the rotor
+// command line, where CASE stands for that folder.
+struct BadInput {
+  std::string name;
+  std::function<void(const test::TempDir&)> setup;
+  std::string args;
+  std::string expected;  // a part of the error message
+};
+
+void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
+
+// A config case: kBaseConfig changed by `edit`, run with `rotor train`.
+BadInput Config(const std::string& name,
+                std::function<std::string(const std::string&)> edit,
+                const std::string& expected, const std::string& extra = "") {
+  return {"Config" + name,
+          [edit](const test::TempDir& dir) {
+            std::string text = Replace(kBaseConfig, "OUT", dir.Path("run"));
+            text = Replace(text, "DATA", dir.Path("data"));
+            dir.Write("bad.yaml", edit(text));
+          },
+          "train CASE/bad.yaml " + extra, expected};
+}
+
+// kBaseConfig with line `from` replaced by `to`.
+BadInput ConfigLine(const std::string& name, const std::string& from,
+                    const std::string& to, const std::string& expected) {
+  return Config(
+      name,
+      [from, to](const std::string& text) { return Replace(text, from, to); },
+      expected);
+}
+
+// kBaseConfig with `text` appended.
+BadInput ConfigPlus(const std::string& name, const std::string& text,
+                    const std::string& expected) {
+  return Config(
+      name, [text](const std::string& base) { return base + text; }, expected);
+}
+
+std::string BillionLaughs() {
+  std::string text = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  const std::string names = "abcdefghi";
+  for (size_t i = 1; i < names.size(); ++i) {
+    const std::string alias = std::string("*") + names[i - 1];
+    text += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
+    for (int k = 0; k < 8; ++k) text += ", " + alias;
+    text += "]\n";
+  }
+  return text + "model: *i\n";
+}
+
+std::vector<BadInput> ConfigCases() {
+  return {
+      Config(
+          "Empty", [](const std::string&) { return ""; },
+          "the model: section is missing"),
+      Config(
+          "AList", [](const std::string&) { return "[1, 2]\n"; },
+          "expected a map with sections"),
+      Config(
+          "AScalar", [](const std::string&) { return "hello\n"; },
+          "expected a map with sections"),
+      Config(
+          "BillionLaughs", [](const std::string&) { return BillionLaughs(); },
+          "bad.yaml:1:4: an anchor (&name)"),
+      ConfigPlus("Anchor", "eval: &e {max_batches: 2}\n",
+                 "bad.yaml:20:7: an anchor (&name)"),
+      ConfigPlus("UndefinedAlias", "checkpoint: *c\n",
+                 "the referenced anchor is not defined"),
+      ConfigPlus("SecondDocument", "---\ntrain:\n  lr: 0.5\n",
+                 "bad.yaml:20:1: a second YAML document"),
+      Config(
+          "OverOneMebibyte",
+          [](const std::string& base) {
+            return base + "#" + std::string(size_t{1} << 20, 'x') + "\n";
+          },
+          "larger than the limit of 1048576 bytes"),
+      ConfigPlus("UnclosedBracket", "eval: [\n", "not valid YAML"),
+      // yaml-cpp ends an unclosed quote at the end of the file.
+      ConfigPlus("UnclosedQuote", "eval: \"abc\n",
+                 "bad.yaml:20:7: eval: expected a map of settings"),
+      ConfigPlus("UnknownSection", "schedule: cosine\n",
+                 "schedule: unknown key"),
+      ConfigPlus("DuplicateSection", "train:\n  lr: 0.5\n",
+                 "train: duplicate key (first given on line 13)"),
+      ConfigLine("DuplicateKey", "  seq_len: 32\n",
+                 "  seq_len: 32\n  seq_len: 16\n",
+                 "train.seq_len: duplicate key (first given on line 15)"),
+      ConfigLine("UnknownTrainKey", "  seq_len: 32\n",
+                 "  seq_len: 32\n  warmup: 3\n", "train.warmup: unknown key"),
+      ConfigLine("BatchSizeWord", "  batch_size: 4\n", "  batch_size: many\n",
+                 "train.batch_size: expected an integer, got 'many'"),
+      ConfigLine("BatchSizeZero", "  batch_size: 4\n", "  batch_size: 0\n",
+                 "train.batch_size: must be >= 1, got 0"),
+      ConfigLine("BatchSizeHuge", "  batch_size: 4\n",
+                 "  batch_size: 99999999999999999999\n",
+                 "train.batch_size: expected an integer"),
+      ConfigLine("SeqLenPastPositions", "  seq_len: 32\n", "  seq_len: 1024\n",
+                 "train.seq_len: exceeds model.max_position_embeddings"),
+      ConfigLine("MaxStepsFraction", "  max_steps: 4\n", "  max_steps: 1.5\n",
+                 "train.max_steps: expected an integer, got '1.5'"),
+      ConfigLine("LrNaN", "  seq_len: 32\n", "  seq_len: 32\n  lr: .nan\n",
+                 "train.lr: expected a number, got '.nan'"),
+      ConfigLine("LrTooLarge", "  seq_len: 32\n", "  seq_len: 32\n  lr: 11\n",
+                 "train.lr: must be in [0, 10], got 11"),
+      ConfigLine("MinLrAboveLr", "  seq_len: 32\n",
+                 "  seq_len: 32\n  lr: 1.0e-3\n  min_lr: 1.0e-2\n",
+                 "train.min_lr: must not exceed train.lr"),
+      ConfigLine("OneBeta", "  seq_len: 32\n",
+                 "  seq_len: 32\n  betas: [0.9]\n",
+                 "train.betas: expected a list of two numbers"),
+      ConfigLine("BetaOne", "  seq_len: 32\n",
+                 "  seq_len: 32\n  betas: [0.9, 1.0]\n",
+                 "train.betas: expected numbers in [0, 1), got '1.0'"),
+      ConfigLine("NegativeSeed", "  seq_len: 32\n",
+                 "  seq_len: 32\n  seed: -3\n",
+                 "train.seed: expected a non-negative integer"),
+      ConfigLine("TrainNotAMap",
+                 "train:\n  batch_size: 4\n  seq_len: 32\n"
+                 "  max_steps: 4\n  threads: 1\n",
+                 "train: 5\n", "train: expected a map of settings"),
+      ConfigLine("ModelAList",
+                 "model:\n  vocab_size: 257\n  hidden_size: 32\n"
+                 "  intermediate_size: 64\n  num_hidden_layers: 2\n"
+                 "  num_attention_heads: 4\n  num_key_value_heads: 2\n"
+                 "  max_position_embeddings: 64\n  tie_word_embeddings: true\n",
+                 "model: [1, 2]\n", "model: expected a map of model settings"),
+      ConfigLine("ModelKeyTypo", "  hidden_size: 32\n", "  hiden_size: 32\n",
+                 "model.hiden_size: unknown key"),
+      ConfigLine("HeadsDoNotDivideHidden", "  hidden_size: 32\n",
+                 "  hidden_size: 30\n", "not divisible"),
+      ConfigLine("KvHeadsDoNotDivideHeads", "  num_key_value_heads: 2\n",
+                 "  num_key_value_heads: 3\n",
+                 "must be a multiple of model.num_key_value_heads (3)"),
+      ConfigLine("VocabZero", "  vocab_size: 257\n", "  vocab_size: 0\n",
+                 "model.vocab_size"),
+      ConfigLine("UnknownRopeType", "  tie_word_embeddings: true\n",
+                 "  tie_word_embeddings: true\n"
+                 "  rope_scaling: {rope_type: warp, factor: 2}\n",
+                 "warp"),
+      ConfigLine("DataPathMissing",
+                 "  path: ", "  other: ", "data.other: unknown key"),
+      ConfigLine("DataNotPrepared", "/data\n", "/nowhere\n",
+                 "has no train.bin/val.bin"),
+      ConfigPlus("LoggingUnknownKey", "  verbose: maybe\n",
+                 "logging.verbose: unknown key"),
+      ConfigPlus("KeepLastZero", "checkpoint:\n  keep_last_n: 0\n",
+                 "checkpoint.keep_last_n: must be >= 1, got 0"),
+      ConfigPlus("EvalEveryNegative", "eval:\n  every_n_steps: -1\n",
+                 "eval.every_n_steps: must be >= 0, got -1"),
+      ConfigLine("PasskeyLossWord", "data:\n",
+                 "data:\n  passkey_loss: answers\n",
+                 "data.passkey_loss: passkey loss must be 'retrieval' or "
+                 "'all'"),
+      ConfigLine("OutputDirAList", "output_dir: ", "output_dir: [a]\n#",
+                 "output_dir: expected a non-empty string"),
+      Config(
+          "RepeatedOverride", [](const std::string& base) { return base; },
+          "command-line override train.lr is given twice",
+          "train.lr=0.1 train.lr=0.2"),
+      Config(
+          "OverrideWithAnchor", [](const std::string& base) { return base; },
+          "an anchor (&name)", "'train.betas=[&b 0.9, *b]'"),
+      Config(
+          "OverrideUnknownKey", [](const std::string& base) { return base; },
+          "command-line override train.warmup: train.warmup: unknown key",
+          "train.warmup=3"),
+  };
+}
+
+// Rewrites the JSON header of a safetensors file with `edit`, keeping the
+// data (the length field follows the header's new size).
+void EditHeader(const std::string& path,
+                const std::function<std::string(std::string)>& edit) {
+  const std::string bytes = train::ReadFile(path);
+  uint64_t size = 0;
+  for (int i = 7; i >= 0; --i) {
+    size = (size << 8) | static_cast<unsigned char>(bytes[i]);
+  }
+  const std::string header = edit(bytes.substr(8, size));
+  std::string length(8, '\0');
+  for (int i = 0; i < 8; ++i) {
+    length[i] =
+        static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i));
+  }
+  train::WriteFileAtomically(path, length + header + bytes.substr(8 + size));
+}
+
+// A checkpoint case: `corrupt` receives the path of the checkpoint's file
+// `file`; eval (or `command`) runs on the checkpoint.
+BadInput Checkpoint(
+    const std::string& name, const std::string& file,
+    std::function<void(const std::string&)> corrupt,
+    const std::string& expected,
+    const std::string& command = "eval --max-batches 1 --checkpoint CASE/" +
+                                 std::string(kCheckpoint)) {
+  return {"Checkpoint" + name,
+          [file, corrupt](const test::TempDir& dir) {
+            corrupt(dir.Path(std::string(kCheckpoint) + "/" + file));
+          },
+          command, expected};
+}
+
+BadInput CheckpointHeader(const std::string& name,
+                          std::function<std::string(std::string)> edit,
+                          const std::string& expected) {
+  return Checkpoint(
+      name, "model.safetensors",
+      [edit](const std::string& path) { EditHeader(path, edit); }, expected);
+}
+
+void Truncate(const std::string& path, size_t size) {
+  train::WriteFileAtomically(path, train::ReadFile(path).substr(0, size));
+}
+
+// Resuming the suite's run with its own config.
+const char kResume[] =
+    "train CASE/run/checkpoints/step_00000002/config.yaml "
+    "output_dir=CASE/run data.path=CASE/data train.max_steps=4";
+
+std::vector<BadInput> CheckpointCases() {
+  const std::string weights = "model.safetensors";
+  return {
+      Checkpoint(
+          "WeightsMissing", weights,
+          [](const std::string& path) { fs::remove(path); },
+          "model.safetensors"),
+      Checkpoint(
+          "WeightsEmpty", weights,
+          [](const std::string& path) { Truncate(path, 0); },
+          "too short for the 8-byte header length"),
+      Checkpoint(
+          "WeightsTruncated", weights,
+          [](const std::string& path) { Truncate(path, 1000); },
+          "runs past the end of the file"),
+      Checkpoint(
+          "WeightsLoseTheirLastBytes", weights,
+          [](const std::string& path) {
+            Truncate(path, fs::file_size(path) - 4);
+          },
+          "out of range"),
+      Checkpoint(
+          "WeightsWithTrailingBytes", weights,
+          [](const std::string& path) {
+            train::WriteFileAtomically(path, train::ReadFile(path) + "xxxx");
+          },
+          "4 trailing bytes after the last tensor"),
+      Checkpoint(
+          "HeaderLengthHuge", weights,
+          [](const std::string& path) {
+            std::string bytes = train::ReadFile(path);
+            bytes.replace(0, 8, std::string(8, '\xff'));
+            train::WriteFileAtomically(path, bytes);
+          },
+          "exceeds the limit of 16777216 bytes"),
+      CheckpointHeader(
+          "HeaderNotJson", [](std::string h) { return "x" + h.substr(1); },
+          "header is not a JSON object"),
+      CheckpointHeader(
+          "HeaderBrokenJson",
+          [](std::string h) { return Replace(h, "\"shape\"", "\"shape"); },
+          "invalid JSON"),
+      CheckpointHeader(
+          "HeaderDuplicateKey",
+          [](std::string h) {
+            return Replace(h, "\"producer\"", "\"step\":\"1\",\"producer\"");
+          },
+          "duplicate key \"step\" at /__metadata__"),
+      CheckpointHeader(
+          "HeaderUnknownDtype",
+          [](std::string h) { return Replace(h, "\"F32\"", "\"F16\""); },
+          "unsupported dtype \"F16\""),
+      CheckpointHeader(
+          "HeaderWrongShape",
+          [](std::string h) { return Replace(h, "[257,32]", "[257,33]"); },
+          "but data_offsets span"),
+      CheckpointHeader(
+          "HeaderRenamedTensor",
+          [](std::string h) {
+            return Replace(h, "model.embed_tokens.weight",
+                           "model.embed_tokens.weigh");
+          },
+          "model.embed_tokens.weight"),
+      CheckpointHeader(
+          "HeaderOverEntryLimit",
+          [](std::string h) {
+            std::string keys;
+            for (int i = 0; i < 70'000; ++i) {
+              keys += "\"k" + std::to_string(i) + "\":\"\",";
+            }
+            return Replace(h, "\"format\"", keys + "\"format\"");
+          },
+          "more than the limit of 65536"),
+      Checkpoint(
+          "ConfigMissing", "config.yaml",
+          [](const std::string& path) { fs::remove(path); }, "config.yaml"),
+      Checkpoint(
+          "ConfigBrokenYaml", "config.yaml",
+          [](const std::string& path) {
+            train::WriteFileAtomically(path, train::ReadFile(path) + "x: [\n");
+          },
+          "not valid YAML"),
+      Checkpoint(
+          "ConfigWithAlias", "config.yaml",
+          [](const std::string& path) {
+            train::WriteFileAtomically(path,
+                                       train::ReadFile(path) + "x: &x 1\n");
+          },
+          "an anchor (&name)"),
+      Checkpoint(
+          "ConfigOtherShape", "config.yaml",
+          [](const std::string& path) {
+            train::WriteFileAtomically(
+                path, Replace(train::ReadFile(path), "intermediate_size: 64",
+                              "intermediate_size: 48"));
+          },
+          "has shape [64, 32], expected [48, 32]"),
+      Checkpoint(
+          "WeightsTruncatedForGenerate", weights,
+          [](const std::string& path) { Truncate(path, 1000); },
+          "runs past the end of the file",
+          "generate --prompt The --max-new-tokens 2 --checkpoint CASE/" +
+              std::string(kCheckpoint)),
+      Checkpoint(
+          "StateBrokenJsonOnResume", "trainer_state.json",
+          [](const std::string& path) {
+            train::WriteFileAtomically(path, "{\"step\": 2,");
+          },
+          "trainer_state.json: invalid JSON", kResume),
+      Checkpoint(
+          "StateStepNegativeOnResume", "trainer_state.json",
+          [](const std::string& path) {
+            train::WriteFileAtomically(
+                path,
+                Replace(train::ReadFile(path), "\"step\": 2", "\"step\": -2"));
+          },
+          "optimizer step 2 does not match trainer step -2", kResume),
+      Checkpoint(
+          "OptimizerTruncatedOnResume", "optimizer.safetensors",
+          [](const std::string& path) { Truncate(path, 5000); },
+          "optimizer.safetensors", kResume),
+  };
+}
+
+// A token file of the case's data folder, broken by `corrupt` (given its
+// bytes); the run resumes on it (train) or evaluates on it (eval --data).
+BadInput Data(const std::string& name, const std::string& file,
+              std::function<std::string(std::string)> corrupt,
+              const std::string& expected, bool eval = false) {
+  return {"Data" + name,
+          [file, corrupt](const test::TempDir& dir) {
+            const std::string path = dir.Path("data/" + file);
+            train::WriteFileAtomically(path, corrupt(train::ReadFile(path)));
+          },
+          eval ? "eval --max-batches 1 --data CASE/data --checkpoint CASE/" +
+                     std::string(kCheckpoint)
+               : std::string(kResume),
+          expected};
+}
+
+std::string SetU32(std::string bytes, size_t offset, uint32_t value) {
+  for (int i = 0; i < 4; ++i)
+    bytes[offset + i] = static_cast<char>(value >> (8 * i));
+  return bytes;
+}
+
+std::vector<BadInput> DataCases() {
+  return {
+      {"DataTrainMissing",
+       [](const test::TempDir& dir) { fs::remove(dir.Path("data/train.bin")); },
+       kResume, "train.bin"},
+      {"DataIsAFile",
+       [](const test::TempDir& dir) {
+         fs::remove_all(dir.Path("data"));
+         dir.Write("data", "not a folder");
+       },
+       kResume, "data"},
+      Data(
+          "TrainEmpty", "train.bin", [](std::string) { return ""; },
+          "train.bin"),
+      Data(
+          "TrainHeaderTruncated", "train.bin",
+          [](std::string bytes) { return bytes.substr(0, 40); }, "train.bin"),
+      Data(
+          "TrainBadMagic", "train.bin",
+          [](std::string bytes) { return "XOTORTOK" + bytes.substr(8); },
+          "train.bin"),
+      Data(
+          "TrainFutureVersion", "train.bin",
+          [](std::string bytes) { return SetU32(bytes, 8, 99); }, "version"),
+      Data(
+          "TrainUnknownDtype", "train.bin",
+          [](std::string bytes) { return SetU32(bytes, 12, 7); }, "dtype"),
+      Data(
+          "TrainBodyTruncated", "train.bin",
+          [](std::string bytes) { return bytes.substr(0, bytes.size() - 2); },
+          "train.bin"),
+      Data(
+          "TrainOddLength", "train.bin",
+          [](std::string bytes) { return bytes + "x"; }, "train.bin"),
+      Data(
+          "TrainTokenPastVocab", "train.bin",
+          [](std::string bytes) {
+            bytes[100] = '\xff';
+            bytes[101] = '\xff';
+            return bytes;
+          },
+          "65535"),
+      Data(
+          "ValVocabTooSmall", "val.bin",
+          [](std::string bytes) { return SetU32(bytes, 16, 100); }, "val.bin",
+          /*eval=*/true),
+      Data(
+          "ValBadMagic", "val.bin",
+          [](std::string bytes) { return "XOTORTOK" + bytes.substr(8); },
+          "val.bin", /*eval=*/true),
+  };
+}
+
+std::vector<BadInput> AllCases() {
+  std::vector<BadInput> cases = ConfigCases();
+  for (auto* more : {CheckpointCases, DataCases}) {
+    for (BadInput& c : more()) cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+class BadInputMatrix : public ::testing::TestWithParam<BadInput> {
+ protected:
+  // The suite's run: a prepared data set and tiny.yaml trained 2 steps.
+  static void SetUpTestSuite() {
+    suite_dir_ = new test::TempDir();
+    const std::string data = test::PrepareTextData(*suite_dir_, 6, 20);
+    const std::string command = std::string(ROTOR_BINARY_DIR) +
+                                "/rotor train '" + test::TinyConfigPath() +
+                                "' 'data.path=" + data +
+                                "' 'output_dir=" + suite_dir_->Path("run") +
+                                "' train.max_steps=2 --samples 0 >/dev/null";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+  static void TearDownTestSuite() {
+    delete suite_dir_;
+    suite_dir_ = nullptr;
+  }
+
+  // Every file and folder under `dir`, with the files' contents.
+  static std::map<std::string, std::string> Snapshot(const std::string& dir) {
+    std::map<std::string, std::string> entries;
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      entries[entry.path().string()] =
+          entry.is_regular_file() ? train::ReadFile(entry.path().string())
+                                  : "(folder)";
+    }
+    return entries;
+  }
+
+  static inline test::TempDir* suite_dir_ = nullptr;
+  test::TempDir case_dir_;
+  test::TempDir output_;  // stdout and stderr of the command
+};
+
+TEST_P(BadInputMatrix, ExitsOneNamingTheProblemAndChangesNothing) {
+  const BadInput& input = GetParam();
+  fs::copy(suite_dir_->Path("run"), case_dir_.Path("run"),
+           fs::copy_options::recursive);
+  fs::copy(suite_dir_->Path("data"), case_dir_.Path("data"),
+           fs::copy_options::recursive);
+  input.setup(case_dir_);
+  const auto before = Snapshot(case_dir_.path());
+
+  std::string args = input.args;
+  for (size_t at; (at = args.find("CASE")) != std::string::npos;) {
+    args.replace(at, 4, case_dir_.path());
+  }
+  const std::string command = std::string(ROTOR_BINARY_DIR) + "/rotor " + args +
+                              " >'" + output_.Path("stdout") + "' 2>'" +
+                              output_.Path("stderr") + "' </dev/null";
+  const int raw = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(raw)) << "killed by a signal: " << command;
+  const std::string err = train::ReadFile(output_.Path("stderr"));
+  EXPECT_EQ(WEXITSTATUS(raw), 1) << err;
+  EXPECT_CONTAINS(err, input.expected);
+  EXPECT_EQ(Snapshot(case_dir_.path()), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, BadInputMatrix,
+                         ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<BadInput>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace rotor::tools
