@@ -262,9 +262,9 @@ ValidationResult Trainer::Validate() {
   state_.val_loss = val.loss;
   std::ostringstream line;
   line << "eval step " << state_.step << "  val_loss " << std::fixed
-       << std::setprecision(4) << val.loss << "  ppl " << std::setprecision(2)
-       << val.perplexity << "  bpb " << std::setprecision(3)
-       << val.bits_per_byte;
+       << std::setprecision(4) << val.loss << "  ppl " << std::defaultfloat
+       << std::setprecision(4) << val.perplexity  // 1.83e+07 or inf when huge
+       << "  bpb " << std::fixed << std::setprecision(3) << val.bits_per_byte;
   LogLine(line.str());
   metrics_.LogEvaluation(state_.step, val);
   return val;
