@@ -109,7 +109,7 @@ void RunValidation(nn::Transformer& model, const EvalOptions& options,
               val.path().c_str(), static_cast<long long>(result.tokens),
               static_cast<long long>(seq_len));
   std::printf("val_loss     %.4f nats/token\n", result.loss);
-  std::printf("perplexity   %.3f\n", result.perplexity);
+  std::printf("perplexity   %.6g\n", result.perplexity);  // inf past 709.8 nats
   std::printf("bits/byte    %.4f\n", result.bits_per_byte);
 }
 

@@ -131,6 +131,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
                 " does not match trainer step ", state_.step);
     log_ << "resuming from " << resume_dir << " at step " << state_.step
          << "\n";
+    last_checkpoint_ = resume_dir;
   } else if (!t.init_from.empty()) {
     log_ << "initialising the weights from "
          << InitializeFromCheckpoint(t.init_from, *model_)
@@ -156,6 +157,7 @@ void Trainer::SaveAndPrune() {
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
   SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_);
   PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
+  last_checkpoint_ = dir;
 }
 
 // The step's loss is the mean over all its scored tokens (passkey rows score
@@ -260,9 +262,9 @@ ValidationResult Trainer::Validate() {
   state_.val_loss = val.loss;
   std::ostringstream line;
   line << "eval step " << state_.step << "  val_loss " << std::fixed
-       << std::setprecision(4) << val.loss << "  ppl " << std::setprecision(2)
-       << val.perplexity << "  bpb " << std::setprecision(3)
-       << val.bits_per_byte;
+       << std::setprecision(4) << val.loss << "  ppl " << std::defaultfloat
+       << std::setprecision(4) << val.perplexity  // 1.83e+07 or inf when huge
+       << "  bpb " << std::fixed << std::setprecision(3) << val.bits_per_byte;
   LogLine(line.str());
   metrics_.LogEvaluation(state_.step, val);
   return val;
@@ -315,9 +317,7 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
   summary.seconds = SteadySeconds() - run_start;
   summary.tokens_per_second =
       summary.steps_run * StepTokens() / std::max(summary.seconds, 1e-9);
-  const std::vector<std::string> checkpoints =
-      ListCheckpoints(config_.output_dir);
-  if (!checkpoints.empty()) summary.checkpoint = checkpoints.back();
+  summary.checkpoint = last_checkpoint_;
   if (summary.steps_run > 0) LogLine(metrics_.PlotLossCurve());
   return summary;
 }

@@ -41,7 +41,7 @@ struct TrainSummary {
   double val_loss = 0.0;    // final evaluation
   double seconds = 0.0;     // wall time of this run
   double tokens_per_second = 0.0;
-  std::string checkpoint;  // the final checkpoint folder
+  std::string checkpoint;  // the run's final checkpoint folder
 };
 
 class Trainer {
@@ -94,6 +94,9 @@ class Trainer {
     int64_t start_tokens = 0;
   } window_;
   bool live_progress_ = false;
+  // The checkpoint this run last saved (or resumed from): the one it
+  // reports, whatever else output_dir holds.
+  std::string last_checkpoint_;
 };
 
 }  // namespace rotor::train
