@@ -100,18 +100,6 @@ BadInput ConfigPlus(const std::string& name, const std::string& text,
       name, [text](const std::string& base) { return base + text; }, expected);
 }
 
-std::string BillionLaughs() {
-  std::string text = "a: &a [x, x, x, x, x, x, x, x, x]\n";
-  const std::string names = "abcdefghi";
-  for (size_t i = 1; i < names.size(); ++i) {
-    const std::string alias = std::string("*") + names[i - 1];
-    text += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
-    for (int k = 0; k < 8; ++k) text += ", " + alias;
-    text += "]\n";
-  }
-  return text + "model: *i\n";
-}
-
 std::vector<BadInput> ConfigCases() {
   return {
       Config(
@@ -124,7 +112,8 @@ std::vector<BadInput> ConfigCases() {
           "AScalar", [](const std::string&) { return "hello\n"; },
           "expected a map with sections"),
       Config(
-          "BillionLaughs", [](const std::string&) { return BillionLaughs(); },
+          "BillionLaughs",
+          [](const std::string&) { return test::BillionLaughsYaml(); },
           "bad.yaml:1:4: an anchor (&name)"),
       ConfigPlus("Anchor", "eval: &e {max_batches: 2}\n",
                  "bad.yaml:20:7: an anchor (&name)"),

@@ -349,20 +349,12 @@ TEST(TrainConfig, RepeatedOverrideIsRefusedNamingTheKey) {
             0.5);
 }
 
-// Anchors and aliases nest into exponentially large trees ("billion
-// laughs": this 400-byte file expands to 9^9 scalars), so they are refused
-// while parsing, before anything is expanded; no config needs them.
+// Anchors and aliases nest into exponentially large trees (the "billion
+// laughs"), so they are refused while parsing, before anything is expanded;
+// no config needs them.
 TEST(TrainConfig, AnchorsAndAliasesAreRefusedWithoutExpanding) {
-  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n";
-  const std::string names = "abcdefghi";
-  for (size_t i = 1; i < names.size(); ++i) {
-    const std::string alias = std::string("*") + names[i - 1];
-    laughs += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
-    for (int k = 0; k < 8; ++k) laughs += ", " + alias;
-    laughs += "]\n";
-  }
-  laughs += "model: *i\n";
-  ROTOR_EXPECT_ERROR(Parse(laughs), "run.yaml:1:4: an anchor (&name)",
+  ROTOR_EXPECT_ERROR(Parse(test::BillionLaughsYaml()),
+                     "run.yaml:1:4: an anchor (&name)",
                      "rotor configs take no YAML anchors or aliases");
   // An alias needs an anchor before it, so none gets past the anchor check.
   ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: *x\n"),
