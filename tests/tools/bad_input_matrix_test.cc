@@ -127,10 +127,13 @@ std::vector<BadInput> ConfigCases() {
             return base + "#" + std::string(size_t{1} << 20, 'x') + "\n";
           },
           "larger than the limit of 1048576 bytes"),
+      // An endless file: reading stops at the limit.
+      {"ConfigIsDevZero", [](const test::TempDir&) {}, "train /dev/zero",
+       "cannot read config file /dev/zero (/dev/zero is larger than the "
+       "limit of 1048576 bytes)"},
       ConfigPlus("UnclosedBracket", "eval: [\n", "not valid YAML"),
-      // yaml-cpp ends an unclosed quote at the end of the file.
       ConfigPlus("UnclosedQuote", "eval: \"abc\n",
-                 "bad.yaml:20:7: eval: expected a map of settings"),
+                 "bad.yaml:20:7: a quoted string that is never closed"),
       ConfigPlus("UnknownSection", "schedule: cosine\n",
                  "schedule: unknown key"),
       ConfigPlus("DuplicateSection", "train:\n  lr: 0.5\n",

@@ -375,6 +375,19 @@ TEST(TrainConfig, SecondDocumentIsRefusedNamingItsLine) {
   EXPECT_NO_THROW(Parse("---\n" + kMinimal + "...\n"));
 }
 
+// yaml-cpp ends a quoted string left open at the end of the text; the
+// config reader refuses it. Closed ones, with escaped quotes, are fine.
+TEST(TrainConfig, UnclosedQuoteIsRefused) {
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: \"runs/a\n"),
+                     "run.yaml:10:13: a quoted string that is never closed");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: 'it''s\n"),
+                     "run.yaml:10:13: a quoted string that is never closed");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: \"a\\\"\n"), "never closed");
+  EXPECT_EQ(Parse(kMinimal + "output_dir: \"a\\\"b\"\n").output_dir, "a\"b");
+  EXPECT_EQ(Parse(kMinimal + "output_dir: 'it''s'\n").output_dir, "it's");
+  EXPECT_EQ(Parse(kMinimal + "output_dir: 'x'''\n").output_dir, "x'");
+}
+
 // docs/limits.md: a config of kMaxConfigBytes is read, one byte more is
 // refused, from text and from a file (which is not read past the limit).
 TEST(TrainConfig, ConfigSizeLimit) {
