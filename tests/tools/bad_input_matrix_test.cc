@@ -100,18 +100,6 @@ BadInput ConfigPlus(const std::string& name, const std::string& text,
       name, [text](const std::string& base) { return base + text; }, expected);
 }
 
-std::string BillionLaughs() {
-  std::string text = "a: &a [x, x, x, x, x, x, x, x, x]\n";
-  const std::string names = "abcdefghi";
-  for (size_t i = 1; i < names.size(); ++i) {
-    const std::string alias = std::string("*") + names[i - 1];
-    text += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
-    for (int k = 0; k < 8; ++k) text += ", " + alias;
-    text += "]\n";
-  }
-  return text + "model: *i\n";
-}
-
 std::vector<BadInput> ConfigCases() {
   return {
       Config(
@@ -124,7 +112,8 @@ std::vector<BadInput> ConfigCases() {
           "AScalar", [](const std::string&) { return "hello\n"; },
           "expected a map with sections"),
       Config(
-          "BillionLaughs", [](const std::string&) { return BillionLaughs(); },
+          "BillionLaughs",
+          [](const std::string&) { return test::BillionLaughsYaml(); },
           "bad.yaml:1:4: an anchor (&name)"),
       ConfigPlus("Anchor", "eval: &e {max_batches: 2}\n",
                  "bad.yaml:20:7: an anchor (&name)"),
@@ -138,10 +127,13 @@ std::vector<BadInput> ConfigCases() {
             return base + "#" + std::string(size_t{1} << 20, 'x') + "\n";
           },
           "larger than the limit of 1048576 bytes"),
+      // An endless file: reading stops at the limit.
+      {"ConfigIsDevZero", [](const test::TempDir&) {}, "train /dev/zero",
+       "cannot read config file /dev/zero (/dev/zero is larger than the "
+       "limit of 1048576 bytes)"},
       ConfigPlus("UnclosedBracket", "eval: [\n", "not valid YAML"),
-      // yaml-cpp ends an unclosed quote at the end of the file.
       ConfigPlus("UnclosedQuote", "eval: \"abc\n",
-                 "bad.yaml:20:7: eval: expected a map of settings"),
+                 "bad.yaml:20:7: a quoted string that is never closed"),
       ConfigPlus("UnknownSection", "schedule: cosine\n",
                  "schedule: unknown key"),
       ConfigPlus("DuplicateSection", "train:\n  lr: 0.5\n",

@@ -1,8 +1,10 @@
 // Every rotor command that reads YAML rejects a repeated key, naming the
 // file, the line and the key (yaml-cpp alone would keep one of the two
-// values without a word). The YAML documents each command reads: a training
-// config (train), --rope-from (eval), a checkpoint's config.yaml (eval and
-// generate), --config (rope) and a report config (extend-report).
+// values without a word), and refuses anchors at once, naming file:line
+// (nested aliases, the "billion laughs", kept them busy for minutes). The YAML
+// documents each command reads: a training config (train), --rope-from (eval),
+// a checkpoint's config.yaml (eval and generate), --config (rope) and a report
+// config (extend-report).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -10,8 +12,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/temp_dir.h"
+#include "tests/train/train_test_util.h"
 
 namespace rotor::tools {
 namespace {
@@ -22,10 +27,13 @@ struct Outcome {
 };
 
 // Runs `build/rotor ARGS` with stdout and stderr captured.
-Outcome RunRotor(const test::TempDir& dir, const std::string& args) {
+// `prefix` goes before the program (e.g. "timeout 30 ").
+Outcome RunRotor(const test::TempDir& dir, const std::string& args,
+                 const std::string& prefix = "") {
   const std::string err = dir.Path("stderr");
-  const std::string command = std::string(ROTOR_BINARY_DIR) + "/rotor " + args +
-                              " >/dev/null 2>'" + err + "' </dev/null";
+  const std::string command = prefix + std::string(ROTOR_BINARY_DIR) +
+                              "/rotor " + args + " >/dev/null 2>'" + err +
+                              "' </dev/null";
   const int raw = std::system(command.c_str());
   Outcome outcome;
   outcome.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -91,6 +99,37 @@ TEST(RepeatedYamlKey, RejectedInEvalRopeFrom) {
       RunRotor(dir, "eval --checkpoint '" + dir.Path("checkpoint") +
                         "' --rope-from '" + rope_from + "'"),
       rope_from);
+}
+
+TEST(HostileYaml, BillionLaughsRefusedAtOnceByEveryCommand) {
+  test::TempDir dir;
+  const std::string laughs =
+      dir.Write("laughs.yaml", test::BillionLaughsYaml());
+  dir.Write("checkpoint/model.safetensors", "");
+  const std::string saved =
+      dir.Write("checkpoint/config.yaml", test::BillionLaughsYaml());
+  const std::string checkpoint = dir.Path("checkpoint");
+  dir.Write("plain/model.safetensors", "");
+  dir.Write("plain/config.yaml", "model: {}\n");
+  // `timeout` turns a hang into a failure instead of a stuck suite.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"train '" + laughs + "'", laughs},
+      {"rope --config '" + laughs + "'", laughs},
+      {"extend-report '" + laughs + "'", laughs},
+      {"eval --checkpoint '" + checkpoint + "'", saved},
+      {"generate --checkpoint '" + checkpoint + "' --prompt x", saved},
+      {"eval --checkpoint '" + dir.Path("plain") + "' --rope-from '" + laughs +
+           "'",
+       laughs},
+  };
+  for (const auto& [args, file] : runs) {
+    SCOPED_TRACE(args);
+    const Outcome outcome = RunRotor(dir, args, "timeout 30 ");
+    EXPECT_EQ(outcome.status, 1) << outcome.err;
+    EXPECT_NE(outcome.err.find(file + ":1:4: an anchor (&name)"),
+              std::string::npos)
+        << outcome.err;
+  }
 }
 
 }  // namespace

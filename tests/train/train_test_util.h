@@ -14,8 +14,8 @@
 #include "nn/rope_scaling.h"
 #include "nn/transformer.h"
 #include "tests/temp_dir.h"
-#include "train/data/prepare.h"
 #include "train/config/train_config.h"
+#include "train/data/prepare.h"
 
 namespace rotor {
 namespace test {
@@ -62,8 +62,8 @@ inline std::string PrepareTextData(const TempDir& dir, int documents = 12,
 // configs/tiny.yaml reading `data` and writing to `output_dir`, plus
 // `overrides` ("key.path=value").
 inline train::TrainConfig TinyConfig(const std::string& data,
-                              const std::string& output_dir,
-                              std::vector<std::string> overrides = {}) {
+                                     const std::string& output_dir,
+                                     std::vector<std::string> overrides = {}) {
   overrides.insert(overrides.begin(),
                    {"data.path=" + data, "output_dir=" + output_dir});
   return train::LoadTrainConfig(TinyConfigPath(), overrides);
@@ -86,6 +86,20 @@ class PreparedDataTest : public ::testing::Test {
   static inline std::string data_;
   TempDir dir_;
 };
+
+// The "billion laughs": 400 bytes of YAML whose nested aliases expand to
+// 9^9 scalars (its first anchor is at 1:4). Configs must refuse it at once.
+inline std::string BillionLaughsYaml() {
+  std::string text = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  const std::string names = "abcdefghi";
+  for (size_t i = 1; i < names.size(); ++i) {
+    const std::string alias = std::string("*") + names[i - 1];
+    text += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
+    for (int k = 0; k < 8; ++k) text += ", " + alias;
+    text += "]\n";
+  }
+  return text + "model: *i\n";
+}
 
 // A one-layer Transformer small enough for exact, fast tests: hidden 16,
 // 2 query heads sharing 1 kv head of dim 8, byte vocabulary. A scaled

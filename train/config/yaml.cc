@@ -43,10 +43,13 @@ void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
 // - anchors and aliases: a few of them nest into an exponentially large tree
 //   (the "billion laughs");
 // - a second document ("---" after the first), which YAML::Load would ignore
-//   without a word.
+//   without a word;
+// - a quoted string never closed: yaml-cpp ends it at the end of the text
+//   (`output_dir: "abc` reads as "abc ").
 class ConfigEventChecker : public YAML::EventHandler {
  public:
-  explicit ConfigEventChecker(const std::string& file) : file_(file) {}
+  ConfigEventChecker(const std::string& text, const std::string& file)
+      : text_(text), file_(file) {}
 
   void OnDocumentStart(const YAML::Mark& mark) override {
     if (++documents_ > 1) {
@@ -65,6 +68,7 @@ class ConfigEventChecker : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string&,
                 YAML::anchor_t anchor, const std::string&) override {
     RefuseAnchor(mark, anchor);
+    RefuseUnclosedQuote(mark);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&,
                        YAML::anchor_t anchor,
@@ -87,11 +91,32 @@ class ConfigEventChecker : public YAML::EventHandler {
       Refuse(mark, StrCat("an anchor (&name): ", kNoAliases));
     }
   }
+  // A scalar that starts with a quote must have its closing quote in the
+  // text: the first '"' not escaped by a backslash, or the first '\'' not
+  // doubled.
+  void RefuseUnclosedQuote(const YAML::Mark& mark) {
+    const size_t start = static_cast<size_t>(mark.pos);
+    if (mark.pos < 0 || start >= text_.size()) return;
+    const char quote = text_[start];
+    if (quote != '"' && quote != '\'') return;
+    for (size_t i = start + 1; i < text_.size(); ++i) {
+      if (quote == '"' && text_[i] == '\\') {
+        ++i;
+      } else if (text_[i] == quote) {
+        if (quote == '"' || i + 1 == text_.size() || text_[i + 1] != quote) {
+          return;
+        }
+        ++i;
+      }
+    }
+    Refuse(mark, "a quoted string that is never closed");
+  }
   [[noreturn]] void Refuse(const YAML::Mark& mark, const std::string& what) {
     throw Error(
         StrCat(file_, ":", mark.line + 1, ":", mark.column + 1, ": ", what));
   }
 
+  const std::string& text_;
   const std::string& file_;
   int documents_ = 0;
 };
@@ -99,7 +124,7 @@ class ConfigEventChecker : public YAML::EventHandler {
 void CheckConfigEvents(const std::string& yaml_text, const std::string& file) {
   std::istringstream stream(yaml_text);
   YAML::Parser parser(stream);
-  ConfigEventChecker checker(file);
+  ConfigEventChecker checker(yaml_text, file);
   while (parser.HandleNextDocument(checker)) {
   }
 }

@@ -349,20 +349,12 @@ TEST(TrainConfig, RepeatedOverrideIsRefusedNamingTheKey) {
             0.5);
 }
 
-// Anchors and aliases nest into exponentially large trees ("billion
-// laughs": this 400-byte file expands to 9^9 scalars), so they are refused
-// while parsing, before anything is expanded; no config needs them.
+// Anchors and aliases nest into exponentially large trees (the "billion
+// laughs"), so they are refused while parsing, before anything is expanded;
+// no config needs them.
 TEST(TrainConfig, AnchorsAndAliasesAreRefusedWithoutExpanding) {
-  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n";
-  const std::string names = "abcdefghi";
-  for (size_t i = 1; i < names.size(); ++i) {
-    const std::string alias = std::string("*") + names[i - 1];
-    laughs += names.substr(i, 1) + ": &" + names[i] + " [" + alias;
-    for (int k = 0; k < 8; ++k) laughs += ", " + alias;
-    laughs += "]\n";
-  }
-  laughs += "model: *i\n";
-  ROTOR_EXPECT_ERROR(Parse(laughs), "run.yaml:1:4: an anchor (&name)",
+  ROTOR_EXPECT_ERROR(Parse(test::BillionLaughsYaml()),
+                     "run.yaml:1:4: an anchor (&name)",
                      "rotor configs take no YAML anchors or aliases");
   // An alias needs an anchor before it, so none gets past the anchor check.
   ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: *x\n"),
@@ -381,6 +373,19 @@ TEST(TrainConfig, SecondDocumentIsRefusedNamingItsLine) {
                      "run.yaml:11:1: a second YAML document");
   // One document, with or without its optional markers, is fine.
   EXPECT_NO_THROW(Parse("---\n" + kMinimal + "...\n"));
+}
+
+// yaml-cpp ends a quoted string left open at the end of the text; the
+// config reader refuses it. Closed ones, with escaped quotes, are fine.
+TEST(TrainConfig, UnclosedQuoteIsRefused) {
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: \"runs/a\n"),
+                     "run.yaml:10:13: a quoted string that is never closed");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: 'it''s\n"),
+                     "run.yaml:10:13: a quoted string that is never closed");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "output_dir: \"a\\\"\n"), "never closed");
+  EXPECT_EQ(Parse(kMinimal + "output_dir: \"a\\\"b\"\n").output_dir, "a\"b");
+  EXPECT_EQ(Parse(kMinimal + "output_dir: 'it''s'\n").output_dir, "it's");
+  EXPECT_EQ(Parse(kMinimal + "output_dir: 'x'''\n").output_dir, "x'");
 }
 
 // docs/limits.md: a config of kMaxConfigBytes is read, one byte more is
