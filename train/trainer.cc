@@ -9,9 +9,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
 #include "train/optim/lr_schedule.h"
@@ -49,6 +51,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
   nn::TransformerConfig model_config = ResolveTransformerConfig(config_.model);
+  CheckTrainingFitsInMemory(config_, model_config);
   for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
     ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
                 ": model.vocab_size (", model_config.vocab_size,
@@ -226,7 +229,8 @@ ValidationResult Trainer::Validate() {
 
 int64_t Trainer::StepTokens() const {
   const TrainSection& t = config_.train;
-  return t.batch_size * t.seq_len * t.gradient_accumulation_steps;
+  return CheckedMul(CheckedMul(t.batch_size, t.seq_len, "tokens per step"),
+                    t.gradient_accumulation_steps, "tokens per step");
 }
 
 TrainSummary Trainer::Run(int64_t stop_after_steps) {

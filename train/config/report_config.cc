@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
 
@@ -170,7 +171,7 @@ ExtendReportConfig ParseExtendReportConfig(
              StrCat("must be in (1, 64], got ", config.factor));
   }
   ReadMethods(top, "methods", config.methods);
-  top.Read("threads", config.threads, 0);
+  top.Read("threads", config.threads, 0, limits::kMaxThreads);
   ReadFinetune(SectionReader(root["finetune"], "finetune", file, overridden),
                config);
   ReadEval(SectionReader(root["eval"], "eval", file, overridden), config);
