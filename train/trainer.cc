@@ -52,6 +52,10 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   SetNumThreads(static_cast<int>(t.threads));
   nn::TransformerConfig model_config = ResolveTransformerConfig(config_.model);
   CheckTrainingFitsInMemory(config_, model_config);
+  // tokens_seen counts up to max_steps * StepTokens() in int64_t (configs
+  // built in code, like the extend report's, are not parsed).
+  CheckedMul(t.max_steps, StepTokens(),
+             "the tokens of the run (train.max_steps * tokens per step)");
   for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
     ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
                 ": model.vocab_size (", model_config.vocab_size,
@@ -254,7 +258,8 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     optimizer_->Step(lr);
     ++state_.step;
     ++summary.steps_run;
-    state_.tokens_seen += StepTokens();
+    state_.tokens_seen =
+        CheckedAdd(state_.tokens_seen, StepTokens(), "tokens_seen");
     summary.train_loss = loss;
     ReportStep({state_.step, loss, lr, grad_norm, 0.0, state_.tokens_seen});
 
