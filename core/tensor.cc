@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
+#include <vector>
 
 #include "core/autograd.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "hwy/aligned_allocator.h"
 
@@ -24,7 +27,9 @@ std::string ShapeToString(const Shape& shape) {
 
 int64_t NumElements(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t extent : shape) n *= extent;
+  for (int64_t extent : shape) {
+    n = CheckedMul(n, extent, "the number of elements of a tensor");
+  }
   return n;
 }
 
@@ -33,7 +38,7 @@ Shape ContiguousStrides(const Shape& shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= shape[i];
+    stride = CheckedMul(stride, shape[i], "the strides of a tensor");
   }
   return strides;
 }
@@ -43,43 +48,58 @@ namespace {
 // The caching pool behind Storage: free lists keyed by exact size in floats.
 // hwy::AllocateAlignedBytes gives HWY_ALIGNMENT (64-byte) alignment, so every
 // tensor starts on a cache line and a full AVX-512 vector.
+//
+// Release runs in destructors, also while an exception (often
+// std::bad_alloc) unwinds the stack, so it must not allocate: Allocate makes
+// room in a size's free list for every buffer of that size it hands out, and
+// Release only pushes into that room.
 class BufferPool {
  public:
   float* Allocate(size_t size) {
+    const size_t bytes = CheckedMul(size == 0 ? size_t{1} : size, sizeof(float),
+                                    "the bytes of a tensor");
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stats_.live_bytes += Bytes(size);
-      stats_.peak_live_bytes =
-          std::max(stats_.peak_live_bytes, stats_.live_bytes);
-      auto it = free_.find(size);
-      if (it != free_.end() && !it->second.empty()) {
-        float* buffer = it->second.back();
-        it->second.pop_back();
-        stats_.cached_bytes -= Bytes(size);
+      FreeList& list = free_[size];
+      if (!list.buffers.empty()) {
+        float* buffer = list.buffers.back();
+        list.buffers.pop_back();
+        stats_.cached_bytes -= bytes;
+        AddLive(bytes);
         return buffer;
       }
+      list.buffers.reserve(list.count + 1);
+      ++list.count;
     }
-    void* buffer = hwy::AllocateAlignedBytes(Bytes(size), nullptr, nullptr);
-    ROTOR_CHECK(buffer != nullptr, "out of memory allocating ", Bytes(size),
-                " bytes");
+    void* buffer = hwy::AllocateAlignedBytes(bytes, nullptr, nullptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (buffer == nullptr) {
+      --free_[size].count;
+      throw Error(
+          StrCat("out of memory allocating a tensor of ", bytes, " bytes"));
+    }
+    AddLive(bytes);
     return static_cast<float*>(buffer);
   }
 
-  void Release(float* buffer, size_t size) {
+  void Release(float* buffer, size_t size) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.live_bytes -= Bytes(size);
     stats_.cached_bytes += Bytes(size);
-    free_[size].push_back(buffer);
+    free_.find(size)->second.buffers.push_back(buffer);  // within capacity
   }
 
   void ReleaseCached() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [size, buffers] : free_) {
-      for (float* buffer : buffers) {
+    for (auto it = free_.begin(); it != free_.end();) {
+      FreeList& list = it->second;
+      for (float* buffer : list.buffers) {
         hwy::FreeAlignedBytes(buffer, nullptr, nullptr);
       }
+      list.count -= list.buffers.size();
+      list.buffers.clear();  // keeps the room of the live buffers
+      it = list.count == 0 ? free_.erase(it) : std::next(it);
     }
-    free_.clear();
     stats_.cached_bytes = 0;
   }
 
@@ -94,9 +114,21 @@ class BufferPool {
   }
 
  private:
+  struct FreeList {
+    std::vector<float*> buffers;  // cached; capacity >= count
+    size_t count = 0;             // buffers of this size, live or cached
+  };
+
+  // Exact for sizes Allocate accepted.
   static size_t Bytes(size_t size) { return (size == 0 ? 1 : size) * 4; }
+  void AddLive(size_t bytes) {
+    stats_.live_bytes += bytes;
+    stats_.peak_live_bytes =
+        std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  }
+
   std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<float*>> free_;
+  std::unordered_map<size_t, FreeList> free_;
   MemoryStats stats_;
 };
 

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/limits.h"
+
 namespace rotor {
 namespace tools {
 
@@ -70,7 +72,7 @@ CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint) {
 }
 
 CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads) {
-  return AddIntegerOption(command, "--threads", threads, 0,
+  return AddIntegerOption(command, "--threads", threads, 0, limits::kMaxThreads,
                           "0 = all cores (default)");
 }
 

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -23,19 +24,25 @@ namespace tools {
 CLI::App* AddCommand(CLI::App& rotor, const std::string& name,
                      const std::string& summary, const std::string& details);
 
-// A base-10 integer >= `min`. Add it with ->transform(), not ->check(): it
-// rewrites the value in canonical form, since CLI11's own conversion would
-// read 010 as octal.
+// A base-10 integer in [min, max] (max: the type's largest by default;
+// the size limits are in core/limits.h). Add it with ->transform(), not
+// ->check(): it rewrites the value in canonical form, since CLI11's own
+// conversion would read 010 as octal.
 template <typename Integer>
-CLI::Validator IntegerAtLeast(Integer min) {
+CLI::Validator IntegerAtLeast(
+    Integer min, Integer max = std::numeric_limits<Integer>::max()) {
   return CLI::Validator(
-      [min](std::string& text) -> std::string {
+      [min, max](std::string& text) -> std::string {
         Integer value = 0;
         const char* end = text.data() + text.size();
         const auto [stop, error] = std::from_chars(text.data(), end, value);
         if (text.empty() || error != std::errc() || stop != end ||
-            value < min) {
-          return StrCat("expects an integer >= ", min, ", got '", text, "'");
+            value < min || value > max) {
+          return max == std::numeric_limits<Integer>::max()
+                     ? StrCat("expects an integer >= ", min, ", got '", text,
+                              "'")
+                     : StrCat("expects an integer in [", min, ", ", max,
+                              "], got '", text, "'");
         }
         text = std::to_string(value);
         return "";
@@ -50,14 +57,24 @@ CLI::Validator NumberIn(double min, double max, bool open = false);
 // Refuses an empty value (e.g. --plot '').
 CLI::Validator NotEmpty();
 
-// An integer flag `name` N, at least `min` (`value` alone sets the type).
+// An integer flag `name` N in [min, max] (`value` alone sets the type).
+template <typename Integer>
+CLI::Option* AddIntegerOption(CLI::App& command, const std::string& name,
+                              Integer& value, std::common_type_t<Integer> min,
+                              std::common_type_t<Integer> max,
+                              const std::string& help) {
+  return command.add_option(name, value, help)
+      ->type_name("N")
+      ->transform(IntegerAtLeast(min, max));
+}
+
+// An integer flag `name` N, at least `min`.
 template <typename Integer>
 CLI::Option* AddIntegerOption(CLI::App& command, const std::string& name,
                               Integer& value, std::common_type_t<Integer> min,
                               const std::string& help) {
-  return command.add_option(name, value, help)
-      ->type_name("N")
-      ->transform(IntegerAtLeast(min));
+  return AddIntegerOption(command, name, value, min,
+                          std::numeric_limits<Integer>::max(), help);
 }
 
 // A number flag `name` X, in [min, max] or, when `open`, in (min, max).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
 #include "core/parallel.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -232,13 +233,15 @@ void AddEvalCommand(CLI::App& rotor) {
                    "data folder (default: the checkpoint config's)")
       ->type_name("PATH");
   AddIntegerOption(*command, "--seq-len", options->seq_len, 1,
+                   limits::kMaxPositions,
                    "context length (default: the training seq_len)");
   AddIntegerOption(*command, "--batch-size", options->batch_size, 1,
+                   limits::kMaxBatchSize,
                    "windows per batch (default: training batch_size)");
   AddIntegerOption(*command, "--max-batches", options->max_batches, 0,
                    "stop after N batches; 0 = the whole file (default)");
   AddListOption(*command, "--lengths", options->length_eval.lengths,
-                IntegerAtLeast<int64_t>(1),
+                IntegerAtLeast<int64_t>(1, limits::kMaxPositions),
                 "perplexity at each context length, e.g. 256,1024");
   command
       ->add_option("--method", options->method,
@@ -258,7 +261,7 @@ void AddEvalCommand(CLI::App& rotor) {
   command->add_flag("--passkey", options->passkey,
                     "also measure passkey retrieval");
   AddListOption(*command, "--passkey-lengths", options->passkey_eval.lengths,
-                IntegerAtLeast<int64_t>(1),
+                IntegerAtLeast<int64_t>(1, limits::kMaxPositions),
                 "passkey context lengths (default: --lengths)");
   AddListOption(*command, "--depths", options->passkey_eval.depths,
                 NumberIn(0.0, 1.0),

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/limits.h"
 #include "core/parallel.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -47,6 +48,7 @@ void AddGenerateCommand(CLI::App& rotor) {
       ->type_name("TEXT")
       ->required();
   AddIntegerOption(*command, "--max-new-tokens", sampling.max_new_tokens, 0,
+                   limits::kMaxPositions - 1,
                    "tokens to generate (default 200)");
   AddNumberOption(*command, "--temperature", sampling.temperature, 0.0, 100.0,
                   "0 = greedy; higher = more varied (default 0.8)");

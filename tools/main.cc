@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,13 @@ int main(int argc, char** argv) {
     return rotor.exit(help_or_version);
   } catch (const CLI::ParseError& error) {
     return ReportUsageError(rotor, error);
+  } catch (const std::bad_alloc&) {
+    // Past the up-front memory checks (docs/limits.md): a clear message and
+    // status 1, never an abort.
+    std::cerr << "rotor " << rotor.get_subcommands().front()->get_name()
+              << ": error: out of memory; lower the model or batch sizes, or "
+                 "run where more memory is available\n";
+    return 1;
   } catch (const std::exception& error) {
     // rotor::Error, or not rotor's own checks (e.g. a file system error):
     // still a message and status 1 rather than an abort.

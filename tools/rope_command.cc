@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "nn/rope_scaling.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -276,10 +277,11 @@ void AddRopeCommand(CLI::App& rotor) {
       ->type_name("FILE")
       ->required();
   AddListOption(*command, "--positions", options->positions,
-                IntegerAtLeast<int64_t>(0),
+                IntegerAtLeast<int64_t>(0, limits::kMaxPositions - 1),
                 "comma-separated positions, e.g. 0,1,2047\n"
                 "(default: 0,1,N-1 with N the sequence length)");
   AddIntegerOption(*command, "--seq-len", options->seq_len, 1,
+                   limits::kMaxPositions,
                    "the sequence length the tables are built for; only\n"
                    "dynamic and longrope depend on it (default:\n"
                    "max_position_embeddings)");

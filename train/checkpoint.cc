@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/config/memory_estimate.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
@@ -283,6 +284,7 @@ std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
   const nn::TransformerConfig architecture =
       ResolveTransformerConfig(config.model);
   CheckSameArchitecture(ResolveTransformerConfig(saved), architecture, what);
+  CheckModelFitsInMemory(architecture, "checkpoint " + dir);
   auto model =
       std::make_unique<nn::Transformer>(architecture, config.train.seed);
   LoadModelWeights(dir, *model);

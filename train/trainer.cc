@@ -10,9 +10,11 @@
 #include <limits>
 #include <sstream>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
 #include "train/optim/lr_schedule.h"
@@ -86,6 +88,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
   nn::TransformerConfig model_config = ResolveTransformerConfig(config_.model);
+  CheckTrainingFitsInMemory(config_, model_config);
+  // tokens_seen counts up to max_steps * StepTokens() in int64_t (configs
+  // built in code, like the extend report's, are not parsed).
+  CheckedMul(t.max_steps, StepTokens(),
+             "the tokens of the run (train.max_steps * tokens per step)");
   for (const TokenFile* tokens : {&train_tokens_, &val_tokens_}) {
     ROTOR_CHECK(model_config.vocab_size >= tokens->vocab_size(), config_.file,
                 ": model.vocab_size (", model_config.vocab_size,
@@ -272,7 +279,8 @@ ValidationResult Trainer::Validate() {
 
 int64_t Trainer::StepTokens() const {
   const TrainSection& t = config_.train;
-  return t.batch_size * t.seq_len * t.gradient_accumulation_steps;
+  return CheckedMul(CheckedMul(t.batch_size, t.seq_len, "tokens per step"),
+                    t.gradient_accumulation_steps, "tokens per step");
 }
 
 TrainSummary Trainer::Run(int64_t stop_after_steps) {
@@ -297,7 +305,8 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     ++state_.step;
     state_.val_loss = std::numeric_limits<double>::quiet_NaN();
     ++summary.steps_run;
-    state_.tokens_seen += StepTokens();
+    state_.tokens_seen =
+        CheckedAdd(state_.tokens_seen, StepTokens(), "tokens_seen");
     summary.train_loss = loss;
     ReportStep({state_.step, loss, lr, grad_norm, 0.0, state_.tokens_seen});
 

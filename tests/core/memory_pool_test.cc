@@ -1,8 +1,32 @@
 // The caching buffer pool behind Storage: freed buffers are reused for
-// requests of the same size, and the statistics track live and peak bytes.
+// requests of the same size, the statistics track live and peak bytes, and
+// freeing a buffer never allocates.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <new>
+
+#include "core/error.h"
 #include "core/tensor.h"
+#include "tests/test_util.h"
+
+namespace rotor {
+namespace {
+
+// While set, operator new (replaced below for this test binary) fails, as
+// it does when memory is exhausted.
+thread_local bool fail_allocations = false;
+
+}  // namespace
+}  // namespace rotor
+
+void* operator new(std::size_t size) {
+  if (rotor::fail_allocations) throw std::bad_alloc();
+  if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
+  throw std::bad_alloc();
+}
+void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 
 namespace rotor {
 namespace {
@@ -43,6 +67,39 @@ TEST(MemoryPool, ViewsKeepTheBufferAlive) {
     view = t.ViewAs({2}, {1}, 2);
   }
   EXPECT_EQ(view.ToVector(), (std::vector<float>{3, 4}));
+}
+
+// Buffers are freed by destructors, also while an exception (often
+// std::bad_alloc) unwinds the stack: a release that allocated would throw
+// out of a destructor and abort the program ("terminate called ...").
+TEST(MemoryPoolDeathTest, FreeingBuffersAllocatesNothing) {
+  EXPECT_EXIT(
+      {
+        {
+          Tensor first_of_its_size = Tensor::Empty({98765});
+          fail_allocations = true;
+        }
+        fail_allocations = false;
+        // After the cache is returned to the system, live buffers of that
+        // size still have their place in the free list.
+        Tensor cached = Tensor::Empty({45678});
+        Tensor live = Tensor::Empty({45678});
+        cached = Tensor();
+        ReleaseCachedMemory();
+        fail_allocations = true;
+        live = Tensor();
+        fail_allocations = false;
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(MemoryPool, ImpossibleSizesAreErrorsNotOverflows) {
+  // 2^62 floats are 2^64 bytes: the byte count would wrap to 0.
+  ROTOR_EXPECT_ERROR(Tensor::Empty({int64_t{1} << 31, int64_t{1} << 31}),
+                     "integer overflow computing the bytes of a tensor");
+  ROTOR_EXPECT_ERROR(Tensor::Empty({int64_t{1} << 40, int64_t{1} << 40}),
+                     "integer overflow computing the number of elements");
 }
 
 }  // namespace

@@ -32,12 +32,13 @@ std::string Quote(const std::string& text) { return "'" + text + "'"; }
 
 class RotorCli : public test::PreparedDataTest {
  protected:
-  // Runs `build/rotor ARGS` (ARGS already shell-quoted).
-  Result Run(const std::string& args) const {
+  // Runs `LAUNCHER build/rotor ARGS` (ARGS already shell-quoted; LAUNCHER
+  // e.g. "prlimit --as=N").
+  Result Run(const std::string& args, const std::string& launcher = "") const {
     const std::string command =
-        Quote(std::string(ROTOR_BINARY_DIR) + "/rotor") + " " + args + " >" +
-        Quote(dir_.Path("stdout")) + " 2>" + Quote(dir_.Path("stderr")) +
-        " </dev/null";
+        launcher + " " + Quote(std::string(ROTOR_BINARY_DIR) + "/rotor") + " " +
+        args + " >" + Quote(dir_.Path("stdout")) + " 2>" +
+        Quote(dir_.Path("stderr")) + " </dev/null";
     const int raw = std::system(command.c_str());
     Result result;
     if (raw != -1 && WIFEXITED(raw)) result.status = WEXITSTATUS(raw);
@@ -129,12 +130,14 @@ TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
        "help was given a disallowed flag override"},
       {"eval", "rotor eval: --checkpoint is required"},
       {eval + "extra", "unexpected argument 'extra'"},
-      {eval + "--seq-len 0", "--seq-len: expects an integer >= 1, got '0'"},
+      {eval + "--seq-len 0",
+       "--seq-len: expects an integer in [1, 16777216], got '0'"},
       {eval + "--lengths 256,abc",
-       "--lengths: expects an integer >= 1, got 'abc'"},
-      {eval + "--lengths 0", "--lengths: expects an integer >= 1, got '0'"},
+       "--lengths: expects an integer in [1, 16777216], got 'abc'"},
+      {eval + "--lengths 0",
+       "--lengths: expects an integer in [1, 16777216], got '0'"},
       {eval + "--passkey --passkey-lengths 64,-1",
-       "--passkey-lengths: expects an integer >= 1, got '-1'"},
+       "--passkey-lengths: expects an integer in [1, 16777216], got '-1'"},
       {eval + "--passkey --lengths 64 --depths 0,1.5",
        "--depths: must be in [0, 1], got 1.5"},
       {eval + "--passkey --lengths 64 --depths 0,half",
@@ -150,6 +153,18 @@ TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
       {generate + "--top-k 1.5", "--top-k: expects an integer >= 0, got '1.5'"},
       {generate + "--seed -3", "--seed: expects an integer >= 0, got '-3'"},
       {generate + "stray", "unexpected argument 'stray'"},
+      // Sizes beyond rotor's limits (core/limits.h).
+      {generate + "--max-new-tokens 9223372036854775807",
+       "--max-new-tokens: expects an integer in [0, 16777215], got "
+       "'9223372036854775807'"},
+      {generate + "--threads 4294967296",
+       "--threads: expects an integer in [0, 4096], got '4294967296'"},
+      {eval + "--seq-len 4611686018427387904",
+       "--seq-len: expects an integer in [1, 16777216]"},
+      {eval + "--batch-size 4611686018427387904",
+       "--batch-size: expects an integer in [1, 1048576]"},
+      {eval + "--lengths 64,1099511627776",
+       "--lengths: expects an integer in [1, 16777216], got '1099511627776'"},
       {"extend-report", "rotor extend-report: config is required"},
       {"extend-report " + config + " stray",
        "'stray' is neither a flag nor a key.path=value override"},
@@ -291,6 +306,70 @@ TEST_F(RotorCli, BadConfigsCheckpointsAndDataExitOne) {
   r = Run("eval --checkpoint " + Quote(copy));
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, copy + "/config.yaml");
+}
+
+// Absurd sizes end in status 1 and a message naming the key: never a
+// crash, an abort or an allocation attempt. Under an address-space limit
+// of 1 GB (prlimit) a model that cannot fit is refused before it is built.
+TEST_F(RotorCli, AbsurdSizesExitOneNamingTheKey) {
+  const std::string train = "train " + Quote(test::TinyConfigPath()) + " " +
+                            Quote("data.path=" + data_) + " " +
+                            Quote("output_dir=" + dir_.Path("out")) + " ";
+  const std::string one_gigabyte = "prlimit --as=1000000000";
+  struct Case {
+    std::string args;
+    std::vector<std::string> messages;
+  };
+  const std::vector<Case> cases = {
+      {"train.batch_size=4611686018427387904",
+       {"train.batch_size: must be <= 1048576 (rotor's limit), got "
+        "4611686018427387904"}},
+      {"model.num_hidden_layers=100000000",
+       {"model.num_hidden_layers: must be <= 4096 (rotor's limit), got "
+        "100000000"}},
+      {"model.hidden_size=1099511627776",
+       {"model.hidden_size: must be <= 65536 (rotor's limit)"}},
+      {"train.gradient_accumulation_steps=4611686018427387904",
+       {"train.gradient_accumulation_steps: must be <= 1048576"}},
+      {"train.seq_len=64 train.batch_size=1000000",
+       {"this run needs at least", "the address-space limit (RLIMIT_AS)",
+        "train.batch_size 1000000, train.seq_len 64"}},
+      {"model.hidden_size=4096 model.intermediate_size=16384 "
+       "model.num_hidden_layers=32 model.num_attention_heads=32",
+       {"this run needs at least", "model.hidden_size 4096",
+        "model.num_hidden_layers 32"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const Result r = Run(train + c.args, one_gigabyte);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_CONTAINS(r.err, "rotor train: error: ");
+    for (const std::string& message : c.messages) {
+      EXPECT_CONTAINS(r.err, message);
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir_.Path("out/checkpoints")));
+
+  // A checkpoint whose config.yaml claims a model too large to build.
+  ASSERT_EQ(Train("run", "--samples 0").status, 0);
+  const std::string copy = dir_.Path("copy");
+  fs::copy(dir_.Path("run/checkpoints/step_00000008"), copy);
+  std::string config = train::ReadFile(copy + "/config.yaml");
+  for (const auto& [key, value] :
+       {std::pair{"hidden_size: 32", "hidden_size: 65536"},
+        std::pair{"num_hidden_layers: 2", "num_hidden_layers: 4096"}}) {
+    const size_t at = config.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    config.replace(at, std::string(key).size(), value);
+  }
+  train::WriteFileAtomically(copy + "/config.yaml", config);
+  for (const std::string command : {"eval", "generate --prompt a"}) {
+    const Result r =
+        Run(command + " --checkpoint " + Quote(copy), one_gigabyte);
+    EXPECT_EQ(r.status, 1) << command;
+    EXPECT_CONTAINS(r.err, "checkpoint " + copy + ": the model's weights need");
+    EXPECT_CONTAINS(r.err, "model.num_hidden_layers 4096");
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -500,6 +501,28 @@ TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
   const double mixed = run("mixed", "0.5");
   EXPECT_EQ(run("mixed_again", "0.5"), mixed);  // deterministic
   EXPECT_NE(mixed, text);
+}
+
+// The trainer counts tokens_seen in int64_t. A config built in code (the
+// extend report's) skips the parser's check of the run's token count, and a
+// checkpoint's trainer_state.json can hold any count: both are errors, not
+// a wrapped, negative count.
+TEST_F(TrainerTest, TokenCountsThatCannotBeCountedAreErrors) {
+  TrainConfig config = Config("huge");
+  config.train.max_steps = int64_t{1} << 60;  // * 128 tokens per step
+  ROTOR_EXPECT_ERROR(Trainer(config, log_),
+                     "integer overflow computing the tokens of the run "
+                     "(train.max_steps * tokens per step): 1152921504606846976"
+                     " * 128");
+
+  Trainer(Config("run", {"train.max_steps=2"}), log_).Run(1);
+  const std::string state =
+      dir_.Path("run/checkpoints/step_00000001/trainer_state.json");
+  Json json = ParseJson(ReadFile(state), state);
+  json["tokens_seen"] = std::numeric_limits<int64_t>::max() - 100;
+  WriteFileAtomically(state, json.dump());
+  Trainer resumed(Config("run", {"train.max_steps=2"}), log_);
+  ROTOR_EXPECT_ERROR(resumed.Run(), "integer overflow computing tokens_seen");
 }
 
 }  // namespace

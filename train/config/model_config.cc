@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "train/config/yaml.h"
 
 namespace rotor::train {
@@ -77,21 +78,23 @@ class ModelConfigParser {
                ModelConfig& config, PositionKeys& positions) {
     const std::string key = key_node.Scalar();
     if (key == "vocab_size") {
-      config.vocab_size = ReadInt(value, key);
+      config.vocab_size = ReadInt(value, key, limits::kMaxVocabSize);
     } else if (key == "hidden_size") {
-      config.hidden_size = ReadInt(value, key);
+      config.hidden_size = ReadInt(value, key, limits::kMaxHiddenSize);
     } else if (key == "intermediate_size") {
-      config.intermediate_size = ReadInt(value, key);
+      config.intermediate_size =
+          ReadInt(value, key, limits::kMaxIntermediateSize);
     } else if (key == "num_hidden_layers") {
-      config.num_hidden_layers = ReadInt(value, key);
+      config.num_hidden_layers = ReadInt(value, key, limits::kMaxLayers);
     } else if (key == "num_attention_heads") {
-      config.num_attention_heads = ReadInt(value, key);
+      config.num_attention_heads = ReadInt(value, key, limits::kMaxHeads);
     } else if (key == "num_key_value_heads") {
-      config.num_key_value_heads = ReadInt(value, key);
+      config.num_key_value_heads = ReadInt(value, key, limits::kMaxHeads);
     } else if (key == "head_dim") {
-      positions.head_dim = ReadInt(value, key);
+      positions.head_dim = ReadInt(value, key, limits::kMaxHeadDim);
     } else if (key == "max_position_embeddings") {
-      positions.max_position_embeddings = ReadInt(value, key);
+      positions.max_position_embeddings =
+          ReadInt(value, key, limits::kMaxPositions);
     } else if (key == "rms_norm_eps") {
       const double eps = ReadDouble(value, key);
       if (!(std::isfinite(eps) && eps > 0.0)) {
@@ -108,7 +111,7 @@ class ModelConfigParser {
     } else if (key == "rope_scaling") {
       positions.rope_scaling = value;
     } else if (key == "original_max_position_embeddings") {
-      positions.top_level_original = ReadInt(value, key);
+      positions.top_level_original = ReadInt(value, key, limits::kMaxPositions);
     } else {
       Fail(key_node.Mark(), key,
            "unknown key (model keys: vocab_size, hidden_size, "
@@ -141,6 +144,13 @@ class ModelConfigParser {
     }
     config.rope.head_dim = *config.hidden_size / *config.num_attention_heads;
     marks_["head_dim"] = marks_["hidden_size"];
+    if (config.rope.head_dim > limits::kMaxHeadDim) {
+      Fail(marks_["hidden_size"], "hidden_size",
+           StrCat(*config.hidden_size, " / num_attention_heads ",
+                  *config.num_attention_heads, " gives head_dim ",
+                  config.rope.head_dim, ", more than rotor's limit of ",
+                  limits::kMaxHeadDim));
+    }
     return StrCat(" (head_dim = hidden_size ", *config.hidden_size,
                   " / num_attention_heads ", *config.num_attention_heads, ")");
   }
@@ -203,11 +213,16 @@ class ModelConfigParser {
     return *result;
   }
 
-  // A positive integer.
-  int64_t ReadInt(const YAML::Node& value, const std::string& key) const {
+  // An integer in [1, max_value] (max_value: core/limits.h).
+  int64_t ReadInt(const YAML::Node& value, const std::string& key,
+                  int64_t max_value) const {
     const int64_t result = Decode<int64_t>(value, key, "an integer");
     if (result < 1) {
       Fail(value.Mark(), key, StrCat("must be >= 1, got ", result));
+    }
+    if (result > max_value) {
+      Fail(value.Mark(), key,
+           StrCat("must be <= ", max_value, " (rotor's limit), got ", result));
     }
     return result;
   }
@@ -278,7 +293,8 @@ class ModelConfigParser {
     if (key == "factor") {
       rope->factor = ReadDouble(value, path);
     } else if (key == "original_max_position_embeddings") {
-      rope->original_max_position_embeddings = ReadInt(value, path);
+      rope->original_max_position_embeddings =
+          ReadInt(value, path, limits::kMaxPositions);
     } else if (key == "attention_factor") {
       rope->attention_factor = ReadDouble(value, path);
     } else if (key == "beta_fast") {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
 
@@ -51,10 +52,11 @@ void ReadBase(const SectionReader& base,
                                config.file, overridden);
   practice.RequireKnownKeys(
       {"steps", "passkey_fraction", "warmup_steps", "output_dir"});
-  practice.Read("steps", config.practice_steps, 0);
+  practice.Read("steps", config.practice_steps, 0, limits::kMaxSteps);
   practice.Read("passkey_fraction", config.practice_passkey_fraction,
                 -kAnyNumber, kAnyNumber);
-  practice.Read("warmup_steps", config.practice_warmup_steps, 0);
+  practice.Read("warmup_steps", config.practice_warmup_steps, 0,
+                limits::kMaxSteps);
   practice.Read("output_dir", config.practice_output_dir);
   if (!(config.practice_passkey_fraction > 0.0 &&
         config.practice_passkey_fraction <= 1.0)) {
@@ -72,7 +74,7 @@ void ReadBase(const SectionReader& base,
 void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
   finetune.RequireKnownKeys({"steps", "lr", "min_lr", "warmup_steps",
                              "tokens_per_step", "passkey_fraction", "skip"});
-  finetune.Read("steps", config.finetune_steps, 0);
+  finetune.Read("steps", config.finetune_steps, 0, limits::kMaxSteps);
   finetune.Read("lr", config.finetune_lr, 0.0, 10.0);
   finetune.Read("min_lr", config.finetune_min_lr, 0.0, 10.0);
   if (config.finetune_min_lr > config.finetune_lr) {
@@ -80,8 +82,11 @@ void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
                   StrCat("must not exceed finetune.lr (", config.finetune_lr,
                          "), got ", config.finetune_min_lr));
   }
-  finetune.Read("warmup_steps", config.finetune_warmup_steps, 0);
-  finetune.Read("tokens_per_step", config.finetune_tokens_per_step, 0);
+  finetune.Read("warmup_steps", config.finetune_warmup_steps, 0,
+                limits::kMaxSteps);
+  // At most a batch of the largest size of the longest sequences.
+  finetune.Read("tokens_per_step", config.finetune_tokens_per_step, 0,
+                limits::kMaxBatchSize * limits::kMaxPositions);
   finetune.Read("passkey_fraction", config.finetune_passkey_fraction, 0.0, 1.0);
   ReadMethods(finetune, "skip", config.finetune_skip);
   if (Contains(config.methods, RopeType::kDynamic) &&
@@ -112,12 +117,18 @@ void ReadEval(const SectionReader& eval, ExtendReportConfig& config) {
   eval.ReadList("depths", config.depths, "numbers in [0, 1]");
   eval.Read("trials", config.trials, 1);
   for (int64_t length : config.lengths) {
-    if (length < 1) {
+    if (length < 1 || length > limits::kMaxPositions) {
       eval.Fail(eval.Get("lengths"), "eval.lengths",
-                StrCat("must be >= 1, got ", length));
+                StrCat("must be in [1, ", limits::kMaxPositions,
+                       "] (rotor's limit), got ", length));
     }
   }
   for (int64_t length : config.passkey_lengths) {
+    if (length > limits::kMaxPositions) {
+      eval.Fail(eval.Get("passkey_lengths"), "eval.passkey_lengths",
+                StrCat("must be <= ", limits::kMaxPositions,
+                       " (rotor's limit), got ", length));
+    }
     if (length < PasskeyMinLength()) {
       eval.Fail(eval.Get("passkey_lengths"), "eval.passkey_lengths",
                 StrCat("must be >= ", PasskeyMinLength(),
@@ -167,7 +178,7 @@ ExtendReportConfig ParseExtendReportConfig(
              StrCat("must be in (1, 64], got ", config.factor));
   }
   ReadMethods(top, "methods", config.methods);
-  top.Read("threads", config.threads, 0);
+  top.Read("threads", config.threads, 0, limits::kMaxThreads);
   ReadFinetune(SectionReader(root["finetune"], "finetune", file, overridden),
                config);
   ReadEval(SectionReader(root["eval"], "eval", file, overridden), config);

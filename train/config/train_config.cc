@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "core/limits.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
 
@@ -76,19 +78,20 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                           "min_lr", "warmup_steps", "weight_decay", "betas",
                           "eps", "clip_grad_norm", "seed", "threads",
                           "loss_explosion_ratio", "resume", "init_from"});
-  train.Read("batch_size", t.batch_size, 1);
-  train.Read("seq_len", t.seq_len, 1);
-  train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1);
-  train.Read("max_steps", t.max_steps, 1);
+  train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
+  train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
+  train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
+             limits::kMaxAccumulationSteps);
+  train.Read("max_steps", t.max_steps, 1, limits::kMaxSteps);
   train.Read("lr", t.lr, 0.0, 10.0);
   train.Read("min_lr", t.min_lr, 0.0, 10.0);
-  train.Read("warmup_steps", t.warmup_steps, 0);
+  train.Read("warmup_steps", t.warmup_steps, 0, limits::kMaxSteps);
   train.Read("weight_decay", t.weight_decay, 0.0, 10.0);
   train.ReadPair("betas", t.beta1, t.beta2);
   train.Read("eps", t.eps, 1e-30, 1.0);
   train.Read("clip_grad_norm", t.clip_grad_norm, 0.0, 1e30);
   train.Read("seed", t.seed);
-  train.Read("threads", t.threads, 0);
+  train.Read("threads", t.threads, 0, limits::kMaxThreads);
   train.Read("loss_explosion_ratio", t.loss_explosion_ratio, 0.0, 1e30);
   std::string resume = "auto";
   train.Read("resume", resume);
@@ -107,6 +110,15 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                StrCat("exceeds model.max_position_embeddings (", max_positions,
                       "), got ", t.seq_len));
   }
+
+  // The trainer counts the tokens of the run in int64_t.
+  const std::string run_tokens =
+      StrCat("the tokens of the run of ", file,
+             " (train.batch_size * train.seq_len * "
+             "train.gradient_accumulation_steps * train.max_steps)");
+  CheckedMul(CheckedMul(CheckedMul(t.batch_size, t.seq_len, run_tokens),
+                        t.gradient_accumulation_steps, run_tokens),
+             t.max_steps, run_tokens);
 
   if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
     data.Fail(root["data"]["passkey_fraction"], "data.passkey_fraction",

@@ -263,8 +263,8 @@ void SectionReader::RequireKnownKeys(const std::set<std::string>& known) const {
   }
 }
 
-void SectionReader::Read(const char* key, int64_t& out,
-                         int64_t min_value) const {
+void SectionReader::Read(const char* key, int64_t& out, int64_t min_value,
+                         int64_t max_value) const {
   const YAML::Node value = Get(key);
   if (!value) return;
   const std::optional<int64_t> parsed = DecodeScalar<int64_t>(value);
@@ -273,6 +273,10 @@ void SectionReader::Read(const char* key, int64_t& out,
   }
   if (*parsed < min_value) {
     Fail(value, Join(key), StrCat("must be >= ", min_value, ", got ", *parsed));
+  }
+  if (*parsed > max_value) {
+    Fail(value, Join(key),
+         StrCat("must be <= ", max_value, " (rotor's limit), got ", *parsed));
   }
   out = *parsed;
 }

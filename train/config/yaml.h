@@ -72,7 +72,9 @@ class SectionReader {
   // Rejects keys not in `known`, listing the known ones.
   void RequireKnownKeys(const std::set<std::string>& known) const;
 
-  void Read(const char* key, int64_t& out, int64_t min_value) const;
+  // An integer in [min_value, max_value].
+  void Read(const char* key, int64_t& out, int64_t min_value,
+            int64_t max_value = INT64_MAX) const;
   void Read(const char* key, uint64_t& out) const;
   void Read(const char* key, double& out, double min_value,
             double max_value) const;

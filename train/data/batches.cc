@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 
 namespace rotor::train {
@@ -33,8 +34,10 @@ void CopyWindow(const TokenFile& tokens, size_t start, int64_t row,
 void Resize(Batch& batch, int64_t rows, int64_t seq_len) {
   batch.batch_size = rows;
   batch.seq_len = seq_len;
-  batch.inputs.resize(static_cast<size_t>(rows * seq_len));
-  batch.targets.resize(static_cast<size_t>(rows * seq_len));
+  const auto tokens = static_cast<size_t>(CheckedMul(
+      rows, seq_len, "the tokens of a batch (batch_size * seq_len)"));
+  batch.inputs.resize(tokens);
+  batch.targets.resize(tokens);
 }
 
 }  // namespace

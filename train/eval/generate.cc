@@ -6,7 +6,10 @@
 #include <numeric>
 
 #include "core/autograd.h"
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/memory_limit.h"
 
 namespace rotor::train {
 
@@ -61,12 +64,29 @@ std::vector<TokenId> GenerateTokens(
               "generate: max_new_tokens must be >= 0, got ",
               options.max_new_tokens);
   NoGradGuard no_grad;
-  const int64_t vocab = model.config().vocab_size;
+  const nn::TransformerConfig& config = model.config();
+  const int64_t vocab = config.vocab_size;
+  const int64_t prompt_length = static_cast<int64_t>(prompt_ids.size());
   // A model may have more ids than the tokenizer (model.vocab_size rounded
   // up); the extra ones cannot be decoded, so they are never drawn.
   const int64_t drawable = std::min<int64_t>(vocab, ByteTokenizer::kVocabSize);
-  const int64_t total =
-      static_cast<int64_t>(prompt_ids.size()) + options.max_new_tokens;
+  const int64_t total = CheckedAdd(prompt_length, options.max_new_tokens,
+                                   "generate: prompt + max_new_tokens");
+  ROTOR_CHECK(total <= limits::kMaxPositions, "generate: the prompt's ",
+              prompt_length, " tokens + max_new_tokens ",
+              options.max_new_tokens, " exceed rotor's limit of ",
+              limits::kMaxPositions, " positions");
+  // The KV cache grows to `total` positions: refuse now what cannot fit.
+  const double cache_bytes =
+      2.0 * sizeof(float) * static_cast<double>(total) *
+      static_cast<double>(config.num_hidden_layers *
+                          config.num_key_value_heads * config.head_dim);
+  const MemoryLimit limit = UsableMemory();
+  ROTOR_CHECK(cache_bytes <= static_cast<double>(limit.bytes),
+              "generate: the KV cache of the prompt's ", prompt_length,
+              " tokens + max_new_tokens ", options.max_new_tokens, " needs ",
+              FormatBytes(cache_bytes), ", more than the ",
+              FormatBytes(limit.bytes), " left under ", limit.source);
   // One RoPE base for the whole sequence (prefill and every decoded token),
   // fixed from its final length: see nn/rope_scaling.h. (Dynamic NTK keeps
   // the plain base up to L0; LongRoPE takes its short factors while the

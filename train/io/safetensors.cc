@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
@@ -29,19 +30,13 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
-// prod(shape) * element_size, or throws if it overflows.
+// prod(shape) * element_size: the tensor's bytes; throws naming `where` and
+// the shape if an extent is negative or the count overflows.
 uint64_t ByteLength(const std::vector<int64_t>& shape, size_t element_size,
                     const std::string& where) {
-  uint64_t count = 1;
-  for (int64_t extent : shape) {
-    ROTOR_CHECK(extent >= 0, where, ": negative extent in shape ",
-                ShapeText(shape));
-    const uint64_t e = static_cast<uint64_t>(extent);
-    ROTOR_CHECK(e == 0 || count <= UINT64_MAX / e / element_size, where,
-                ": shape ", ShapeText(shape), " is too large");
-    count *= e;
-  }
-  return count * element_size;
+  return CheckedByteCount(
+      shape, element_size,
+      StrCat(where, ": the bytes of shape ", ShapeText(shape)));
 }
 
 // Refuses a header (a JSON object) of more than kMaxSafetensorsEntries
@@ -124,7 +119,7 @@ void WriteSafetensors(const std::string& path,
                            {"shape", entry->shape},
                            {"data_offsets", {offset, offset + length}}};
     lengths.push_back(length);
-    offset += length;
+    offset = CheckedAdd(offset, length, "the size of " + path);
   }
   CheckEntryCount(header, path);
   std::string header_text = header.dump();

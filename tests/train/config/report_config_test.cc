@@ -75,6 +75,25 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
   EXPECT_GT(shipped.practice_steps, 0);
 }
 
+// Sizes beyond rotor's limits (core/limits.h) name the key.
+TEST(ExtendReportConfig, SizesAreBoundedByRotorsLimits) {
+  const std::string base = "base: {config: b.yaml}\n";
+  for (const auto& [yaml, key] :
+       {std::pair{"eval: {lengths: [64, 4611686018427387904]}",
+                  "eval.lengths: must be in [1, 16777216] (rotor's limit), "
+                  "got 4611686018427387904"},
+        std::pair{"eval: {passkey_lengths: [68719476736]}",
+                  "eval.passkey_lengths: must be <= 16777216"},
+        std::pair{"finetune: {steps: 4611686018427387904}",
+                  "finetune.steps: must be <= 1099511627776"},
+        std::pair{"finetune: {tokens_per_step: 4611686018427387904}",
+                  "finetune.tokens_per_step: must be <= 17592186044416"},
+        std::pair{"threads: 4294967296", "threads: must be <= 4096"}}) {
+    ROTOR_EXPECT_ERROR(ParseExtendReportConfig(base + yaml + "\n", "r.yaml"),
+                       key);
+  }
+}
+
 TEST(ExtendReportConfig, ReadsTheChecksThresholds) {
   const ExtendReportConfig defaults =
       ParseExtendReportConfig("base: {config: b.yaml}\n", "r.yaml");

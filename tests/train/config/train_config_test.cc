@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
@@ -450,6 +451,61 @@ TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
   ROTOR_EXPECT_ERROR(
       test::TinyConfig("data", "out", {"data.passkey_fraction=1.5"}),
       "data.passkey_fraction", "[0, 1]", "1.5");
+}
+
+// Every size key is bounded (core/limits.h, docs/limits.md), so that no
+// product of sizes the code forms can wrap: one past each limit is an error
+// naming the key and the limit, the limit itself is accepted.
+TEST(TrainConfig, SizeKeysAreBoundedByRotorsLimits) {
+  const std::vector<std::pair<std::string, int64_t>> keys = {
+      {"model.vocab_size", limits::kMaxVocabSize},
+      {"model.hidden_size", limits::kMaxHiddenSize},
+      {"model.intermediate_size", limits::kMaxIntermediateSize},
+      {"model.num_hidden_layers", limits::kMaxLayers},
+      {"model.num_attention_heads", limits::kMaxHeads},
+      {"model.num_key_value_heads", limits::kMaxHeads},
+      {"model.head_dim", limits::kMaxHeadDim},
+      {"model.max_position_embeddings", limits::kMaxPositions},
+      {"train.batch_size", limits::kMaxBatchSize},
+      {"train.gradient_accumulation_steps", limits::kMaxAccumulationSteps},
+      {"train.max_steps", limits::kMaxSteps},
+      {"train.warmup_steps", limits::kMaxSteps},
+      {"train.threads", limits::kMaxThreads}};
+  for (const auto& [key, limit] : keys) {
+    SCOPED_TRACE(key);
+    // An explicit head_dim: hidden_size need not divide by the heads.
+    const auto parse = [&key = key](int64_t value) {
+      std::vector<std::string> overrides = {StrCat(key, "=", value)};
+      if (key != "model.head_dim") overrides.push_back("model.head_dim=8");
+      return Parse(kMinimal, overrides);
+    };
+    EXPECT_NO_THROW(parse(limit));
+    for (const int64_t value : {limit + 1, int64_t{1} << 62}) {
+      ROTOR_EXPECT_ERROR(parse(value), StrCat(key, ": must be <= ", limit,
+                                              " (rotor's limit), got ", value));
+    }
+  }
+  // train.seq_len is bounded by max_position_embeddings, itself bounded.
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.seq_len=4611686018427387904"}),
+                     "train.seq_len");
+  // A derived head_dim too.
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal,
+            {"model.hidden_size=65536", "model.num_attention_heads=4"}),
+      "model.hidden_size: 65536 / num_attention_heads 4 gives head_dim "
+      "16384, more than rotor's limit of 4096");
+}
+
+// Each size is within its limit, but the run's token count is not a 64-bit
+// integer.
+TEST(TrainConfig, RunTokenCountMustFitInSixtyFourBits) {
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"train.batch_size=1048576", "train.seq_len=512",
+                       "train.gradient_accumulation_steps=1048576",
+                       "train.max_steps=1099511627776"}),
+      "integer overflow computing the tokens of the run of run.yaml "
+      "(train.batch_size * train.seq_len * "
+      "train.gradient_accumulation_steps * train.max_steps)");
 }
 
 }  // namespace

@@ -61,6 +61,18 @@ TEST(BatchSampler, TargetsAreInputsShiftedByOne) {
   }
 }
 
+// batch_size * seq_len wrapped to 0 once, and the window copy wrote past
+// the empty buffer.
+TEST(BatchSampler, ABatchTooLargeToCountIsAnError) {
+  test::TempDir dir;
+  const TokenFile file = CountingFile(dir, 200);
+  BatchSampler sampler(file, int64_t{1} << 62, 32, 42);
+  Batch batch;
+  ROTOR_EXPECT_ERROR(sampler.Next(batch),
+                     "integer overflow computing the tokens of a batch "
+                     "(batch_size * seq_len): 4611686018427387904 * 32");
+}
+
 TEST(BatchSampler, EveryStartIsReachableIncludingTheLast) {
   test::TempDir dir;
   const TokenFile file = CountingFile(dir, 10);  // starts 0..6 for T = 3

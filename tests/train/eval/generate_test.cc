@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/config/model_config.h"
@@ -145,6 +147,21 @@ TEST(GenerateTokens, SeededSamplingRepeats) {
   EXPECT_EQ(streamed, a);
   options.seed = 8;
   EXPECT_NE(GenerateTokens(model, prompt, options), a);
+}
+
+TEST(GenerateTokens, LengthsBeyondRotorsLimitAreErrors) {
+  nn::Transformer model(ByteModelConfig(true), 1);
+  SamplingOptions options = Options(0.0, 0, 1.0);
+  const std::vector<TokenId> prompt = {256, 'T', 'h', 'e'};
+  // prompt + max_new_tokens overflowed int64_t.
+  options.max_new_tokens = std::numeric_limits<int64_t>::max();
+  ROTOR_EXPECT_ERROR(GenerateTokens(model, prompt, options),
+                     "integer overflow computing generate: prompt + "
+                     "max_new_tokens: 4 + 9223372036854775807");
+  options.max_new_tokens = limits::kMaxPositions;
+  ROTOR_EXPECT_ERROR(GenerateTokens(model, prompt, options),
+                     "generate: the prompt's 4 tokens + max_new_tokens "
+                     "16777216 exceed rotor's limit of 16777216 positions");
 }
 
 // Greedy decoding with the KV cache (one token per step, beyond

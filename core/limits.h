@@ -1,0 +1,34 @@
+// The largest sizes rotor accepts from a user: config keys, command-line
+// overrides and flags. Each is far above anything rotor trains or runs on a
+// CPU, and low enough that the products the code forms from a few of them
+// stay far from 64-bit overflow (checked anyway: core/checked_math.h).
+// Whether a run fits in memory is a separate check
+// (train/config/memory_estimate.h). docs/limits.md lists every limit.
+#ifndef ROTOR_CORE_LIMITS_H_
+#define ROTOR_CORE_LIMITS_H_
+
+#include <cstdint>
+
+namespace rotor::limits {
+
+inline constexpr int64_t kMaxVocabSize = int64_t{1} << 20;         // 1048576
+inline constexpr int64_t kMaxHiddenSize = int64_t{1} << 16;        // 65536
+inline constexpr int64_t kMaxIntermediateSize = int64_t{1} << 18;  // 262144
+inline constexpr int64_t kMaxLayers = int64_t{1} << 12;            // 4096
+// num_attention_heads, num_key_value_heads, head_dim.
+inline constexpr int64_t kMaxHeads = int64_t{1} << 12;    // 4096
+inline constexpr int64_t kMaxHeadDim = int64_t{1} << 12;  // 4096
+// Positions: max_position_embeddings, original_max_position_embeddings,
+// every sequence length (train.seq_len, eval lengths) and a generated text
+// with its prompt.
+inline constexpr int64_t kMaxPositions = int64_t{1} << 24;  // 16777216
+// Sequences per (micro-)batch and micro-batches per step.
+inline constexpr int64_t kMaxBatchSize = int64_t{1} << 20;  // 1048576
+inline constexpr int64_t kMaxAccumulationSteps = int64_t{1} << 20;
+// Optimizer steps (train.max_steps, warm-up).
+inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
+inline constexpr int64_t kMaxThreads = 4096;
+
+}  // namespace rotor::limits
+
+#endif  // ROTOR_CORE_LIMITS_H_

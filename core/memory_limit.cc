@@ -1,0 +1,63 @@
+#include "core/memory_limit.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace rotor {
+namespace {
+
+// The first unsigned integer in `path`, or nothing ("max", missing file).
+bool ReadNumber(const char* path, uint64_t& value) {
+  std::ifstream in(path);
+  return static_cast<bool>(in >> value);
+}
+
+void Tighten(MemoryLimit& limit, uint64_t limit_bytes, uint64_t used_bytes,
+             const char* source) {
+  const uint64_t left = limit_bytes > used_bytes ? limit_bytes - used_bytes : 0;
+  if (left < limit.bytes) limit = {left, source};
+}
+
+}  // namespace
+
+MemoryLimit UsableMemory() {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  MemoryLimit limit{static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * page,
+                    "physical memory"};
+  rlimit address_space{};
+  uint64_t mapped_pages = 0;
+  if (getrlimit(RLIMIT_AS, &address_space) == 0 &&
+      address_space.rlim_cur != RLIM_INFINITY &&
+      ReadNumber("/proc/self/statm", mapped_pages)) {
+    Tighten(limit, address_space.rlim_cur, mapped_pages * page,
+            "the address-space limit (RLIMIT_AS)");
+  }
+  uint64_t cgroup_max = 0;
+  uint64_t cgroup_current = 0;
+  if (ReadNumber("/sys/fs/cgroup/memory.max", cgroup_max) &&
+      ReadNumber("/sys/fs/cgroup/memory.current", cgroup_current)) {
+    Tighten(limit, cgroup_max, cgroup_current, "the cgroup's memory.max");
+  }
+  return limit;
+}
+
+std::string FormatBytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 6) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  char text[64];
+  if (unit == 0) {
+    std::snprintf(text, sizeof(text), "%.0f bytes", bytes);
+  } else {
+    std::snprintf(text, sizeof(text), "%.1f %s", bytes, units[unit]);
+  }
+  return text;
+}
+
+}  // namespace rotor

@@ -1,0 +1,27 @@
+// How much memory this process may still use, so that a run too large for
+// the machine is refused with a message before anything is allocated
+// (train/config/memory_estimate.h), instead of failing mid-allocation.
+#ifndef ROTOR_CORE_MEMORY_LIMIT_H_
+#define ROTOR_CORE_MEMORY_LIMIT_H_
+
+#include <cstdint>
+#include <string>
+
+namespace rotor {
+
+struct MemoryLimit {
+  uint64_t bytes = 0;  // what is left under the tightest limit
+  std::string source;  // which limit, e.g. "physical memory"
+};
+
+// The least of: physical memory; the address-space limit (RLIMIT_AS, as set
+// by `ulimit -v` or `prlimit --as`) minus the address space already mapped;
+// the cgroup's memory.max minus its memory.current (containers).
+MemoryLimit UsableMemory();
+
+// "1.5 GiB", "12.0 KiB", "100 bytes".
+std::string FormatBytes(double bytes);
+
+}  // namespace rotor
+
+#endif  // ROTOR_CORE_MEMORY_LIMIT_H_

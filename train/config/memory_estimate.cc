@@ -1,0 +1,85 @@
+#include "train/config/memory_estimate.h"
+
+#include "core/error.h"
+#include "core/memory_limit.h"
+#include "train/data/tokenizer.h"
+
+namespace rotor::train {
+namespace {
+
+constexpr double kFloatBytes = 4.0;
+
+// "model.vocab_size 257, model.hidden_size 32, ..."
+std::string ModelSizeKeys(const nn::TransformerConfig& model) {
+  return StrCat("model.vocab_size ", model.vocab_size, ", model.hidden_size ",
+                model.hidden_size, ", model.intermediate_size ",
+                model.intermediate_size, ", model.num_hidden_layers ",
+                model.num_hidden_layers, ", model.num_attention_heads ",
+                model.num_attention_heads, ", model.num_key_value_heads ",
+                model.num_key_value_heads, ", model.head_dim ", model.head_dim);
+}
+
+}  // namespace
+
+double ParameterCount(const nn::TransformerConfig& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double embedding = static_cast<double>(m.vocab_size) * h;
+  const double attention =
+      2.0 * h * static_cast<double>(m.num_attention_heads * m.head_dim) +
+      2.0 * h * static_cast<double>(m.num_key_value_heads * m.head_dim);
+  const double layer =
+      attention + 3.0 * h * static_cast<double>(m.intermediate_size) + 2.0 * h;
+  return embedding * (m.tie_word_embeddings ? 1.0 : 2.0) +
+         static_cast<double>(m.num_hidden_layers) * layer + h;
+}
+
+MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
+                                      const TrainSection& train) {
+  const double tokens = static_cast<double>(train.batch_size) *
+                        static_cast<double>(train.seq_len);
+  const double per_layer =
+      4.0 * static_cast<double>(m.hidden_size) +
+      2.0 * static_cast<double>(m.num_attention_heads * m.head_dim) +
+      2.0 * static_cast<double>(m.num_key_value_heads * m.head_dim) +
+      3.0 * static_cast<double>(m.intermediate_size);
+  MemoryEstimate estimate;
+  estimate.model_state_bytes = 4.0 * kFloatBytes * ParameterCount(m);
+  estimate.activation_bytes =
+      kFloatBytes * tokens *
+      (static_cast<double>(m.num_hidden_layers) * per_layer +
+       static_cast<double>(m.hidden_size) + static_cast<double>(m.vocab_size));
+  estimate.batch_bytes = 2.0 * sizeof(TokenId) * tokens *
+                         static_cast<double>(train.gradient_accumulation_steps);
+  return estimate;
+}
+
+void CheckTrainingFitsInMemory(const TrainConfig& config,
+                               const nn::TransformerConfig& model) {
+  const MemoryEstimate estimate = EstimateTrainingMemory(model, config.train);
+  const MemoryLimit limit = UsableMemory();
+  const TrainSection& t = config.train;
+  ROTOR_CHECK(
+      estimate.total() <= static_cast<double>(limit.bytes), config.file,
+      ": this run needs at least ", FormatBytes(estimate.total()),
+      " of memory, more than the ", FormatBytes(limit.bytes), " left under ",
+      limit.source, ": model state ", FormatBytes(estimate.model_state_bytes),
+      " (", ModelSizeKeys(model), "), activations ",
+      FormatBytes(estimate.activation_bytes), " (train.batch_size ",
+      t.batch_size, ", train.seq_len ", t.seq_len,
+      " and the model sizes), token batches ",
+      FormatBytes(estimate.batch_bytes),
+      " (and train.gradient_accumulation_steps ", t.gradient_accumulation_steps,
+      "). Lower the largest of them (docs/limits.md)");
+}
+
+void CheckModelFitsInMemory(const nn::TransformerConfig& model,
+                            const std::string& what) {
+  const double weight_bytes = kFloatBytes * ParameterCount(model);
+  const MemoryLimit limit = UsableMemory();
+  ROTOR_CHECK(weight_bytes <= static_cast<double>(limit.bytes), what,
+              ": the model's weights need ", FormatBytes(weight_bytes),
+              ", more than the ", FormatBytes(limit.bytes), " left under ",
+              limit.source, " (", ModelSizeKeys(model), ")");
+}
+
+}  // namespace rotor::train
