@@ -7,7 +7,8 @@
 # Any failing step fails the test with the step's output.
 #
 # Inputs (-D): ROTOR_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, GENERATOR,
-# CXX_COMPILER.
+# CXX_COMPILER; optional CXX_FLAGS for the consumer (a sanitizer build passes
+# its -fsanitize flags: its libraries need the sanitizer runtimes).
 cmake_minimum_required(VERSION 3.18)
 
 foreach(input ROTOR_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR
@@ -38,6 +39,7 @@ run_step("cmake --install" ${CMAKE_COMMAND} --install ${ROTOR_BUILD_DIR}
 run_step("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR}
          -B ${consumer_build} -G ${GENERATOR}
          -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+         "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
          -DCMAKE_PREFIX_PATH=${prefix})
 run_step("build the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 run_step("run the consumer" ${consumer_build}/rotor_consumer)

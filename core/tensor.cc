@@ -215,7 +215,10 @@ Tensor Tensor::FromVector(const Shape& shape, const std::vector<float>& values,
               "Tensor::FromVector: shape ", ShapeToString(shape), " needs ",
               NumElements(shape), " values, got ", values.size());
   Tensor t(MakeImpl(shape, requires_grad, /*zero_fill=*/false));
-  std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
+  // An empty vector's data() may be null, which memcpy never accepts.
+  if (!values.empty()) {
+    std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
+  }
   return t;
 }
 

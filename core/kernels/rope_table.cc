@@ -137,7 +137,7 @@ std::shared_ptr<const RopeRows> RopeTable::Rows(int64_t num_positions) {
                        " floats, ", count * r * sizeof(float) >> 20,
                        " MiB) does not fit in memory"));
   }
-  if (have > 0) {
+  if (have > 0 && r > 0) {  // values.data() may be null when empty
     std::memcpy(values.data(), rows_->row(0), sizeof(float) * have * r);
   }
   ComputeRows(inv_freq_, attention_factor_, have, count, values.data());

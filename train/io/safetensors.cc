@@ -279,7 +279,11 @@ std::vector<float> SafetensorsFile::ReadF32(
               ShapeText(info->shape), ", expected ",
               expected_shape ? ShapeText(*expected_shape) : "");
   std::vector<float> values((info->end - info->begin) / sizeof(float));
-  std::memcpy(values.data(), Data(*info), info->end - info->begin);
+  // An empty vector's data() may be null, and memcpy wants valid pointers
+  // even for 0 bytes.
+  if (!values.empty()) {
+    std::memcpy(values.data(), Data(*info), info->end - info->begin);
+  }
   return values;
 }
 
