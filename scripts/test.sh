@@ -8,7 +8,8 @@
 #   bash scripts/test.sh --long      # labels unit and long (minutes longer)
 #   bash scripts/test.sh --sanitize  # label unit under ASan and UBSan in
 #                                    # build-sanitize/, then a fuzz smoke run
-#                                    # (scripts/fuzz.sh --smoke); ~NN min
+#                                    # (scripts/fuzz.sh --smoke); its cold
+#                                    # build takes tens of minutes
 #
 # Environment:
 #   ROTOR_LONG_TESTS=1   same as --long
