@@ -25,6 +25,12 @@ void* operator new(std::size_t size) {
   if (void* memory = std::malloc(size == 0 ? 1 : size)) return memory;
   throw std::bad_alloc();
 }
+// The nothrow form too (std::stable_sort's buffer uses it): every form this
+// binary's deletes free must come from malloc.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  if (rotor::fail_allocations) return nullptr;
+  return std::malloc(size == 0 ? 1 : size);
+}
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 
