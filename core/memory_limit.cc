@@ -23,18 +23,23 @@ void Tighten(MemoryLimit& limit, uint64_t limit_bytes, uint64_t used_bytes,
 
 }  // namespace
 
+uint64_t AddressSpaceLeft() {
+  rlimit address_space{};
+  uint64_t mapped_pages = 0;
+  if (getrlimit(RLIMIT_AS, &address_space) != 0 ||
+      address_space.rlim_cur == RLIM_INFINITY ||
+      !ReadNumber("/proc/self/statm", mapped_pages)) {
+    return UINT64_MAX;
+  }
+  const uint64_t mapped = mapped_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return address_space.rlim_cur > mapped ? address_space.rlim_cur - mapped : 0;
+}
+
 MemoryLimit UsableMemory() {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   MemoryLimit limit{static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * page,
                     "physical memory"};
-  rlimit address_space{};
-  uint64_t mapped_pages = 0;
-  if (getrlimit(RLIMIT_AS, &address_space) == 0 &&
-      address_space.rlim_cur != RLIM_INFINITY &&
-      ReadNumber("/proc/self/statm", mapped_pages)) {
-    Tighten(limit, address_space.rlim_cur, mapped_pages * page,
-            "the address-space limit (RLIMIT_AS)");
-  }
+  Tighten(limit, AddressSpaceLeft(), 0, "the address-space limit (RLIMIT_AS)");
   uint64_t cgroup_max = 0;
   uint64_t cgroup_current = 0;
   if (ReadNumber("/sys/fs/cgroup/memory.max", cgroup_max) &&

@@ -19,6 +19,12 @@ struct MemoryLimit {
 // the cgroup's memory.max minus its memory.current (containers).
 MemoryLimit UsableMemory();
 
+// Address space this process may still map under RLIMIT_AS (limit minus
+// what is mapped now), or UINT64_MAX when there is no such limit. Unlike
+// physical memory, reserving address space counts here even if it is never
+// touched (e.g. OpenBLAS's work buffers, core/ops/matmul.cc).
+uint64_t AddressSpaceLeft();
+
 // "1.5 GiB", "12.0 KiB", "100 bytes".
 std::string FormatBytes(double bytes);
 

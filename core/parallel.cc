@@ -1,11 +1,14 @@
 #include "core/parallel.h"
 
 #include <cblas.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -75,6 +78,18 @@ void ParallelFor(int64_t n, int64_t grain,
                         body(range.begin(), range.end());
                       });
   });
+}
+
+void RestartWithoutBlasThreadsUnderAddressLimit(char** argv) {
+  rlimit address_space{};
+  if (getrlimit(RLIMIT_AS, &address_space) != 0 ||
+      address_space.rlim_cur == RLIM_INFINITY ||
+      std::getenv("OPENBLAS_NUM_THREADS") != nullptr) {
+    return;
+  }
+  setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/1);
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_NUM_THREADS");  // exec failed: go on unchanged
 }
 
 }  // namespace rotor

@@ -29,6 +29,17 @@ int HardwareThreads();
 void ParallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t begin, int64_t end)>& body);
 
+// For a program's main(), before anything else. OpenBLAS's pthread build
+// starts its server threads when it is loaded, before main, and each one
+// reserves a 128 MiB work buffer and retries forever if it cannot: under an
+// address-space limit (`ulimit -v`, `prlimit --as`) below that, the process
+// hangs, even at exit (which joins those threads). rotor never uses them, and
+// OPENBLAS_NUM_THREADS=1 makes OpenBLAS start none. So when RLIMIT_AS is set
+// and OPENBLAS_NUM_THREADS is not, this re-executes the program
+// (/proc/self/exe, same arguments) with OPENBLAS_NUM_THREADS=1; otherwise,
+// or if exec fails, it returns and the program goes on as it is.
+void RestartWithoutBlasThreadsUnderAddressLimit(char** argv);
+
 }  // namespace rotor
 
 #endif  // ROTOR_CORE_PARALLEL_H_

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parallel.h"
 #include "tools/commands.h"
 
 namespace {
@@ -47,6 +48,7 @@ int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rotor::RestartWithoutBlasThreadsUnderAddressLimit(argv);
   CLI::App rotor("rotor " ROTOR_VERSION
                  " - train small transformer language models on CPUs",
                  "rotor");

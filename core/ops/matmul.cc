@@ -24,6 +24,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/vector_ops.h"
+#include "core/memory_limit.h"
 #include "core/ops/ops.h"
 #include "core/ops/strided.h"
 #include "core/parallel.h"
@@ -95,6 +96,27 @@ int BlasInt(int64_t v, const char* op) {
 constexpr int64_t kGemmRowAlign = 16;
 constexpr int64_t kMinParallelFlops = int64_t{1} << 18;
 
+// OpenBLAS (0.3.x, as Debian ships it) mallocs a work buffer of BUFFER_SIZE
+// = 128 MiB for each thread on its first sgemm, and when that malloc fails it
+// retries forever (blas_memory_alloc): under an address-space limit
+// (`ulimit -v`, `prlimit --as`) a run would hang instead of failing. So
+// before a thread's first sgemm, check that the buffer, and the 64 MiB malloc
+// arena glibc gives a new thread, still fit, and fail with a message if not.
+constexpr uint64_t kBlasThreadAddressSpace = uint64_t{192} << 20;
+
+void CheckBlasWorkBufferFits(const char* op) {
+  thread_local bool checked = false;
+  if (checked) return;
+  const uint64_t left = AddressSpaceLeft();
+  ROTOR_CHECK(left >= kBlasThreadAddressSpace, op,
+              ": OpenBLAS needs ", FormatBytes(kBlasThreadAddressSpace),
+              " of address space for the work buffer of each thread that "
+              "multiplies matrices, but only ", FormatBytes(left),
+              " is left under the address-space limit (RLIMIT_AS); raise "
+              "it (ulimit -v) or use fewer threads");
+  checked = true;
+}
+
 // C [m, n] (ld = n) = op(A) [m, k] op(B) [k, n] + beta C, split over row
 // blocks of C: block [r0, r1) reads rows r0.. of op(A), which start at
 // a + r0 * lda when A is stored as is and at a + r0 when A is stored
@@ -118,6 +140,7 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
     for (int64_t i = begin; i < end; ++i) {
       const int64_t r0 = i * block, rows = std::min(block, m - r0);
       const float* a_rows = a + (a_trans == CblasNoTrans ? r0 * lda : r0);
+      CheckBlasWorkBufferFits(op);
       cblas_sgemm(CblasRowMajor, a_trans, b_trans, BlasInt(rows, op),
                   BlasInt(n, op), BlasInt(k, op), 1.0f, a_rows,
                   BlasInt(lda, op), b, BlasInt(ldb, op), beta, c + r0 * n,

@@ -381,5 +381,42 @@ TEST_F(RotorCli, AbsurdSizesExitOneNamingTheKey) {
   }
 }
 
+// Under any address-space limit a run trains or fails with a message, and
+// never hangs: OpenBLAS retries a failed work-buffer allocation forever, in
+// its own threads at load time (rotor restarts itself without them) and on
+// each thread's first sgemm (rotor checks the room first). Before the fix,
+// 100 to 300 MB hung until killed. Not in sanitizer builds (ASan needs
+// terabytes of address space).
+TEST_F(RotorCli, AddressSpaceLimitsFailCleanlyInsteadOfHanging) {
+  if (ROTOR_SANITIZED) GTEST_SKIP() << "prlimit --as cannot work under ASan";
+  for (const int megabytes : {100, 150, 200, 300}) {
+    SCOPED_TRACE(std::to_string(megabytes) + " MB");
+    const std::string name = "run" + std::to_string(megabytes);
+    const Result r =
+        Run("train " + Quote(test::TinyConfigPath()) + " " +
+                Quote("data.path=" + data_) + " " +
+                Quote("output_dir=" + dir_.Path(name)) +
+                " train.max_steps=2 train.threads=2 --samples 0",
+            "timeout 120 prlimit --as=" + std::to_string(megabytes) +
+                "000000");
+    ASSERT_TRUE(r.status == 0 || r.status == 1) << r.status << "\n" << r.err;
+    if (r.status == 1) {
+      EXPECT_CONTAINS(r.err, "rotor train: error: ");
+      EXPECT_FALSE(fs::exists(dir_.Path(name + "/checkpoints")));
+    } else {
+      EXPECT_TRUE(fs::exists(dir_.Path(name + "/checkpoints/step_00000002")));
+    }
+  }
+  // 150 MB leaves room for the model but not for OpenBLAS's buffer.
+  const Result r = Run("train " + Quote(test::TinyConfigPath()) + " " +
+                           Quote("data.path=" + data_) + " " +
+                           Quote("output_dir=" + dir_.Path("small")) +
+                           " train.max_steps=2",
+                       "timeout 120 prlimit --as=150000000");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "OpenBLAS needs 192.0 MiB of address space");
+  EXPECT_CONTAINS(r.err, "left under the address-space limit (RLIMIT_AS)");
+}
+
 }  // namespace
 }  // namespace rotor::tools
