@@ -94,7 +94,10 @@ for name in "${harnesses[@]}"; do
     tail -n 40 "${log_file}" >&2
     summary+=("${name}: FAILED (exit ${status}) after ${seconds} s; input in ${artifacts}/")
   else
-    summary+=("${name}: ${executed:-?} executions, ${seconds} s, ${exec_per_second:-?} exec/s, no crash, timeout or leak")
+    # libFuzzer's rate is in whole seconds: 0 when it ran under one.
+    rate="${exec_per_second:-?} exec/s"
+    [[ "${exec_per_second}" == 0 ]] && rate="too short for a rate"
+    summary+=("${name}: ${executed:-?} executions, ${seconds} s, ${rate}, no crash, timeout or leak")
   fi
 done
 
