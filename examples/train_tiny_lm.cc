@@ -76,18 +76,18 @@ int main() {
   // shifted by one (the next byte).
   constexpr int kDocuments = 500;
   rotor::Rng text_rng(7);
-  std::vector<uint16_t> tokens;
+  std::vector<rotor::train::TokenId> tokens;
   for (int d = 0; d < kDocuments; ++d) {
     tokens.push_back(ByteTokenizer::kEndOfText);
     for (rotor::train::TokenId id :
          ByteTokenizer::Encode(MakeDocument(4, text_rng))) {
-      tokens.push_back(static_cast<uint16_t>(id));
+      tokens.push_back(id);
     }
   }
   const std::string token_path =
       (std::filesystem::temp_directory_path() / "train_tiny_lm.bin").string();
   rotor::train::WriteTokenFile(token_path, tokens, ByteTokenizer::kVocabSize,
-                               kDocuments);
+                               kDocuments, ByteTokenizer::kEndOfText);
   const rotor::train::TokenFile train_tokens(token_path);
   rotor::train::BatchSampler sampler(train_tokens, kBatchSize, kSeqLen,
                                      /*seed=*/1);

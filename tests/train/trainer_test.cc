@@ -240,13 +240,13 @@ TEST_F(TrainerTest, BadDataIsRejectedBeforeTraining) {
   // Validation split shorter than one window of seq_len + 1 tokens.
   fs::copy_file(data_ + "/train.bin", dir_.Path("bad/train.bin"),
                 fs::copy_options::overwrite_existing);
-  WriteTokenFile(dir_.Path("bad/val.bin"), {256, 1, 2, 3}, 257, 1);
+  WriteTokenFile(dir_.Path("bad/val.bin"), {256, 1, 2, 3}, 257, 1, 256);
   ROTOR_EXPECT_ERROR(
       Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
       dir_.Path("bad/val.bin"), "has 4 tokens, fewer than seq_len + 1 = 33");
   // A vocabulary larger than the model's.
-  WriteTokenFile(dir_.Path("bad/val.bin"), std::vector<uint16_t>(100, 7), 300,
-                 1);
+  WriteTokenFile(dir_.Path("bad/val.bin"), std::vector<TokenId>(100, 7), 300,
+                 1, 256);
   ROTOR_EXPECT_ERROR(
       Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
       "model.vocab_size (257) is smaller than the data's vocabulary (300",

@@ -22,13 +22,11 @@ void CheckShape(const TokenFile& tokens, int64_t batch_size, int64_t seq_len,
 // Copies window [start, start + seq_len] into row `row` of the batch.
 void CopyWindow(const TokenFile& tokens, size_t start, int64_t row,
                 Batch& batch) {
-  const uint16_t* window = tokens.tokens() + start;
   TokenId* inputs = batch.inputs.data() + row * batch.seq_len;
   TokenId* targets = batch.targets.data() + row * batch.seq_len;
-  for (int64_t t = 0; t < batch.seq_len; ++t) {
-    inputs[t] = window[t];
-    targets[t] = window[t + 1];
-  }
+  const auto length = static_cast<size_t>(batch.seq_len);
+  tokens.Copy(start, length, inputs);
+  tokens.Copy(start + 1, length, targets);
 }
 
 void Resize(Batch& batch, int64_t rows, int64_t seq_len) {

@@ -121,12 +121,12 @@ Json SplitJson(const std::string& file_name, const PrepareSplitSummary& summary,
           {"sources", std::move(sources)}};
 }
 
-std::vector<uint16_t> Tokenize(const std::vector<const Document*>& documents) {
+std::vector<TokenId> Tokenize(const std::vector<const Document*>& documents) {
   size_t total = 0;
   for (const Document* document : documents) {
     total += 1 + document->text.size();
   }
-  std::vector<uint16_t> tokens;
+  std::vector<TokenId> tokens;
   tokens.reserve(total);
   for (const Document* document : documents) {
     tokens.push_back(ByteTokenizer::kEndOfText);
@@ -193,8 +193,8 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
     (is_val[i] ? val : train).push_back(&documents[i]);
   }
 
-  const std::vector<uint16_t> train_tokens = Tokenize(train);
-  const std::vector<uint16_t> val_tokens = Tokenize(val);
+  const std::vector<TokenId> train_tokens = Tokenize(train);
+  const std::vector<TokenId> val_tokens = Tokenize(val);
   summary.train = {train.size(), train_tokens.size()};
   summary.val = {val.size(), val_tokens.size()};
 
@@ -219,9 +219,9 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   if (!parent.empty()) fs::create_directories(parent, ignored);
   ReplaceDirectoryAtomically(options.output, [&](const std::string& dir) {
     WriteTokenFile(dir + "/train.bin", train_tokens, ByteTokenizer::kVocabSize,
-                   train.size());
+                   train.size(), ByteTokenizer::kEndOfText);
     WriteTokenFile(dir + "/val.bin", val_tokens, ByteTokenizer::kVocabSize,
-                   val.size());
+                   val.size(), ByteTokenizer::kEndOfText);
     WriteFileAtomically(dir + "/meta.json", meta.dump(2) + "\n");
   });
   return summary;

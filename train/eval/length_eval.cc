@@ -64,12 +64,12 @@ std::vector<std::vector<TokenId>> LongDocuments(const TokenFile& val,
   int64_t qualifying = 0;
   while (start < size) {
     size_t end = start + 1;
-    while (end < size && val[end] != ByteTokenizer::kEndOfText) ++end;
+    while (end < size && val[end] != val.separator_id()) ++end;
     if (static_cast<int64_t>(end - start) >= tokens) {
       ++qualifying;
       if (static_cast<int64_t>(documents.size()) < count) {
-        documents.emplace_back(val.tokens() + start,
-                               val.tokens() + start + tokens);
+        std::vector<TokenId>& document = documents.emplace_back(tokens);
+        val.Copy(start, static_cast<size_t>(tokens), document.data());
       }
     }
     start = end;

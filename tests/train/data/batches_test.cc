@@ -13,9 +13,9 @@ namespace {
 // A token file holding 0, 1, ..., n-1 (mod 257), so a token's value tells
 // its position.
 TokenFile CountingFile(const test::TempDir& dir, size_t n) {
-  std::vector<uint16_t> tokens(n);
-  for (size_t i = 0; i < n; ++i) tokens[i] = static_cast<uint16_t>(i % 257);
-  WriteTokenFile(dir.Path("count.bin"), tokens, 257, 1);
+  std::vector<TokenId> tokens(n);
+  for (size_t i = 0; i < n; ++i) tokens[i] = static_cast<TokenId>(i % 257);
+  WriteTokenFile(dir.Path("count.bin"), tokens, 257, 1, 256);
   return TokenFile(dir.Path("count.bin"));
 }
 

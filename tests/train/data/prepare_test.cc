@@ -28,7 +28,8 @@ PrepareOptions Options(const std::vector<std::string>& inputs,
 // Decodes a token file back to text ("<|endoftext|>" between documents).
 std::string DecodeFile(const std::string& path) {
   TokenFile file(path);
-  std::vector<TokenId> ids(file.tokens(), file.tokens() + file.size());
+  std::vector<TokenId> ids(file.size());
+  file.Copy(0, file.size(), ids.data());
   return ByteTokenizer::Decode(ids);
 }
 

@@ -20,15 +20,15 @@ namespace {
 // values derived from the document and position.
 std::string WriteDocuments(const test::TempDir& dir,
                            const std::vector<int>& lengths) {
-  std::vector<uint16_t> tokens;
+  std::vector<TokenId> tokens;
   for (size_t d = 0; d < lengths.size(); ++d) {
     tokens.push_back(ByteTokenizer::kEndOfText);
     for (int t = 0; t < lengths[d]; ++t) {
-      tokens.push_back(static_cast<uint16_t>(32 + (d * 7 + t * 13) % 90));
+      tokens.push_back(static_cast<TokenId>(32 + (d * 7 + t * 13) % 90));
     }
   }
   const std::string path = dir.Path("val.bin");
-  WriteTokenFile(path, tokens, 257, lengths.size());
+  WriteTokenFile(path, tokens, 257, lengths.size(), ByteTokenizer::kEndOfText);
   return path;
 }
 
