@@ -86,8 +86,10 @@ int main() {
   }
   const std::string token_path =
       (std::filesystem::temp_directory_path() / "train_tiny_lm.bin").string();
-  rotor::train::WriteTokenFile(token_path, tokens, ByteTokenizer::kVocabSize,
-                               kDocuments, ByteTokenizer::kEndOfText);
+  rotor::train::WriteTokenFile(
+      token_path, tokens,
+      {ByteTokenizer::kVocabSize, kDocuments, ByteTokenizer::kEndOfText,
+       tokens.size() - kDocuments});
   const rotor::train::TokenFile train_tokens(token_path);
   rotor::train::BatchSampler sampler(train_tokens, kBatchSize, kSeqLen,
                                      /*seed=*/1);

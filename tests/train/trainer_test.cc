@@ -82,7 +82,12 @@ TEST_F(TrainerTest, LossFallsOnText) {
   const ValidationResult after = Evaluate(trainer.model(), val, 4, 32, 4);
   EXPECT_EQ(after.loss, summary.val_loss);  // evaluation is deterministic
   EXPECT_NEAR(after.perplexity, std::exp(after.loss), 1e-9);
-  EXPECT_NEAR(after.bits_per_byte, after.loss / std::log(2.0), 1e-12);
+  // Byte tokens: one token per byte, plus one separator per document.
+  EXPECT_NEAR(after.bits_per_byte,
+              after.loss * static_cast<double>(val.size()) /
+                  static_cast<double>(val.size() - val.document_count()) /
+                  std::log(2.0),
+              1e-12);
   EXPECT_EQ(after.tokens, 4 * 4 * 32);
 
   EXPECT_EQ(summary.checkpoint, dir_.Path("run/checkpoints/step_00000030"));
@@ -240,13 +245,13 @@ TEST_F(TrainerTest, BadDataIsRejectedBeforeTraining) {
   // Validation split shorter than one window of seq_len + 1 tokens.
   fs::copy_file(data_ + "/train.bin", dir_.Path("bad/train.bin"),
                 fs::copy_options::overwrite_existing);
-  WriteTokenFile(dir_.Path("bad/val.bin"), {256, 1, 2, 3}, 257, 1, 256);
+  WriteTokenFile(dir_.Path("bad/val.bin"), {256, 1, 2, 3}, {257, 1, 256, 3});
   ROTOR_EXPECT_ERROR(
       Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
       dir_.Path("bad/val.bin"), "has 4 tokens, fewer than seq_len + 1 = 33");
   // A vocabulary larger than the model's.
-  WriteTokenFile(dir_.Path("bad/val.bin"), std::vector<TokenId>(100, 7), 300,
-                 1, 256);
+  WriteTokenFile(dir_.Path("bad/val.bin"), std::vector<TokenId>(100, 7),
+                 {300, 1, 256, 99});
   ROTOR_EXPECT_ERROR(
       Trainer(test::TinyConfig(dir_.Path("bad"), dir_.Path("run")), log_),
       "model.vocab_size (257) is smaller than the data's vocabulary (300",

@@ -121,6 +121,12 @@ Json SplitJson(const std::string& file_name, const PrepareSplitSummary& summary,
           {"sources", std::move(sources)}};
 }
 
+uint64_t TextBytes(const std::vector<const Document*>& documents) {
+  uint64_t bytes = 0;
+  for (const Document* document : documents) bytes += document->text.size();
+  return bytes;
+}
+
 std::vector<TokenId> Tokenize(const std::vector<const Document*>& documents) {
   size_t total = 0;
   for (const Document* document : documents) {
@@ -218,10 +224,12 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   const fs::path parent = fs::path(options.output).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ignored);
   ReplaceDirectoryAtomically(options.output, [&](const std::string& dir) {
-    WriteTokenFile(dir + "/train.bin", train_tokens, ByteTokenizer::kVocabSize,
-                   train.size(), ByteTokenizer::kEndOfText);
-    WriteTokenFile(dir + "/val.bin", val_tokens, ByteTokenizer::kVocabSize,
-                   val.size(), ByteTokenizer::kEndOfText);
+    WriteTokenFile(dir + "/train.bin", train_tokens,
+                   {ByteTokenizer::kVocabSize, train.size(),
+                    ByteTokenizer::kEndOfText, TextBytes(train)});
+    WriteTokenFile(dir + "/val.bin", val_tokens,
+                   {ByteTokenizer::kVocabSize, val.size(),
+                    ByteTokenizer::kEndOfText, TextBytes(val)});
     WriteFileAtomically(dir + "/meta.json", meta.dump(2) + "\n");
   });
   return summary;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -62,8 +63,10 @@ size_t FirstOutOfRange(const unsigned char* tokens, size_t count,
 }  // namespace
 
 void WriteTokenFile(const std::string& path,
-                    const std::vector<int32_t>& tokens, uint32_t vocab_size,
-                    uint64_t document_count, int32_t separator_id) {
+                    const std::vector<int32_t>& tokens,
+                    const TokenStreamInfo& info) {
+  const uint32_t vocab_size = info.vocab_size;
+  const int32_t separator_id = info.separator_id;
   ROTOR_CHECK(vocab_size >= 1 && vocab_size <= kMaxVocabSize, path,
               ": vocab_size ", vocab_size, " is not in [1, ", kMaxVocabSize,
               "]");
@@ -85,7 +88,8 @@ void WriteTokenFile(const std::string& path,
   PutU32(header + 16, vocab_size);
   PutU32(header + 20, static_cast<uint32_t>(separator_id));
   PutU64(header + 24, tokens.size());
-  PutU64(header + 32, document_count);
+  PutU64(header + 32, info.document_count);
+  PutU64(header + 40, info.text_bytes);
   AtomicFileWriter out(path);
   out.Write(header, sizeof(header));
   // The payload in chunks, narrowed to the file's dtype.
@@ -159,7 +163,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
                 vocab_size_);
     separator_id_ = static_cast<int32_t>(separator);
     for (size_t i = version == 1 ? 20 : 24; i < kTokenFileHeaderSize; ++i) {
-      if (i >= 24 && i < 40) continue;  // token_count, document_count
+      // token_count, document_count and (version 2) text_bytes
+      if (i >= 24 && i < (version == 1 ? 40u : 48u)) continue;
       ROTOR_CHECK(header[i] == 0, "token file ", path,
                   ": reserved header byte ", i, " is not zero");
     }
@@ -176,6 +181,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
                 ": document_count ", document_count_,
                 " exceeds the token count ", token_count);
     token_count_ = static_cast<size_t>(token_count);
+    text_bytes_ =
+        version == 1 ? token_count - document_count_ : GetU64(header + 40);
     payload_ = header + kTokenFileHeaderSize;
     const size_t bad =
         dtype_ == kTokenDtypeUint16
@@ -188,6 +195,13 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     Unmap();
     throw;
   }
+}
+
+double TokenFile::BitsPerByte(double loss_nats_per_token) const {
+  ROTOR_CHECK(text_bytes_ > 0, "token file ", path_,
+              ": no text bytes recorded, so no bits per byte");
+  return loss_nats_per_token * static_cast<double>(token_count_) /
+         static_cast<double>(text_bytes_) / std::log(2.0);
 }
 
 void TokenFile::Copy(size_t start, size_t count, int32_t* out) const {
@@ -224,6 +238,7 @@ TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
     vocab_size_ = other.vocab_size_;
     document_count_ = other.document_count_;
     separator_id_ = other.separator_id_;
+    text_bytes_ = other.text_bytes_;
   }
   return *this;
 }

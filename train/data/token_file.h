@@ -17,7 +17,10 @@
 //       20     4  separator_id: the token that starts every document
 //       24     8  token_count
 //       32     8  document_count
-//       40    24  reserved, 0
+//       40     8  text_bytes: the UTF-8 bytes of the documents' text, so
+//                  that a loss per token converts to bits per byte
+//                  (version 1: token_count - document_count, byte tokens)
+//       48    16  reserved, 0
 //       64  2*N   the tokens (4*N for uint32)
 //
 // Each document is preceded by the tokenizer's document separator (for the
@@ -41,13 +44,21 @@ inline constexpr uint32_t kTokenDtypeUint16 = 1;
 inline constexpr uint32_t kTokenDtypeUint32 = 2;
 inline constexpr size_t kTokenFileHeaderSize = 64;
 
+// What a token file's header says about its stream.
+struct TokenStreamInfo {
+  uint32_t vocab_size = 0;
+  uint64_t document_count = 0;
+  int32_t separator_id = 0;
+  uint64_t text_bytes = 0;
+};
+
 // Writes a token file atomically (temporary file, then rename), as uint16
 // when vocab_size <= 65536 and as uint32 above. Throws rotor::Error if a
 // token or the separator is not in [0, vocab_size) or vocab_size is not in
 // [1, 2^20].
 void WriteTokenFile(const std::string& path,
-                    const std::vector<int32_t>& tokens, uint32_t vocab_size,
-                    uint64_t document_count, int32_t separator_id);
+                    const std::vector<int32_t>& tokens,
+                    const TokenStreamInfo& info);
 
 // A read-only, memory-mapped token file. Movable, not copyable.
 class TokenFile {
@@ -76,6 +87,10 @@ class TokenFile {
   uint32_t vocab_size() const { return vocab_size_; }
   uint64_t document_count() const { return document_count_; }
   int32_t separator_id() const { return separator_id_; }
+  uint64_t text_bytes() const { return text_bytes_; }
+  // Bits per byte of a mean loss per token in nats over this stream:
+  // loss * tokens / text_bytes / ln 2.
+  double BitsPerByte(double loss_nats_per_token) const;
 
  private:
   void Unmap();
@@ -89,6 +104,7 @@ class TokenFile {
   uint32_t vocab_size_ = 0;
   uint64_t document_count_ = 0;
   int32_t separator_id_ = 0;
+  uint64_t text_bytes_ = 0;
 };
 
 }  // namespace rotor::train

@@ -31,7 +31,7 @@ ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
   ValidationResult result;
   result.loss = total / tokens;
   result.perplexity = std::exp(result.loss);
-  result.bits_per_byte = result.loss / std::log(2.0);
+  result.bits_per_byte = val.BitsPerByte(result.loss);
   result.tokens = tokens;
   return result;
 }

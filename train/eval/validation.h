@@ -15,7 +15,9 @@ namespace rotor::train {
 struct ValidationResult {
   double loss = 0.0;           // mean cross-entropy per token (nats)
   double perplexity = 0.0;     // exp(loss)
-  double bits_per_byte = 0.0;  // loss / ln 2 (byte tokens)
+  // loss * tokens / text bytes / ln 2 over the split (TokenFile::
+  // BitsPerByte): comparable between tokenizers, unlike the loss.
+  double bits_per_byte = 0.0;
   int64_t tokens = 0;
 };
 

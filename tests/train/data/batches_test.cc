@@ -15,7 +15,7 @@ namespace {
 TokenFile CountingFile(const test::TempDir& dir, size_t n) {
   std::vector<TokenId> tokens(n);
   for (size_t i = 0; i < n; ++i) tokens[i] = static_cast<TokenId>(i % 257);
-  WriteTokenFile(dir.Path("count.bin"), tokens, 257, 1, 256);
+  WriteTokenFile(dir.Path("count.bin"), tokens, {257, 1, 256, n - 1});
   return TokenFile(dir.Path("count.bin"));
 }
 

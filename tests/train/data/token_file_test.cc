@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "tests/temp_dir.h"
@@ -16,7 +17,7 @@ namespace {
 TEST(TokenFile, WritesTheDocumentedLayoutAndReadsItBack) {
   test::TempDir dir;
   const std::string path = dir.Path("t.bin");
-  WriteTokenFile(path, {256, 'h', 'i', 256, 'x'}, 257, 2, 256);
+  WriteTokenFile(path, {256, 'h', 'i', 256, 'x'}, {257, 2, 256, 3});
   const std::string bytes = ReadFile(path);
   ASSERT_EQ(bytes.size(), 64u + 10u);
   EXPECT_EQ(bytes.substr(0, 8), "ROTORTOK");
@@ -31,6 +32,7 @@ TEST(TokenFile, WritesTheDocumentedLayoutAndReadsItBack) {
   EXPECT_EQ(byte(21), 1);
   EXPECT_EQ(byte(24), 5);  // token count
   EXPECT_EQ(byte(32), 2);  // documents
+  EXPECT_EQ(byte(40), 3);  // text bytes
   EXPECT_EQ(byte(64), 0);  // 256 = 00 01
   EXPECT_EQ(byte(65), 1);
   EXPECT_EQ(byte(66), 'h');
@@ -41,6 +43,9 @@ TEST(TokenFile, WritesTheDocumentedLayoutAndReadsItBack) {
   EXPECT_EQ(file.document_count(), 2u);
   EXPECT_EQ(file.separator_id(), 256);
   EXPECT_EQ(file.dtype(), kTokenDtypeUint16);
+  EXPECT_EQ(file.text_bytes(), 3u);
+  // 5 tokens at 2 nats each over 3 bytes: 10 / 3 / ln 2 bits per byte.
+  EXPECT_DOUBLE_EQ(file.BitsPerByte(2.0), 10.0 / 3.0 / std::log(2.0));
   EXPECT_EQ(file[0], 256);
   EXPECT_EQ(file[2], 'i');
   EXPECT_EQ(file.path(), path);
@@ -55,7 +60,7 @@ TEST(TokenFile, LargeVocabulariesUseFourBytesPerToken) {
   test::TempDir dir;
   const std::string path = dir.Path("big.bin");
   const std::vector<int32_t> tokens = {128000, 0, 65535, 65536, 128255};
-  WriteTokenFile(path, tokens, 128256, 1, 128000);
+  WriteTokenFile(path, tokens, {128256, 1, 128000, 1});
   EXPECT_EQ(ReadFile(path).size(), 64u + 4u * tokens.size());
   const TokenFile file(path);
   EXPECT_EQ(file.dtype(), kTokenDtypeUint32);
@@ -65,7 +70,7 @@ TEST(TokenFile, LargeVocabulariesUseFourBytesPerToken) {
   EXPECT_EQ(copied, std::vector<int32_t>(tokens.begin() + 1, tokens.end()));
   EXPECT_EQ(file[4], 128255);
   // Exactly 65536 ids still fit uint16.
-  WriteTokenFile(path, {65535}, 65536, 1, 0);
+  WriteTokenFile(path, {65535}, {65536, 1, 0, 1});
   EXPECT_EQ(TokenFile(path).dtype(), kTokenDtypeUint16);
 }
 
@@ -74,32 +79,34 @@ TEST(TokenFile, LargeVocabulariesUseFourBytesPerToken) {
 TEST(TokenFile, ReadsVersionOneFiles) {
   test::TempDir dir;
   const std::string path = dir.Path("v1.bin");
-  WriteTokenFile(path, {256, 'a'}, 257, 1, 256);
+  WriteTokenFile(path, {256, 'a'}, {257, 1, 256, 1});
   std::string bytes = ReadFile(path);
   bytes[8] = 1;               // version 1
-  bytes[20] = bytes[21] = 0;  // whose offset 20 was reserved, 0
+  bytes[20] = bytes[21] = 0;  // whose offsets 20 and 40 were reserved, 0
+  bytes[40] = 0;
   WriteFileAtomically(path, bytes);
   const TokenFile file(path);
   EXPECT_EQ(file.separator_id(), 256);
+  EXPECT_EQ(file.text_bytes(), 1u);  // byte tokens: tokens - documents
   EXPECT_EQ(file[1], 'a');
 }
 
 TEST(TokenFile, EmptyStreamIsValid) {
   test::TempDir dir;
-  WriteTokenFile(dir.Path("e.bin"), {}, 257, 0, 256);
+  WriteTokenFile(dir.Path("e.bin"), {}, {257, 0, 256, 0});
   EXPECT_EQ(TokenFile(dir.Path("e.bin")).size(), 0u);
 }
 
 TEST(TokenFile, WriterRejectsTokensOutsideTheVocabulary) {
   test::TempDir dir;
-  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1, 300}, 257, 1, 256),
+  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1, 300}, {257, 1, 256, 1}),
                      "t.bin", "token 1 is 300", "vocab_size 257");
-  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1, -1}, 257, 1, 256),
+  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1, -1}, {257, 1, 256, 1}),
                      "token 1 is -1");
   ROTOR_EXPECT_ERROR(
-      WriteTokenFile(dir.Path("t.bin"), {1}, (1u << 20) + 1, 1, 256),
+      WriteTokenFile(dir.Path("t.bin"), {1}, {(1u << 20) + 1, 1, 256, 1}),
       "vocab_size 1048577", "[1, 1048576]");
-  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1}, 257, 1, 257),
+  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1}, {257, 1, 257, 1}),
                      "separator id 257");
   EXPECT_TRUE(dir.List().empty());  // nothing (not even a temporary) left
 }
@@ -110,7 +117,7 @@ void ExpectDamageRejected(const std::function<void(std::string&)>& damage,
                           const std::vector<std::string>& parts) {
   test::TempDir dir;
   const std::string path = dir.Path("val.bin");
-  WriteTokenFile(path, {256, 'a', 'b', 'c'}, 257, 1, 256);
+  WriteTokenFile(path, {256, 'a', 'b', 'c'}, {257, 1, 256, 1});
   std::string bytes = ReadFile(path);
   damage(bytes);
   WriteFileAtomically(path, bytes);

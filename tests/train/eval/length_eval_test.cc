@@ -28,7 +28,9 @@ std::string WriteDocuments(const test::TempDir& dir,
     }
   }
   const std::string path = dir.Path("val.bin");
-  WriteTokenFile(path, tokens, 257, lengths.size(), ByteTokenizer::kEndOfText);
+  WriteTokenFile(path, tokens,
+                 {257, lengths.size(), ByteTokenizer::kEndOfText,
+                  tokens.size() - lengths.size()});
   return path;
 }
 
