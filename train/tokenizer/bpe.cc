@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <queue>
-#include <unordered_map>
 
 #include "core/error.h"
 #include "train/tokenizer/pre_tokenizers.h"
@@ -16,8 +16,8 @@ namespace {
 
 // Pieces this long or longer are not cached (as HF's MAX_LENGTH).
 constexpr size_t kMaxCachedPieceBytes = 256;
-// A thread's cache of one model is emptied when it reaches this many
-// pieces, so memory stays bounded on endless varied text.
+// A thread's cache of one model starts over when it holds this many pieces,
+// so memory stays bounded on endless varied text.
 constexpr size_t kMaxCachedPieces = 1 << 16;
 
 uint32_t HashOf(std::string_view text) {
@@ -48,10 +48,71 @@ struct Candidate {
   }
 };
 
-// The pieces one thread has tokenized with one model, and their ids.
-struct PieceCache {
-  uint64_t owner = 0;  // the model's serial; 0: unused
-  std::unordered_map<std::string, std::vector<TokenId>> ids;
+// The pieces one thread has tokenized with one model, and their ids: an
+// open-addressing table whose keys and ids live in two flat arrays, so a
+// lookup costs a hash and one or two cache lines. Full, it starts over.
+class PieceCache {
+ public:
+  // The ids of `piece` appended to `out`; false if it is not cached.
+  bool Lookup(std::string_view piece, uint64_t hash,
+              std::vector<TokenId>& out) const {
+    if (slots_.empty()) return false;
+    const size_t mask = slots_.size() - 1;
+    for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+      const Entry& entry = slots_[slot];
+      if (entry.hash == 0) return false;
+      if (entry.hash == hash && entry.key_length == piece.size() &&
+          std::memcmp(keys_.data() + entry.key_offset, piece.data(),
+                      piece.size()) == 0) {
+        out.insert(out.end(), ids_.begin() + entry.ids_offset,
+                   ids_.begin() + entry.ids_offset + entry.id_count);
+        return true;
+      }
+    }
+  }
+  // Caches `ids` for `piece` (not cached yet).
+  void Insert(std::string_view piece, uint64_t hash, const TokenId* ids,
+              size_t count) {
+    if (slots_.empty() || (count_ + 1) * 2 > slots_.size()) {
+      slots_.assign(kMaxCachedPieces * 2, Entry{});
+      keys_.clear();
+      ids_.clear();
+      count_ = 0;
+    }
+    const size_t mask = slots_.size() - 1;
+    size_t slot = hash & mask;
+    while (slots_[slot].hash != 0) slot = (slot + 1) & mask;
+    slots_[slot] = {hash, static_cast<uint32_t>(keys_.size()),
+                    static_cast<uint32_t>(piece.size()),
+                    static_cast<uint32_t>(ids_.size()),
+                    static_cast<uint32_t>(count)};
+    keys_.append(piece);
+    ids_.insert(ids_.end(), ids, ids + count);
+    ++count_;
+  }
+  // Empties the cache and gives it to the model with `serial`.
+  void Claim(uint64_t serial) {
+    owner_ = serial;
+    slots_.clear();
+    keys_.clear();
+    ids_.clear();
+    count_ = 0;
+  }
+  uint64_t owner() const { return owner_; }
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;  // 0: empty (hashes are made non-zero)
+    uint32_t key_offset = 0;
+    uint32_t key_length = 0;
+    uint32_t ids_offset = 0;
+    uint32_t id_count = 0;
+  };
+  uint64_t owner_ = 0;  // the model's serial; 0: unused
+  std::vector<Entry> slots_;
+  std::string keys_;
+  std::vector<TokenId> ids_;
+  size_t count_ = 0;
 };
 
 // This thread's cache for the model with `serial`. A thread keeps caches
@@ -61,12 +122,11 @@ PieceCache& CacheOf(uint64_t serial) {
   thread_local PieceCache caches[kSlots];
   thread_local int next_victim = 0;
   for (PieceCache& cache : caches) {
-    if (cache.owner == serial) return cache;
+    if (cache.owner() == serial) return cache;
   }
   PieceCache& cache = caches[next_victim];
   next_victim = (next_victim + 1) % kSlots;
-  cache.owner = serial;
-  cache.ids.clear();
+  cache.Claim(serial);
   return cache;
 }
 
@@ -187,19 +247,11 @@ void BpeModel::Tokenize(std::string_view piece,
     return;
   }
   PieceCache& cache = CacheOf(serial_);
-  // A short key stays in std::string's inline buffer: no allocation.
-  thread_local std::string key;
-  key.assign(piece.data(), piece.size());
-  const auto found = cache.ids.find(key);
-  if (found != cache.ids.end()) {
-    out.insert(out.end(), found->second.begin(), found->second.end());
-    return;
-  }
-  std::vector<TokenId> ids;
-  TokenizeUncached(piece, ids);
-  out.insert(out.end(), ids.begin(), ids.end());
-  if (cache.ids.size() >= kMaxCachedPieces) cache.ids.clear();
-  cache.ids.emplace(key, std::move(ids));
+  const uint64_t hash = std::hash<std::string_view>()(piece) | 1;
+  if (cache.Lookup(piece, hash, out)) return;
+  const size_t first = out.size();
+  TokenizeUncached(piece, out);
+  cache.Insert(piece, hash, out.data() + first, out.size() - first);
 }
 
 void BpeModel::TokenizeUncached(std::string_view piece,
@@ -260,8 +312,8 @@ void BpeModel::MergeWord(std::string_view word,
     if (options_.byte_fallback) {
       bool all_bytes = true;
       for (const char b : character) {
-        all_bytes = all_bytes &&
-                    byte_fallback_ids_[static_cast<unsigned char>(b)] >= 0;
+        all_bytes =
+            all_bytes && byte_fallback_ids_[static_cast<unsigned char>(b)] >= 0;
       }
       if (all_bytes) {
         // As in HF, a pending unknown token stays pending across these.

@@ -17,8 +17,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::Load(const std::string& path) {
 
 HfTokenizer::HfTokenizer(HfTokenizerParts parts, std::string name)
     : parts_(std::move(parts)), name_(std::move(name)) {
-  vocab_size_ =
-      std::max(parts_.model->vocab().end_id(), parts_.added.end_id());
+  vocab_size_ = std::max(parts_.model->vocab().end_id(), parts_.added.end_id());
 }
 
 std::vector<TokenId> HfTokenizer::Encode(std::string_view text,
