@@ -10,6 +10,7 @@ set(rules
   "nn/|core/ nn/"
   "train/io/|core/ train/io/"
   "train/data/|core/ train/io/ train/data/"
+  "train/tokenizer/|core/ train/io/ train/data/ train/tokenizer/"
   "train/optim/|core/ nn/ train/optim/"
   "train/eval/|core/ nn/ train/io/ train/data/ train/eval/"
   "train/config/|core/ nn/ train/io/ train/data/ train/eval/ train/config/"

@@ -1,0 +1,271 @@
+// TrainBpe against a naive reference trainer (recounts every pair at every
+// step, same tie rule), its vocabulary layout, its option checks and the
+// tokenizer.json it writes.
+#include "train/tokenizer/bpe_trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "tests/test_util.h"
+#include "train/io/json.h"
+
+namespace rotor::train {
+namespace {
+
+// GPT-2's bytes_to_unicode, written as its Python original builds it: the
+// printable bytes keep their code point, the others take 256, 257, ...
+std::vector<uint32_t> ReferenceByteCodePoints() {
+  std::vector<uint32_t> code_points(256);
+  std::vector<bool> printable(256, false);
+  for (int b = 0; b < 256; ++b) {
+    printable[b] = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) ||
+                   (b >= 0xAE && b <= 0xFF);
+  }
+  uint32_t next = 256;
+  for (int b = 0; b < 256; ++b) {
+    code_points[b] = printable[b] ? b : next++;
+  }
+  return code_points;
+}
+
+std::string Utf8(uint32_t code_point) {
+  if (code_point < 0x80) return std::string(1, static_cast<char>(code_point));
+  return {static_cast<char>(0xC0 | (code_point >> 6)),
+          static_cast<char>(0x80 | (code_point & 0x3F))};
+}
+
+// The naive trainer: the same vocabulary start (specials, then bytes by
+// code point), then at every step all pairs are recounted from scratch in
+// an ordered map, the most frequent wins and ties go to the smallest
+// (left id, right id); the pair is merged left to right in every word.
+// O(merges * symbols): for small corpora only.
+BpeModel NaiveTrain(const std::vector<WordCount>& words, int64_t vocab_size,
+                    const std::vector<std::string>& specials,
+                    uint64_t min_frequency) {
+  BpeModel model;
+  model.vocab = specials;
+  model.special_token_count = static_cast<int64_t>(specials.size());
+  const std::vector<uint32_t> code_points = ReferenceByteCodePoints();
+  std::vector<int> bytes_by_code_point(256);
+  for (int b = 0; b < 256; ++b) bytes_by_code_point[b] = b;
+  std::sort(bytes_by_code_point.begin(), bytes_by_code_point.end(),
+            [&](int x, int y) { return code_points[x] < code_points[y]; });
+  std::vector<TokenId> byte_id(256);
+  for (const int b : bytes_by_code_point) {
+    byte_id[b] = static_cast<TokenId>(model.vocab.size());
+    model.vocab.push_back(Utf8(code_points[b]));
+  }
+  std::vector<std::vector<TokenId>> symbols;
+  std::vector<int64_t> counts;
+  for (const WordCount& word : words) {
+    std::vector<TokenId> ids;
+    for (const char c : word.word) ids.push_back(byte_id[(unsigned char)c]);
+    symbols.push_back(ids);
+    counts.push_back(static_cast<int64_t>(word.count));
+  }
+  while (static_cast<int64_t>(model.vocab.size()) < vocab_size) {
+    std::map<std::pair<TokenId, TokenId>, int64_t> pair_counts;
+    for (size_t w = 0; w < symbols.size(); ++w) {
+      for (size_t i = 0; i + 1 < symbols[w].size(); ++i) {
+        pair_counts[{symbols[w][i], symbols[w][i + 1]}] += counts[w];
+      }
+    }
+    std::pair<TokenId, TokenId> best;
+    int64_t best_count = 0;
+    for (const auto& [pair, count] : pair_counts) {
+      if (count > best_count) {
+        best = pair;
+        best_count = count;
+      }
+    }
+    if (best_count < 1 || static_cast<uint64_t>(best_count) < min_frequency) {
+      break;
+    }
+    const std::string text = model.vocab[best.first] + model.vocab[best.second];
+    const auto existing =
+        std::find(model.vocab.begin(), model.vocab.end(), text);
+    const TokenId merged = static_cast<TokenId>(existing - model.vocab.begin());
+    if (existing == model.vocab.end()) model.vocab.push_back(text);
+    model.merges.push_back(best);
+    for (std::vector<TokenId>& word : symbols) {
+      std::vector<TokenId> out;
+      for (size_t i = 0; i < word.size();) {
+        if (i + 1 < word.size() && word[i] == best.first &&
+            word[i + 1] == best.second) {
+          out.push_back(merged);
+          i += 2;
+        } else {
+          out.push_back(word[i++]);
+        }
+      }
+      word = out;
+    }
+  }
+  return model;
+}
+
+// Words over a small alphabet with skewed counts: many equal counts (the
+// tie rule decides often), repeated letters ("aaaa", overlapping pairs),
+// and a few bytes outside ASCII.
+std::vector<WordCount> RandomWords(uint32_t seed, int word_count) {
+  std::mt19937 rng(seed);
+  const std::string letters = "aabbbcd \n\xC3\xA9\xFF";
+  std::vector<WordCount> words;
+  std::set<std::string> seen;
+  while (static_cast<int>(words.size()) < word_count) {
+    std::string word;
+    const int length = 1 + static_cast<int>(rng() % 7);
+    for (int i = 0; i < length; ++i) word += letters[rng() % letters.size()];
+    if (!seen.insert(word).second) continue;
+    words.push_back({word, 1 + (rng() % 4) * (rng() % 5)});
+  }
+  return words;
+}
+
+void ExpectSameModel(const BpeModel& got, const BpeModel& want) {
+  ASSERT_EQ(got.merges.size(), want.merges.size());
+  for (size_t i = 0; i < want.merges.size(); ++i) {
+    ASSERT_EQ(got.merges[i], want.merges[i]) << "merge " << i;
+  }
+  EXPECT_EQ(got.vocab, want.vocab);
+  EXPECT_EQ(got.special_token_count, want.special_token_count);
+}
+
+TEST(BpeTrainer, MergesEqualTheNaiveReference) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const std::vector<WordCount> words = RandomWords(seed, 60 + 10 * seed);
+    BpeTrainerOptions options;
+    options.vocab_size = 256 + 1 + 40 + 20 * seed;
+    const BpeModel model = TrainBpe(words, options);
+    const BpeModel reference =
+        NaiveTrain(words, options.vocab_size, options.special_tokens, 0);
+    SCOPED_TRACE(seed);
+    ExpectSameModel(model, reference);
+  }
+}
+
+TEST(BpeTrainer, RunsOutOfPairsBeforeTheVocabularyIsFull) {
+  const std::vector<WordCount> words = {{"ab", 3}, {"abc", 1}, {"x", 9}};
+  BpeTrainerOptions options;
+  options.vocab_size = 1000;
+  const BpeModel model = TrainBpe(words, options);
+  ExpectSameModel(model, NaiveTrain(words, 1000, options.special_tokens, 0));
+  EXPECT_EQ(model.merges.size(), 2u);  // ab, then abc
+  EXPECT_EQ(model.vocab.back(), "abc");
+}
+
+TEST(BpeTrainer, MinFrequencyStopsAtRarePairs) {
+  const std::vector<WordCount> words = RandomWords(7, 120);
+  BpeTrainerOptions options;
+  options.vocab_size = 2000;
+  options.min_frequency = 5;
+  const BpeModel model = TrainBpe(words, options);
+  ExpectSameModel(model, NaiveTrain(words, 2000, options.special_tokens, 5));
+  EXPECT_LT(model.vocab.size(), 2000u);
+}
+
+TEST(BpeTrainer, TiesGoToTheSmallestPairOfIds) {
+  // (a, b) and (c, d) both occur twice: 'a' has the smaller id.
+  BpeTrainerOptions options;
+  options.special_tokens = {};
+  options.vocab_size = 257;
+  const BpeModel model = TrainBpe({{"cd", 2}, {"ab", 2}}, options);
+  ASSERT_EQ(model.merges.size(), 1u);
+  EXPECT_EQ(model.vocab.back(), "ab");
+  // (a, b) and (b, a) both occur twice ("abab" and "ba"): (a, b) first;
+  // then (ab, ab) and (b, a) tie at 1, and 'b' is older than "ab".
+  options.vocab_size = 258;
+  const BpeModel overlapping = TrainBpe({{"abab", 1}, {"ba", 1}}, options);
+  EXPECT_EQ(overlapping.vocab[256], "ab");
+  EXPECT_EQ(overlapping.vocab[257], "ba");
+}
+
+TEST(BpeTrainer, VocabularyIsSpecialsThenBytesByCodePointThenMerges) {
+  BpeTrainerOptions options;
+  options.special_tokens = {"<|endoftext|>", "<pad>"};
+  options.vocab_size = 259;
+  const BpeModel model = TrainBpe({{"hello", 1}}, options);
+  ASSERT_EQ(model.vocab.size(), 259u);
+  EXPECT_EQ(model.special_token_count, 2);
+  EXPECT_EQ(model.vocab[0], "<|endoftext|>");
+  EXPECT_EQ(model.vocab[1], "<pad>");
+  EXPECT_EQ(model.vocab[2], "!");                    // byte 33, code point 33
+  EXPECT_EQ(model.vocab[2 + 93], "~");               // byte 126
+  EXPECT_EQ(model.vocab[2 + 94], "\xC2\xA1");        // byte 161, U+00A1
+  EXPECT_EQ(model.vocab[2 + 188], "\xC4\x80");       // byte 0, U+0100
+  EXPECT_EQ(model.vocab[2 + 188 + 32], "\xC4\xA0");  // space, U+0120 'Ġ'
+  EXPECT_EQ(model.vocab[2 + 255], "\xC5\x83");       // byte 173, U+0143
+  // (h, e), (e, l), (l, l), (l, o) occur once each: 'e' has the smallest id.
+  EXPECT_EQ(model.vocab[258], "el");
+}
+
+TEST(BpeTrainer, ByteLevelAlphabetIsGpt2s) {
+  const std::vector<uint32_t> code_points = ReferenceByteCodePoints();
+  for (int b = 0; b < 256; ++b) {
+    EXPECT_EQ(ByteLevelAlphabet()[b], Utf8(code_points[b])) << b;
+  }
+  EXPECT_EQ(ToByteLevel(" the\n"), "\xC4\xA0the\xC4\x8A");  // "Ġthe Ċ"
+}
+
+TEST(BpeTrainer, RefusesBadOptionsNamingThem) {
+  BpeTrainerOptions options;
+  options.vocab_size = 256;
+  ROTOR_EXPECT_ERROR(TrainBpe({}, options), "vocab_size", "[257, 1048576]",
+                     "got 256");
+  options.vocab_size = MaxBpeVocabSize() + 1;
+  ROTOR_EXPECT_ERROR(TrainBpe({}, options), "vocab_size", "got 1048577");
+  options.vocab_size = 300;
+  options.special_tokens = {"<a>", "<a>"};
+  ROTOR_EXPECT_ERROR(TrainBpe({}, options), "'<a>' is given twice");
+  options.special_tokens = {""};
+  ROTOR_EXPECT_ERROR(TrainBpe({}, options), "empty special token");
+}
+
+TEST(BpeTrainer, TokenizerJsonHasHuggingFacesLayout) {
+  BpeTrainerOptions options;
+  options.vocab_size = 262;
+  const BpeModel model =
+      TrainBpe({{" the", 5}, {" then", 2}, {"\n\n", 3}}, options);
+  const Json json = ParseJson(BpeTokenizerJson(model, options), "test");
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : json.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"version", "truncation", "padding",
+                                            "added_tokens", "normalizer",
+                                            "pre_tokenizer", "post_processor",
+                                            "decoder", "model"}));
+  EXPECT_EQ(json["version"], "1.0");
+  EXPECT_TRUE(json["truncation"].is_null());
+  EXPECT_TRUE(json["normalizer"].is_null());
+  EXPECT_EQ(json["added_tokens"].size(), 1u);
+  EXPECT_EQ(json["added_tokens"][0]["content"], "<|endoftext|>");
+  EXPECT_EQ(json["added_tokens"][0]["id"], 0);
+  EXPECT_EQ(json["added_tokens"][0]["special"], true);
+  EXPECT_EQ(json["added_tokens"][0]["normalized"], false);
+  const Json& split = json["pre_tokenizer"]["pretokenizers"][0];
+  EXPECT_EQ(split["type"], "Split");
+  EXPECT_EQ(split["pattern"]["Regex"], kLlama3SplitPattern);
+  EXPECT_EQ(split["behavior"], "Isolated");
+  EXPECT_EQ(json["pre_tokenizer"]["pretokenizers"][1]["use_regex"], false);
+  EXPECT_EQ(json["decoder"]["type"], "ByteLevel");
+  const Json& bpe = json["model"];
+  EXPECT_EQ(bpe["type"], "BPE");
+  EXPECT_TRUE(bpe["unk_token"].is_null());
+  EXPECT_EQ(bpe["ignore_merges"], false);
+  EXPECT_EQ(bpe["vocab"].size(), 262u);
+  EXPECT_EQ(bpe["vocab"]["<|endoftext|>"], 0);
+  EXPECT_EQ(bpe["vocab"]["\xC4\xA0"], 1 + 188 + 32);
+  // (Ġ, t), (t, h), (h, e) occur 7 times: 'h' has the smallest id.
+  ASSERT_EQ(bpe["merges"].size(), 5u);
+  EXPECT_EQ(bpe["merges"][0], "h e");
+  EXPECT_EQ(bpe["merges"][1], "t he");
+  EXPECT_EQ(bpe["merges"][2], "\xC4\xA0 the");
+  EXPECT_EQ(bpe["merges"][3], "\xC4\x8A \xC4\x8A");  // "Ċ Ċ", 3 times
+  EXPECT_EQ(bpe["vocab"]["\xC4\xA0the"], 259);
+}
+
+}  // namespace
+}  // namespace rotor::train
