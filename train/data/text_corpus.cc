@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "train/data/prepare.h"
 #include "train/data/token_file.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/io/atomic_file.h"
 
 namespace rotor::train {
