@@ -1,13 +1,18 @@
 #include "train/tokenizer/bpe_trainer.h"
 
 #include <algorithm>
+#include <memory>
 #include <queue>
 #include <set>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/parallel.h"
 #include "train/io/json.h"
+#include "train/tokenizer/pre_tokenizers.h"
+#include "train/tokenizer/regex.h"
+#include "train/tokenizer/unicode.h"
 
 namespace rotor::train {
 
@@ -24,30 +29,6 @@ PairKey MakePair(TokenId left, TokenId right) {
 TokenId LeftOf(PairKey pair) { return static_cast<TokenId>(pair >> 32); }
 TokenId RightOf(PairKey pair) {
   return static_cast<TokenId>(pair & 0xffffffffu);
-}
-
-// The UTF-8 encoding of a code point below U+0800 (all the byte-level
-// alphabet needs).
-std::string EncodeUtf8Below0800(uint32_t code_point) {
-  if (code_point < 0x80) return std::string(1, static_cast<char>(code_point));
-  return {static_cast<char>(0xc0 | (code_point >> 6)),
-          static_cast<char>(0x80 | (code_point & 0x3f))};
-}
-
-// True for the bytes GPT-2's byte-level alphabet writes as themselves.
-bool IsPrintableByte(int b) {
-  return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-}
-
-// The code point GPT-2's bytes_to_unicode gives byte `b`: itself if
-// printable, else 256 + the number of non-printable bytes before it. O(b).
-uint32_t ByteLevelCodePoint(int b) {
-  if (IsPrintableByte(b)) return static_cast<uint32_t>(b);
-  uint32_t rank = 0;
-  for (int earlier = 0; earlier < b; ++earlier) {
-    if (!IsPrintableByte(earlier)) ++rank;
-  }
-  return 256 + rank;
 }
 
 // What the merge loop keeps per pair: its count over all words (weighted by
@@ -99,7 +80,7 @@ class MergeLoop {
     }
     std::array<TokenId, 256> byte_ids;
     for (int b = 0; b < 256; ++b) {
-      byte_ids[b] = token_ids_.at(ByteLevelAlphabet()[b]);
+      byte_ids[b] = token_ids_.at(ByteLevelChars()[b]);
     }
     // Words of one byte hold no pair: leave them out.
     for (const WordCount& word : words) {
@@ -244,24 +225,67 @@ class MergeLoop {
 
 int64_t MaxBpeVocabSize() { return limits::kMaxVocabSize; }
 
-const std::array<std::string, 256>& ByteLevelAlphabet() {
-  static const std::array<std::string, 256> alphabet = [] {
-    std::array<std::string, 256> result;
-    for (int b = 0; b < 256; ++b) {
-      result[b] = EncodeUtf8Below0800(ByteLevelCodePoint(b));
-    }
-    return result;
-  }();
-  return alphabet;
-}
-
-std::string ToByteLevel(std::string_view bytes) {
-  std::string result;
-  result.reserve(bytes.size() * 2);
-  for (const char c : bytes) {
-    result += ByteLevelAlphabet()[static_cast<unsigned char>(c)];
+std::vector<WordCount> CountWords(
+    const std::vector<std::string_view>& documents,
+    const std::string& split_pattern) {
+  std::unique_ptr<Regex> regex;
+  try {
+    regex = std::make_unique<Regex>(split_pattern, /*literal=*/false);
+  } catch (const Error& error) {
+    throw Error(StrCat("split pattern ", ShowAsJson(split_pattern), ": ",
+                       error.what()));
   }
-  return result;
+  // Blocks of documents, each counted into its own map (no locks), a few
+  // blocks per thread so uneven documents still balance.
+  const int64_t block_count = std::min<int64_t>(
+      static_cast<int64_t>(documents.size()), 4 * int64_t{NumThreads()});
+  std::vector<std::unordered_map<std::string, uint64_t>> block_counts(
+      block_count);
+  ParallelFor(block_count, 1, [&](int64_t begin_block, int64_t end_block) {
+    std::vector<Regex::Match> matches;
+    for (int64_t block = begin_block; block < end_block; ++block) {
+      auto& counts = block_counts[block];
+      const size_t first = documents.size() * block / block_count;
+      const size_t last = documents.size() * (block + 1) / block_count;
+      for (size_t d = first; d < last; ++d) {
+        // The text as an encoder sees it: invalid UTF-8 repaired.
+        std::string repaired;
+        std::string_view text = documents[d];
+        if (!unicode::IsValidUtf8(text)) {
+          repaired = unicode::ReplaceInvalidUtf8(text);
+          text = repaired;
+        }
+        // Split with behavior Isolated: each match is a word, and so is
+        // each stretch of text between matches.
+        matches.clear();
+        regex->FindAll(text, matches);
+        size_t done = 0;
+        for (const Regex::Match& match : matches) {
+          if (match.start > done) {
+            ++counts[std::string(text.substr(done, match.start - done))];
+          }
+          if (match.end > match.start) {
+            ++counts[std::string(
+                text.substr(match.start, match.end - match.start))];
+          }
+          done = match.end;
+        }
+        if (done < text.size()) ++counts[std::string(text.substr(done))];
+      }
+    }
+  });
+  std::unordered_map<std::string, uint64_t> total;
+  for (auto& counts : block_counts) {
+    for (auto& [word, count] : counts) total[word] += count;
+    counts.clear();
+  }
+  std::vector<WordCount> words;
+  words.reserve(total.size());
+  for (auto& [word, count] : total) words.push_back({word, count});
+  std::sort(
+      words.begin(), words.end(),
+      [](const WordCount& a, const WordCount& b) { return a.word < b.word; });
+  return words;
 }
 
 BpeModel TrainBpe(const std::vector<WordCount>& words,
@@ -272,15 +296,13 @@ BpeModel TrainBpe(const std::vector<WordCount>& words,
   model.vocab = options.special_tokens;
   model.special_token_count =
       static_cast<int64_t>(options.special_tokens.size());
-  // The 256 bytes, sorted by code point; a byte whose character is also a
-  // special token keeps the special token's id (as in HF's trainer).
-  std::vector<std::pair<uint32_t, int>> by_code_point;
-  for (int b = 0; b < 256; ++b) {
-    by_code_point.emplace_back(ByteLevelCodePoint(b), b);
-  }
-  std::sort(by_code_point.begin(), by_code_point.end());
-  for (const auto& [code_point, b] : by_code_point) {
-    const std::string& text = ByteLevelAlphabet()[b];
+  // The 256 bytes' characters sorted by code point (UTF-8 sorts bytewise in
+  // code point order); a character that is also a special token keeps the
+  // special token's id (as in HF's trainer).
+  std::vector<std::string> alphabet(ByteLevelChars().begin(),
+                                    ByteLevelChars().end());
+  std::sort(alphabet.begin(), alphabet.end());
+  for (const std::string& text : alphabet) {
     if (std::find(options.special_tokens.begin(), options.special_tokens.end(),
                   text) == options.special_tokens.end()) {
       model.vocab.push_back(text);

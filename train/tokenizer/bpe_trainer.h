@@ -10,9 +10,9 @@
 //      thread count changes nothing).
 //   2. The vocabulary starts with the special tokens (ids 0..k-1, as HF's
 //      trainer puts them), then the 256 bytes as GPT-2's printable
-//      characters (ByteLevelAlphabet), sorted by code point as HF sorts its
-//      initial alphabet: id k is "!" (byte 33), k + 187 is "ÿ" (byte 255),
-//      k + 188 is "Ā" (byte 0), k + 220 is "Ġ" (space).
+//      characters (ByteLevelChars, train/tokenizer/pre_tokenizers.h), sorted by
+//      code point as HF sorts its initial alphabet: id k is "!" (byte 33), k +
+//      187 is "ÿ" (byte 255), k + 188 is "Ā" (byte 0), k + 220 is "Ġ" (space).
 //   3. TrainBpe: repeatedly merges the most frequent adjacent pair of
 //      symbols (counted over all words, weighted by their counts) into a
 //      new symbol, until the vocabulary has vocab_size tokens, no pair is
@@ -26,7 +26,6 @@
 #ifndef ROTOR_TRAIN_TOKENIZER_BPE_TRAINER_H_
 #define ROTOR_TRAIN_TOKENIZER_BPE_TRAINER_H_
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -77,15 +76,6 @@ struct BpeModel {
   // vocab[0 .. special_token_count) are the special tokens.
   int64_t special_token_count = 0;
 };
-
-// GPT-2's bytes_to_unicode: the UTF-8 text of the printable character that
-// stands for each byte. Bytes 33..126, 161..172 and 174..255 stand for
-// themselves; the other 68 take U+0100.. in byte order (space = "Ġ",
-// U+0120; newline = "Ċ", U+010A).
-const std::array<std::string, 256>& ByteLevelAlphabet();
-
-// `bytes` spelled in the byte-level alphabet, e.g. " the" -> "Ġthe".
-std::string ToByteLevel(std::string_view bytes);
 
 // Splits each document with `split_pattern` and counts the pre-tokens.
 // Documents are spread over rotor's thread pool. The result is sorted by

@@ -18,8 +18,6 @@ namespace rotor::train {
 namespace {
 
 using test::NaiveTrain;
-using test::ReferenceByteCodePoints;
-using test::Utf8;
 
 // Words over a small alphabet with skewed counts: many equal counts (the
 // tie rule decides often), repeated letters ("aaaa", overlapping pairs),
@@ -114,14 +112,6 @@ TEST(BpeTrainer, VocabularyIsSpecialsThenBytesByCodePointThenMerges) {
   EXPECT_EQ(model.vocab[2 + 255], "\xC5\x83");       // byte 173, U+0143
   // (h, e), (e, l), (l, l), (l, o) occur once each: 'e' has the smallest id.
   EXPECT_EQ(model.vocab[258], "el");
-}
-
-TEST(BpeTrainer, ByteLevelAlphabetIsGpt2s) {
-  const std::vector<uint32_t> code_points = ReferenceByteCodePoints();
-  for (int b = 0; b < 256; ++b) {
-    EXPECT_EQ(ByteLevelAlphabet()[b], Utf8(code_points[b])) << b;
-  }
-  EXPECT_EQ(ToByteLevel(" the\n"), "\xC4\xA0the\xC4\x8A");  // "Ġthe Ċ"
 }
 
 TEST(BpeTrainer, RefusesBadOptionsNamingThem) {
