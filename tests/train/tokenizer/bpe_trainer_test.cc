@@ -10,9 +10,12 @@
 #include <random>
 #include <set>
 
+#include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "tests/train/tokenizer/naive_bpe_trainer.h"
+#include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 namespace {
@@ -168,6 +171,52 @@ TEST(BpeTrainer, TokenizerJsonHasHuggingFacesLayout) {
   EXPECT_EQ(bpe["merges"][2], "\xC4\xA0 the");
   EXPECT_EQ(bpe["merges"][3], "\xC4\x8A \xC4\x8A");  // "Ċ Ċ", 3 times
   EXPECT_EQ(bpe["vocab"]["\xC4\xA0the"], 259);
+}
+
+TEST(BpeTrainer, SameFileAtAnyThreadCountAndRotorEncodesAsTrained) {
+  std::string corpus;
+  for (const std::string& line :
+       {"The jury said it didn't find any evidence. ",
+        "The 1962 budget was $3,200,445.00, about 12% more!\n\n",
+        "Caf\xC3\xA9s  and   na\xC3\xAFve\ttabs\r\n", "bad \xFF byte "}) {
+    corpus += line;
+  }
+  std::vector<std::string> documents(40);
+  for (size_t d = 0; d < documents.size(); ++d) {
+    documents[d] = corpus.substr(d % 7) + corpus.substr(0, d % 11);
+  }
+  const std::vector<std::string_view> views(documents.begin(), documents.end());
+  BpeTrainerOptions options;
+  options.vocab_size = 330;  // the corpus runs out of pairs at 347
+  std::string json_at[3];
+  for (const int threads : {1, 2}) {
+    json_at[threads] = test::RunAtThreads(threads, [&] {
+      return BpeTokenizerJson(
+          TrainBpe(CountWords(views, options.split_pattern), options), options);
+    });
+  }
+  EXPECT_EQ(json_at[1], json_at[2]);
+
+  // rotor's loader reads the file, and encoding a document gives the ids of
+  // its pre-tokens as training left them: each word's merges in rank order.
+  test::TempDir dir;
+  WriteFileAtomically(dir.Path("tokenizer.json"), json_at[1]);
+  const std::unique_ptr<Tokenizer> tokenizer =
+      LoadTokenizer(dir.Path("tokenizer.json"));
+  EXPECT_EQ(tokenizer->VocabSize(), 330);
+  EXPECT_EQ(tokenizer->TokenToId("<|endoftext|>"), 0);
+  const Json json = ParseJson(json_at[1], "trained");
+  std::string last_token;
+  for (const auto& [token, id] : json["model"]["vocab"].items()) {
+    last_token = token;
+  }
+  EXPECT_EQ(tokenizer->TokenToId(last_token), 329);
+  const std::vector<TokenId> ids = tokenizer->Encode(documents[0], true);
+  EXPECT_LT(ids.size(), documents[0].size() / 2);
+  EXPECT_EQ(tokenizer->Decode(ids, false),
+            "The jury said it didn't find any evidence. The 1962 budget was "
+            "$3,200,445.00, about 12% more!\n\nCaf\xC3\xA9s  and   "
+            "na\xC3\xAFve\ttabs\r\nbad \xEF\xBF\xBD byte ");
 }
 
 }  // namespace
