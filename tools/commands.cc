@@ -10,6 +10,7 @@ void AddCommands(CLI::App& rotor) {
   AddPrepareCommand(rotor);
   AddExtendReportCommand(rotor);
   AddRopeCommand(rotor);
+  AddTokenizerCommand(rotor);
 }
 
 }  // namespace tools

@@ -20,6 +20,7 @@ void AddGenerateCommand(CLI::App& rotor);
 void AddPrepareCommand(CLI::App& rotor);
 void AddExtendReportCommand(CLI::App& rotor);
 void AddRopeCommand(CLI::App& rotor);
+void AddTokenizerCommand(CLI::App& rotor);
 
 }  // namespace tools
 }  // namespace rotor

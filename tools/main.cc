@@ -15,6 +15,16 @@
 
 namespace {
 
+// The chosen command with its subcommands, e.g. "tokenizer train".
+std::string ChosenCommand(const CLI::App& rotor) {
+  std::string name;
+  for (const CLI::App* app = &rotor; !app->get_subcommands().empty();) {
+    app = app->get_subcommands().front();
+    name += (name.empty() ? "" : " ") + app->get_name();
+  }
+  return name;
+}
+
 // A mistake on the command line: "rotor CMD: PROBLEM (see 'rotor CMD
 // --help')", or the list of commands when none was chosen.
 int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
@@ -39,7 +49,7 @@ int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
         (word.rfind('-', 0) == 0 ? "unknown flag '" : "unexpected argument '") +
         word + "'";
   }
-  const std::string name = chosen.front()->get_name();
+  const std::string name = ChosenCommand(rotor);
   std::cerr << "rotor " << name << ": " << problem << " (see 'rotor " << name
             << " --help')\n";
   return 2;
@@ -86,15 +96,15 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // Past the up-front memory checks (docs/limits.md): a clear message and
     // status 1, never an abort.
-    std::cerr << "rotor " << rotor.get_subcommands().front()->get_name()
+    std::cerr << "rotor " << ChosenCommand(rotor)
               << ": error: out of memory; lower the model or batch sizes, or "
                  "run where more memory is available\n";
     return 1;
   } catch (const std::exception& error) {
     // rotor::Error, or not rotor's own checks (e.g. a file system error):
     // still a message and status 1 rather than an abort.
-    std::cerr << "rotor " << rotor.get_subcommands().front()->get_name()
-              << ": error: " << error.what() << "\n";
+    std::cerr << "rotor " << ChosenCommand(rotor) << ": error: " << error.what()
+              << "\n";
     return 1;
   }
 }

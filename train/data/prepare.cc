@@ -48,12 +48,13 @@ void CheckNoOverlap(const PrepareOptions& options) {
   }
 }
 
-// The input files, sorted by path.
-std::vector<std::string> CollectFiles(const PrepareOptions& options) {
-  const bool brown = options.format == "brown";
+}  // namespace
+
+std::vector<std::string> CollectInputFiles(
+    const std::vector<std::string>& inputs, bool brown) {
   std::error_code error;
   std::vector<std::string> files;
-  for (const std::string& input : options.inputs) {
+  for (const std::string& input : inputs) {
     const fs::file_status status = fs::status(input, error);
     ROTOR_CHECK(fs::exists(status), "input '", input, "' does not exist");
     if (fs::is_regular_file(status)) {
@@ -90,6 +91,8 @@ std::vector<std::string> CollectFiles(const PrepareOptions& options) {
   }
   return files;
 }
+
+namespace {
 
 // Checks that `output` may be written; throws otherwise.
 void CheckOutput(const PrepareOptions& options) {
@@ -153,7 +156,8 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
               "format must be 'text' or 'brown', got '", options.format, "'");
   CheckNoOverlap(options);
   CheckOutput(options);  // fail before the (possibly slow) reading
-  const std::vector<std::string> files = CollectFiles(options);
+  const std::vector<std::string> files =
+      CollectInputFiles(options.inputs, options.format == "brown");
   // meta.json records the inputs and every file's name, and JSON text is
   // UTF-8: refuse other names before reading, rather than write invalid JSON.
   for (const auto* names : {&options.inputs, &files}) {

@@ -51,6 +51,13 @@ struct PrepareSummary {
   std::vector<std::string> skipped_empty;  // files with no text
 };
 
+// Step 1: the files of `inputs` (files, and folders searched recursively,
+// hidden files and folders skipped; with `brown`, only ca01..cr09), sorted
+// by path. Throws rotor::Error for a missing input, a folder without files
+// or a file given twice. `rotor tokenizer train` lists its inputs with it too.
+std::vector<std::string> CollectInputFiles(
+    const std::vector<std::string>& inputs, bool brown);
+
 // Runs the whole pipeline. Throws rotor::Error (nothing written) for a
 // missing input, no documents, a single document, an existing output
 // without force, a malformed Brown file, ...

@@ -1,0 +1,152 @@
+// The reference rotor's Hugging Face tokenizers are checked against: the
+// JavaScript port of HF tokenizers (@lenml/tokenizers 3.7.2, a fork of
+// transformers.js's tokenizers), run on a tokenizer.json. The conformance test
+// (hf_conformance_test.cc) and bench/tokenizer_bench.cc run it; so can you.
+// Fetch the library and the tokenizers first: bash scripts/fetch_tokenizers.sh
+//
+//   node tests/train/tokenizer/hf_reference.mjs --tokenizer T.json FILE...
+//     prints JSON: {"tokenizer", "results": [{"input", "text", "encodings":
+//     [{"add_special_tokens": true, "ids", "decode", "decode_skip_special"},
+//      {"add_special_tokens": false, ...}]}]}, one result per FILE, where
+//     "text" is the file read as a WHATWG TextDecoder reads it (each maximal
+//     invalid UTF-8 subpart becomes U+FFFD, a leading BOM is kept), "ids"
+//     is encode(text) and "decode"/"decode_skip_special" are decode(ids)
+//     without/with skip_special_tokens.
+//   node tests/train/tokenizer/hf_reference.mjs --tokenizer T.json \
+//       --bench FILE [--runs N]
+//     prints JSON: {"load_seconds", "bytes", "tokens", "seconds",
+//     "mb_per_s", "tokens_per_s"}: the time to read and build the tokenizer,
+//     and the best of N (default 3) encodes of the whole file as one string
+//     (add_special_tokens false; MB = 1e6 bytes of the file).
+//
+// --lib PATH picks the library's dist/main.mjs (default: the one
+// fetch_tokenizers.sh unpacks under ${ROTOR_CACHE_DIR:-~/.cache/rotor}).
+//
+// Like rotor, the reference sees the tokenizer.json alone: no
+// tokenizer_config.json, so no transformers-level extras. In particular
+// decode never runs transformers' clean_up_tokenization_spaces (which would
+// turn "a ." into "a."): HF's tokenizers library does not either.
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const kUsage =
+  "usage: node hf_reference.mjs --tokenizer T.json [--lib main.mjs] " +
+  "FILE...\n       node hf_reference.mjs --tokenizer T.json [--lib main.mjs] " +
+  "--bench FILE [--runs N]";
+
+function fail(message) {
+  process.stderr.write(`hf_reference: ${message}\n`);
+  process.exit(1);
+}
+
+function parseArgs(argv) {
+  const cache = process.env.ROTOR_CACHE_DIR || join(homedir(), ".cache/rotor");
+  const args = {
+    lib: join(cache, "lenml-tokenizers-3.7.2/dist/main.mjs"),
+    tokenizer: null,
+    bench: null,
+    runs: 3,
+    inputs: [],
+  };
+  for (let i = 0; i < argv.length; ++i) {
+    const flag = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) fail(`${flag} needs a value\n${kUsage}`);
+      return argv[++i];
+    };
+    if (flag === "--tokenizer") args.tokenizer = value();
+    else if (flag === "--lib") args.lib = value();
+    else if (flag === "--bench") args.bench = value();
+    else if (flag === "--runs") args.runs = Number(value());
+    else if (flag.startsWith("--")) fail(`unknown option ${flag}\n${kUsage}`);
+    else args.inputs.push(flag);
+  }
+  if (!args.tokenizer) fail(`--tokenizer is required\n${kUsage}`);
+  if (!args.bench && args.inputs.length === 0) fail(`no input\n${kUsage}`);
+  if (!(args.runs >= 1)) fail("--runs must be a positive number");
+  return args;
+}
+
+function readBytes(path) {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    fail(`cannot read ${path}: ${error.message}`);
+  }
+}
+
+// Bytes -> text exactly as rotor's Tokenizer::Encode reads them.
+const textDecoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
+
+async function loadTokenizer(args) {
+  let library;
+  try {
+    library = await import(pathToFileURL(args.lib).href);
+  } catch (error) {
+    fail(
+      `cannot load the JS port from ${args.lib} (${error.message}); ` +
+        "fetch it with: bash scripts/fetch_tokenizers.sh",
+    );
+  }
+  const start = performance.now();
+  const tokenizerJSON = JSON.parse(readBytes(args.tokenizer).toString("utf8"));
+  const tokenizer = library.TokenizerLoader.fromPreTrained({
+    tokenizerJSON,
+    tokenizerConfig: { clean_up_tokenization_spaces: false },
+  });
+  return { tokenizer, loadSeconds: (performance.now() - start) / 1e3 };
+}
+
+// HF's decode([]) is ""; the port throws on an empty list instead.
+function decode(tokenizer, ids, skip_special_tokens) {
+  if (ids.length === 0) return "";
+  return tokenizer.decode(ids, {
+    skip_special_tokens,
+    clean_up_tokenization_spaces: false,
+  });
+}
+
+function reference(tokenizer, inputs) {
+  const results = inputs.map((input) => {
+    const text = textDecoder.decode(readBytes(input));
+    const encodings = [true, false].map((add_special_tokens) => {
+      const ids = tokenizer.encode(text, { add_special_tokens });
+      return {
+        add_special_tokens,
+        ids,
+        decode: decode(tokenizer, ids, false),
+        decode_skip_special: decode(tokenizer, ids, true),
+      };
+    });
+    return { input, text, encodings };
+  });
+  return { results };
+}
+
+function bench(tokenizer, path, runs) {
+  const bytes = readBytes(path);
+  const text = textDecoder.decode(bytes);
+  let best = Infinity;
+  let tokens = 0;
+  for (let run = 0; run < runs; ++run) {
+    const start = performance.now();
+    tokens = tokenizer.encode(text, { add_special_tokens: false }).length;
+    best = Math.min(best, (performance.now() - start) / 1e3);
+  }
+  return {
+    bytes: bytes.length,
+    tokens,
+    seconds: best,
+    mb_per_s: bytes.length / best / 1e6,
+    tokens_per_s: tokens / best,
+  };
+}
+
+const args = parseArgs(process.argv.slice(2));
+const { tokenizer, loadSeconds } = await loadTokenizer(args);
+const output = args.bench
+  ? { load_seconds: loadSeconds, ...bench(tokenizer, args.bench, args.runs) }
+  : { tokenizer: args.tokenizer, ...reference(tokenizer, args.inputs) };
+process.stdout.write(JSON.stringify(output) + "\n");
