@@ -55,7 +55,7 @@ TEST(TextCorpus, RefusesNoTextAndTokensThatAreNotBytes) {
   ROTOR_EXPECT_ERROR(ReadTextCorpus(dir.Path("empty")), "holds no text");
   ROTOR_EXPECT_ERROR(ReadTextCorpus(dir.Path("missing")), "does not exist");
   dir.Write("wide/meta.json", "{}");
-  WriteTokenFile(dir.Path("wide/train.bin"), {300, 5}, 1000, 1);
+  WriteTokenFile(dir.Path("wide/train.bin"), {300, 5}, {1000, 1, 300, 1});
   ROTOR_EXPECT_ERROR(ReadTextCorpus(dir.Path("wide")), "vocabulary of 1000",
                      "expected bytes");
 }
