@@ -167,7 +167,7 @@ int main() {
   sampling.seed = 3;
   const std::string prompt = "the small ";
   std::printf("\nsample: %s%s\n\n", prompt.c_str(),
-              rotor::train::GenerateText(model, prompt, sampling).c_str());
+              rotor::train::GenerateText(model, ByteTokenizer(), prompt, sampling).c_str());
 
   const bool learned = loss_value < kTargetLoss;
   std::printf("final loss %.4f %s %.2f: %s\n", loss_value,

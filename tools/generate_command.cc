@@ -26,9 +26,11 @@ struct GenerateOptions {
 void RunGenerate(const GenerateOptions& options) {
   SetNumThreads(static_cast<int>(options.threads));
   auto model = train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{});
+  const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   std::cout << options.prompt << std::flush;
   train::GenerateText(
-      *model, options.prompt, options.sampling, [](const std::string& text) {
+      *model, *tokenizer, options.prompt, options.sampling,
+      [](const std::string& text) {
         std::cout << train::EscapeControlBytes(text) << std::flush;
       });
   std::cout << "\n";
@@ -39,8 +41,9 @@ void RunGenerate(const GenerateOptions& options) {
 void AddGenerateCommand(CLI::App& rotor) {
   CLI::App* command = AddCommand(
       rotor, "generate", "continue a prompt with a trained model (KV cache)",
-      "Continues TEXT with the model of a checkpoint, one byte-token at a\n"
-      "time with a KV cache, and prints the text as it is generated.");
+      "Continues TEXT with the model of a checkpoint, one token at a time\n"
+      "with a KV cache (in the checkpoint's tokenizer), and prints the\n"
+      "text as it is generated.");
   auto options = std::make_shared<GenerateOptions>();
   train::SamplingOptions& sampling = options->sampling;
   AddCheckpointOption(*command, options->checkpoint);

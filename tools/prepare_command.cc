@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/parallel.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/data/prepare.h"
@@ -13,7 +14,14 @@ namespace tools {
 
 namespace {
 
-void PrepareAndReport(const train::PrepareOptions& options) {
+struct PrepareCommandOptions {
+  train::PrepareOptions prepare;
+  int64_t threads = 0;
+};
+
+void PrepareAndReport(const PrepareCommandOptions& command_options) {
+  SetNumThreads(static_cast<int>(command_options.threads));
+  const train::PrepareOptions& options = command_options.prepare;
   const train::PrepareSummary summary = train::RunPrepare(options);
   for (const std::string& file : summary.skipped_empty) {
     std::cerr << "rotor prepare: warning: skipped empty file " << file << "\n";
@@ -30,10 +38,12 @@ void AddPrepareCommand(CLI::App& rotor) {
   CLI::App* command = AddCommand(
       rotor, "prepare", "turn text files into train/validation token files",
       "Turns text files into token files for training: DIR/train.bin,\n"
-      "DIR/val.bin (uint16 byte-level tokens) and DIR/meta.json.\n"
+      "DIR/val.bin, DIR/meta.json and, with a tokenizer.json, its copy\n"
+      "DIR/tokenizer.json.\n"
       "Each file is one document; the train/validation split is by\n"
       "document. See docs/data.md.");
-  auto options = std::make_shared<train::PrepareOptions>();
+  auto command_options = std::make_shared<PrepareCommandOptions>();
+  train::PrepareOptions* options = &command_options->prepare;
   command
       ->add_option("--input", options->inputs,
                    "files and/or folders (searched recursively,\n"
@@ -60,7 +70,14 @@ void AddPrepareCommand(CLI::App& rotor) {
       ->check(CLI::IsMember({"text", "brown"}));
   command->add_flag("--force", options->force,
                     "replace DIR if it already holds files");
-  command->callback([options] { PrepareAndReport(*options); });
+  command
+      ->add_option("--tokenizer", options->tokenizer,
+                   "byte (default: one token per byte) or a\n"
+                   "tokenizer.json, or a folder holding one")
+      ->type_name("FILE");
+  AddThreadsOption(*command, command_options->threads);
+  command->callback(
+      [command_options] { PrepareAndReport(*command_options); });
 }
 
 }  // namespace tools

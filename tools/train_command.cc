@@ -64,7 +64,8 @@ void RunTrain(const TrainOptions& options) {
               << "\") ---\n"
               << prompt
               << train::EscapeControlBytes(
-                     train::GenerateText(trainer.model(), prompt, sampling))
+                     train::GenerateText(trainer.model(), trainer.tokenizer(), prompt,
+                                         sampling))
               << "\n";
   }
 }

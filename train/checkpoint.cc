@@ -67,7 +67,8 @@ std::vector<std::string> ListCheckpoints(const std::string& output_dir) {
 
 void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
-                    const std::string& config_yaml) {
+                    const std::string& config_yaml,
+                    const std::string& tokenizer) {
   fs::create_directories(fs::path(dir).parent_path());
   const std::string step_text = std::to_string(state.step);
   ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
@@ -104,6 +105,7 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
         {"elapsed_seconds", state.elapsed_seconds}};
     WriteFileAtomically(temp + "/" + kStateFile, json.dump(2) + "\n");
     WriteFileAtomically(temp + "/" + kConfigFile, config_yaml);
+    CopyTokenizerInto(tokenizer, temp);
   });
 }
 
@@ -315,6 +317,22 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
   const ModelConfig saved = config.model;
   config.model = model;
   return BuildCheckpointModel(dir, saved, config, "checkpoint " + dir);
+}
+
+std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path) {
+  return LoadTokenizer(TokenizerSpecIn(path));
+}
+
+void CheckSameTokenizer(const std::string& checkpoint,
+                        const std::string& data_dir) {
+  const std::string model_tokenizer = TokenizerSpecIn(checkpoint);
+  const std::string data_tokenizer = TokenizerSpecIn(data_dir);
+  ROTOR_CHECK(SameTokenizer(model_tokenizer, data_tokenizer), "checkpoint ",
+              checkpoint, " was trained with tokenizer ", model_tokenizer,
+              " but the data in ", data_dir, " was prepared with ",
+              data_tokenizer,
+              "; evaluate on data prepared with the checkpoint's tokenizer "
+              "(rotor prepare --tokenizer ", model_tokenizer, ")");
 }
 
 }  // namespace rotor::train

@@ -30,6 +30,7 @@
 #include "train/config/model_config.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
+#include "train/tokenizer/tokenizer.h"
 #include "train/optim/adamw.h"
 
 namespace rotor::train {
@@ -56,10 +57,13 @@ std::string CheckpointDir(const std::string& output_dir, int64_t step);
 std::vector<std::string> ListCheckpoints(const std::string& output_dir);
 
 // Writes a complete checkpoint folder atomically. `optimizer` may be null
-// (weights only).
+// (weights only). A `tokenizer` other than "byte" is copied in as
+// DIR/tokenizer.json, so the checkpoint is never paired with another one
+// (LoadCheckpointTokenizer).
 void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
-                    const std::string& config_yaml);
+                    const std::string& config_yaml,
+                    const std::string& tokenizer = "byte");
 // Deletes the checkpoint folders other than the newest `keep_last_n`, the
 // best one (the lowest val_loss in its trainer_state.json) and `just_saved`
 // (never deleted, whatever its step), and the temporary folders a run killed
@@ -121,6 +125,15 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
 // `LoadCheckpointModel(path, {})` would fit both.
 std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
     const std::string& path, const ModelConfig& model);
+
+// The tokenizer a checkpoint was trained with: its tokenizer.json copy, or
+// the byte tokenizer.
+std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path);
+
+// Throws unless the checkpoint at `checkpoint` and the prepared data folder
+// `data_dir` use the same tokenizer, naming both.
+void CheckSameTokenizer(const std::string& checkpoint,
+                        const std::string& data_dir);
 
 }  // namespace rotor::train
 

@@ -17,6 +17,7 @@
 #include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/optim/lr_schedule.h"
 
 namespace rotor::train {
@@ -82,11 +83,25 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
       config_yaml_(TrainConfigToYaml(config_)),
       log_(log),
       data_dir_(ResolveDataDir(config_.data.path)),
+      tokenizer_spec_(TokenizerSpecIn(data_dir_)),
       train_tokens_(data_dir_ + "/train.bin"),
       val_tokens_(data_dir_ + "/val.bin"),
       metrics_(config_.output_dir) {
   const TrainSection& t = config_.train;
   SetNumThreads(static_cast<int>(t.threads));
+  ROTOR_CHECK(config_.data.tokenizer.empty() ||
+                  SameTokenizer(config_.data.tokenizer, tokenizer_spec_),
+              config_.file, ": data.tokenizer is ", config_.data.tokenizer,
+              " but ", data_dir_, " was prepared with ", tokenizer_spec_,
+              "; prepare the data with that tokenizer (rotor prepare "
+              "--tokenizer), or drop data.tokenizer to use the data's own");
+  tokenizer_ = LoadTokenizer(tokenizer_spec_);
+  ROTOR_CHECK(config_.data.passkey_fraction == 0.0 ||
+                  tokenizer_spec_ == ByteTokenizer::kName,
+              config_.file,
+              ": data.passkey_fraction needs data prepared with the byte "
+              "tokenizer (passkey examples are built from bytes), but ",
+              data_dir_, " uses ", tokenizer_spec_);
   nn::TransformerConfig model_config = ResolveTransformerConfig(config_.model);
   CheckTrainingFitsInMemory(config_, model_config);
   // tokens_seen counts up to max_steps * StepTokens() in int64_t (configs
@@ -162,7 +177,8 @@ void Trainer::LogLine(const std::string& line) {
 void Trainer::SaveAndPrune() {
   state_.sampler = sampler_->state();
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
-  SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_);
+  SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
+                 tokenizer_spec_);
   PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
   last_checkpoint_ = dir;
 }

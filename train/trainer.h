@@ -28,6 +28,7 @@
 #include "train/checkpoint.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
+#include "train/tokenizer/tokenizer.h"
 #include "train/data/token_file.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
@@ -63,6 +64,8 @@ class Trainer {
   TrainSummary Run(int64_t stop_after_steps = 0);
 
   nn::Transformer& model() { return *model_; }
+  // The data's tokenizer (for samples while training).
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
   const TrainerState& state() const { return state_; }
 
  private:
@@ -82,6 +85,8 @@ class Trainer {
   std::unique_ptr<nn::Transformer> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::string data_dir_;  // data.path resolved (before the token files)
+  std::string tokenizer_spec_;  // the data's: "byte" or its tokenizer.json
+  std::unique_ptr<Tokenizer> tokenizer_;
   TokenFile train_tokens_;
   TokenFile val_tokens_;
   MetricsLog metrics_;

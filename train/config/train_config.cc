@@ -57,8 +57,10 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   }
 
   const SectionReader data(root["data"], "data", file, overridden);
-  data.RequireKnownKeys({"path", "passkey_fraction", "passkey_loss"});
+  data.RequireKnownKeys(
+      {"path", "tokenizer", "passkey_fraction", "passkey_loss"});
   data.Read("path", config.data.path);
+  data.Read("tokenizer", config.data.tokenizer);
   data.Read("passkey_fraction", config.data.passkey_fraction, 0.0, 1.0);
   std::string passkey_loss = PasskeyLossName(config.data.passkey_loss);
   data.Read("passkey_loss", passkey_loss);
@@ -154,6 +156,9 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   root["output_dir"] = config.output_dir;
   root["model"] = ModelConfigToYaml(config.model);
   root["data"]["path"] = config.data.path;
+  if (!config.data.tokenizer.empty()) {
+    root["data"]["tokenizer"] = config.data.tokenizer;
+  }
   root["data"]["passkey_fraction"] = config.data.passkey_fraction;
   root["data"]["passkey_loss"] = PasskeyLossName(config.data.passkey_loss);
   const TrainSection& t = config.train;

@@ -35,6 +35,11 @@ struct DataConfig {
   // the Brown corpus prepared by scripts/fetch_brown.sh in the cache folder
   // ($ROTOR_CACHE_DIR, default ~/.cache/rotor).
   std::string path;
+  // The tokenizer the data was prepared with: "byte" or a tokenizer.json.
+  // Empty (the default) takes the data folder's own (its tokenizer.json
+  // copy, or bytes); when set, it must be the same tokenizer as the data's,
+  // or the run is refused.
+  std::string tokenizer;
   // Share of training rows replaced by synthetic passkey-retrieval examples
   // (train/data/passkey.h), so the model learns to retrieve at its training
   // length; 0 disables. Validation stays pure text.

@@ -6,12 +6,14 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/parallel.h"
 #include "core/random.h"
 #include "train/data/brown.h"
 #include "train/data/token_file.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 namespace fs = std::filesystem;
@@ -130,18 +132,25 @@ uint64_t TextBytes(const std::vector<const Document*>& documents) {
   return bytes;
 }
 
-std::vector<TokenId> Tokenize(const std::vector<const Document*>& documents) {
+// <sep> doc1 <sep> doc2 ...: each document encoded without the
+// post-processor's special tokens (the separator takes their place), in
+// parallel, one document per task (Tokenizer::Encode is thread-safe).
+std::vector<TokenId> Tokenize(const std::vector<const Document*>& documents,
+                              const Tokenizer& tokenizer, TokenId separator) {
+  std::vector<std::vector<TokenId>> encoded(documents.size());
+  ParallelFor(static_cast<int64_t>(documents.size()), 1,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  encoded[i] = tokenizer.Encode(documents[i]->text, false);
+                }
+              });
   size_t total = 0;
-  for (const Document* document : documents) {
-    total += 1 + document->text.size();
-  }
+  for (const std::vector<TokenId>& ids : encoded) total += 1 + ids.size();
   std::vector<TokenId> tokens;
   tokens.reserve(total);
-  for (const Document* document : documents) {
-    tokens.push_back(ByteTokenizer::kEndOfText);
-    for (const char c : document->text) {
-      tokens.push_back(static_cast<unsigned char>(c));
-    }
+  for (const std::vector<TokenId>& ids : encoded) {
+    tokens.push_back(separator);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
   }
   return tokens;
 }
@@ -156,6 +165,13 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
               "format must be 'text' or 'brown', got '", options.format, "'");
   CheckNoOverlap(options);
   CheckOutput(options);  // fail before the (possibly slow) reading
+  const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(options.tokenizer);
+  const TokenId separator = DocumentSeparator(*tokenizer);
+  ROTOR_CHECK(tokenizer->VocabSize() <= limits::kMaxVocabSize, "tokenizer ",
+              tokenizer->Name(), " has ", tokenizer->VocabSize(),
+              " ids, more than token files hold (", limits::kMaxVocabSize,
+              ")");
+  const auto vocab_size = static_cast<uint32_t>(tokenizer->VocabSize());
   const std::vector<std::string> files =
       CollectInputFiles(options.inputs, options.format == "brown");
   // meta.json records the inputs and every file's name, and JSON text is
@@ -203,8 +219,9 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
     (is_val[i] ? val : train).push_back(&documents[i]);
   }
 
-  const std::vector<TokenId> train_tokens = Tokenize(train);
-  const std::vector<TokenId> val_tokens = Tokenize(val);
+  const std::vector<TokenId> train_tokens =
+      Tokenize(train, *tokenizer, separator);
+  const std::vector<TokenId> val_tokens = Tokenize(val, *tokenizer, separator);
   summary.train = {train.size(), train_tokens.size()};
   summary.val = {val.size(), val_tokens.size()};
 
@@ -212,10 +229,13 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
                      {"format_version", kTokenFileVersion},
                      {"created_by", StrCat("rotor ", ROTOR_VERSION)},
                      {"tokenizer",
-                      {{"name", ByteTokenizer::kName},
-                       {"vocab_size", ByteTokenizer::kVocabSize},
-                       {"end_of_text_id", ByteTokenizer::kEndOfText},
-                       {"end_of_text", ByteTokenizer::kEndOfTextText}}},
+                      {{"name", tokenizer->Name()},
+                       {"file", TokenizerFile(options.tokenizer).empty()
+                                    ? Json(nullptr)
+                                    : Json("tokenizer.json")},
+                       {"vocab_size", vocab_size},
+                       {"separator_id", separator},
+                       {"separator", tokenizer->Decode({separator}, false)}}},
                      {"source_format", options.format},
                      {"inputs", options.inputs},
                      {"val_fraction", options.val_fraction},
@@ -229,11 +249,10 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   if (!parent.empty()) fs::create_directories(parent, ignored);
   ReplaceDirectoryAtomically(options.output, [&](const std::string& dir) {
     WriteTokenFile(dir + "/train.bin", train_tokens,
-                   {ByteTokenizer::kVocabSize, train.size(),
-                    ByteTokenizer::kEndOfText, TextBytes(train)});
+                   {vocab_size, train.size(), separator, TextBytes(train)});
     WriteTokenFile(dir + "/val.bin", val_tokens,
-                   {ByteTokenizer::kVocabSize, val.size(),
-                    ByteTokenizer::kEndOfText, TextBytes(val)});
+                   {vocab_size, val.size(), separator, TextBytes(val)});
+    CopyTokenizerInto(options.tokenizer, dir);
     WriteFileAtomically(dir + "/meta.json", meta.dump(2) + "\n");
   });
   return summary;

@@ -16,9 +16,15 @@
 //    round(val_fraction * documents) validation documents (at least one, and
 //    at least one left for training). Documents keep their sorted order
 //    within each split.
-// 4. Tokenizes with ByteTokenizer (each document preceded by <|endoftext|>)
-//    and writes DIR/train.bin, DIR/val.bin (train/data/token_file.h) and
-//    DIR/meta.json, all into a temporary folder that then replaces DIR, so a
+// 4. Tokenizes with --tokenizer (default "byte"; or a tokenizer.json, see
+//    train/tokenizer/tokenizer.h), documents in parallel on the thread
+//    pool, each preceded by the tokenizer's document separator
+//    (DocumentSeparator: <|endoftext|> for bytes, BOS for Llama-style
+//    tokenizers), and writes DIR/train.bin, DIR/val.bin
+//    (train/data/token_file.h), DIR/meta.json and, for a tokenizer.json,
+//    its copy DIR/tokenizer.json (so training and evaluation use exactly
+//    the tokenizer the data was made with), all into a temporary folder that
+//    then replaces DIR, so a
 //    failure never leaves a half-written data set. An existing non-empty DIR
 //    is only replaced with --force; an output that is an input, contains one
 //    or lies inside one is always refused (canonical paths).
@@ -38,6 +44,7 @@ struct PrepareOptions {
   uint64_t seed = 1;
   std::string format = "text";  // "text" or "brown"
   bool force = false;
+  std::string tokenizer = "byte";  // "byte" or a tokenizer.json (or folder)
 };
 
 struct PrepareSplitSummary {

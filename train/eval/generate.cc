@@ -56,8 +56,8 @@ TokenId SampleToken(const float* logits, int64_t vocab,
 }
 
 std::vector<TokenId> GenerateTokens(
-    nn::Transformer& model, const std::vector<TokenId>& prompt_ids,
-    const SamplingOptions& options,
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(TokenId)>& on_token) {
   ROTOR_CHECK(!prompt_ids.empty(), "generate: the prompt is empty");
   ROTOR_CHECK(options.max_new_tokens >= 0,
@@ -69,7 +69,8 @@ std::vector<TokenId> GenerateTokens(
   const int64_t prompt_length = static_cast<int64_t>(prompt_ids.size());
   // A model may have more ids than the tokenizer (model.vocab_size rounded
   // up); the extra ones cannot be decoded, so they are never drawn.
-  const int64_t drawable = std::min<int64_t>(vocab, ByteTokenizer::kVocabSize);
+  const int64_t drawable = std::min<int64_t>(vocab, tokenizer.VocabSize());
+  const std::vector<TokenId> end_ids = EndOfTextIds(tokenizer);
   const int64_t total = CheckedAdd(prompt_length, options.max_new_tokens,
                                    "generate: prompt + max_new_tokens");
   ROTOR_CHECK(total <= limits::kMaxPositions, "generate: the prompt's ",
@@ -102,7 +103,8 @@ std::vector<TokenId> GenerateTokens(
     const int64_t last_row = logits.size(0) - 1;
     const TokenId next =
         SampleToken(logits.data() + last_row * vocab, drawable, options, rng);
-    if (options.stop_at_end_of_text && next == ByteTokenizer::kEndOfText) {
+    if (options.stop_at_end_of_text &&
+        std::find(end_ids.begin(), end_ids.end(), next) != end_ids.end()) {
       break;
     }
     generated.push_back(next);
@@ -113,17 +115,62 @@ std::vector<TokenId> GenerateTokens(
   return generated;
 }
 
+namespace {
+
+// Whether `text` ends inside a UTF-8 character: its last lead byte promises
+// more continuation bytes than follow it, or it ends in U+FFFD (what a
+// byte-level decoder makes of half a character).
+bool EndsMidCharacter(const std::string& text) {
+  if (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) {
+    return true;
+  }
+  size_t continuation = 0;
+  for (size_t i = text.size(); i > 0 && continuation < 4; --i) {
+    const auto byte = static_cast<unsigned char>(text[i - 1]);
+    if ((byte & 0xC0) == 0x80) {
+      ++continuation;
+      continue;
+    }
+    const size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    return continuation + 1 < length;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string GenerateText(
-    nn::Transformer& model, const std::string& prompt,
-    const SamplingOptions& options,
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::string& prompt, const SamplingOptions& options,
     const std::function<void(const std::string&)>& on_text) {
-  std::vector<TokenId> ids = {ByteTokenizer::kEndOfText};
-  ByteTokenizer::EncodeAppend(prompt, ids);
+  std::vector<TokenId> ids = {DocumentSeparator(tokenizer)};
+  const std::vector<TokenId> prompt_ids = tokenizer.Encode(prompt, false);
+  ids.insert(ids.end(), prompt_ids.begin(), prompt_ids.end());
+  std::vector<TokenId> generated;
+  std::string shown;
   std::function<void(TokenId)> on_token;
   if (on_text) {
-    on_token = [&](TokenId id) { on_text(ByteTokenizer::Decode({id})); };
+    // Decoding the whole continuation each time keeps what a decoder does
+    // across tokens (SentencePiece's leading space, byte fallback) right;
+    // generation costs far more than this O(n^2) decoding.
+    on_token = [&](TokenId id) {
+      generated.push_back(id);
+      const std::string text = tokenizer.Decode(generated, true);
+      if (EndsMidCharacter(text) || text.compare(0, shown.size(), shown) != 0) {
+        return;
+      }
+      on_text(text.substr(shown.size()));
+      shown = text;
+    };
   }
-  return ByteTokenizer::Decode(GenerateTokens(model, ids, options, on_token));
+  const std::vector<TokenId> result =
+      GenerateTokens(model, tokenizer, ids, options, on_token);
+  const std::string text = tokenizer.Decode(result, true);
+  if (on_text && text.size() > shown.size() &&
+      text.compare(0, shown.size(), shown) == 0) {
+    on_text(text.substr(shown.size()));
+  }
+  return text;
 }
 
 std::string EscapeControlBytes(const std::string& text) {

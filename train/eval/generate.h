@@ -15,7 +15,7 @@
 
 #include "core/random.h"
 #include "nn/transformer.h"
-#include "train/tokenizer/byte_tokenizer.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -25,7 +25,8 @@ struct SamplingOptions {
   int64_t top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 0;
-  // Stop at <|endoftext|> (the end of a document).
+  // Stop at the end of a document: the tokenizer's EndOfTextIds (its
+  // document separator, <|endoftext|>, </s>, ...).
   bool stop_at_end_of_text = true;
 };
 
@@ -34,19 +35,23 @@ TokenId SampleToken(const float* logits, int64_t vocab,
                     const SamplingOptions& options, Rng& rng);
 
 // Generates a continuation of `prompt_ids` and returns only the new ids,
-// all below ByteTokenizer::kVocabSize: ids a larger model.vocab_size adds
-// cannot be decoded, so their logits are left out of sampling.
-// `on_token`, if set, is called with each new id as it is produced.
+// all below tokenizer.VocabSize(): ids a larger model.vocab_size adds cannot
+// be decoded, so their logits are left out of sampling. `on_token`, if set,
+// is called with each new id as it is produced.
 std::vector<TokenId> GenerateTokens(
-    nn::Transformer& model, const std::vector<TokenId>& prompt_ids,
-    const SamplingOptions& options,
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(TokenId)>& on_token = nullptr);
 
-// Text in, text out with the byte tokenizer: the prompt is preceded by
-// <|endoftext|> (the start-of-document token the model saw in training).
+// Text in, text out: the prompt is encoded after the tokenizer's document
+// separator (the start-of-document token the model saw in training), and
+// the new ids are decoded as a whole. `on_text` gets the text as it grows:
+// after each token, whatever the decoded text gained, held back while it
+// ends in an incomplete UTF-8 character (a byte-level BPE token may carry
+// half of one).
 std::string GenerateText(
-    nn::Transformer& model, const std::string& prompt,
-    const SamplingOptions& options,
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::string& prompt, const SamplingOptions& options,
     const std::function<void(const std::string&)>& on_text = nullptr);
 
 // `text` with control bytes other than newline and tab written as "\xNN",

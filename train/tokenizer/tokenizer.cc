@@ -2,6 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/limits.h"
+#include "train/io/atomic_file.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/hf_tokenizer.h"
 
@@ -14,6 +19,73 @@ std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec) {
     return HfTokenizer::Load(spec + "/tokenizer.json");
   }
   return HfTokenizer::Load(spec);
+}
+
+namespace {
+
+bool IsFolder(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool IsFile(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+}  // namespace
+
+std::string TokenizerFile(const std::string& spec) {
+  if (spec == ByteTokenizer::kName) return "";
+  return IsFolder(spec) ? spec + "/tokenizer.json" : spec;
+}
+
+std::string TokenizerSpecIn(const std::string& dir) {
+  const std::string file = dir + "/tokenizer.json";
+  return IsFile(file) ? file : ByteTokenizer::kName;
+}
+
+bool SameTokenizer(const std::string& a, const std::string& b) {
+  const std::string file_a = TokenizerFile(a);
+  const std::string file_b = TokenizerFile(b);
+  if (file_a.empty() || file_b.empty()) return file_a.empty() && file_b.empty();
+  return ReadFile(file_a, limits::kMaxTokenizerJsonBytes) ==
+         ReadFile(file_b, limits::kMaxTokenizerJsonBytes);
+}
+
+void CopyTokenizerInto(const std::string& spec, const std::string& dir) {
+  const std::string file = TokenizerFile(spec);
+  if (file.empty()) return;
+  WriteFileAtomically(dir + "/tokenizer.json",
+                      ReadFile(file, limits::kMaxTokenizerJsonBytes));
+}
+
+TokenId DocumentSeparator(const Tokenizer& tokenizer) {
+  const std::vector<TokenId> around_empty = tokenizer.Encode("", true);
+  if (!around_empty.empty()) return around_empty.front();
+  // Some files (e.g. Llama 3's first release) leave the BOS to the caller.
+  for (const char* name :
+       {"<|begin_of_text|>", "<s>", "<bos>", ByteTokenizer::kEndOfTextText}) {
+    if (const std::optional<TokenId> id = tokenizer.TokenToId(name)) {
+      return *id;
+    }
+  }
+  throw Error(StrCat("tokenizer ", tokenizer.Name(),
+                     " has no token to separate documents with: its "
+                     "post-processor adds no BOS, and it has none of "
+                     "<|begin_of_text|>, <s>, <bos>, <|endoftext|>"));
+}
+
+std::vector<TokenId> EndOfTextIds(const Tokenizer& tokenizer) {
+  std::vector<TokenId> ids = {DocumentSeparator(tokenizer)};
+  for (const char* name : {"<|endoftext|>", "</s>", "<|end_of_text|>",
+                           "<|eot_id|>", "<|im_end|>", "<eos>"}) {
+    const std::optional<TokenId> id = tokenizer.TokenToId(name);
+    if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) {
+      ids.push_back(*id);
+    }
+  }
+  return ids;
 }
 
 }  // namespace rotor::train

@@ -62,6 +62,36 @@ class Tokenizer {
 // whatever it cannot read or does not support.
 std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec);
 
+// The tokenizer.json file a spec names: "" for "byte", FOLDER/tokenizer.json
+// for a folder, the spec itself otherwise.
+std::string TokenizerFile(const std::string& spec);
+
+// Where a prepared data folder or a checkpoint keeps its tokenizer: its own
+// copy, DIR/tokenizer.json, when there is one; "byte" otherwise.
+std::string TokenizerSpecIn(const std::string& dir);
+
+// Whether two specs name the same tokenizer: both "byte", or two
+// tokenizer.json files with the same bytes (a copy is the same tokenizer,
+// an edited file is not).
+bool SameTokenizer(const std::string& a, const std::string& b);
+
+// Copies the tokenizer.json of `spec` to DIR/tokenizer.json (nothing for
+// "byte"), atomically.
+void CopyTokenizerInto(const std::string& spec, const std::string& dir);
+
+// The token that starts every document in rotor's token files and starts
+// generation: the first token the post-processor puts around an empty text
+// (the BOS of Llama-style tokenizers: <s>, <|begin_of_text|>), else the
+// first of <|begin_of_text|>, <s>, <bos> and <|endoftext|> (GPT-2 style,
+// rotor's byte tokenizer and the BPE trainer's default) it has. Throws
+// naming the tokenizer when it has none.
+TokenId DocumentSeparator(const Tokenizer& tokenizer);
+
+// The ids that end a generated text: the document separator and whichever of
+// <|endoftext|>, </s>, <|end_of_text|>, <|eot_id|>, <|im_end|>, <eos> the
+// tokenizer has.
+std::vector<TokenId> EndOfTextIds(const Tokenizer& tokenizer);
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_TOKENIZER_TOKENIZER_H_

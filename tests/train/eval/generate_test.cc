@@ -16,6 +16,7 @@
 #include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/config/model_config.h"
 
 namespace rotor::train {
@@ -138,15 +139,15 @@ TEST(GenerateTokens, SeededSamplingRepeats) {
   options.stop_at_end_of_text = false;
   options.seed = 7;
   const std::vector<TokenId> prompt = {256, 'T', 'h', 'e'};
-  const std::vector<TokenId> a = GenerateTokens(model, prompt, options);
+  const std::vector<TokenId> a = GenerateTokens(model, ByteTokenizer(), prompt, options);
   std::vector<TokenId> streamed;
   const std::vector<TokenId> b = GenerateTokens(
-      model, prompt, options, [&](TokenId id) { streamed.push_back(id); });
+      model, ByteTokenizer(), prompt, options, [&](TokenId id) { streamed.push_back(id); });
   EXPECT_EQ(a.size(), 20u);
   EXPECT_EQ(a, b);
   EXPECT_EQ(streamed, a);
   options.seed = 8;
-  EXPECT_NE(GenerateTokens(model, prompt, options), a);
+  EXPECT_NE(GenerateTokens(model, ByteTokenizer(), prompt, options), a);
 }
 
 TEST(GenerateTokens, LengthsBeyondRotorsLimitAreErrors) {
@@ -155,11 +156,11 @@ TEST(GenerateTokens, LengthsBeyondRotorsLimitAreErrors) {
   const std::vector<TokenId> prompt = {256, 'T', 'h', 'e'};
   // prompt + max_new_tokens overflowed int64_t.
   options.max_new_tokens = std::numeric_limits<int64_t>::max();
-  ROTOR_EXPECT_ERROR(GenerateTokens(model, prompt, options),
+  ROTOR_EXPECT_ERROR(GenerateTokens(model, ByteTokenizer(), prompt, options),
                      "integer overflow computing generate: prompt + "
                      "max_new_tokens: 4 + 9223372036854775807");
   options.max_new_tokens = limits::kMaxPositions;
-  ROTOR_EXPECT_ERROR(GenerateTokens(model, prompt, options),
+  ROTOR_EXPECT_ERROR(GenerateTokens(model, ByteTokenizer(), prompt, options),
                      "generate: the prompt's 4 tokens + max_new_tokens "
                      "16777216 exceed rotor's limit of 16777216 positions");
 }
@@ -173,7 +174,7 @@ TEST(GenerateTokens, CachedGreedyDecodingMatchesFullRecomputation) {
   options.max_new_tokens = 30;
   options.stop_at_end_of_text = false;
   const std::vector<TokenId> prompt = {256, 'a', 'b', 'c', 'a', 'b'};
-  const std::vector<TokenId> generated = GenerateTokens(model, prompt, options);
+  const std::vector<TokenId> generated = GenerateTokens(model, ByteTokenizer(), prompt, options);
   ASSERT_EQ(generated.size(), 30u);
   NoGradGuard no_grad;
   std::vector<TokenId> sequence = prompt;
@@ -207,7 +208,7 @@ TEST(GenerateTokens, ShortLongRopeSequenceUsesTheShortFactors) {
   options.max_new_tokens = 8;
   options.stop_at_end_of_text = false;
   const std::vector<TokenId> prompt = {256, 'a', 'b', 'c', 'a', 'b'};
-  const std::vector<TokenId> generated = GenerateTokens(model, prompt, options);
+  const std::vector<TokenId> generated = GenerateTokens(model, ByteTokenizer(), prompt, options);
   ASSERT_EQ(generated.size(), 8u);
   NoGradGuard no_grad;
   std::vector<TokenId> sequence = prompt;
@@ -252,14 +253,14 @@ TEST(GenerateTokens, StopsAtEndOfText) {
   PredictAlways(model, ByteTokenizer::kEndOfText);
   SamplingOptions options = Options(0.8);
   options.max_new_tokens = 5;
-  EXPECT_TRUE(GenerateTokens(model, {256, 'x'}, options).empty());
-  EXPECT_EQ(GenerateText(model, "x", options), "");
+  EXPECT_TRUE(GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options).empty());
+  EXPECT_EQ(GenerateText(model, ByteTokenizer(), "x", options), "");
   options.stop_at_end_of_text = false;
-  EXPECT_EQ(GenerateTokens(model, {256, 'x'}, options),
+  EXPECT_EQ(GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options),
             std::vector<TokenId>(5, 256));
   options.max_new_tokens = 0;
-  EXPECT_TRUE(GenerateTokens(model, {256}, options).empty());
-  ROTOR_EXPECT_ERROR(GenerateTokens(model, {}, options),
+  EXPECT_TRUE(GenerateTokens(model, ByteTokenizer(), {256}, options).empty());
+  ROTOR_EXPECT_ERROR(GenerateTokens(model, ByteTokenizer(), {}, options),
                      "generate: the prompt is empty");
 }
 
@@ -274,10 +275,10 @@ TEST(GenerateTokens, NeverDrawsIdsBeyondTheTokenizer) {
     SamplingOptions options = Options(temperature);
     options.max_new_tokens = 20;
     options.stop_at_end_of_text = false;
-    for (const TokenId id : GenerateTokens(model, {256, 'x'}, options)) {
+    for (const TokenId id : GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options)) {
       EXPECT_LT(id, ByteTokenizer::kVocabSize) << "temperature " << temperature;
     }
-    EXPECT_NO_THROW(GenerateText(model, "x", options));
+    EXPECT_NO_THROW(GenerateText(model, ByteTokenizer(), "x", options));
   }
 }
 

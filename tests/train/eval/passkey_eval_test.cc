@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "tests/test_util.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "tests/train/train_test_util.h"
 #include "train/eval/generate.h"
 
@@ -98,7 +99,7 @@ TEST(PasskeyEval, GridMatchesGreedyDecodingOfTheSameExamples) {
     const std::vector<TokenId> prompt(
         example.tokens.begin(), example.tokens.begin() + example.answer_start);
     const std::vector<TokenId> generated =
-        GenerateTokens(model, prompt, greedy);
+        GenerateTokens(model, ByteTokenizer(), prompt, greedy);
     const std::string answer = ByteTokenizer::Decode(generated);
     EXPECT_EQ(retrieved, answer == example.key) << answer;
   }
