@@ -105,8 +105,8 @@ inline void FuzzTokenizerJson(const uint8_t* data, size_t size) {
   try {
     const std::unique_ptr<train::HfTokenizer> tokenizer =
         train::HfTokenizer::Parse(AsText(data, size), "fuzz.json");
-    const std::vector<train::TokenId> ids = tokenizer->Encode(
-        "Hello <s> w\xC3\xB6rld 12345  \n\xFF end", true);
+    const std::vector<train::TokenId> ids =
+        tokenizer->Encode("Hello <s> w\xC3\xB6rld 12345  \n\xFF end", true);
     tokenizer->Decode(ids, false);
     tokenizer->Decode(ids, true);
   } catch (const Error&) {

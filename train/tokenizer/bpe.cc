@@ -18,7 +18,7 @@ namespace {
 constexpr size_t kMaxCachedPieceBytes = 256;
 // A thread's cache of one model starts over when it holds this many pieces,
 // so memory stays bounded on endless varied text.
-constexpr size_t kMaxCachedPieces = 1 << 16;
+constexpr size_t kMaxCachedPieces = 1 << 18;
 
 uint32_t HashOf(std::string_view text) {
   const size_t h = std::hash<std::string_view>()(text);
@@ -74,18 +74,18 @@ class PieceCache {
   void Insert(std::string_view piece, uint64_t hash, const TokenId* ids,
               size_t count) {
     if (slots_.empty() || (count_ + 1) * 2 > slots_.size()) {
-      slots_.assign(kMaxCachedPieces * 2, Entry{});
-      keys_.clear();
-      ids_.clear();
-      count_ = 0;
+      if (!slots_.empty() && slots_.size() < kMaxCachedPieces * 2) {
+        Rehash(slots_.size() * 2);
+      } else {
+        slots_.assign(kInitialSlots, Entry{});
+        keys_.clear();
+        ids_.clear();
+        count_ = 0;
+      }
     }
-    const size_t mask = slots_.size() - 1;
-    size_t slot = hash & mask;
-    while (slots_[slot].hash != 0) slot = (slot + 1) & mask;
-    slots_[slot] = {hash, static_cast<uint32_t>(keys_.size()),
-                    static_cast<uint32_t>(piece.size()),
-                    static_cast<uint32_t>(ids_.size()),
-                    static_cast<uint32_t>(count)};
+    Place({hash, static_cast<uint32_t>(keys_.size()),
+           static_cast<uint32_t>(piece.size()),
+           static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(count)});
     keys_.append(piece);
     ids_.insert(ids_.end(), ids, ids + count);
     ++count_;
@@ -101,6 +101,26 @@ class PieceCache {
   uint64_t owner() const { return owner_; }
 
  private:
+  // Small inputs stay cheap: the table starts small and doubles.
+  static constexpr size_t kInitialSlots = 4096;
+
+  struct Entry;
+  // Puts `entry` in the first free slot from its hash on.
+  void Place(const Entry& entry) {
+    const size_t mask = slots_.size() - 1;
+    size_t slot = entry.hash & mask;
+    while (slots_[slot].hash != 0) slot = (slot + 1) & mask;
+    slots_[slot] = entry;
+  }
+  // Moves every entry into a table of `size` slots.
+  void Rehash(size_t size) {
+    std::vector<Entry> old(size);
+    old.swap(slots_);
+    for (const Entry& entry : old) {
+      if (entry.hash != 0) Place(entry);
+    }
+  }
+
   struct Entry {
     uint64_t hash = 0;  // 0: empty (hashes are made non-zero)
     uint32_t key_offset = 0;
@@ -135,19 +155,20 @@ std::atomic<uint64_t> next_serial{1};
 }  // namespace
 
 bool TokenTable::Insert(std::string_view token, TokenId id) {
-  if (id < 0 || Find(token) >= 0 || Token(id) != nullptr) return false;
+  if (id < 0 || Find(token) >= 0 || Token(id)) return false;
   if ((count_ + 1) * 2 > slots_.size()) Grow();
   if (static_cast<size_t>(id) >= tokens_.size()) {
-    tokens_.resize(static_cast<size_t>(id) + 1);
-    present_.resize(static_cast<size_t>(id) + 1, false);
+    tokens_.resize(static_cast<size_t>(id) + 1, Span{0, 0, false});
   }
-  tokens_[id] = std::string(token);
-  present_[id] = true;
+  const Span span{static_cast<uint32_t>(bytes_.size()),
+                  static_cast<uint32_t>(token.size()), true};
+  bytes_.append(token);
+  tokens_[id] = span;
   const uint32_t hash = HashOf(token);
   const size_t mask = slots_.size() - 1;
   size_t slot = hash & mask;
   while (slots_[slot].id >= 0) slot = (slot + 1) & mask;
-  slots_[slot] = {hash, id};
+  slots_[slot] = {hash, id, span.offset, span.length};
   ++count_;
   return true;
 }
@@ -159,15 +180,21 @@ TokenId TokenTable::Find(std::string_view token) const {
   for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
     const Slot& s = slots_[slot];
     if (s.id < 0) return -1;
-    if (s.hash == hash && tokens_[s.id] == token) return s.id;
+    if (s.hash == hash && s.length == token.size() &&
+        std::memcmp(bytes_.data() + s.offset, token.data(), token.size()) ==
+            0) {
+      return s.id;
+    }
   }
 }
 
-const std::string* TokenTable::Token(TokenId id) const {
-  if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[id]) {
-    return nullptr;
+std::optional<std::string_view> TokenTable::Token(TokenId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= tokens_.size() ||
+      !tokens_[id].present) {
+    return std::nullopt;
   }
-  return &tokens_[id];
+  return std::string_view(bytes_).substr(tokens_[id].offset,
+                                         tokens_[id].length);
 }
 
 void TokenTable::Reserve(size_t count) {
@@ -176,7 +203,7 @@ void TokenTable::Reserve(size_t count) {
 
 void TokenTable::Grow() {
   std::vector<Slot> old = std::move(slots_);
-  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{0, -1});
+  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{0, -1, 0, 0});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.id < 0) continue;
@@ -197,6 +224,13 @@ BpeModel::BpeModel(TokenTable vocab, BpeOptions options)
     byte_fallback_ids_[b] = vocab_.Find(name);
   }
   merges_.assign(16, MergeSlot{kEmptyKey, 0, 0});
+  byte_symbols_ = options_.byte_level &&
+                  options_.continuing_subword_prefix.empty() &&
+                  options_.end_of_word_suffix.empty();
+  for (int b = 0; b < 256; ++b) {
+    byte_symbol_ids_[b] = vocab_.Find(ByteLevelChars()[b]);
+    byte_symbols_ = byte_symbols_ && byte_symbol_ids_[b] >= 0;
+  }
 }
 
 void BpeModel::AddMerge(TokenId left, TokenId right, TokenId merged) {
@@ -270,19 +304,21 @@ void BpeModel::TokenizeUncached(std::string_view piece,
       return;
     }
   }
-  MergeWord(word, out);
+  std::vector<TokenId> symbols;
+  symbols.reserve(piece.size());
+  if (byte_symbols_) {
+    // Every byte's character is a token: the symbols are the bytes' ids.
+    for (const char b : piece) {
+      symbols.push_back(byte_symbol_ids_[static_cast<unsigned char>(b)]);
+    }
+  } else {
+    WordSymbols(word, symbols);
+  }
+  MergeSymbols(symbols, out);
 }
 
-void BpeModel::MergeWord(std::string_view word,
-                         std::vector<TokenId>& out) const {
-  // 1. One symbol per character (with the prefix and suffix options), or
-  // its byte-fallback tokens, or the unknown token.
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  const auto add = [&](TokenId id) {
-    const int32_t index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({id, index - 1, index + 1, false});
-  };
+void BpeModel::WordSymbols(std::string_view word,
+                           std::vector<TokenId>& symbols) const {
   TokenId pending_unk = -1;  // an unknown token not yet added
   std::string text;
   size_t pos = 0;
@@ -303,10 +339,10 @@ void BpeModel::MergeWord(std::string_view word,
     const TokenId id = vocab_.Find(character);
     if (id >= 0) {
       if (pending_unk >= 0) {
-        add(pending_unk);
+        symbols.push_back(pending_unk);
         pending_unk = -1;
       }
-      add(id);
+      symbols.push_back(id);
       continue;
     }
     if (options_.byte_fallback) {
@@ -318,7 +354,7 @@ void BpeModel::MergeWord(std::string_view word,
       if (all_bytes) {
         // As in HF, a pending unknown token stays pending across these.
         for (const char b : character) {
-          add(byte_fallback_ids_[static_cast<unsigned char>(b)]);
+          symbols.push_back(byte_fallback_ids_[static_cast<unsigned char>(b)]);
         }
         continue;
       }
@@ -326,15 +362,24 @@ void BpeModel::MergeWord(std::string_view word,
     if (options_.unk_token) {
       ROTOR_CHECK(unk_id_ >= 0, "the unk_token \"", *options_.unk_token,
                   "\" is not in the vocabulary");
-      if (pending_unk >= 0 && !options_.fuse_unk) add(pending_unk);
+      if (pending_unk >= 0 && !options_.fuse_unk)
+        symbols.push_back(pending_unk);
       pending_unk = unk_id_;
     }
   }
-  if (pending_unk >= 0) add(pending_unk);
-  if (symbols.empty()) return;
-  symbols.back().next = -1;
+  if (pending_unk >= 0) symbols.push_back(pending_unk);
+}
 
-  // 2. Merges, lowest rank first, leftmost first among equal ranks.
+void BpeModel::MergeSymbols(const std::vector<TokenId>& ids,
+                            std::vector<TokenId>& out) const {
+  if (ids.empty()) return;
+  std::vector<Symbol> symbols(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    symbols[i] = {ids[i], static_cast<int32_t>(i) - 1,
+                  static_cast<int32_t>(i) + 1, false};
+  }
+  symbols.back().next = -1;
+  // Lowest rank first, leftmost first among equal ranks.
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   for (size_t i = 0; i + 1 < symbols.size(); ++i) {
     if (const MergeSlot* merge = FindMerge(symbols[i].id, symbols[i + 1].id)) {

@@ -346,9 +346,9 @@ std::unique_ptr<BpeModel> ReadModel(const Json& value, const Where& where,
     const Where entry = vocab_where / it.key();
     const TokenId id =
         static_cast<TokenId>(Index(it.value(), limits::kMaxVocabSize, entry));
-    if (const std::string* other = table.Token(id)) {
-      entry.Fail("id ", id, " is also the id of ", Json(*other).dump(),
-                 " (each id has one token)");
+    if (const std::optional<std::string_view> other = table.Token(id)) {
+      entry.Fail("id ", id, " is also the id of ",
+                 Json(std::string(*other)).dump(), " (each id has one token)");
     }
     table.Insert(it.key(), id);  // keys are unique: ParseJson checks
   }
@@ -553,11 +553,11 @@ void ReadAddedTokens(const Json& list, const Where& where,
                 token.id, " but the vocabulary gives it ", in_vocab);
     }
     if (in_vocab < 0) {
-      if (const std::string* other = vocab.Token(token.id)) {
+      if (const std::optional<std::string_view> other = vocab.Token(token.id)) {
         (entry / "id")
             .Fail("id ", token.id, " of added token ",
                   Json(token.content).dump(), " is the id of vocabulary token ",
-                  Json(*other).dump());
+                  Json(std::string(*other)).dump());
       }
       if (token.id != next_id) {
         (entry / "id")
