@@ -202,6 +202,7 @@ void RunEval(const EvalOptions& options) {
       train::LoadCheckpointModel(options.checkpoint, overrides, &config);
   const std::string data_dir = train::ResolveDataDir(
       options.data.empty() ? config.data.path : options.data);
+  train::CheckSameTokenizer(options.checkpoint, data_dir);
   const train::TokenFile val(data_dir + "/val.bin");
   if (lengths.empty() && !options.passkey) {
     RunValidation(

@@ -418,5 +418,71 @@ TEST_F(RotorCli, AddressSpaceLimitsFailCleanlyInsteadOfHanging) {
   EXPECT_CONTAINS(r.err, "left under the address-space limit (RLIMIT_AS)");
 }
 
+// A BPE tokenizer from end to end: trained by rotor, used by prepare (its
+// copy goes into the data folder), by training (into every checkpoint), by
+// generate (which decodes with it), and refused where it would be paired
+// with data of another tokenizer.
+TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    text += "The quick brown fox " + std::to_string(i % 17) +
+            " jumps over the lazy dog. ";
+  }
+  for (int d = 0; d < 4; ++d) {
+    dir_.Write("text/doc" + std::to_string(d), text);
+  }
+  const std::string tokenizer = dir_.Path("tokenizer.json");
+  ASSERT_EQ(Run("tokenizer train --input " + Quote(dir_.Path("text")) +
+                " --vocab-size 300 --output " + Quote(tokenizer))
+                .status,
+            0);
+  Result r = Run("prepare --input " + Quote(dir_.Path("text")) +
+                 " --output " + Quote(dir_.Path("bpe")) +
+                 " --val-fraction 0.25 --tokenizer " + Quote(tokenizer));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(train::ReadFile(dir_.Path("bpe/tokenizer.json")),
+            train::ReadFile(tokenizer));
+  const std::string meta = train::ReadFile(dir_.Path("bpe/meta.json"));
+  EXPECT_CONTAINS(meta, "\"separator\": \"<|endoftext|>\"");
+  EXPECT_CONTAINS(meta, "\"separator_id\": 0");  // specials come first
+
+  const std::string train = "train " + Quote(test::TinyConfigPath()) + " " +
+                            Quote("output_dir=" + dir_.Path("run")) +
+                            " train.max_steps=4 train.seq_len=16 "
+                            "model.vocab_size=300 "
+                            "checkpoint.every_n_steps=4 --samples 0 ";
+  // data.tokenizer must name the data's tokenizer.
+  r = Run(train + Quote("data.path=" + dir_.Path("bpe")) +
+          " data.tokenizer=byte");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "data.tokenizer is byte but " + dir_.Path("bpe") +
+                             " was prepared with " +
+                             dir_.Path("bpe/tokenizer.json"));
+  EXPECT_FALSE(fs::exists(dir_.Path("run/checkpoints")));
+  r = Run(train + Quote("data.path=" + dir_.Path("bpe")) + " " +
+          Quote("data.tokenizer=" + tokenizer));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string checkpoint = dir_.Path("run/checkpoints/step_00000004");
+  EXPECT_EQ(train::ReadFile(checkpoint + "/tokenizer.json"),
+            train::ReadFile(tokenizer));
+
+  // Generation decodes BPE ids back to text (greedy, so repeatable).
+  r = Run("generate --checkpoint " + Quote(checkpoint) +
+          " --prompt 'The quick' --max-new-tokens 12 --temperature 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("The quick", 0), 0u) << r.out;
+  EXPECT_GT(r.out.size(), std::string("The quick\n").size());
+  // Byte-level data with a BPE checkpoint: refused, naming both.
+  r = Run("eval --checkpoint " + Quote(checkpoint) + " --data " +
+          Quote(data_));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "was trained with tokenizer " + checkpoint +
+                             "/tokenizer.json but the data in " + data_ +
+                             " was prepared with byte");
+  r = Run("eval --checkpoint " + Quote(checkpoint));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "bits/byte");
+}
+
 }  // namespace
 }  // namespace rotor::tools

@@ -302,7 +302,7 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
        {"run.yaml:11:18: eval.every_n_steps: must be >= 0, got -1"}},
       {m + "data:\n  path: d\n  format: text\n",
        {"run.yaml:10:3: data.format: unknown key (known keys: "
-        "passkey_fraction, passkey_loss, path)"}},
+        "passkey_fraction, passkey_loss, path, tokenizer)"}},
       {m + "data:\n  path: d\n  passkey_loss: answers\n",
        {"run.yaml:10:17: data.passkey_loss: passkey loss must be 'retrieval' "
         "or 'all', got 'answers'"}},

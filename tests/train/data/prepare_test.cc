@@ -16,6 +16,7 @@
 
 namespace rotor::train {
 namespace {
+namespace fs = std::filesystem;
 
 PrepareOptions Options(const std::vector<std::string>& inputs,
                        const std::string& output) {
@@ -76,7 +77,10 @@ TEST(Prepare, EndToEndOnAFolderOfTextFiles) {
 
   const Json meta = ParseJson(ReadFile(dir.Path("out/meta.json")), "meta.json");
   EXPECT_EQ(meta["tokenizer"]["vocab_size"], 257);
-  EXPECT_EQ(meta["tokenizer"]["end_of_text_id"], 256);
+  EXPECT_EQ(meta["tokenizer"]["separator_id"], 256);
+  EXPECT_EQ(meta["tokenizer"]["separator"], "<|endoftext|>");
+  EXPECT_TRUE(meta["tokenizer"]["file"].is_null());
+  EXPECT_FALSE(fs::exists(dir.Path("out/tokenizer.json")));
   EXPECT_EQ(meta["seed"], 3u);
   EXPECT_DOUBLE_EQ(meta["val_fraction"].get<double>(), 0.4);
   EXPECT_EQ(meta["val"]["documents"], 2u);
