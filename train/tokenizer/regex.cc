@@ -52,6 +52,38 @@ std::string Pcre2Message(int code) {
   return reinterpret_cast<const char*>(buffer);
 }
 
+// `pattern` with \s and \S spelt \p{White_Space} and \P{White_Space}.
+// Under PCRE2_UCP, PCRE2's \s also matches U+180E (MONGOLIAN VOWEL
+// SEPARATOR, whitespace before Unicode 6.3), where HF's Rust and Oniguruma
+// engines and JavaScript follow Unicode's White_Space property; the
+// property form means the same inside and outside a character class.
+// Escaped backslashes and \Q...\E quoting are copied as they are.
+std::string WithUnicodeWhiteSpace(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size());
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '\\' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char next = pattern[++i];
+    if (next == 's' || next == 'S') {
+      out += next == 's' ? "\\p{White_Space}" : "\\P{White_Space}";
+    } else if (next == 'Q') {  // literal text up to \E (or the end)
+      const size_t end = pattern.find("\\E", i + 1);
+      const size_t stop =
+          end == std::string_view::npos ? pattern.size() : end + 2;
+      out += '\\';
+      out.append(pattern.substr(i, stop - i));
+      i = stop - 1;
+    } else {
+      out += '\\';
+      out += next;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct Regex::Compiled {
@@ -65,11 +97,14 @@ Regex::Regex(std::string_view pattern, bool literal)
   const uint32_t options =
       PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   ROTOR_CHECK(unicode::IsValidUtf8(pattern), "the pattern is not valid UTF-8");
+  const std::string compiled_pattern =
+      literal ? std::string(pattern) : WithUnicodeWhiteSpace(pattern);
   int error = 0;
   PCRE2_SIZE offset = 0;
   compiled_->code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
-                    pattern.size(), options, &error, &offset, nullptr);
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(compiled_pattern.data()),
+                    compiled_pattern.size(), options, &error, &offset, nullptr);
+  // (The offset is in the pattern as compiled, with \s spelt out.)
   ROTOR_CHECK(compiled_->code != nullptr, "invalid regex at offset ", offset,
               ": ", Pcre2Message(error));
   // Without JIT (e.g. a CPU PCRE2 does not support), the interpreter gives

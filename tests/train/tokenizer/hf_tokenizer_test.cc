@@ -287,6 +287,29 @@ TEST(PreTokenizers, Llama3Regex) {
                      "\u3000y"}));
 }
 
+// \s is Unicode's White_Space, as in HF's engines and JavaScript: U+3000
+// and U+0085 are spaces, U+180E (a space before Unicode 6.3, and still one
+// to PCRE2's own \s) is not; \S and \s inside a class follow, and an
+// escaped backslash before "s" stays a backslash and a letter.
+TEST(PreTokenizers, WhitespaceIsUnicodeWhiteSpace) {
+  const auto matches = [](const std::string& pattern,
+                          const std::string& subject) {
+    std::vector<Regex::Match> found;
+    Regex(pattern, false).FindAll(subject, found);
+    Strings pieces;
+    for (const Regex::Match& m : found) {
+      pieces.push_back(subject.substr(m.start, m.end - m.start));
+    }
+    return pieces;
+  };
+  EXPECT_EQ(matches(R"(\s+)", "a\u3000\u0085b\u180Ec"),
+            (Strings{"\u3000\u0085"}));
+  EXPECT_EQ(matches(R"(\S+)", "a\u180E b"), (Strings{"a\u180E", "b"}));
+  EXPECT_EQ(matches(R"([^\s\p{L}]+)", "a\u180E1 2"), (Strings{"\u180E1", "2"}));
+  EXPECT_EQ(matches(R"(\\s)", "x\\sy s"), (Strings{"\\s"}));
+  EXPECT_EQ(matches(R"(\Q\s\E)", "s\\s"), (Strings{"\\s"}));
+}
+
 TEST(PreTokenizers, MetaspacePrependSchemes) {
   const MetaspacePreTokenizer always("▁", PrependScheme::kAlways, true);
   EXPECT_EQ(Pieces(always, "hi there"), (Strings{"▁hi", "▁there"}));
