@@ -182,12 +182,15 @@ void AddTokenizerAndSourceOptions(CLI::App& command, std::string& tokenizer,
       ->type_name("FILE")
       ->required()
       ->check(NotEmpty());
-  command.add_option(direct, direct_value, direct_help)
-      ->type_name(direct_type)
-      ->check(NotEmpty());
-  command.add_option("--input", input, input_help)
+  // Exactly one source; the direct one may be empty (the empty text has
+  // ids too: a BOS, or none).
+  CLI::Option_group* source = command.add_option_group("source");
+  source->add_option(direct, direct_value, direct_help)
+      ->type_name(direct_type);
+  source->add_option("--input", input, input_help)
       ->type_name("FILE")
       ->check(NotEmpty());
+  source->require_option(1);
 }
 
 struct EncodeOptions {
@@ -201,9 +204,6 @@ struct EncodeOptions {
 // The ids of --text or of the --input file, space-separated or as a JSON
 // array, on one line.
 void RunEncode(const EncodeOptions& options) {
-  if (options.text.empty() == options.input.empty()) {
-    throw CLI::ValidationError("expects exactly one of --text and --input");
-  }
   const std::unique_ptr<train::Tokenizer> tokenizer =
       train::LoadTokenizer(options.tokenizer);
   const std::string text =
@@ -279,9 +279,6 @@ struct DecodeOptions {
 // Prints the text of the ids exactly, with no newline added, so that
 // decoding the ids of a file gives the file back.
 void RunDecode(const DecodeOptions& options) {
-  if (options.ids.empty() == options.input.empty()) {
-    throw CLI::ValidationError("expects exactly one of --ids and --input");
-  }
   std::vector<train::TokenId> ids;
   if (options.input.empty()) {
     try {

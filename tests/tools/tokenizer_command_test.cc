@@ -123,7 +123,15 @@ TEST(TokenizerCommand, UsageAndInputErrors) {
 
   r = RunTokenizer(dir, "encode --tokenizer byte");
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(Contains(r.err, "exactly one of --text and --input")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "Exactly 1 option from [--text,--input]"))
+      << r.err;
+  r = RunTokenizer(dir, "encode --tokenizer byte --text a --input b");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(Contains(r.err, "2 were given")) << r.err;
+  // The empty text is a text: no ids for bytes, an empty JSON array.
+  r = RunTokenizer(dir, "encode --tokenizer byte --text '' --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[]\n");
   r = RunTokenizer(dir, "decode --tokenizer byte --ids '1, 2 x'");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(Contains(r.err, "--ids: item 2 ('x') is not an integer"))
