@@ -21,6 +21,8 @@
 #include "train/eval/passkey_eval.h"
 #include "train/eval/validation.h"
 #include "train/io/plot.h"
+#include "train/tokenizer/byte_tokenizer.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
 namespace tools {
@@ -203,6 +205,13 @@ void RunEval(const EvalOptions& options) {
   const std::string data_dir = train::ResolveDataDir(
       options.data.empty() ? config.data.path : options.data);
   train::CheckSameTokenizer(options.checkpoint, data_dir);
+  if (options.passkey && train::TokenizerSpecIn(options.checkpoint) !=
+                             train::ByteTokenizer::kName) {
+    throw Error(StrCat("checkpoint ", options.checkpoint, " uses tokenizer ",
+                       train::TokenizerSpecIn(options.checkpoint),
+                       "; --passkey builds its examples from bytes and "
+                       "needs a byte-tokenizer model"));
+  }
   const train::TokenFile val(data_dir + "/val.bin");
   if (lengths.empty() && !options.passkey) {
     RunValidation(

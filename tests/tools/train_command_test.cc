@@ -482,6 +482,10 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   r = Run("eval --checkpoint " + Quote(checkpoint));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "bits/byte");
+  // The passkey test is made of bytes: refused for a BPE model.
+  r = Run("eval --checkpoint " + Quote(checkpoint) + " --passkey --lengths 16");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "--passkey builds its examples from bytes");
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include "train/extend/results.h"
 #include "train/extend/writer.h"
 #include "train/metrics.h"
+#include "train/tokenizer/byte_tokenizer.h"
+#include "train/tokenizer/tokenizer.h"
 #include "train/trainer.h"
 
 namespace rotor::train {
@@ -206,6 +208,12 @@ ExtendReportSummary ReportRunner::Run() {
   const double start = SteadySeconds();
   SetNumThreads(static_cast<int>(config_.threads));
   plan_ = PlanReport(config_);
+  // Its passkey test builds examples from bytes (train/data/passkey.h).
+  const std::string data_dir = ResolveDataDir(plan_.base.data.path);
+  ROTOR_CHECK(TokenizerSpecIn(data_dir) == ByteTokenizer::kName, config_.file,
+              ": the extend report needs data prepared with the byte "
+              "tokenizer (its passkey test is built from bytes), but ",
+              data_dir, " uses ", TokenizerSpecIn(data_dir));
   std::filesystem::create_directories(config_.output_dir + "/logs");
   std::filesystem::create_directories(config_.output_dir + "/results");
 
