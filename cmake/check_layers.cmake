@@ -9,12 +9,13 @@ set(rules
   "core/|core/"
   "nn/|core/ nn/"
   "train/io/|core/ train/io/"
-  "train/data/|core/ train/io/ train/data/"
+  "train/tokenizer/|core/ train/io/ train/tokenizer/"
+  "train/data/|core/ train/io/ train/tokenizer/ train/data/"
   "train/optim/|core/ nn/ train/optim/"
-  "train/eval/|core/ nn/ train/io/ train/data/ train/eval/"
-  "train/config/|core/ nn/ train/io/ train/data/ train/eval/ train/config/"
-  "train/checkpoint|core/ nn/ train/io/ train/data/ train/eval/ train/config/ train/optim/ train/checkpoint"
-  "train/metrics|core/ nn/ train/io/ train/data/ train/eval/ train/metrics"
+  "train/eval/|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/"
+  "train/config/|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/config/"
+  "train/checkpoint|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/config/ train/optim/ train/checkpoint"
+  "train/metrics|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/metrics"
   "train/trainer|core/ nn/ train/"
   "train/extend/|core/ nn/ train/"
   "tools/|core/ nn/ train/ tools/")
@@ -23,7 +24,9 @@ set(rules
 set(private_headers
   "yaml-cpp/|train/config/"
   "nlohmann/|train/io/json.h"
-  "CLI/|tools/")
+  "CLI/|tools/"
+  "pcre2.h|train/tokenizer/"
+  "utf8proc.h|train/tokenizer/")
 
 set(problems "")
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}

@@ -28,6 +28,10 @@ inline constexpr int64_t kMaxAccumulationSteps = int64_t{1} << 20;
 // Optimizer steps (train.max_steps, warm-up).
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
 inline constexpr int64_t kMaxThreads = 4096;
+// A tokenizer.json file (train/tokenizer/): Gemma's, among the largest, is
+// about 34 MB. Its ids (vocabulary and added tokens) are below
+// kMaxVocabSize, so a tokenizer always fits a model's vocab_size.
+inline constexpr int64_t kMaxTokenizerJsonBytes = int64_t{256} << 20;
 
 }  // namespace rotor::limits
 

@@ -27,7 +27,7 @@
 #include "nn/transformer.h"
 #include "train/data/batches.h"
 #include "train/data/token_file.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/eval/generate.h"
 #include "train/optim/adamw.h"
 #include "train/optim/lr_schedule.h"

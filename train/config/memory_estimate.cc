@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "core/memory_limit.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "core/random.h"
 #include "train/data/token_file.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 

@@ -37,7 +37,7 @@
 
 #include "core/random.h"
 #include "train/data/batches.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 

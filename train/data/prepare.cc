@@ -9,7 +9,7 @@
 #include "core/random.h"
 #include "train/data/brown.h"
 #include "train/data/token_file.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 
@@ -202,7 +202,7 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
                      {"format_version", kTokenFileVersion},
                      {"created_by", StrCat("rotor ", ROTOR_VERSION)},
                      {"tokenizer",
-                      {{"name", ByteTokenizer::Name()},
+                      {{"name", ByteTokenizer::kName},
                        {"vocab_size", ByteTokenizer::kVocabSize},
                        {"end_of_text_id", ByteTokenizer::kEndOfText},
                        {"end_of_text", ByteTokenizer::kEndOfTextText}}},

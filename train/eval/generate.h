@@ -15,7 +15,7 @@
 
 #include "core/random.h"
 #include "nn/transformer.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 

@@ -33,7 +33,7 @@
 
 #include "nn/transformer.h"
 #include "train/data/token_file.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 

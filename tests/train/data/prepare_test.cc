@@ -10,7 +10,7 @@
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/data/token_file.h"
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 

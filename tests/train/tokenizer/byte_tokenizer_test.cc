@@ -1,5 +1,5 @@
 // ByteTokenizer: bytes are ids 0..255, <|endoftext|> is 256.
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "train/data/tokenizer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 #include "core/error.h"
 
@@ -17,12 +17,22 @@ void ByteTokenizer::EncodeAppend(std::string_view text,
 }
 
 std::string ByteTokenizer::Decode(const std::vector<TokenId>& ids) {
+  return ByteTokenizer().Decode(ids, /*skip_special_tokens=*/false);
+}
+
+std::vector<TokenId> ByteTokenizer::Encode(std::string_view text,
+                                           bool add_special_tokens) const {
+  return Encode(text);
+}
+
+std::string ByteTokenizer::Decode(const std::vector<TokenId>& ids,
+                                  bool skip_special_tokens) const {
   std::string text;
   text.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     const TokenId id = ids[i];
     if (id == kEndOfText) {
-      text += kEndOfTextText;
+      if (!skip_special_tokens) text += kEndOfTextText;
       continue;
     }
     ROTOR_CHECK(id >= 0 && id < 256, "ByteTokenizer::Decode: token ", i, " is ",
@@ -30,6 +40,11 @@ std::string ByteTokenizer::Decode(const std::vector<TokenId>& ids) {
     text += static_cast<char>(id);
   }
   return text;
+}
+
+std::optional<TokenId> ByteTokenizer::TokenToId(std::string_view token) const {
+  if (token == kEndOfTextText) return kEndOfText;
+  return std::nullopt;
 }
 
 }  // namespace rotor::train

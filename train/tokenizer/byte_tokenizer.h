@@ -1,0 +1,62 @@
+// ByteTokenizer: rotor's default tokenizer. Text is a sequence of bytes, and
+// each byte is its own token, so nothing is ever out of vocabulary and
+// "context length" counts bytes (about one character of English text).
+//
+//   id 0..255  the byte with that value (UTF-8 text becomes its bytes; any
+//              byte sequence, valid UTF-8 or not, round-trips exactly: unlike
+//              HfTokenizer, invalid UTF-8 is kept as it is)
+//   id 256     <|endoftext|>: separates documents in token files (it comes
+//              before every document) and starts generation (BOS)
+//
+// kVocabSize = 257 ids in all. A model's vocab_size must be at least the
+// tokenizer's vocabulary size (it may be larger, e.g. rounded up for SIMD).
+//
+// The static helpers (Encode(text), EncodeAppend, Decode(ids)) serve the data
+// pipeline, which needs no object; the virtual members implement Tokenizer.
+#ifndef ROTOR_TRAIN_TOKENIZER_BYTE_TOKENIZER_H_
+#define ROTOR_TRAIN_TOKENIZER_BYTE_TOKENIZER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "train/tokenizer/tokenizer.h"
+
+namespace rotor::train {
+
+class ByteTokenizer : public Tokenizer {
+ public:
+  static constexpr TokenId kEndOfText = 256;
+  static constexpr int kVocabSize = 257;
+  static constexpr const char* kEndOfTextText = "<|endoftext|>";
+  static constexpr const char* kName = "byte";
+
+  // One id per byte (no special tokens: the text "<|endoftext|>" is 13
+  // ordinary bytes; callers insert kEndOfText themselves).
+  static std::vector<TokenId> Encode(std::string_view text);
+  // Appends to `out` (avoids a temporary when building a token stream).
+  static void EncodeAppend(std::string_view text, std::vector<TokenId>& out);
+  // Bytes back to text; kEndOfText renders as "<|endoftext|>". Throws
+  // rotor::Error for ids outside [0, kVocabSize).
+  static std::string Decode(const std::vector<TokenId>& ids);
+
+  // Tokenizer: the same ids as the static Encode. add_special_tokens adds
+  // nothing: separating documents with kEndOfText is the data pipeline's job.
+  std::vector<TokenId> Encode(std::string_view text,
+                              bool add_special_tokens) const override;
+  // The static Decode, leaving out kEndOfText when skip_special_tokens.
+  std::string Decode(const std::vector<TokenId>& ids,
+                     bool skip_special_tokens) const override;
+  // kVocabSize.
+  int64_t VocabSize() const override { return kVocabSize; }
+  // kEndOfText for "<|endoftext|>"; single bytes are not named tokens.
+  std::optional<TokenId> TokenToId(std::string_view token) const override;
+  // "byte".
+  std::string Name() const override { return kName; }
+};
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_TOKENIZER_BYTE_TOKENIZER_H_
