@@ -22,6 +22,14 @@
 // --lib PATH picks the library's dist/main.mjs (default: the one
 // fetch_tokenizers.sh unpacks under ${ROTOR_CACHE_DIR:-~/.cache/rotor}).
 //
+// One correction to the port: HF's tokenizers library (Rust) reads \s in a
+// tokenizer.json regex as Unicode White_Space, but the port hands the
+// pattern to JavaScript's RegExp, whose \s also matches U+FEFF and misses
+// U+0085, so Llama 3 splits "a\u0085b" or "  \uFEFF" differently from HF.
+// withUnicodeWhiteSpace spells \s and \S out as Unicode White_Space in the
+// tokenizer.json's patterns before the port reads them (the only change);
+// --js-whitespace leaves them alone, to see the port's own behaviour.
+//
 // Like rotor, the reference sees the tokenizer.json alone: no
 // tokenizer_config.json, so no transformers-level extras. In particular
 // decode never runs transformers' clean_up_tokenization_spaces (which would
@@ -33,8 +41,9 @@ import { pathToFileURL } from "node:url";
 
 const kUsage =
   "usage: node hf_reference.mjs --tokenizer T.json [--lib main.mjs] " +
-  "FILE...\n       node hf_reference.mjs --tokenizer T.json [--lib main.mjs] " +
-  "--bench FILE [--runs N]";
+  "[--js-whitespace] FILE...\n" +
+  "       node hf_reference.mjs --tokenizer T.json [--lib main.mjs] " +
+  "[--js-whitespace] --bench FILE [--runs N]";
 
 function fail(message) {
   process.stderr.write(`hf_reference: ${message}\n`);
@@ -48,6 +57,7 @@ function parseArgs(argv) {
     tokenizer: null,
     bench: null,
     runs: 3,
+    jsWhiteSpace: false,
     inputs: [],
   };
   for (let i = 0; i < argv.length; ++i) {
@@ -60,6 +70,7 @@ function parseArgs(argv) {
     else if (flag === "--lib") args.lib = value();
     else if (flag === "--bench") args.bench = value();
     else if (flag === "--runs") args.runs = Number(value());
+    else if (flag === "--js-whitespace") args.jsWhiteSpace = true;
     else if (flag.startsWith("--")) fail(`unknown option ${flag}\n${kUsage}`);
     else args.inputs.push(flag);
   }
@@ -80,6 +91,42 @@ function readBytes(path) {
 // Bytes -> text exactly as rotor's Tokenizer::Encode reads them.
 const textDecoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
+// Unicode White_Space (what \s means to HF), as the inside of a class.
+const kWhiteSpace =
+  "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+
+// `pattern` with \s and \S replaced by kWhiteSpace classes (inside a class,
+// \s becomes its members; \S there has no such spelling and is refused).
+function withUnicodeWhiteSpace(pattern) {
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < pattern.length; ++i) {
+    const c = pattern[i];
+    if (c === "\\" && i + 1 < pattern.length) {
+      const next = pattern[++i];
+      if (next === "s") out += inClass ? kWhiteSpace : `[${kWhiteSpace}]`;
+      else if (next === "S" && !inClass) out += `[^${kWhiteSpace}]`;
+      else if (next === "S") fail(`cannot rewrite \\S in a class: ${pattern}`);
+      else out += c + next;
+      continue;
+    }
+    if (c === "[") inClass = true;
+    else if (c === "]") inClass = false;
+    out += c;
+  }
+  return out;
+}
+
+// Rewrites every {"pattern": {"Regex": ...}} of the tokenizer.json (Split
+// pre-tokenizers, Replace normalizers and decoders).
+function fixWhiteSpace(node) {
+  if (node === null || typeof node !== "object") return;
+  if (typeof node.pattern?.Regex === "string") {
+    node.pattern.Regex = withUnicodeWhiteSpace(node.pattern.Regex);
+  }
+  for (const child of Object.values(node)) fixWhiteSpace(child);
+}
+
 async function loadTokenizer(args) {
   let library;
   try {
@@ -92,6 +139,7 @@ async function loadTokenizer(args) {
   }
   const start = performance.now();
   const tokenizerJSON = JSON.parse(readBytes(args.tokenizer).toString("utf8"));
+  if (!args.jsWhiteSpace) fixWhiteSpace(tokenizerJSON);
   const tokenizer = library.TokenizerLoader.fromPreTrained({
     tokenizerJSON,
     tokenizerConfig: { clean_up_tokenization_spaces: false },
