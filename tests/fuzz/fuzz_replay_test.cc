@@ -31,6 +31,7 @@ constexpr Harness kHarnesses[] = {
     {"train_config", FuzzTrainConfig},
     {"model_config", FuzzModelConfig},
     {"json", FuzzJson},
+    {"tokenizer_json", FuzzTokenizerJson},
 };
 
 // Every file under tests/fuzz/<folder>/<harness>/ (none if it is absent).

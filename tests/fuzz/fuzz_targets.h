@@ -22,6 +22,7 @@
 #include "train/data/token_file.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
+#include "train/tokenizer/hf_tokenizer.h"
 
 namespace rotor::fuzz {
 
@@ -94,6 +95,20 @@ inline void FuzzModelConfig(const uint8_t* data, size_t size) {
 inline void FuzzJson(const uint8_t* data, size_t size) {
   try {
     train::ParseJson(AsText(data, size), "fuzz.json");
+  } catch (const Error&) {
+  }
+}
+
+// A tokenizer.json; when it loads, a short text (with an added-token-like
+// piece, digits, spaces and invalid UTF-8) is encoded, and the ids decoded.
+inline void FuzzTokenizerJson(const uint8_t* data, size_t size) {
+  try {
+    const std::unique_ptr<train::HfTokenizer> tokenizer =
+        train::HfTokenizer::Parse(AsText(data, size), "fuzz.json");
+    const std::vector<train::TokenId> ids =
+        tokenizer->Encode("Hello <s> w\xC3\xB6rld 12345  \n\xFF end", true);
+    tokenizer->Decode(ids, false);
+    tokenizer->Decode(ids, true);
   } catch (const Error&) {
   }
 }

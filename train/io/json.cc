@@ -2,7 +2,7 @@
 
 #include <cmath>
 #include <limits>
-#include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "core/error.h"
@@ -61,7 +61,7 @@ class StrictDomBuilder : public nlohmann::json_sax<Json> {
  private:
   struct Container {
     Json* value;
-    std::set<std::string> keys;  // objects: the keys seen so far
+    std::unordered_set<std::string> keys;  // objects: the keys seen so far
     std::string key;             // objects: the member being read
   };
 

@@ -10,7 +10,8 @@ namespace {
 // The code point that ends text[0, end) (valid UTF-8, end > 0).
 char32_t CodePointBefore(std::string_view text, size_t end) {
   size_t start = end - 1;
-  while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+  while (start > 0 &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
     --start;
   }
   return unicode::NextCodePoint(text, &start);
@@ -137,7 +138,8 @@ void AddedVocabulary::Matcher::Split(std::string_view text,
           unicode::IsWordChar(unicode::NextCodePoint(text, &after));
       if (word_before || word_after) continue;
     }
-    if (token.lstrip) start = std::max(StartOfTrailingSpace(text, start), covered);
+    if (token.lstrip)
+      start = std::max(StartOfTrailingSpace(text, start), covered);
     if (token.rstrip) stop = EndOfLeadingSpace(text, stop);
     start = std::max(start, covered);
     if (covered < start) out.push_back({covered, start, -1});

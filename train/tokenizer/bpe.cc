@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <queue>
-#include <unordered_map>
 
 #include "core/error.h"
 #include "train/tokenizer/pre_tokenizers.h"
@@ -16,9 +16,9 @@ namespace {
 
 // Pieces this long or longer are not cached (as HF's MAX_LENGTH).
 constexpr size_t kMaxCachedPieceBytes = 256;
-// A thread's cache of one model is emptied when it reaches this many
-// pieces, so memory stays bounded on endless varied text.
-constexpr size_t kMaxCachedPieces = 1 << 16;
+// A thread's cache of one model starts over when it holds this many pieces,
+// so memory stays bounded on endless varied text.
+constexpr size_t kMaxCachedPieces = 1 << 18;
 
 uint32_t HashOf(std::string_view text) {
   const size_t h = std::hash<std::string_view>()(text);
@@ -48,10 +48,91 @@ struct Candidate {
   }
 };
 
-// The pieces one thread has tokenized with one model, and their ids.
-struct PieceCache {
-  uint64_t owner = 0;  // the model's serial; 0: unused
-  std::unordered_map<std::string, std::vector<TokenId>> ids;
+// The pieces one thread has tokenized with one model, and their ids: an
+// open-addressing table whose keys and ids live in two flat arrays, so a
+// lookup costs a hash and one or two cache lines. Full, it starts over.
+class PieceCache {
+ public:
+  // The ids of `piece` appended to `out`; false if it is not cached.
+  bool Lookup(std::string_view piece, uint64_t hash,
+              std::vector<TokenId>& out) const {
+    if (slots_.empty()) return false;
+    const size_t mask = slots_.size() - 1;
+    for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+      const Entry& entry = slots_[slot];
+      if (entry.hash == 0) return false;
+      if (entry.hash == hash && entry.key_length == piece.size() &&
+          std::memcmp(keys_.data() + entry.key_offset, piece.data(),
+                      piece.size()) == 0) {
+        out.insert(out.end(), ids_.begin() + entry.ids_offset,
+                   ids_.begin() + entry.ids_offset + entry.id_count);
+        return true;
+      }
+    }
+  }
+  // Caches `ids` for `piece` (not cached yet).
+  void Insert(std::string_view piece, uint64_t hash, const TokenId* ids,
+              size_t count) {
+    if (slots_.empty() || (count_ + 1) * 2 > slots_.size()) {
+      if (!slots_.empty() && slots_.size() < kMaxCachedPieces * 2) {
+        Rehash(slots_.size() * 2);
+      } else {
+        slots_.assign(kInitialSlots, Entry{});
+        keys_.clear();
+        ids_.clear();
+        count_ = 0;
+      }
+    }
+    Place({hash, static_cast<uint32_t>(keys_.size()),
+           static_cast<uint32_t>(piece.size()),
+           static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(count)});
+    keys_.append(piece);
+    ids_.insert(ids_.end(), ids, ids + count);
+    ++count_;
+  }
+  // Empties the cache and gives it to the model with `serial`.
+  void Claim(uint64_t serial) {
+    owner_ = serial;
+    slots_.clear();
+    keys_.clear();
+    ids_.clear();
+    count_ = 0;
+  }
+  uint64_t owner() const { return owner_; }
+
+ private:
+  // Small inputs stay cheap: the table starts small and doubles.
+  static constexpr size_t kInitialSlots = 4096;
+
+  struct Entry;
+  // Puts `entry` in the first free slot from its hash on.
+  void Place(const Entry& entry) {
+    const size_t mask = slots_.size() - 1;
+    size_t slot = entry.hash & mask;
+    while (slots_[slot].hash != 0) slot = (slot + 1) & mask;
+    slots_[slot] = entry;
+  }
+  // Moves every entry into a table of `size` slots.
+  void Rehash(size_t size) {
+    std::vector<Entry> old(size);
+    old.swap(slots_);
+    for (const Entry& entry : old) {
+      if (entry.hash != 0) Place(entry);
+    }
+  }
+
+  struct Entry {
+    uint64_t hash = 0;  // 0: empty (hashes are made non-zero)
+    uint32_t key_offset = 0;
+    uint32_t key_length = 0;
+    uint32_t ids_offset = 0;
+    uint32_t id_count = 0;
+  };
+  uint64_t owner_ = 0;  // the model's serial; 0: unused
+  std::vector<Entry> slots_;
+  std::string keys_;
+  std::vector<TokenId> ids_;
+  size_t count_ = 0;
 };
 
 // This thread's cache for the model with `serial`. A thread keeps caches
@@ -61,12 +142,11 @@ PieceCache& CacheOf(uint64_t serial) {
   thread_local PieceCache caches[kSlots];
   thread_local int next_victim = 0;
   for (PieceCache& cache : caches) {
-    if (cache.owner == serial) return cache;
+    if (cache.owner() == serial) return cache;
   }
   PieceCache& cache = caches[next_victim];
   next_victim = (next_victim + 1) % kSlots;
-  cache.owner = serial;
-  cache.ids.clear();
+  cache.Claim(serial);
   return cache;
 }
 
@@ -75,19 +155,20 @@ std::atomic<uint64_t> next_serial{1};
 }  // namespace
 
 bool TokenTable::Insert(std::string_view token, TokenId id) {
-  if (id < 0 || Find(token) >= 0 || Token(id) != nullptr) return false;
+  if (id < 0 || Find(token) >= 0 || Token(id)) return false;
   if ((count_ + 1) * 2 > slots_.size()) Grow();
   if (static_cast<size_t>(id) >= tokens_.size()) {
-    tokens_.resize(static_cast<size_t>(id) + 1);
-    present_.resize(static_cast<size_t>(id) + 1, false);
+    tokens_.resize(static_cast<size_t>(id) + 1, Span{0, 0, false});
   }
-  tokens_[id] = std::string(token);
-  present_[id] = true;
+  const Span span{static_cast<uint32_t>(bytes_.size()),
+                  static_cast<uint32_t>(token.size()), true};
+  bytes_.append(token);
+  tokens_[id] = span;
   const uint32_t hash = HashOf(token);
   const size_t mask = slots_.size() - 1;
   size_t slot = hash & mask;
   while (slots_[slot].id >= 0) slot = (slot + 1) & mask;
-  slots_[slot] = {hash, id};
+  slots_[slot] = {hash, id, span.offset, span.length};
   ++count_;
   return true;
 }
@@ -99,15 +180,21 @@ TokenId TokenTable::Find(std::string_view token) const {
   for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
     const Slot& s = slots_[slot];
     if (s.id < 0) return -1;
-    if (s.hash == hash && tokens_[s.id] == token) return s.id;
+    if (s.hash == hash && s.length == token.size() &&
+        std::memcmp(bytes_.data() + s.offset, token.data(), token.size()) ==
+            0) {
+      return s.id;
+    }
   }
 }
 
-const std::string* TokenTable::Token(TokenId id) const {
-  if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[id]) {
-    return nullptr;
+std::optional<std::string_view> TokenTable::Token(TokenId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= tokens_.size() ||
+      !tokens_[id].present) {
+    return std::nullopt;
   }
-  return &tokens_[id];
+  return std::string_view(bytes_).substr(tokens_[id].offset,
+                                         tokens_[id].length);
 }
 
 void TokenTable::Reserve(size_t count) {
@@ -116,7 +203,7 @@ void TokenTable::Reserve(size_t count) {
 
 void TokenTable::Grow() {
   std::vector<Slot> old = std::move(slots_);
-  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{0, -1});
+  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{0, -1, 0, 0});
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.id < 0) continue;
@@ -137,6 +224,13 @@ BpeModel::BpeModel(TokenTable vocab, BpeOptions options)
     byte_fallback_ids_[b] = vocab_.Find(name);
   }
   merges_.assign(16, MergeSlot{kEmptyKey, 0, 0});
+  byte_symbols_ = options_.byte_level &&
+                  options_.continuing_subword_prefix.empty() &&
+                  options_.end_of_word_suffix.empty();
+  for (int b = 0; b < 256; ++b) {
+    byte_symbol_ids_[b] = vocab_.Find(ByteLevelChars()[b]);
+    byte_symbols_ = byte_symbols_ && byte_symbol_ids_[b] >= 0;
+  }
 }
 
 void BpeModel::AddMerge(TokenId left, TokenId right, TokenId merged) {
@@ -187,19 +281,11 @@ void BpeModel::Tokenize(std::string_view piece,
     return;
   }
   PieceCache& cache = CacheOf(serial_);
-  // A short key stays in std::string's inline buffer: no allocation.
-  thread_local std::string key;
-  key.assign(piece.data(), piece.size());
-  const auto found = cache.ids.find(key);
-  if (found != cache.ids.end()) {
-    out.insert(out.end(), found->second.begin(), found->second.end());
-    return;
-  }
-  std::vector<TokenId> ids;
-  TokenizeUncached(piece, ids);
-  out.insert(out.end(), ids.begin(), ids.end());
-  if (cache.ids.size() >= kMaxCachedPieces) cache.ids.clear();
-  cache.ids.emplace(key, std::move(ids));
+  const uint64_t hash = std::hash<std::string_view>()(piece) | 1;
+  if (cache.Lookup(piece, hash, out)) return;
+  const size_t first = out.size();
+  TokenizeUncached(piece, out);
+  cache.Insert(piece, hash, out.data() + first, out.size() - first);
 }
 
 void BpeModel::TokenizeUncached(std::string_view piece,
@@ -218,19 +304,21 @@ void BpeModel::TokenizeUncached(std::string_view piece,
       return;
     }
   }
-  MergeWord(word, out);
+  std::vector<TokenId> symbols;
+  symbols.reserve(piece.size());
+  if (byte_symbols_) {
+    // Every byte's character is a token: the symbols are the bytes' ids.
+    for (const char b : piece) {
+      symbols.push_back(byte_symbol_ids_[static_cast<unsigned char>(b)]);
+    }
+  } else {
+    WordSymbols(word, symbols);
+  }
+  MergeSymbols(symbols, out);
 }
 
-void BpeModel::MergeWord(std::string_view word,
-                         std::vector<TokenId>& out) const {
-  // 1. One symbol per character (with the prefix and suffix options), or
-  // its byte-fallback tokens, or the unknown token.
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size());
-  const auto add = [&](TokenId id) {
-    const int32_t index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({id, index - 1, index + 1, false});
-  };
+void BpeModel::WordSymbols(std::string_view word,
+                           std::vector<TokenId>& symbols) const {
   TokenId pending_unk = -1;  // an unknown token not yet added
   std::string text;
   size_t pos = 0;
@@ -251,22 +339,22 @@ void BpeModel::MergeWord(std::string_view word,
     const TokenId id = vocab_.Find(character);
     if (id >= 0) {
       if (pending_unk >= 0) {
-        add(pending_unk);
+        symbols.push_back(pending_unk);
         pending_unk = -1;
       }
-      add(id);
+      symbols.push_back(id);
       continue;
     }
     if (options_.byte_fallback) {
       bool all_bytes = true;
       for (const char b : character) {
-        all_bytes = all_bytes &&
-                    byte_fallback_ids_[static_cast<unsigned char>(b)] >= 0;
+        all_bytes =
+            all_bytes && byte_fallback_ids_[static_cast<unsigned char>(b)] >= 0;
       }
       if (all_bytes) {
         // As in HF, a pending unknown token stays pending across these.
         for (const char b : character) {
-          add(byte_fallback_ids_[static_cast<unsigned char>(b)]);
+          symbols.push_back(byte_fallback_ids_[static_cast<unsigned char>(b)]);
         }
         continue;
       }
@@ -274,15 +362,24 @@ void BpeModel::MergeWord(std::string_view word,
     if (options_.unk_token) {
       ROTOR_CHECK(unk_id_ >= 0, "the unk_token \"", *options_.unk_token,
                   "\" is not in the vocabulary");
-      if (pending_unk >= 0 && !options_.fuse_unk) add(pending_unk);
+      if (pending_unk >= 0 && !options_.fuse_unk)
+        symbols.push_back(pending_unk);
       pending_unk = unk_id_;
     }
   }
-  if (pending_unk >= 0) add(pending_unk);
-  if (symbols.empty()) return;
-  symbols.back().next = -1;
+  if (pending_unk >= 0) symbols.push_back(pending_unk);
+}
 
-  // 2. Merges, lowest rank first, leftmost first among equal ranks.
+void BpeModel::MergeSymbols(const std::vector<TokenId>& ids,
+                            std::vector<TokenId>& out) const {
+  if (ids.empty()) return;
+  std::vector<Symbol> symbols(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    symbols[i] = {ids[i], static_cast<int32_t>(i) - 1,
+                  static_cast<int32_t>(i) + 1, false};
+  }
+  symbols.back().next = -1;
+  // Lowest rank first, leftmost first among equal ranks.
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   for (size_t i = 0; i + 1 < symbols.size(); ++i) {
     if (const MergeSlot* merge = FindMerge(symbols[i].id, symbols[i + 1].id)) {

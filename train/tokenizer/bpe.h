@@ -35,16 +35,17 @@
 
 namespace rotor::train {
 
-// Strings <-> ids: an open-addressing hash table over the tokens, and the
-// tokens by id. Ids may have gaps (an id no token has).
+// Strings <-> ids: an open-addressing hash table over the tokens, whose
+// slots point into one flat array of the tokens' bytes (a lookup touches two
+// cache lines), and the tokens by id. Ids may have gaps (an id no token has).
 class TokenTable {
  public:
   // Adds `token` with `id` (0 <= id); false if `token` or `id` is taken.
   bool Insert(std::string_view token, TokenId id);
   // The id of `token`, or -1.
   TokenId Find(std::string_view token) const;
-  // The token of `id`, or nullptr for an id no token has.
-  const std::string* Token(TokenId id) const;
+  // The token of `id`, or nullopt for an id no token has.
+  std::optional<std::string_view> Token(TokenId id) const;
   // One more than the largest id (0 when empty).
   int64_t end_id() const { return static_cast<int64_t>(tokens_.size()); }
   // The number of tokens.
@@ -55,14 +56,21 @@ class TokenTable {
  private:
   struct Slot {
     uint32_t hash;
-    TokenId id;  // -1: empty
+    TokenId id;       // -1: empty
+    uint32_t offset;  // of the token in bytes_
+    uint32_t length;
   };
   // Doubles the slots and re-inserts every token.
   void Grow();
 
   std::vector<Slot> slots_;
-  std::vector<std::string> tokens_;  // by id
-  std::vector<bool> present_;        // by id
+  std::string bytes_;  // every token, one after another
+  struct Span {
+    uint32_t offset;
+    uint32_t length;
+    bool present;
+  };
+  std::vector<Span> tokens_;  // by id
   size_t count_ = 0;
 };
 
@@ -107,8 +115,12 @@ class BpeModel {
   const MergeSlot* FindMerge(TokenId left, TokenId right) const;
   // Doubles the merge slots.
   void GrowMerges();
-  // The ids of `word` (in the vocabulary's alphabet), without the cache.
-  void MergeWord(std::string_view word, std::vector<TokenId>& out) const;
+  // The first symbols of `word` (in the vocabulary's alphabet): one per
+  // character, or its byte-fallback tokens, or the unknown token.
+  void WordSymbols(std::string_view word, std::vector<TokenId>& symbols) const;
+  // Applies the merges to `symbols`, appending the result to `out`.
+  void MergeSymbols(const std::vector<TokenId>& symbols,
+                    std::vector<TokenId>& out) const;
   // The ids of `piece` as Tokenize gives them, without the cache.
   void TokenizeUncached(std::string_view piece,
                         std::vector<TokenId>& out) const;
@@ -116,6 +128,10 @@ class BpeModel {
   TokenTable vocab_;
   BpeOptions options_;
   TokenId unk_id_ = -1;
+  // With byte_level and no prefix or suffix: the id of each byte's
+  // character, so a piece's first symbols come from its bytes directly.
+  bool byte_symbols_ = false;
+  TokenId byte_symbol_ids_[256];
   TokenId byte_fallback_ids_[256];  // <0xAB> tokens, -1 when missing
   std::vector<MergeSlot> merges_;
   size_t merge_count_ = 0;

@@ -31,8 +31,7 @@ void FlushBytes(std::string& bytes, std::vector<std::string>& out) {
 
 // The byte an <0xAB> token stands for, or -1.
 int FallbackByte(const std::string& token) {
-  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 ||
-      token[5] != '>') {
+  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>') {
     return -1;
   }
   const auto digit = [](char c) {

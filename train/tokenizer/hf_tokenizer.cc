@@ -17,8 +17,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::Load(const std::string& path) {
 
 HfTokenizer::HfTokenizer(HfTokenizerParts parts, std::string name)
     : parts_(std::move(parts)), name_(std::move(name)) {
-  vocab_size_ =
-      std::max(parts_.model->vocab().end_id(), parts_.added.end_id());
+  vocab_size_ = std::max(parts_.model->vocab().end_id(), parts_.added.end_id());
 }
 
 std::vector<TokenId> HfTokenizer::Encode(std::string_view text,
@@ -86,11 +85,15 @@ std::string HfTokenizer::Decode(const std::vector<TokenId>& ids,
     const TokenId id = ids[i];
     ROTOR_CHECK(id >= 0 && id < vocab_size_, name_, ": Decode: token ", i,
                 " is ", id, ", outside the vocabulary [0, ", vocab_size_, ")");
-    const std::string* token = parts_.added.DecodeText(id);
-    if (token == nullptr) token = parts_.model->vocab().Token(id);
-    if (token == nullptr) continue;
+    std::optional<std::string_view> token;
+    if (const std::string* added = parts_.added.DecodeText(id)) {
+      token = *added;
+    } else {
+      token = parts_.model->vocab().Token(id);
+    }
+    if (!token) continue;
     if (skip_special_tokens && parts_.added.IsSpecial(*token)) continue;
-    tokens.push_back(*token);
+    tokens.emplace_back(*token);
   }
   if (parts_.decoder == nullptr) {
     std::string text;

@@ -24,8 +24,8 @@ void StripNormalizer::Normalize(std::string& text) const {
     while (end > begin) {
       // Step back to the start of the last code point.
       size_t last = end - 1;
-      while (last > begin && (static_cast<unsigned char>(text[last]) & 0xC0) ==
-                                 0x80) {
+      while (last > begin &&
+             (static_cast<unsigned char>(text[last]) & 0xC0) == 0x80) {
         --last;
       }
       size_t next = last;

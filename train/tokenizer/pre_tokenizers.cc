@@ -163,8 +163,8 @@ const std::array<std::string, 256>& ByteLevelChars() {
     std::array<std::string, 256> chars;
     char32_t next = 256;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') ||
-                             (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      const bool printable =
+          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
       unicode::AppendUtf8(printable ? static_cast<char32_t>(b) : next++,
                           chars[b]);
     }
@@ -184,6 +184,13 @@ ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space,
       gpt2_regex_(use_regex ? std::make_unique<Regex>(kGpt2Pattern, false)
                             : nullptr),
       map_bytes_(map_bytes) {}
+
+void ByteLevelPreTokenizer::PreTokenize(std::vector<PreToken>& pieces,
+                                        PreTokenArena& arena) const {
+  if (add_prefix_space_ || gpt2_regex_ != nullptr || map_bytes_) {
+    PreTokenizer::PreTokenize(pieces, arena);
+  }
+}
 
 void ByteLevelPreTokenizer::SplitPiece(const PreToken& piece,
                                        PreTokenArena& arena,
@@ -281,8 +288,8 @@ void WhitespacePreTokenizer::SplitPiece(const PreToken& piece,
     const size_t start = pos;
     pos = next;
     while (pos < text.size() && kind_at(pos, &next) == kind) pos = next;
-    out.push_back({text.substr(start, pos - start),
-                   piece.at_start && start == 0});
+    out.push_back(
+        {text.substr(start, pos - start), piece.at_start && start == 0});
   }
 }
 

@@ -107,6 +107,10 @@ class ByteLevelPreTokenizer : public PreTokenizer {
 
   // Whether this step maps bytes itself (set at load: see above).
   void set_map_bytes(bool map_bytes) { map_bytes_ = map_bytes; }
+  // Skips the pieces' copy when there is nothing to do (Llama 3: no prefix,
+  // no regex, bytes mapped by the model).
+  void PreTokenize(std::vector<PreToken>& pieces,
+                   PreTokenArena& arena) const override;
 
  protected:
   void SplitPiece(const PreToken& piece, PreTokenArena& arena,

@@ -61,8 +61,9 @@ struct Regex::Compiled {
 
 Regex::Regex(std::string_view pattern, bool literal)
     : pattern_(pattern), compiled_(std::make_unique<Compiled>()) {
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK;
-  if (literal) options |= PCRE2_LITERAL;
+  // (PCRE2 refuses PCRE2_UCP with PCRE2_LITERAL, where it means nothing.)
+  const uint32_t options =
+      PCRE2_UTF | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   ROTOR_CHECK(unicode::IsValidUtf8(pattern), "the pattern is not valid UTF-8");
   int error = 0;
   PCRE2_SIZE offset = 0;

@@ -30,8 +30,8 @@ class Where {
   // Throws rotor::Error with `parts` after the place.
   template <typename... Args>
   [[noreturn]] void Fail(const Args&... parts) const {
-    throw Error(StrCat(*file_, ": ", path_.empty() ? "/" : path_, ": ",
-                       parts...));
+    throw Error(
+        StrCat(*file_, ": ", path_.empty() ? "/" : path_, ": ", parts...));
   }
   const std::string& file() const { return *file_; }
 
@@ -59,7 +59,8 @@ const char* TypeName(const Json& value) {
 }
 
 void ExpectObject(const Json& value, const Where& where) {
-  if (!value.is_object()) where.Fail("expected an object, got ", TypeName(value));
+  if (!value.is_object())
+    where.Fail("expected an object, got ", TypeName(value));
 }
 
 void ExpectArray(const Json& value, const Where& where) {
@@ -81,7 +82,8 @@ const Json& Required(const Json& object, std::string_view key,
 }
 
 std::string String(const Json& value, const Where& where) {
-  if (!value.is_string()) where.Fail("expected a string, got ", TypeName(value));
+  if (!value.is_string())
+    where.Fail("expected a string, got ", TypeName(value));
   return value.get<std::string>();
 }
 
@@ -205,8 +207,8 @@ std::unique_ptr<Normalizer> ReadNormalizer(const Json& value,
   const std::string type = TypeOf(value, where);
   if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
     using Form = unicode::NormalizationForm;
-    const Form form = type == "NFC"   ? Form::kNfc
-                      : type == "NFD" ? Form::kNfd
+    const Form form = type == "NFC"    ? Form::kNfc
+                      : type == "NFD"  ? Form::kNfd
                       : type == "NFKC" ? Form::kNfkc
                                        : Form::kNfkd;
     return std::make_unique<UnicodeNormalizer>(form);
@@ -256,8 +258,8 @@ std::unique_ptr<PreTokenizer> ReadPreTokenizer(const Json& value,
         OptionalBool(value, "use_regex", true, where), /*map_bytes=*/true);
   }
   if (type == "Metaspace") {
-    const char32_t replacement =
-        SingleChar(Required(value, "replacement", where), where / "replacement");
+    const char32_t replacement = SingleChar(
+        Required(value, "replacement", where), where / "replacement");
     std::string text;
     unicode::AppendUtf8(replacement, text);
     return std::make_unique<MetaspacePreTokenizer>(
@@ -342,11 +344,11 @@ std::unique_ptr<BpeModel> ReadModel(const Json& value, const Where& where,
   table.Reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     const Where entry = vocab_where / it.key();
-    const TokenId id = static_cast<TokenId>(
-        Index(it.value(), limits::kMaxVocabSize, entry));
-    if (const std::string* other = table.Token(id)) {
-      entry.Fail("id ", id, " is also the id of ", Json(*other).dump(),
-                 " (each id has one token)");
+    const TokenId id =
+        static_cast<TokenId>(Index(it.value(), limits::kMaxVocabSize, entry));
+    if (const std::optional<std::string_view> other = table.Token(id)) {
+      entry.Fail("id ", id, " is also the id of ",
+                 Json(std::string(*other)).dump(), " (each id has one token)");
     }
     table.Insert(it.key(), id);  // keys are unique: ParseJson checks
   }
@@ -361,10 +363,10 @@ std::unique_ptr<BpeModel> ReadModel(const Json& value, const Where& where,
   for (size_t i = 0; i < merges.size(); ++i) {
     const Where entry = merges_where / i;
     const Json& merge = merges[i];
-    std::string left, right;
+    std::string_view left, right;
     if (merge.is_string()) {
       // "a b": exactly one space.
-      const std::string text = merge.get<std::string>();
+      const std::string_view text = merge.get_ref<const std::string&>();
       const size_t space = text.find(' ');
       if (space == std::string::npos ||
           text.find(' ', space + 1) != std::string::npos) {
@@ -374,8 +376,13 @@ std::unique_ptr<BpeModel> ReadModel(const Json& value, const Where& where,
       left = text.substr(0, space);
       right = text.substr(space + 1);
     } else if (merge.is_array() && merge.size() == 2) {
-      left = String(merge[0], entry / 0);
-      right = String(merge[1], entry / 1);
+      for (size_t k = 0; k < 2; ++k) {
+        if (!merge[k].is_string()) {
+          (entry / k).Fail("expected a string, got ", TypeName(merge[k]));
+        }
+      }
+      left = merge[0].get_ref<const std::string&>();
+      right = merge[1].get_ref<const std::string&>();
     } else {
       entry.Fail("expected \"left right\" or [left, right], got ",
                  TypeName(merge));
@@ -384,13 +391,14 @@ std::unique_ptr<BpeModel> ReadModel(const Json& value, const Where& where,
     const TokenId right_id = tokens.Find(right);
     if (left_id < 0 || right_id < 0) {
       entry.Fail("merge names a token not in the vocabulary: ",
-                 Json(left_id < 0 ? left : right).dump());
+                 Json(std::string(left_id < 0 ? left : right)).dump());
     }
     if (right.size() < prefix_length) {
-      entry.Fail("the right token ", Json(right).dump(),
+      entry.Fail("the right token ", Json(std::string(right)).dump(),
                  " is shorter than continuing_subword_prefix");
     }
-    merged = left + right.substr(prefix_length);
+    merged.assign(left);
+    merged.append(right.substr(prefix_length));
     const TokenId merged_id = tokens.Find(merged);
     if (merged_id < 0) {
       entry.Fail("the merged token ", Json(merged).dump(),
@@ -418,7 +426,8 @@ std::unique_ptr<PostProcessor> ReadPostProcessor(
       const Json& piece = single[i];
       ExpectObject(piece, piece_where);
       if (piece.size() != 1) {
-        piece_where.Fail("expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
+        piece_where.Fail(
+            "expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
       }
       const std::string kind = piece.begin().key();
       const Where inner = piece_where / kind;
@@ -484,7 +493,8 @@ std::unique_ptr<Decoder> ReadDecoder(const Json& value, const Where& where) {
   }
   if (type == "Metaspace") {
     return std::make_unique<MetaspaceDecoder>(
-        SingleChar(Required(value, "replacement", where), where / "replacement"),
+        SingleChar(Required(value, "replacement", where),
+                   where / "replacement"),
         Scheme(value, where) != PrependScheme::kNever);
   }
   if (type == "Sequence") {
@@ -518,8 +528,8 @@ void ReadAddedTokens(const Json& list, const Where& where,
     const Json& item = list[i];
     ExpectObject(item, entry);
     AddedToken token;
-    token.id = static_cast<TokenId>(
-        Index(Required(item, "id", entry), limits::kMaxVocabSize, entry / "id"));
+    token.id = static_cast<TokenId>(Index(Required(item, "id", entry),
+                                          limits::kMaxVocabSize, entry / "id"));
     token.content = String(Required(item, "content", entry), entry / "content");
     token.special = OptionalBool(item, "special", false, entry);
     token.normalized = OptionalBool(item, "normalized", !token.special, entry);
@@ -532,28 +542,28 @@ void ReadAddedTokens(const Json& list, const Where& where,
                  " is listed twice");
     }
     if (!ids.insert(token.id).second) {
-      (entry / "id").Fail("id ", token.id, " of added token ",
-                          Json(token.content).dump(),
-                          " is the id of an earlier added token");
+      (entry / "id")
+          .Fail("id ", token.id, " of added token ", Json(token.content).dump(),
+                " is the id of an earlier added token");
     }
     const TokenId in_vocab = vocab.Find(token.content);
     if (in_vocab >= 0 && in_vocab != token.id) {
-      (entry / "id").Fail("added token ", Json(token.content).dump(),
-                          " has id ", token.id, " but the vocabulary gives it ",
-                          in_vocab);
+      (entry / "id")
+          .Fail("added token ", Json(token.content).dump(), " has id ",
+                token.id, " but the vocabulary gives it ", in_vocab);
     }
     if (in_vocab < 0) {
-      if (const std::string* other = vocab.Token(token.id)) {
-        (entry / "id").Fail("id ", token.id, " of added token ",
-                            Json(token.content).dump(),
-                            " is the id of vocabulary token ",
-                            Json(*other).dump());
+      if (const std::optional<std::string_view> other = vocab.Token(token.id)) {
+        (entry / "id")
+            .Fail("id ", token.id, " of added token ",
+                  Json(token.content).dump(), " is the id of vocabulary token ",
+                  Json(std::string(*other)).dump());
       }
       if (token.id != next_id) {
-        (entry / "id").Fail("added token ", Json(token.content).dump(),
-                            " has id ", token.id, " where HF gives it ",
-                            next_id,
-                            " (new tokens follow the vocabulary, in order)");
+        (entry / "id")
+            .Fail("added token ", Json(token.content).dump(), " has id ",
+                  token.id, " where HF gives it ", next_id,
+                  " (new tokens follow the vocabulary, in order)");
       }
       ++next_id;
     }
@@ -569,21 +579,24 @@ std::unique_ptr<HfTokenizer> HfTokenizer::Parse(std::string_view text,
   const Where where(name, "");
   ExpectObject(root, where);
   HfTokenizerParts parts;
-  if (const Json* value = Member(root, "normalizer"); value && !value->is_null()) {
+  if (const Json* value = Member(root, "normalizer");
+      value && !value->is_null()) {
     parts.normalizer = ReadNormalizer(*value, where / "normalizer");
   }
   bool byte_level = false;
   if (const Json* value = Member(root, "pre_tokenizer");
       value && !value->is_null()) {
     parts.pre_tokenizer = ReadPreTokenizer(*value, where / "pre_tokenizer");
-    if (ByteLevelPreTokenizer* last = FinalByteLevel(parts.pre_tokenizer.get())) {
+    if (ByteLevelPreTokenizer* last =
+            FinalByteLevel(parts.pre_tokenizer.get())) {
       last->set_map_bytes(false);
       byte_level = true;
     }
   }
-  parts.model = ReadModel(Required(root, "model", where), where / "model",
-                          byte_level);
-  if (const Json* value = Member(root, "added_tokens"); value && !value->is_null()) {
+  parts.model =
+      ReadModel(Required(root, "model", where), where / "model", byte_level);
+  if (const Json* value = Member(root, "added_tokens");
+      value && !value->is_null()) {
     ReadAddedTokens(*value, where / "added_tokens", parts);
   }
   parts.added.Build(parts.normalizer.get());

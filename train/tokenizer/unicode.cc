@@ -17,8 +17,7 @@ namespace {
 // of an ill-formed sequence (at least 1): the bytes one U+FFFD replaces.
 // Follows the Unicode standard's table of well-formed byte sequences
 // (Table 3-7), which the WHATWG decoder implements.
-size_t ValidSequenceLength(std::string_view text, size_t pos,
-                           size_t* maximal) {
+size_t ValidSequenceLength(std::string_view text, size_t pos, size_t* maximal) {
   const auto byte = [&](size_t i) {
     return static_cast<unsigned char>(text[pos + i]);
   };
@@ -222,16 +221,17 @@ std::string Normalize(std::string_view text, NormalizationForm form) {
   }
   // Pure ASCII is the same in every form.
   bool ascii = true;
-  for (const char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  for (const char c : text)
+    ascii = ascii && static_cast<unsigned char>(c) < 0x80;
   if (ascii) return std::string(text);
   utf8proc_uint8_t* result = nullptr;
-  const utf8proc_ssize_t length = utf8proc_map(
-      reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-      static_cast<utf8proc_ssize_t>(text.size()), &result,
-      static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t length =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &result,
+                   static_cast<utf8proc_option_t>(options));
   std::unique_ptr<utf8proc_uint8_t, FreeDeleter> owned(result);
-  ROTOR_CHECK(length >= 0, "Unicode normalization failed: ",
-              utf8proc_errmsg(length));
+  ROTOR_CHECK(length >= 0,
+              "Unicode normalization failed: ", utf8proc_errmsg(length));
   return std::string(reinterpret_cast<const char*>(result),
                      static_cast<size_t>(length));
 }

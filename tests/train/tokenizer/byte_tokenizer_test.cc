@@ -42,5 +42,19 @@ TEST(ByteTokenizer, DecodeRejectsIdsOutsideTheVocabulary) {
   ROTOR_EXPECT_ERROR(ByteTokenizer::Decode({-1}), "token 0", "-1");
 }
 
+// Through the Tokenizer interface: the same ids; add_special_tokens adds
+// nothing, skip_special_tokens drops <|endoftext|>.
+TEST(ByteTokenizer, ImplementsTokenizer) {
+  const ByteTokenizer bytes;
+  const Tokenizer& tokenizer = bytes;
+  EXPECT_EQ(tokenizer.Encode("hi", true), (std::vector<TokenId>{'h', 'i'}));
+  EXPECT_EQ(tokenizer.Decode({256, 'h', 256}, true), "h");
+  EXPECT_EQ(tokenizer.Decode({256, 'h'}, false), "<|endoftext|>h");
+  EXPECT_EQ(tokenizer.VocabSize(), 257);
+  EXPECT_EQ(tokenizer.TokenToId("<|endoftext|>"), 256);
+  EXPECT_EQ(tokenizer.TokenToId("a"), std::nullopt);
+  EXPECT_EQ(tokenizer.Name(), "byte");
+}
+
 }  // namespace
 }  // namespace rotor::train

@@ -1,0 +1,10 @@
+// libFuzzer harness for FuzzTokenizerJson (tests/fuzz/fuzz_targets.h).
+#include <cstddef>
+#include <cstdint>
+
+#include "tests/fuzz/fuzz_targets.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  rotor::fuzz::FuzzTokenizerJson(data, size);
+  return 0;
+}
