@@ -31,9 +31,10 @@ class Tokenizer {
   // The ids of `text` (UTF-8). With add_special_tokens, the post-processor
   // adds what the model expects around a sequence (e.g. Llama's BOS), as
   // HF's `tokenizer.encode(text)` does by default; without, only the text's
-  // own tokens. Invalid UTF-8 is first replaced as a WHATWG TextDecoder
-  // does (each maximal invalid subpart becomes U+FFFD), so the ids equal
-  // those of tools that read the same bytes as text.
+  // own tokens. HfTokenizer first replaces invalid UTF-8 as a WHATWG
+  // TextDecoder does (each maximal invalid subpart becomes U+FFFD), so the
+  // ids equal those of tools that read the same bytes as text;
+  // ByteTokenizer keeps every byte as it is.
   virtual std::vector<TokenId> Encode(std::string_view text,
                                       bool add_special_tokens) const = 0;
 
