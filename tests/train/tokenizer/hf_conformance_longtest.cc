@@ -1,5 +1,5 @@
 // hf_conformance_test.cc on the whole Brown corpus: all 500 documents
-// (5.7 MB) through rotor and the JavaScript port of HF tokenizers, for both
+// (5.98 MB) through rotor and the JavaScript port of HF tokenizers, for both
 // tokenizer.json files. Minutes, mostly in the JS port's Llama 2 encoding
 // (label long).
 #include <gtest/gtest.h>

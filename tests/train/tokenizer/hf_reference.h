@@ -21,9 +21,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -78,6 +80,14 @@ struct ReferenceInput {
   std::string bytes;  // its contents
 };
 
+// Writes a temporary input file (no fsync: WriteFileAtomically's cost adds
+// up over thousands of files).
+inline void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  ROTOR_CHECK(out.good(), "cannot write ", path);
+}
+
 // The files of tests/train/tokenizer/adversarial/ (*.txt and *.bin), sorted.
 inline std::vector<ReferenceInput> AdversarialInputs() {
   namespace fs = std::filesystem;
@@ -120,8 +130,53 @@ inline std::vector<ReferenceInput> BrownInputs(const std::string& dir,
     const std::string path = dir + "/" + names[i] + ".txt";
     std::string text = train::BrownToText(
         train::ReadFile((corpus / names[i]).string()), names[i]);
-    train::WriteFileAtomically(path, text);
+    WriteBytes(path, text);
     inputs.push_back({"brown/" + names[i], path, std::move(text)});
+  }
+  return inputs;
+}
+
+// `count` random strings of 1 to 30 pieces, each piece drawn from the
+// characters tokenizers disagree on most (whitespace of every kind, letters
+// whose case folds oddly, scripts, emoji parts, markers, special-token
+// strings, contractions) or, one time in 20, an invalid UTF-8 sequence;
+// written to `dir`. The same `seed` gives the same strings on every
+// machine (std::mt19937 and modulo, not the library's distributions). Such a
+// run found the U+0085, U+FEFF and U+180E cases of adversarial/.
+inline std::vector<ReferenceInput> RandomInputs(const std::string& dir,
+                                                int count, uint32_t seed) {
+  // clang-format off
+  static const char* const kPieces[] = {
+      "a", "Z", "0", "9", "s", "S", "t", "T", "l", "L", "d", "m",
+      "'", ".", ",", "-", "_", "!", "?", "<", ">", "|", "/", "'s", "'LL", "n't",
+      " ", "  ", "   ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\x1C", "\x1F",
+      "\u0085", "\u00A0", "\u1680", "\u180E", "\u2000", "\u200A", "\u200B",
+      "\u200D", "\u2028", "\u2029", "\u202F", "\u205F", "\u2060", "\u3000",
+      "\uFEFF", "\u00E9", "e\u0301", "\u017F", "\u212A", "\u0130", "\u00DF",
+      "\u03A3", "\u03C2", "\u6211", "\u306E", "\uD55C", "\u0939", "\u093F",
+      "\u0627", "\u05E9", "\uFF11", "\u0663", "\u00B2", "\u216B", "\U0001F600",
+      "\U0001F44D\U0001F3FD", "\U0001F1FA", "\u2581", "\u0120", "\uFFFD",
+      "\x7F", "<s>", "</s>", "<unk>", "<|eot_id|>", "<|begin_of_text|>"};
+  static const char* const kInvalid[] = {
+      "\x80", "\xFF", "\xC3", "\xE2\x82", "\xED\xA0\x80", "\xF0\x9F\x98",
+      "\xC0\xAF"};
+  // clang-format on
+  constexpr size_t kNumPieces = sizeof(kPieces) / sizeof(kPieces[0]);
+  constexpr size_t kNumInvalid = sizeof(kInvalid) / sizeof(kInvalid[0]);
+  std::mt19937 rng(seed);
+  std::filesystem::create_directories(dir);
+  std::vector<ReferenceInput> inputs;
+  for (int i = 0; i < count; ++i) {
+    std::string bytes;
+    const uint32_t pieces = 1 + rng() % 30;
+    for (uint32_t j = 0; j < pieces; ++j) {
+      bytes += rng() % 20 == 0 ? kInvalid[rng() % kNumInvalid]
+                               : kPieces[rng() % kNumPieces];
+    }
+    const std::string name = "random/" + std::to_string(i);
+    const std::string path = dir + "/" + std::to_string(i) + ".bin";
+    WriteBytes(path, bytes);
+    inputs.push_back({name, path, std::move(bytes)});
   }
   return inputs;
 }
