@@ -14,11 +14,13 @@
 //     without/with skip_special_tokens.
 //   node tests/train/tokenizer/hf_reference.mjs --tokenizer T.json \
 //       --bench FILE [--runs N]
-//     prints JSON: {"load_seconds", "bytes", "tokens", "first_seconds",
-//     "seconds", "mb_per_s", "tokens_per_s"}: the time to read and build the
-//     tokenizer, the first encode of the whole file as one string (cold
-//     caches, JIT warming up) and the best of N (default 3), from which the
-//     rates are computed (add_special_tokens false; MB = 1e6 bytes).
+//     prints JSON: {"load_seconds", "load_cpu_seconds", "bytes", "tokens",
+//     "first_seconds", "seconds", "cpu_seconds", "mb_per_s", "tokens_per_s"}:
+//     the time (wall, and CPU of all threads) to read and build the
+//     tokenizer; the first encode of the whole file as one string (cold
+//     caches, JIT warming up); the best of N (default 3) in wall and in CPU
+//     time, from which the rates are computed (add_special_tokens false;
+//     MB = 1e6 bytes).
 //
 // --lib PATH picks the library's dist/main.mjs (default: the one
 // fetch_tokenizers.sh unpacks under ${ROTOR_CACHE_DIR:-~/.cache/rotor}).
@@ -139,13 +141,19 @@ async function loadTokenizer(args) {
     );
   }
   const start = performance.now();
+  const startCpu = process.cpuUsage();
   const tokenizerJSON = JSON.parse(readBytes(args.tokenizer).toString("utf8"));
   if (!args.jsWhiteSpace) fixWhiteSpace(tokenizerJSON);
   const tokenizer = library.TokenizerLoader.fromPreTrained({
     tokenizerJSON,
     tokenizerConfig: { clean_up_tokenization_spaces: false },
   });
-  return { tokenizer, loadSeconds: (performance.now() - start) / 1e3 };
+  const cpu = process.cpuUsage(startCpu);
+  return {
+    tokenizer,
+    loadSeconds: (performance.now() - start) / 1e3,
+    loadCpuSeconds: (cpu.user + cpu.system) / 1e6,
+  };
 }
 
 // HF's decode([]) is ""; the port throws on an empty list instead.
@@ -178,11 +186,15 @@ function bench(tokenizer, path, runs) {
   const bytes = readBytes(path);
   const text = textDecoder.decode(bytes);
   const seconds = [];
+  const cpuSeconds = [];
   let tokens = 0;
   for (let run = 0; run < runs; ++run) {
     const start = performance.now();
+    const startCpu = process.cpuUsage();
     tokens = tokenizer.encode(text, { add_special_tokens: false }).length;
+    const cpu = process.cpuUsage(startCpu);
     seconds.push((performance.now() - start) / 1e3);
+    cpuSeconds.push((cpu.user + cpu.system) / 1e6);
   }
   const best = Math.min(...seconds);
   return {
@@ -190,14 +202,19 @@ function bench(tokenizer, path, runs) {
     tokens,
     first_seconds: seconds[0],
     seconds: best,
+    cpu_seconds: Math.min(...cpuSeconds),
     mb_per_s: bytes.length / best / 1e6,
     tokens_per_s: tokens / best,
   };
 }
 
 const args = parseArgs(process.argv.slice(2));
-const { tokenizer, loadSeconds } = await loadTokenizer(args);
+const { tokenizer, loadSeconds, loadCpuSeconds } = await loadTokenizer(args);
 const output = args.bench
-  ? { load_seconds: loadSeconds, ...bench(tokenizer, args.bench, args.runs) }
+  ? {
+      load_seconds: loadSeconds,
+      load_cpu_seconds: loadCpuSeconds,
+      ...bench(tokenizer, args.bench, args.runs),
+    }
   : { tokenizer: args.tokenizer, ...reference(tokenizer, args.inputs) };
 process.stdout.write(JSON.stringify(output) + "\n");
