@@ -19,6 +19,8 @@
 
 #include "tests/temp_dir.h"
 #include "tests/train/tokenizer/hf_reference.h"
+#include "train/data/text_corpus.h"
+#include "train/tokenizer/bpe_trainer.h"
 
 namespace rotor::test {
 namespace {
@@ -48,6 +50,33 @@ void CheckRandom(const ReferenceTokenizer& reference) {
   CheckAgainstReference(reference,
                         RandomInputs(dir.Path("random"), 3000, /*seed=*/1),
                         dir.path(), "random strings");
+}
+
+// A tokenizer rotor trains (byte-level BPE, 4,096 tokens, on Brown's
+// training split) loads in the JS port unchanged and gives the same ids and
+// decodes there as in rotor, on Brown text, the adversarial set and the
+// random strings.
+TEST(HfConformance, RotorTrainedBpeRoundTripsThroughTheReference) {
+  TempDir dir;
+  const train::TextCorpus corpus =
+      train::ReadTextCorpus(train::CacheDir() + "/brown");
+  const std::vector<std::string_view> documents(corpus.documents.begin(),
+                                                corpus.documents.end());
+  train::BpeTrainerOptions options;
+  options.vocab_size = 4096;
+  const train::BpeModel model = train::TrainBpe(
+      train::CountWords(documents, options.split_pattern), options);
+  const std::string file = dir.Path("brown4k.json");
+  WriteBytes(file, train::BpeTokenizerJson(model, options));
+  ReferenceTokenizer trained{"rotor-trained", "", {}, file};
+  std::vector<ReferenceInput> inputs = AdversarialInputs();
+  for (std::vector<ReferenceInput> more :
+       {BrownInputs(dir.Path("brown"), 25),
+        RandomInputs(dir.Path("random"), 500, /*seed=*/2)}) {
+    inputs.insert(inputs.end(), more.begin(), more.end());
+  }
+  CheckAgainstReference(trained, inputs, dir.path(),
+                        "adversarial, brown 1 in 25, 500 random strings");
 }
 
 TEST(HfConformance, Llama3Adversarial) { CheckAdversarial(Llama3Reference()); }

@@ -53,8 +53,12 @@ struct ReferenceTokenizer {
   // added tokens, so a U+2581 in the text decodes as a space and text right
   // after an added token decodes with a space in front ("<s>Hi" -> "<s> Hi").
   std::vector<std::string> round_trip_breakers;
+  // A tokenizer.json elsewhere (e.g. one rotor trained), instead of the
+  // package's.
+  std::string file;
 
   std::string TokenizerJson() const {
+    if (!file.empty()) return file;
     return train::CacheDir() + "/" + package + "/models/tokenizer.json";
   }
 };
