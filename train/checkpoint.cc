@@ -331,8 +331,8 @@ void CheckSameTokenizer(const std::string& checkpoint,
               checkpoint, " was trained with tokenizer ", model_tokenizer,
               " but the data in ", data_dir, " was prepared with ",
               data_tokenizer,
-              "; evaluate on data prepared with the checkpoint's tokenizer "
-              "(rotor prepare --tokenizer ", model_tokenizer, ")");
+              "; use data prepared with the checkpoint's tokenizer (rotor "
+              "prepare --tokenizer ", model_tokenizer, ")");
 }
 
 }  // namespace rotor::train

@@ -144,6 +144,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   if (!resume_dir.empty()) {
     CheckOneHistory(resume_dir, config_, existing);
     CheckResumable(resume_dir, config_);
+    CheckSameTokenizer(resume_dir, data_dir_);
     LoadModelWeights(resume_dir, *model_);
     LoadOptimizerState(resume_dir, *optimizer_);
     state_ = LoadTrainerState(resume_dir);
@@ -155,8 +156,9 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
          << "\n";
     last_checkpoint_ = resume_dir;
   } else if (!t.init_from.empty()) {
-    log_ << "initialising the weights from "
-         << InitializeFromCheckpoint(t.init_from, *model_)
+    const std::string source = InitializeFromCheckpoint(t.init_from, *model_);
+    CheckSameTokenizer(source, data_dir_);
+    log_ << "initialising the weights from " << source
          << " (fresh optimizer, schedule and sampler)\n";
   }
   std::error_code error;

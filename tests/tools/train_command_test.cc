@@ -466,6 +466,23 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   EXPECT_EQ(train::ReadFile(checkpoint + "/tokenizer.json"),
             train::ReadFile(tokenizer));
 
+  // A BPE checkpoint cannot start a run on byte data, nor resume on it.
+  const std::string on_bytes = "train " + Quote(test::TinyConfigPath()) +
+                               " " + Quote("data.path=" + data_) +
+                               " train.seq_len=16 model.vocab_size=300 ";
+  r = Run(on_bytes + Quote("output_dir=" + dir_.Path("init")) + " " +
+          Quote("train.init_from=" + checkpoint));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "checkpoint " + checkpoint +
+                             " was trained with tokenizer " + checkpoint +
+                             "/tokenizer.json but the data in " + data_ +
+                             " was prepared with byte");
+  EXPECT_FALSE(fs::exists(dir_.Path("init/checkpoints")));
+  r = Run(on_bytes + Quote("output_dir=" + dir_.Path("run")) +
+          " train.max_steps=8");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "was prepared with byte");
+
   // Generation decodes BPE ids back to text (greedy, so repeatable).
   r = Run("generate --checkpoint " + Quote(checkpoint) +
           " --prompt 'The quick' --max-new-tokens 12 --temperature 0");
