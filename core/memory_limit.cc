@@ -31,7 +31,8 @@ uint64_t AddressSpaceLeft() {
       !ReadNumber("/proc/self/statm", mapped_pages)) {
     return UINT64_MAX;
   }
-  const uint64_t mapped = mapped_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t mapped =
+      mapped_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return address_space.rlim_cur > mapped ? address_space.rlim_cur - mapped : 0;
 }
 

@@ -2,10 +2,10 @@
 
 #include <cblas.h>
 #include <sys/resource.h>
-#include <unistd.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>

@@ -28,11 +28,11 @@ void RunGenerate(const GenerateOptions& options) {
   auto model = train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{});
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   std::cout << options.prompt << std::flush;
-  train::GenerateText(
-      *model, *tokenizer, options.prompt, options.sampling,
-      [](const std::string& text) {
-        std::cout << train::EscapeControlBytes(text) << std::flush;
-      });
+  train::GenerateText(*model, *tokenizer, options.prompt, options.sampling,
+                      [](const std::string& text) {
+                        std::cout << train::EscapeControlBytes(text)
+                                  << std::flush;
+                      });
   std::cout << "\n";
 }
 

@@ -76,8 +76,7 @@ void AddPrepareCommand(CLI::App& rotor) {
                    "tokenizer.json, or a folder holding one")
       ->type_name("FILE");
   AddThreadsOption(*command, command_options->threads);
-  command->callback(
-      [command_options] { PrepareAndReport(*command_options); });
+  command->callback([command_options] { PrepareAndReport(*command_options); });
 }
 
 }  // namespace tools

@@ -185,8 +185,7 @@ void AddTokenizerAndSourceOptions(CLI::App& command, std::string& tokenizer,
   // Exactly one source; the direct one may be empty (the empty text has
   // ids too: a BOS, or none).
   CLI::Option_group* source = command.add_option_group("source");
-  source->add_option(direct, direct_value, direct_help)
-      ->type_name(direct_type);
+  source->add_option(direct, direct_value, direct_help)->type_name(direct_type);
   source->add_option("--input", input, input_help)
       ->type_name("FILE")
       ->check(NotEmpty());

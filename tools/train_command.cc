@@ -63,9 +63,8 @@ void RunTrain(const TrainOptions& options) {
     std::cout << "\n--- sample " << i + 1 << " (prompt \"" << prompt
               << "\") ---\n"
               << prompt
-              << train::EscapeControlBytes(
-                     train::GenerateText(trainer.model(), trainer.tokenizer(), prompt,
-                                         sampling))
+              << train::EscapeControlBytes(train::GenerateText(
+                     trainer.model(), trainer.tokenizer(), prompt, sampling))
               << "\n";
   }
 }

@@ -332,7 +332,8 @@ void CheckSameTokenizer(const std::string& checkpoint,
               " but the data in ", data_dir, " was prepared with ",
               data_tokenizer,
               "; use data prepared with the checkpoint's tokenizer (rotor "
-              "prepare --tokenizer ", model_tokenizer, ")");
+              "prepare --tokenizer ",
+              model_tokenizer, ")");
 }
 
 }  // namespace rotor::train

@@ -17,8 +17,8 @@
 #include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/optim/lr_schedule.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 

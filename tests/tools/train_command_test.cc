@@ -397,8 +397,7 @@ TEST_F(RotorCli, AddressSpaceLimitsFailCleanlyInsteadOfHanging) {
                 Quote("data.path=" + data_) + " " +
                 Quote("output_dir=" + dir_.Path(name)) +
                 " train.max_steps=2 train.threads=2 --samples 0",
-            "timeout 120 prlimit --as=" + std::to_string(megabytes) +
-                "000000");
+            "timeout 120 prlimit --as=" + std::to_string(megabytes) + "000000");
     ASSERT_TRUE(r.status == 0 || r.status == 1) << r.status << "\n" << r.err;
     if (r.status == 1) {
       EXPECT_CONTAINS(r.err, "rotor train: error: ");
@@ -408,11 +407,11 @@ TEST_F(RotorCli, AddressSpaceLimitsFailCleanlyInsteadOfHanging) {
     }
   }
   // 150 MB leaves room for the model but not for OpenBLAS's buffer.
-  const Result r = Run("train " + Quote(test::TinyConfigPath()) + " " +
-                           Quote("data.path=" + data_) + " " +
-                           Quote("output_dir=" + dir_.Path("small")) +
-                           " train.max_steps=2",
-                       "timeout 120 prlimit --as=150000000");
+  const Result r =
+      Run("train " + Quote(test::TinyConfigPath()) + " " +
+              Quote("data.path=" + data_) + " " +
+              Quote("output_dir=" + dir_.Path("small")) + " train.max_steps=2",
+          "timeout 120 prlimit --as=150000000");
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, "OpenBLAS needs 192.0 MiB of address space");
   EXPECT_CONTAINS(r.err, "left under the address-space limit (RLIMIT_AS)");
@@ -436,9 +435,9 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
                 " --vocab-size 300 --output " + Quote(tokenizer))
                 .status,
             0);
-  Result r = Run("prepare --input " + Quote(dir_.Path("text")) +
-                 " --output " + Quote(dir_.Path("bpe")) +
-                 " --val-fraction 0.25 --tokenizer " + Quote(tokenizer));
+  Result r = Run("prepare --input " + Quote(dir_.Path("text")) + " --output " +
+                 Quote(dir_.Path("bpe")) + " --val-fraction 0.25 --tokenizer " +
+                 Quote(tokenizer));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(train::ReadFile(dir_.Path("bpe/tokenizer.json")),
             train::ReadFile(tokenizer));
@@ -467,8 +466,8 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
             train::ReadFile(tokenizer));
 
   // A BPE checkpoint cannot start a run on byte data, nor resume on it.
-  const std::string on_bytes = "train " + Quote(test::TinyConfigPath()) +
-                               " " + Quote("data.path=" + data_) +
+  const std::string on_bytes = "train " + Quote(test::TinyConfigPath()) + " " +
+                               Quote("data.path=" + data_) +
                                " train.seq_len=16 model.vocab_size=300 ";
   r = Run(on_bytes + Quote("output_dir=" + dir_.Path("init")) + " " +
           Quote("train.init_from=" + checkpoint));
@@ -490,8 +489,7 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   EXPECT_EQ(r.out.rfind("The quick", 0), 0u) << r.out;
   EXPECT_GT(r.out.size(), std::string("The quick\n").size());
   // Byte-level data with a BPE checkpoint: refused, naming both.
-  r = Run("eval --checkpoint " + Quote(checkpoint) + " --data " +
-          Quote(data_));
+  r = Run("eval --checkpoint " + Quote(checkpoint) + " --data " + Quote(data_));
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, "was trained with tokenizer " + checkpoint +
                              "/tokenizer.json but the data in " + data_ +

@@ -169,8 +169,7 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   const TokenId separator = DocumentSeparator(*tokenizer);
   ROTOR_CHECK(tokenizer->VocabSize() <= limits::kMaxVocabSize, "tokenizer ",
               tokenizer->Name(), " has ", tokenizer->VocabSize(),
-              " ids, more than token files hold (", limits::kMaxVocabSize,
-              ")");
+              " ids, more than token files hold (", limits::kMaxVocabSize, ")");
   const auto vocab_size = static_cast<uint32_t>(tokenizer->VocabSize());
   const std::vector<std::string> files =
       CollectInputFiles(options.inputs, options.format == "brown");

@@ -62,8 +62,7 @@ size_t FirstOutOfRange(const unsigned char* tokens, size_t count,
 
 }  // namespace
 
-void WriteTokenFile(const std::string& path,
-                    const std::vector<int32_t>& tokens,
+void WriteTokenFile(const std::string& path, const std::vector<int32_t>& tokens,
                     const TokenStreamInfo& info) {
   const uint32_t vocab_size = info.vocab_size;
   const int32_t separator_id = info.separator_id;
@@ -158,9 +157,8 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     // Version 1 had no separator field: its byte files started every
     // document with <|endoftext|> = 256.
     const uint32_t separator = version == 1 ? 256 : GetU32(header + 20);
-    ROTOR_CHECK(separator < vocab_size_, "token file ", path,
-                ": separator id ", separator, " is not < vocab_size ",
-                vocab_size_);
+    ROTOR_CHECK(separator < vocab_size_, "token file ", path, ": separator id ",
+                separator, " is not < vocab_size ", vocab_size_);
     separator_id_ = static_cast<int32_t>(separator);
     for (size_t i = version == 1 ? 20 : 24; i < kTokenFileHeaderSize; ++i) {
       // token_count, document_count and (version 2) text_bytes

@@ -1,8 +1,8 @@
 // Token files: a prepared data split (train.bin / val.bin) as one flat
-// stream of token ids (uint16, or uint32 when the vocabulary needs it), read by memory mapping: no copy into the heap,
-// and the pages are file-backed, so the kernel can drop and reload them
-// instead of the process's memory growing. Opening a file makes one
-// sequential pass to check every token id.
+// stream of token ids (uint16, or uint32 when the vocabulary needs it), read by
+// memory mapping: no copy into the heap, and the pages are file-backed, so the
+// kernel can drop and reload them instead of the process's memory growing.
+// Opening a file makes one sequential pass to check every token id.
 //
 // Layout (all integers little-endian):
 //
@@ -56,8 +56,7 @@ struct TokenStreamInfo {
 // when vocab_size <= 65536 and as uint32 above. Throws rotor::Error if a
 // token or the separator is not in [0, vocab_size) or vocab_size is not in
 // [1, 2^20].
-void WriteTokenFile(const std::string& path,
-                    const std::vector<int32_t>& tokens,
+void WriteTokenFile(const std::string& path, const std::vector<int32_t>& tokens,
                     const TokenStreamInfo& info);
 
 // A read-only, memory-mapped token file. Movable, not copyable.
@@ -77,8 +76,10 @@ class TokenFile {
   size_t size() const { return token_count_; }
   int32_t operator[](size_t i) const {
     return dtype_ == kTokenDtypeUint16
-               ? static_cast<int32_t>(reinterpret_cast<const uint16_t*>(payload_)[i])
-               : static_cast<int32_t>(reinterpret_cast<const uint32_t*>(payload_)[i]);
+               ? static_cast<int32_t>(
+                     reinterpret_cast<const uint16_t*>(payload_)[i])
+               : static_cast<int32_t>(
+                     reinterpret_cast<const uint32_t*>(payload_)[i]);
   }
   // out[0 .. count) = tokens [start, start + count); the caller keeps the
   // range inside size().

@@ -121,7 +121,8 @@ namespace {
 // more continuation bytes than follow it, or it ends in U+FFFD (what a
 // byte-level decoder makes of half a character).
 bool EndsMidCharacter(const std::string& text) {
-  if (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) {
+  if (text.size() >= 3 &&
+      text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) {
     return true;
   }
   size_t continuation = 0;
@@ -131,7 +132,10 @@ bool EndsMidCharacter(const std::string& text) {
       ++continuation;
       continue;
     }
-    const size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    const size_t length = byte >= 0xF0   ? 4
+                          : byte >= 0xE0 ? 3
+                          : byte >= 0xC0 ? 2
+                                         : 1;
     return continuation + 1 < length;
   }
   return false;

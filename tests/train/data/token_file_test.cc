@@ -99,10 +99,12 @@ TEST(TokenFile, EmptyStreamIsValid) {
 
 TEST(TokenFile, WriterRejectsTokensOutsideTheVocabulary) {
   test::TempDir dir;
-  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1, 300}, {257, 1, 256, 1}),
-                     "t.bin", "token 1 is 300", "vocab_size 257");
-  ROTOR_EXPECT_ERROR(WriteTokenFile(dir.Path("t.bin"), {1, -1}, {257, 1, 256, 1}),
-                     "token 1 is -1");
+  ROTOR_EXPECT_ERROR(
+      WriteTokenFile(dir.Path("t.bin"), {1, 300}, {257, 1, 256, 1}), "t.bin",
+      "token 1 is 300", "vocab_size 257");
+  ROTOR_EXPECT_ERROR(
+      WriteTokenFile(dir.Path("t.bin"), {1, -1}, {257, 1, 256, 1}),
+      "token 1 is -1");
   ROTOR_EXPECT_ERROR(
       WriteTokenFile(dir.Path("t.bin"), {1}, {(1u << 20) + 1, 1, 256, 1}),
       "vocab_size 1048577", "[1, 1048576]");

@@ -16,8 +16,8 @@
 #include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/config/model_config.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 namespace {
@@ -139,10 +139,12 @@ TEST(GenerateTokens, SeededSamplingRepeats) {
   options.stop_at_end_of_text = false;
   options.seed = 7;
   const std::vector<TokenId> prompt = {256, 'T', 'h', 'e'};
-  const std::vector<TokenId> a = GenerateTokens(model, ByteTokenizer(), prompt, options);
+  const std::vector<TokenId> a =
+      GenerateTokens(model, ByteTokenizer(), prompt, options);
   std::vector<TokenId> streamed;
-  const std::vector<TokenId> b = GenerateTokens(
-      model, ByteTokenizer(), prompt, options, [&](TokenId id) { streamed.push_back(id); });
+  const std::vector<TokenId> b =
+      GenerateTokens(model, ByteTokenizer(), prompt, options,
+                     [&](TokenId id) { streamed.push_back(id); });
   EXPECT_EQ(a.size(), 20u);
   EXPECT_EQ(a, b);
   EXPECT_EQ(streamed, a);
@@ -174,7 +176,8 @@ TEST(GenerateTokens, CachedGreedyDecodingMatchesFullRecomputation) {
   options.max_new_tokens = 30;
   options.stop_at_end_of_text = false;
   const std::vector<TokenId> prompt = {256, 'a', 'b', 'c', 'a', 'b'};
-  const std::vector<TokenId> generated = GenerateTokens(model, ByteTokenizer(), prompt, options);
+  const std::vector<TokenId> generated =
+      GenerateTokens(model, ByteTokenizer(), prompt, options);
   ASSERT_EQ(generated.size(), 30u);
   NoGradGuard no_grad;
   std::vector<TokenId> sequence = prompt;
@@ -208,7 +211,8 @@ TEST(GenerateTokens, ShortLongRopeSequenceUsesTheShortFactors) {
   options.max_new_tokens = 8;
   options.stop_at_end_of_text = false;
   const std::vector<TokenId> prompt = {256, 'a', 'b', 'c', 'a', 'b'};
-  const std::vector<TokenId> generated = GenerateTokens(model, ByteTokenizer(), prompt, options);
+  const std::vector<TokenId> generated =
+      GenerateTokens(model, ByteTokenizer(), prompt, options);
   ASSERT_EQ(generated.size(), 8u);
   NoGradGuard no_grad;
   std::vector<TokenId> sequence = prompt;
@@ -253,7 +257,8 @@ TEST(GenerateTokens, StopsAtEndOfText) {
   PredictAlways(model, ByteTokenizer::kEndOfText);
   SamplingOptions options = Options(0.8);
   options.max_new_tokens = 5;
-  EXPECT_TRUE(GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options).empty());
+  EXPECT_TRUE(
+      GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options).empty());
   EXPECT_EQ(GenerateText(model, ByteTokenizer(), "x", options), "");
   options.stop_at_end_of_text = false;
   EXPECT_EQ(GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options),
@@ -275,7 +280,8 @@ TEST(GenerateTokens, NeverDrawsIdsBeyondTheTokenizer) {
     SamplingOptions options = Options(temperature);
     options.max_new_tokens = 20;
     options.stop_at_end_of_text = false;
-    for (const TokenId id : GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options)) {
+    for (const TokenId id :
+         GenerateTokens(model, ByteTokenizer(), {256, 'x'}, options)) {
       EXPECT_LT(id, ByteTokenizer::kVocabSize) << "temperature " << temperature;
     }
     EXPECT_NO_THROW(GenerateText(model, ByteTokenizer(), "x", options));
