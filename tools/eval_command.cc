@@ -66,13 +66,17 @@ struct EvalOptions {
   std::string passkey_plot = "passkey.png";
 };
 
-void PrintPerplexityTable(const std::vector<train::LengthPerplexity>& results) {
-  std::printf("%8s  %10s  %9s  %11s\n", "length", "tokens", "loss",
-              "perplexity");
+// Bits per byte uses the split's bytes per token (TokenFile::BitsPerByte),
+// so models with different tokenizers compare on one scale.
+void PrintPerplexityTable(const std::vector<train::LengthPerplexity>& results,
+                          const train::TokenFile& val) {
+  std::printf("%8s  %10s  %9s  %11s  %9s\n", "length", "tokens", "loss",
+              "perplexity", "bits/byte");
   for (const train::LengthPerplexity& r : results) {
-    std::printf("%8lld  %10lld  %9.4f  %11.3f\n",
+    std::printf("%8lld  %10lld  %9.4f  %11.3f  %9.4f\n",
                 static_cast<long long>(r.length),
-                static_cast<long long>(r.tokens), r.loss, r.perplexity);
+                static_cast<long long>(r.tokens), r.loss, r.perplexity,
+                val.BitsPerByte(r.loss));
   }
 }
 
@@ -134,7 +138,7 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
           ? "truncate (each document cut to L tokens)"
           : ("sliding, stride " + std::to_string(length_eval.stride)).c_str(),
       static_cast<long long>(length_eval.num_documents), val.path().c_str());
-  PrintPerplexityTable(results);
+  PrintPerplexityTable(results, val);
   train::LineChart chart;
   chart.title =
       std::string("perplexity against context length (") + rope_type + ")";

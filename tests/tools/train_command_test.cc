@@ -497,6 +497,12 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   r = Run("eval --checkpoint " + Quote(checkpoint));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "bits/byte");
+  r = Run("eval --checkpoint " + Quote(checkpoint) +
+          " --lengths 8,16 --documents 1 --plot none");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out,
+                  "  length      tokens       loss   perplexity  "
+                  "bits/byte\n");
   // The passkey test is made of bytes: refused for a BPE model.
   r = Run("eval --checkpoint " + Quote(checkpoint) + " --passkey --lengths 16");
   EXPECT_EQ(r.status, 1);
