@@ -213,6 +213,25 @@ void TokenTable::Grow() {
   }
 }
 
+namespace {
+
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // U+2581 "▁"
+
+// The first byte offset after `from` where a "▁" follows a character that
+// is not "▁" (in UTF-8 the 3 bytes before it then differ from "▁"), or npos.
+size_t InnerMetaspace(std::string_view text, size_t from) {
+  for (size_t at = text.find(kMetaspace, from + 1);
+       at != std::string_view::npos; at = text.find(kMetaspace, at + 1)) {
+    if (at < kMetaspace.size() ||
+        text.substr(at - kMetaspace.size(), kMetaspace.size()) != kMetaspace) {
+      return at;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 BpeModel::BpeModel(TokenTable vocab, BpeOptions options)
     : vocab_(std::move(vocab)),
       options_(std::move(options)),
@@ -230,6 +249,17 @@ BpeModel::BpeModel(TokenTable vocab, BpeOptions options)
   for (int b = 0; b < 256; ++b) {
     byte_symbol_ids_[b] = vocab_.Find(ByteLevelChars()[b]);
     byte_symbols_ = byte_symbols_ && byte_symbol_ids_[b] >= 0;
+  }
+  split_at_metaspace_ = !options_.byte_level && !options_.ignore_merges &&
+                        options_.continuing_subword_prefix.empty() &&
+                        options_.end_of_word_suffix.empty() &&
+                        vocab_.Find(kMetaspace) >= 0;
+  for (int64_t id = 0; split_at_metaspace_ && id < vocab_.end_id(); ++id) {
+    const std::optional<std::string_view> token =
+        vocab_.Token(static_cast<TokenId>(id));
+    if (token && InnerMetaspace(*token, 0) != std::string_view::npos) {
+      split_at_metaspace_ = false;
+    }
   }
 }
 
@@ -275,6 +305,21 @@ const BpeModel::MergeSlot* BpeModel::FindMerge(TokenId left,
 
 void BpeModel::Tokenize(std::string_view piece,
                         std::vector<TokenId>& out) const {
+  if (!split_at_metaspace_) {
+    TokenizeWord(piece, out);
+    return;
+  }
+  size_t start = 0;
+  for (size_t cut = InnerMetaspace(piece, start); cut != std::string_view::npos;
+       cut = InnerMetaspace(piece, cut)) {
+    TokenizeWord(piece.substr(start, cut - start), out);
+    start = cut;
+  }
+  TokenizeWord(piece.substr(start), out);
+}
+
+void BpeModel::TokenizeWord(std::string_view piece,
+                            std::vector<TokenId>& out) const {
   if (piece.empty()) return;
   if (piece.size() >= kMaxCachedPieceBytes) {
     TokenizeUncached(piece, out);

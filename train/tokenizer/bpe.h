@@ -121,7 +121,10 @@ class BpeModel {
   // Applies the merges to `symbols`, appending the result to `out`.
   void MergeSymbols(const std::vector<TokenId>& symbols,
                     std::vector<TokenId>& out) const;
-  // The ids of `piece` as Tokenize gives them, without the cache.
+  // The ids of `piece` as Tokenize gives them, through the cache but
+  // without the metaspace split.
+  void TokenizeWord(std::string_view piece, std::vector<TokenId>& out) const;
+  // The same without the cache.
   void TokenizeUncached(std::string_view piece,
                         std::vector<TokenId>& out) const;
 
@@ -133,6 +136,15 @@ class BpeModel {
   bool byte_symbols_ = false;
   TokenId byte_symbol_ids_[256];
   TokenId byte_fallback_ids_[256];  // <0xAB> tokens, -1 when missing
+  // SentencePiece-style files (Llama 2, Mistral) have no pre-tokenizer, so
+  // a whole text is one piece, and BPE over it is a heap of a million
+  // symbols that misses the cache at every step. When no token has a "▁"
+  // right after another character, no merge can join the two sides of such
+  // a spot, so the piece is cut there first: the same ids, from short
+  // cached words (HF does not do this; its ids are the same by the above).
+  // Only without byte_level, ignore_merges, prefix or suffix, which look at
+  // a whole piece.
+  bool split_at_metaspace_ = false;
   std::vector<MergeSlot> merges_;
   size_t merge_count_ = 0;
   uint64_t serial_;  // tells this model's cache from others'

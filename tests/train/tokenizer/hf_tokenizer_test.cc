@@ -181,6 +181,21 @@ TEST(HfTokenizer, SentencePieceBpeWithByteFallback) {
   EXPECT_EQ(tokenizer->Decode(ids, false), "<s> hello hé");
 }
 
+// A whole text is one piece here (no pre-tokenizer), so BPE cuts it before
+// each "▁" that follows another character, which no merge can cross in this
+// vocabulary: "hello hello" -> ▁hello ▁hello (268 268). A token with a "▁"
+// inside ("o▁", merged first) turns the cut off, and BPE runs over the
+// whole piece as HF does: ▁ h e l l [o▁] h e l l o -> ▁hell (267) o▁ (269)
+// h (260) e (261) ll (265) o (263), the second "h" no longer after a "▁".
+TEST(HfTokenizer, MetaspaceCutsNeverChangeTheIds) {
+  json file = SentencePieceFile();
+  EXPECT_EQ(Parse(file)->Encode("hello hello", false), (Ids{268, 268}));
+  file["model"]["vocab"]["o▁"] = 269;
+  file["model"]["merges"].insert(file["model"]["merges"].begin(), "o ▁");
+  EXPECT_EQ(Parse(file)->Encode("hello hello", false),
+            (Ids{267, 269, 260, 261, 265, 263}));
+}
+
 // Without byte fallback, unknown characters become <unk>, consecutive ones
 // fused into one with fuse_unk: "héé" -> ▁h, <unk>.
 TEST(HfTokenizer, UnknownCharactersFuseIntoOneUnk) {
