@@ -1,35 +1,23 @@
 // build/rotor prepare as a user runs it: exit status 0 on success, 2 for
 // bad flags, 1 for bad data, with the message on stderr.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "tests/temp_dir.h"
+#include "tests/tools/run_rotor.h"
 #include "train/io/atomic_file.h"
 
 namespace rotor::tools {
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Result = test::RotorResult;
 
 // Runs `build/rotor prepare ARGS` (ARGS already shell-quoted).
 Result RunRotorPrepare(const test::TempDir& dir, const std::string& args) {
-  const std::string command =
-      std::string("'") + ROTOR_BINARY_DIR + "/rotor' prepare " + args + " >'" +
-      dir.Path("stdout") + "' 2>'" + dir.Path("stderr") + "'";
-  const int raw = std::system(command.c_str());
-  Result result;
-  if (raw != -1 && WIFEXITED(raw)) result.status = WEXITSTATUS(raw);
-  result.out = train::ReadFile(dir.Path("stdout"));
-  result.err = train::ReadFile(dir.Path("stderr"));
-  return result;
+  return test::RunRotor(dir, "prepare " + args);
 }
 
 TEST(PrepareCommand, ExitStatusesAndMessages) {

@@ -1,34 +1,22 @@
 // build/rotor tokenizer train|encode|decode as a user runs them: exit status
 // 0 on success, 2 for bad flags, 1 for bad input, messages on stderr.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "tests/temp_dir.h"
+#include "tests/tools/run_rotor.h"
 #include "train/io/atomic_file.h"
 
 namespace rotor::tools {
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Result = test::RotorResult;
 
 // Runs `build/rotor tokenizer ARGS` (ARGS already shell-quoted).
 Result RunTokenizer(const test::TempDir& dir, const std::string& args) {
-  const std::string command =
-      std::string("'") + ROTOR_BINARY_DIR + "/rotor' tokenizer " + args +
-      " >'" + dir.Path("stdout") + "' 2>'" + dir.Path("stderr") + "'";
-  const int raw = std::system(command.c_str());
-  Result result;
-  if (raw != -1 && WIFEXITED(raw)) result.status = WEXITSTATUS(raw);
-  result.out = train::ReadFile(dir.Path("stdout"));
-  result.err = train::ReadFile(dir.Path("stderr"));
-  return result;
+  return test::RunRotor(dir, "tokenizer " + args);
 }
 
 bool Contains(const std::string& text, const std::string& part) {

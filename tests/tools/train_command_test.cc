@@ -14,6 +14,7 @@
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "tests/tools/run_rotor.h"
 #include "tests/train/train_test_util.h"
 #include "train/io/atomic_file.h"
 
@@ -22,11 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Result = test::RotorResult;
 
 std::string Quote(const std::string& text) { return "'" + text + "'"; }
 
@@ -35,16 +32,7 @@ class RotorCli : public test::PreparedDataTest {
   // Runs `LAUNCHER build/rotor ARGS` (ARGS already shell-quoted; LAUNCHER
   // e.g. "prlimit --as=N").
   Result Run(const std::string& args, const std::string& launcher = "") const {
-    const std::string command =
-        launcher + " " + Quote(std::string(ROTOR_BINARY_DIR) + "/rotor") + " " +
-        args + " >" + Quote(dir_.Path("stdout")) + " 2>" +
-        Quote(dir_.Path("stderr")) + " </dev/null";
-    const int raw = std::system(command.c_str());
-    Result result;
-    if (raw != -1 && WIFEXITED(raw)) result.status = WEXITSTATUS(raw);
-    result.out = train::ReadFile(dir_.Path("stdout"));
-    result.err = train::ReadFile(dir_.Path("stderr"));
-    return result;
+    return test::RunRotor(dir_, args, launcher);
   }
 
   // `rotor train` on the tiny config, writing to dir/NAME.

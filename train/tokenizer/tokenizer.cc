@@ -12,15 +12,6 @@
 
 namespace rotor::train {
 
-std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec) {
-  if (spec == ByteTokenizer::kName) return std::make_unique<ByteTokenizer>();
-  struct stat info;
-  if (::stat(spec.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return HfTokenizer::Load(spec + "/tokenizer.json");
-  }
-  return HfTokenizer::Load(spec);
-}
-
 namespace {
 
 bool IsFolder(const std::string& path) {
@@ -51,6 +42,12 @@ bool SameTokenizer(const std::string& a, const std::string& b) {
   if (file_a.empty() || file_b.empty()) return file_a.empty() && file_b.empty();
   return ReadFile(file_a, limits::kMaxTokenizerJsonBytes) ==
          ReadFile(file_b, limits::kMaxTokenizerJsonBytes);
+}
+
+std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec) {
+  const std::string file = TokenizerFile(spec);
+  if (file.empty()) return std::make_unique<ByteTokenizer>();
+  return HfTokenizer::Load(file);
 }
 
 void CopyTokenizerInto(const std::string& spec, const std::string& dir) {
