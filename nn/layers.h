@@ -14,12 +14,17 @@
 namespace rotor {
 namespace nn {
 
+// How the layers below start their weights: each matrix N(0, init_std^2)
+// drawn from `rng`, or, when `rng` is null, left uninitialised
+// (Tensor::Empty: no random draws, no zero-fill) for a loader that
+// overwrites every parameter. Norm weights start at 1 and biases at 0 either
+// way.
+
 // y = x W^T (+ b).  x: [..., in], W: [out, in] ("weight"), b: [out] ("bias").
-// Initialised N(0, init_std^2); bias zero.
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, double init_std,
-         Rng& rng);
+         Rng* rng);
   Tensor Forward(const Tensor& x) const;
   const Tensor& weight() const { return weight_; }
 
@@ -31,7 +36,7 @@ class Linear : public Module {
 // Row lookup: ids -> rows of the table [vocab, dim] ("weight").
 class Embedding : public Module {
  public:
-  Embedding(int64_t vocab_size, int64_t dim, double init_std, Rng& rng);
+  Embedding(int64_t vocab_size, int64_t dim, double init_std, Rng* rng);
   // ids: ids_shape (e.g. [batch, seq]) -> [ids_shape..., dim].
   Tensor Forward(const std::vector<int32_t>& ids, const Shape& ids_shape) const;
   const Tensor& weight() const { return weight_; }
@@ -54,11 +59,11 @@ class RmsNorm : public Module {
 
 // Llama's feed-forward block: down(silu(gate(x)) * up(x)).
 // gate_proj, up_proj: [intermediate, hidden]; down_proj: [hidden,
-// intermediate].
+// intermediate]; with `bias` (HF's mlp_bias) each has a bias too.
 class SwiGluMlp : public Module {
  public:
-  SwiGluMlp(int64_t hidden, int64_t intermediate, double init_std,
-            double output_init_std, Rng& rng);
+  SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias, double init_std,
+            double output_init_std, Rng* rng);
   Tensor Forward(const Tensor& x) const;
 
  private:

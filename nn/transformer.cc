@@ -22,7 +22,7 @@ double OutputInitStd(const TransformerConfig& config) {
 
 // ---------------------------------------------------------------------------
 CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
-                                         Rng& rng)
+                                         Rng* rng)
     : num_heads_(config.num_attention_heads),
       num_kv_heads_(config.num_key_value_heads),
       head_dim_(config.head_dim),
@@ -31,19 +31,23 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
       q_proj_(RegisterModule(
           "q_proj",
           std::make_unique<Linear>(config.hidden_size, num_heads_ * head_dim_,
-                                   false, config.initializer_range, rng))),
+                                   config.qkv_bias, config.initializer_range,
+                                   rng))),
       k_proj_(RegisterModule(
-          "k_proj", std::make_unique<Linear>(config.hidden_size,
-                                             num_kv_heads_ * head_dim_, false,
-                                             config.initializer_range, rng))),
+          "k_proj",
+          std::make_unique<Linear>(config.hidden_size,
+                                   num_kv_heads_ * head_dim_, config.qkv_bias,
+                                   config.initializer_range, rng))),
       v_proj_(RegisterModule(
-          "v_proj", std::make_unique<Linear>(config.hidden_size,
-                                             num_kv_heads_ * head_dim_, false,
-                                             config.initializer_range, rng))),
+          "v_proj",
+          std::make_unique<Linear>(config.hidden_size,
+                                   num_kv_heads_ * head_dim_, config.qkv_bias,
+                                   config.initializer_range, rng))),
       o_proj_(RegisterModule(
           "o_proj",
           std::make_unique<Linear>(num_heads_ * head_dim_, config.hidden_size,
-                                   false, OutputInitStd(config), rng))) {}
+                                   config.o_proj_bias, OutputInitStd(config),
+                                   rng))) {}
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
                                     int64_t offset, LayerKvCache* cache) const {
@@ -77,7 +81,7 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
 }
 
 // ---------------------------------------------------------------------------
-DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng& rng)
+DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng* rng)
     : input_layernorm_(RegisterModule(
           "input_layernorm",
           std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))),
@@ -89,7 +93,8 @@ DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng& rng)
       mlp_(RegisterModule(
           "mlp", std::make_unique<SwiGluMlp>(
                      config.hidden_size, config.intermediate_size,
-                     config.initializer_range, OutputInitStd(config), rng))) {}
+                     config.mlp_bias, config.initializer_range,
+                     OutputInitStd(config), rng))) {}
 
 Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table, int64_t offset,
                              LayerKvCache* cache) const {
@@ -99,7 +104,7 @@ Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table, int64_t offset,
 }
 
 // ---------------------------------------------------------------------------
-DecoderStack::DecoderStack(const TransformerConfig& config, Rng& rng)
+DecoderStack::DecoderStack(const TransformerConfig& config, Rng* rng)
     : embed_tokens_(RegisterModule(
           "embed_tokens",
           std::make_unique<Embedding>(config.vocab_size, config.hidden_size,
@@ -139,10 +144,16 @@ RopeTable TableFor(const RopeScalingConfig& rope, int64_t sequence_length) {
 }  // namespace
 
 Transformer::Transformer(const TransformerConfig& config, uint64_t seed)
+    // The temporary Rng lives until the delegated constructor returns.
+    : Transformer(config, std::make_unique<Rng>(seed).get()) {}
+
+Transformer::Transformer(const TransformerConfig& config, WeightsToBeLoaded)
+    : Transformer(config, static_cast<Rng*>(nullptr)) {}
+
+Transformer::Transformer(const TransformerConfig& config, Rng* rng)
     : config_(config),
       rope_table_(TableFor(config.rope, config.rope.max_position_embeddings)),
       rope_sequence_length_(config.rope.max_position_embeddings) {
-  Rng rng(seed);
   model_ =
       &RegisterModule("model", std::make_unique<DecoderStack>(config, rng));
   if (!config.tie_word_embeddings) {
@@ -166,6 +177,13 @@ Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
   ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
               "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
               " x seq ", seq);
+  ROTOR_CHECK(config_.sliding_window == 0 ||
+                  offset + seq <= config_.sliding_window,
+              "Transformer::Logits: positions up to ", offset + seq,
+              " exceed the model's sliding_window of ",
+              config_.sliding_window,
+              "; rotor attends to every earlier position, which equals the "
+              "sliding window only within it (shorten the sequence)");
   ROTOR_CHECK(cache == nullptr || offset == cache->length,
               "Transformer::Logits: decoding at offset ", offset,
               " but the KV cache holds ", cache ? cache->length : 0,

@@ -8,6 +8,10 @@
 //         with n = post_attention_layernorm(h)
 //   logits = lm_head(norm(h))                                     [B*T, V]
 //
+// The projections may carry biases, as in Hugging Face's architectures:
+// Llama's attention_bias (q, k, v and o), Qwen2's (q, k and v only) and
+// mlp_bias (gate, up and down).
+//
 // Parameter names are Hugging Face's (model.layers.0.self_attn.q_proj.weight,
 // ...). With tie_word_embeddings the output projection reuses
 // model.embed_tokens.weight and lm_head.weight does not exist.
@@ -46,7 +50,19 @@ struct TransformerConfig {
   double initializer_range = 0.02;
   RopeLayout rope_layout = RopeLayout::kSplitHalf;
   RopeScalingConfig rope;  // theta, max positions, partial rotary, scaling
+  bool qkv_bias = false;     // biases on q_proj, k_proj, v_proj
+  bool o_proj_bias = false;  // a bias on o_proj
+  bool mlp_bias = false;     // biases on gate_proj, up_proj, down_proj
+  // Mistral's sliding window (0: none): a query sees only the last
+  // `sliding_window` positions. rotor's attention sees every earlier
+  // position, which is the same for sequences no longer than the window, so
+  // Logits refuses longer ones rather than compute another model.
+  int64_t sliding_window = 0;
 };
+
+// Tag for a Transformer whose weights a loader overwrites next: no random
+// draws and no zero-fill (see nn/layers.h).
+struct WeightsToBeLoaded {};
 
 // Keys and values of one layer, for decoding one token at a time: the keys
 // are stored already rotated, so each step only appends.
@@ -61,7 +77,7 @@ struct KvCache {
 
 class CausalSelfAttention : public Module {
  public:
-  CausalSelfAttention(const TransformerConfig& config, Rng& rng);
+  CausalSelfAttention(const TransformerConfig& config, Rng* rng);
   // x: [B, T, H] at positions offset .. offset+T-1 -> [B, T, H].
   // Without a cache, attends causally within x (training, evaluation).
   // With a cache, appends this step's rotated keys and values to it first and
@@ -81,7 +97,7 @@ class CausalSelfAttention : public Module {
 
 class DecoderLayer : public Module {
  public:
-  DecoderLayer(const TransformerConfig& config, Rng& rng);
+  DecoderLayer(const TransformerConfig& config, Rng* rng);
   Tensor Forward(const Tensor& x, RopeTable& table, int64_t offset,
                  LayerKvCache* cache) const;
 
@@ -95,7 +111,7 @@ class DecoderLayer : public Module {
 // The decoder stack without the output head ("model." in HF's names).
 class DecoderStack : public Module {
  public:
-  DecoderStack(const TransformerConfig& config, Rng& rng);
+  DecoderStack(const TransformerConfig& config, Rng* rng);
   // ids: [B, T] -> final normed hidden states [B, T, H].
   Tensor Forward(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                  RopeTable& table, int64_t offset, KvCache* cache) const;
@@ -110,7 +126,10 @@ class DecoderStack : public Module {
 
 class Transformer : public Module {
  public:
+  // Weights drawn from `seed` (see the initialisation above).
   Transformer(const TransformerConfig& config, uint64_t seed);
+  // Weights left for a loader to fill (every parameter must be written).
+  Transformer(const TransformerConfig& config, WeightsToBeLoaded);
 
   const TransformerConfig& config() const { return config_; }
 
@@ -121,6 +140,7 @@ class Transformer : public Module {
 
   // ids: [B, T] (row-major) at positions offset .. offset+T-1 -> logits
   // [B*T, vocab]. With a cache, decodes: appends to it and advances it.
+  // Throws when offset + T exceeds a sliding window.
   Tensor Logits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                 int64_t offset = 0, KvCache* cache = nullptr);
 
@@ -134,6 +154,8 @@ class Transformer : public Module {
   KvCache NewKvCache() const;
 
  private:
+  Transformer(const TransformerConfig& config, Rng* rng);
+
   TransformerConfig config_;
   RopeTable rope_table_;
   int64_t rope_sequence_length_ = -1;

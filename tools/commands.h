@@ -21,6 +21,7 @@ void AddPrepareCommand(CLI::App& rotor);
 void AddExtendReportCommand(CLI::App& rotor);
 void AddRopeCommand(CLI::App& rotor);
 void AddTokenizerCommand(CLI::App& rotor);
+void AddExportCommand(CLI::App& rotor);
 
 }  // namespace tools
 }  // namespace rotor

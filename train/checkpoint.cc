@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "train/config/memory_estimate.h"
+#include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
@@ -219,11 +220,13 @@ TrainConfig LoadCheckpointTrainConfig(const std::string& dir) {
 std::string ResolveCheckpointPath(const std::string& path) {
   ROTOR_CHECK(fs::is_directory(path), "checkpoint folder ", path,
               " does not exist");
+  if (IsHfModelFolder(path)) return path;
   if (fs::exists(fs::path(path) / "model.safetensors")) return path;
   const std::vector<std::string> checkpoints = ListCheckpoints(path);
   ROTOR_CHECK(!checkpoints.empty(), path,
-              " is neither a checkpoint folder (with model.safetensors) nor "
-              "a run's output_dir with checkpoints/step_* folders");
+              " is neither a checkpoint folder (with model.safetensors), a "
+              "Hugging Face model folder (with config.json) nor a run's "
+              "output_dir with checkpoints/step_* folders");
   return checkpoints.back();
 }
 
@@ -252,6 +255,9 @@ void CheckSameArchitecture(const nn::TransformerConfig& source,
           target.tie_word_embeddings);
   compare("partial_rotary_factor", source.rope.partial_rotary_factor,
           target.rope.partial_rotary_factor);
+  compare("q/k/v biases", source.qkv_bias, target.qkv_bias);
+  compare("o_proj bias", source.o_proj_bias, target.o_proj_bias);
+  compare("mlp biases", source.mlp_bias, target.mlp_bias);
   ROTOR_CHECK(
       differences.tellp() == 0, source_name,
       ": the architecture differs from this config: ", differences.str(),
@@ -267,6 +273,12 @@ std::string InitializeFromCheckpoint(const std::string& path,
   } catch (const Error& e) {
     throw Error(
         StrCat("train.init_from: ", e.what(), " (train the base model first)"));
+  }
+  if (IsHfModelFolder(dir)) {
+    CheckSameArchitecture(ResolveTransformerConfig(LoadHfModelConfig(dir)),
+                          model.config(), "init_from " + dir);
+    LoadHfWeights(dir, model);
+    return dir;
   }
   const TrainConfig source = LoadCheckpointTrainConfig(dir);
   CheckSameArchitecture(ResolveTransformerConfig(source.model), model.config(),
@@ -293,12 +305,34 @@ std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
   return model;
 }
 
+// A Hugging Face folder has no training config: evaluation takes its model
+// (with the overrides) and, by default, windows of max_position_embeddings
+// tokens, one at a time; the data must be named.
+std::unique_ptr<nn::Transformer> LoadHfFolderModel(
+    const std::string& dir, const std::vector<std::string>& overrides,
+    TrainConfig* config) {
+  const ModelConfig saved = LoadHfModelConfig(dir);
+  TrainConfig parsed;
+  parsed.model = OverrideModelConfig(saved, overrides, dir + "/config.json");
+  parsed.train.seq_len = parsed.model.rope.max_position_embeddings;
+  parsed.train.batch_size = 1;
+  const nn::TransformerConfig architecture =
+      ResolveTransformerConfig(parsed.model);
+  CheckSameArchitecture(ResolveTransformerConfig(saved), architecture,
+                        "Hugging Face model " + dir + " with overrides");
+  CheckModelFitsInMemory(architecture, "model " + dir);
+  auto model = LoadHfModel(dir, parsed.model);
+  if (config != nullptr) *config = parsed;
+  return model;
+}
+
 }  // namespace
 
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config) {
   const std::string dir = ResolveCheckpointPath(path);
+  if (IsHfModelFolder(dir)) return LoadHfFolderModel(dir, overrides, config);
   const std::string saved = LoadCheckpointConfig(dir);
   const TrainConfig original = ParseTrainConfig(saved, dir + "/config.yaml");
   const TrainConfig parsed =
@@ -312,6 +346,12 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
 std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
     const std::string& path, const ModelConfig& model) {
   const std::string dir = ResolveCheckpointPath(path);
+  if (IsHfModelFolder(dir)) {
+    CheckSameArchitecture(ResolveTransformerConfig(LoadHfModelConfig(dir)),
+                          ResolveTransformerConfig(model),
+                          "Hugging Face model " + dir);
+    return LoadHfModel(dir, model);
+  }
   TrainConfig config =
       ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
   const ModelConfig saved = config.model;
@@ -319,13 +359,18 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
   return BuildCheckpointModel(dir, saved, config, "checkpoint " + dir);
 }
 
+std::string CheckpointTokenizerSpec(const std::string& path) {
+  const std::string dir = ResolveCheckpointPath(path);
+  return IsHfModelFolder(dir) ? HfTokenizerSpec(dir) : TokenizerSpecIn(dir);
+}
+
 std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path) {
-  return LoadTokenizer(TokenizerSpecIn(path));
+  return LoadTokenizer(CheckpointTokenizerSpec(path));
 }
 
 void CheckSameTokenizer(const std::string& checkpoint,
                         const std::string& data_dir) {
-  const std::string model_tokenizer = TokenizerSpecIn(checkpoint);
+  const std::string model_tokenizer = CheckpointTokenizerSpec(checkpoint);
   const std::string data_tokenizer = TokenizerSpecIn(data_dir);
   ROTOR_CHECK(SameTokenizer(model_tokenizer, data_tokenizer), "checkpoint ",
               checkpoint, " was trained with tokenizer ", model_tokenizer,

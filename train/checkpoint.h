@@ -12,7 +12,8 @@
 // continues bitwise as the uninterrupted run would have (same thread count).
 //
 // It is also the one place a trained model is loaded: ResolveCheckpointPath
-// (a checkpoint folder, or a run's newest), InitializeFromCheckpoint
+// (a checkpoint folder, a run's newest, or a Hugging Face model folder:
+// train/hf/hf_model.h), InitializeFromCheckpoint
 // (train.init_from: weights only, the architecture checked), and
 // LoadCheckpointModel / LoadCheckpointModelAs (evaluation, generation and
 // the report; the RoPE settings may differ from the saved ones).
@@ -126,8 +127,9 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
 std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
     const std::string& path, const ModelConfig& model);
 
-// The tokenizer a checkpoint was trained with: its tokenizer.json copy, or
-// the byte tokenizer.
+// The tokenizer a checkpoint was trained with, as a spec (its tokenizer.json
+// copy, or "byte"; a Hugging Face folder's tokenizer.json) and loaded.
+std::string CheckpointTokenizerSpec(const std::string& path);
 std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path);
 
 // Throws unless the checkpoint at `checkpoint` and the prepared data folder

@@ -28,7 +28,12 @@ std::string JoinKeys(const std::vector<std::string>& keys) {
 // problems found later (by FindRopeConfigProblem) point at the right line.
 class ModelConfigParser {
  public:
-  explicit ModelConfigParser(std::string file) : file_(std::move(file)) {}
+  ModelConfigParser(std::string file, ModelConfigDialect dialect,
+                    std::vector<std::string>* ignored)
+      : file_(std::move(file)),
+        dialect_(dialect),
+        key_prefix_(dialect == ModelConfigDialect::kRotorYaml ? "model." : ""),
+        ignored_(ignored) {}
 
   ModelConfig Parse(const YAML::Node& model) {
     model_mark_ = model.Mark();
@@ -56,6 +61,7 @@ class ModelConfigParser {
       ParseRopeScaling(*positions.rope_scaling, &config.rope);
     }
     ApplyTopLevelOriginal(positions.top_level_original, config.rope);
+    CheckKeysOfModelType(config);
 
     if (auto problem = FindRopeConfigProblem(config.rope)) {
       std::string message = problem->message;
@@ -112,14 +118,143 @@ class ModelConfigParser {
       positions.rope_scaling = value;
     } else if (key == "original_max_position_embeddings") {
       positions.top_level_original = ReadInt(value, key, limits::kMaxPositions);
-    } else {
+    } else if (!ReadArchitectureKey(key, value, config)) {
+      if (dialect_ == ModelConfigDialect::kHfConfigJson) {
+        if (kHfBookkeepingKeys.count(key) == 0 && ignored_ != nullptr) {
+          ignored_->push_back(key);
+        }
+        return;
+      }
       Fail(key_node.Mark(), key,
            "unknown key (model keys: vocab_size, hidden_size, "
            "intermediate_size, num_hidden_layers, num_attention_heads, "
            "num_key_value_heads, head_dim, rms_norm_eps, "
            "tie_word_embeddings, max_position_embeddings, "
            "original_max_position_embeddings, rope_theta, "
-           "partial_rotary_factor, rope_scaling)");
+           "partial_rotary_factor, rope_scaling, model_type, attention_bias, "
+           "mlp_bias, sliding_window, use_sliding_window, max_window_layers, "
+           "hidden_act, attention_dropout, initializer_range, bos_token_id, "
+           "eos_token_id, pad_token_id, torch_dtype)");
+    }
+  }
+
+  // The keys HF's LlamaConfig, MistralConfig and Qwen2Config add to the
+  // sizes and positions above; false for a key that is none of them.
+  bool ReadArchitectureKey(const std::string& key, const YAML::Node& value,
+                           ModelConfig& config) {
+    if (key == "model_type") {
+      const std::string name = ReadString(value, key);
+      const std::optional<ModelType> type = ModelTypeFromName(name);
+      if (!type) {
+        Fail(value.Mark(), key,
+             StrCat("'", name,
+                    "' is not supported (rotor runs llama, mistral and "
+                    "qwen2)"));
+      }
+      config.model_type = *type;
+    } else if (key == "attention_bias") {
+      config.attention_bias = ReadBool(value, key);
+    } else if (key == "mlp_bias") {
+      config.mlp_bias = ReadBool(value, key);
+    } else if (key == "sliding_window") {
+      config.sliding_window = ReadInt(value, key, limits::kMaxPositions);
+    } else if (key == "use_sliding_window") {
+      config.use_sliding_window = ReadBool(value, key);
+    } else if (key == "max_window_layers") {
+      config.max_window_layers = Decode<int64_t>(value, key, "an integer");
+    } else if (key == "hidden_act") {
+      const std::string act = ReadString(value, key);
+      // transformers maps both names to the same SiLU.
+      if (act != "silu" && act != "swish") {
+        Fail(value.Mark(), key,
+             StrCat("'", act,
+                    "' is not supported (rotor's feed-forward block is "
+                    "SwiGLU: silu)"));
+      }
+    } else if (key == "attention_dropout") {
+      const double dropout = ReadDouble(value, key);
+      if (dropout != 0.0) {
+        Fail(value.Mark(), key,
+             StrCat("must be 0 (rotor has no attention dropout), got ",
+                    dropout));
+      }
+    } else if (key == "initializer_range") {
+      const double range = ReadDouble(value, key);
+      if (!(std::isfinite(range) && range > 0.0)) {
+        Fail(value.Mark(), key,
+             StrCat("must be a finite number > 0, got ", range));
+      }
+      config.initializer_range = range;
+    } else if (key == "bos_token_id") {
+      config.bos_token_id = ReadTokenId(value, key);
+    } else if (key == "pad_token_id") {
+      config.pad_token_id = ReadTokenId(value, key);
+    } else if (key == "eos_token_id") {
+      std::vector<int64_t> ids;
+      if (value.IsSequence()) {
+        for (size_t i = 0; i < value.size(); ++i) {
+          ids.push_back(ReadTokenId(value[i], StrCat(key, "[", i, "]")));
+        }
+      } else {
+        ids.push_back(ReadTokenId(value, key));
+      }
+      config.eos_token_id = ids;
+    } else if (key == "torch_dtype" || key == "dtype") {
+      const std::string dtype = ReadString(value, key);
+      if (dtype != "float32" && dtype != "bfloat16" && dtype != "float16") {
+        Fail(value.Mark(), key,
+             StrCat("'", dtype,
+                    "' is not a dtype rotor reads (float32, bfloat16, "
+                    "float16)"));
+      }
+      config.torch_dtype = dtype;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // A token id: an integer >= 0 below rotor's largest vocabulary.
+  int64_t ReadTokenId(const YAML::Node& value, const std::string& key) const {
+    const int64_t id = Decode<int64_t>(value, key, "an integer");
+    if (id < 0 || id >= limits::kMaxVocabSize) {
+      Fail(value.Mark(), key,
+           StrCat("must be a token id in [0, ", limits::kMaxVocabSize,
+                  "), got ", id));
+    }
+    return id;
+  }
+
+  // Biases and windows exist only in some architectures; a key of another
+  // one is refused (it would be silently meaningless in HF too).
+  void CheckKeysOfModelType(const ModelConfig& config) {
+    const ModelType type = config.model_type;
+    auto only_for = [&](bool present, const char* key, const char* types) {
+      if (!present) return;
+      Fail(MarkFor(key), key,
+           StrCat("does not apply to model_type ", ModelTypeName(type),
+                  " (only to ", types, ")"));
+    };
+    only_for(type != ModelType::kLlama && config.attention_bias.has_value(),
+             "attention_bias", "llama; qwen2 always has q, k, v biases");
+    only_for(type != ModelType::kLlama && config.mlp_bias.has_value(),
+             "mlp_bias", "llama");
+    only_for(type == ModelType::kLlama && config.sliding_window.has_value(),
+             "sliding_window", "mistral, qwen2");
+    only_for(type != ModelType::kQwen2 &&
+                 (config.use_sliding_window || config.max_window_layers),
+             config.use_sliding_window ? "use_sliding_window"
+                                       : "max_window_layers",
+             "qwen2");
+    // rotor rotates a leading share of the channels; HF's three classes
+    // always rotate all of them (their rotate_half spans the head).
+    if (dialect_ == ModelConfigDialect::kHfConfigJson &&
+        config.rope.partial_rotary_factor != 1.0) {
+      Fail(MarkFor("partial_rotary_factor"), "partial_rotary_factor",
+           StrCat("must be 1 for model_type ", ModelTypeName(type),
+                  " (HF's Llama, Mistral and Qwen2 rotate every channel), "
+                  "got ",
+                  config.rope.partial_rotary_factor));
     }
   }
 
@@ -188,7 +323,7 @@ class ModelConfigParser {
     if (!mark.is_null()) {
       where += StrCat(":", mark.line + 1, ":", mark.column + 1);
     }
-    throw Error(StrCat(where, ": model.", key, ": ", message));
+    throw Error(StrCat(where, ": ", key_prefix_, key, ": ", message));
   }
 
   // The mark of `key`'s value; for a key that is absent, the map it is
@@ -359,7 +494,16 @@ class ModelConfigParser {
     }
   }
 
+  // The keys of config.json that describe the file rather than the model.
+  inline static const std::set<std::string> kHfBookkeepingKeys = {
+      "architectures", "transformers_version", "_name_or_path", "use_cache",
+      "pretraining_tp", "is_llama_config", "rope_interleaved",
+      "transformers.js_config", "auto_map"};
+
   std::string file_;
+  ModelConfigDialect dialect_;
+  std::string key_prefix_;
+  std::vector<std::string>* ignored_;
   YAML::Mark model_mark_;
   std::map<std::string, YAML::Mark> marks_;
 };
@@ -373,8 +517,42 @@ ModelConfig ParseModelSection(const YAML::Node& root, const std::string& file) {
 
 }  // namespace
 
-ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file) {
-  return ModelConfigParser(file).Parse(model);
+const char* ModelTypeName(ModelType type) {
+  switch (type) {
+    case ModelType::kLlama:
+      return "llama";
+    case ModelType::kMistral:
+      return "mistral";
+    case ModelType::kQwen2:
+      return "qwen2";
+  }
+  return "?";
+}
+
+std::optional<ModelType> ModelTypeFromName(const std::string& name) {
+  for (ModelType type :
+       {ModelType::kLlama, ModelType::kMistral, ModelType::kQwen2}) {
+    if (name == ModelTypeName(type)) return type;
+  }
+  return std::nullopt;
+}
+
+const char* ArchitectureName(ModelType type) {
+  switch (type) {
+    case ModelType::kLlama:
+      return "LlamaForCausalLM";
+    case ModelType::kMistral:
+      return "MistralForCausalLM";
+    case ModelType::kQwen2:
+      return "Qwen2ForCausalLM";
+  }
+  return "?";
+}
+
+ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file,
+                             ModelConfigDialect dialect,
+                             std::vector<std::string>* ignored) {
+  return ModelConfigParser(file, dialect, ignored).Parse(model);
 }
 
 ModelConfig ParseModelConfigText(const std::string& yaml_text,
@@ -386,11 +564,26 @@ ModelConfig LoadModelConfig(const std::string& path) {
   return ParseModelSection(LoadConfigYamlFile(path), path);
 }
 
+ModelConfig OverrideModelConfig(const ModelConfig& model,
+                                const std::vector<std::string>& overrides,
+                                const std::string& source) {
+  YAML::Node root(YAML::NodeType::Map);
+  root["model"] = ModelConfigToYaml(model);
+  for (const std::string& key : ApplyYamlOverrides(root, overrides)) {
+    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ",
+                source, ": only model.* keys apply to a model");
+  }
+  return ParseModelConfig(root["model"], source + " (after overrides)");
+}
+
 YAML::Node ModelConfigToYaml(const ModelConfig& model) {
   YAML::Node node(YAML::NodeType::Map);
   auto put = [&](const char* key, const auto& value) {
     if (value.has_value()) node[key] = *value;
   };
+  if (model.model_type != ModelType::kLlama) {
+    node["model_type"] = ModelTypeName(model.model_type);
+  }
   put("vocab_size", model.vocab_size);
   put("hidden_size", model.hidden_size);
   put("intermediate_size", model.intermediate_size);
@@ -400,6 +593,21 @@ YAML::Node ModelConfigToYaml(const ModelConfig& model) {
   node["head_dim"] = model.rope.head_dim;
   put("rms_norm_eps", model.rms_norm_eps);
   put("tie_word_embeddings", model.tie_word_embeddings);
+  put("attention_bias", model.attention_bias);
+  put("mlp_bias", model.mlp_bias);
+  put("sliding_window", model.sliding_window);
+  put("use_sliding_window", model.use_sliding_window);
+  put("max_window_layers", model.max_window_layers);
+  put("initializer_range", model.initializer_range);
+  put("bos_token_id", model.bos_token_id);
+  if (model.eos_token_id) {
+    YAML::Node ids(YAML::NodeType::Sequence);
+    ids.SetStyle(YAML::EmitterStyle::Flow);
+    for (int64_t id : *model.eos_token_id) ids.push_back(id);
+    node["eos_token_id"] = ids;
+  }
+  put("pad_token_id", model.pad_token_id);
+  put("torch_dtype", model.torch_dtype);
   const RopeScalingConfig& rope = model.rope;
   node["max_position_embeddings"] = rope.max_position_embeddings;
   node["rope_theta"] = rope.rope_theta;
@@ -490,6 +698,19 @@ nn::TransformerConfig ResolveTransformerConfig(const ModelConfig& model) {
   config.tie_word_embeddings = model.tie_word_embeddings.value_or(false);
   config.rope = model.rope;
   config.head_dim = model.rope.head_dim;
+  config.initializer_range = model.initializer_range.value_or(0.02);
+  const bool llama = model.model_type == ModelType::kLlama;
+  const bool attention_bias = llama && model.attention_bias.value_or(false);
+  config.qkv_bias = attention_bias || model.model_type == ModelType::kQwen2;
+  config.o_proj_bias = attention_bias;
+  config.mlp_bias = llama && model.mlp_bias.value_or(false);
+  // Qwen2 windows the layers from max_window_layers on, and only with
+  // use_sliding_window; rotor refuses sequences longer than any window.
+  const bool windowed =
+      model.model_type == ModelType::kMistral ||
+      (model.use_sliding_window.value_or(false) &&
+       model.max_window_layers.value_or(0) < config.num_hidden_layers);
+  config.sliding_window = windowed ? model.sliding_window.value_or(0) : 0;
 
   for (auto [value, key] :
        {std::pair{config.vocab_size, "vocab_size"},

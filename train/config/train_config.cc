@@ -9,6 +9,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "train/config/hf_config.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
 
@@ -18,6 +19,23 @@ namespace {
 
 const std::set<std::string> kTopLevelKeys = {
     "output_dir", "model", "data", "train", "eval", "checkpoint", "logging"};
+
+// Fine-tuning a Hugging Face model (train.init_from names its folder): the
+// model is config.json's, and the YAML's `model:` section, if any, only
+// amends it, key by key (rope_scaling as a whole). Typically it sets
+// max_position_embeddings and rope_scaling for a context extension; keys
+// that shape weights must stay as they are (CheckSameArchitecture).
+YAML::Node AmendedHfModelSection(const std::string& folder,
+                                 const YAML::Node& amendments) {
+  YAML::Node model =
+      ModelConfigToYaml(LoadHfConfig(folder + "/config.json"));
+  if (amendments && amendments.IsMap()) {
+    for (const auto& entry : amendments) {
+      model[entry.first.Scalar()] = entry.second;
+    }
+  }
+  return model;
+}
 
 }  // namespace
 
@@ -35,6 +53,15 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   top.RequireKnownKeys(kTopLevelKeys);
   top.Read("output_dir", config.output_dir);
 
+  const YAML::Node init_from = root["train"] && root["train"].IsMap()
+                                   ? root["train"]["init_from"]
+                                   : YAML::Node();
+  const YAML::Node given_model = root["model"];
+  if (init_from && init_from.IsScalar() &&
+      IsHfModelFolder(init_from.Scalar()) &&
+      (!given_model || given_model.IsNull() || given_model.IsMap())) {
+    root["model"] = AmendedHfModelSection(init_from.Scalar(), root["model"]);
+  }
   ROTOR_CHECK(root["model"] && !root["model"].IsNull(), file,
               ": the model: section is missing");
   if (!root["model"].IsMap()) {

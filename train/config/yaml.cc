@@ -228,6 +228,10 @@ std::optional<T> DecodeScalar(const YAML::Node& node) {
   if (!node.IsScalar() || !YAML::convert<T>::decode(node, value)) {
     return std::nullopt;
   }
+  // A quoted scalar ("576") is text, not a number or a boolean.
+  if constexpr (!std::is_same_v<T, std::string>) {
+    if (node.Tag() == "!") return std::nullopt;
+  }
   if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
     if (node.Scalar().find('-') != std::string::npos) return std::nullopt;
   }

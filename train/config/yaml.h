@@ -111,9 +111,20 @@ class SectionReader {
   const std::set<std::string>& overridden_;
 };
 
+// How ParseModelConfig reads a map: a rotor YAML `model:` section (every key
+// must be known; errors name "model.KEY" at its line), or a Hugging Face
+// config.json converted to YAML by train/config/hf_config.cc (errors name
+// the JSON key; the bookkeeping keys HF writes, such as
+// transformers_version, are accepted, and unknown keys are listed in
+// `ignored` rather than refused, as transformers itself keeps them unused).
+enum class ModelConfigDialect { kRotorYaml, kHfConfigJson };
+
 // The `model:` map's parser and writer (train/config/model_config.cc), for
 // the files that hold a model section.
-ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file);
+ModelConfig ParseModelConfig(
+    const YAML::Node& model, const std::string& file,
+    ModelConfigDialect dialect = ModelConfigDialect::kRotorYaml,
+    std::vector<std::string>* ignored = nullptr);
 YAML::Node ModelConfigToYaml(const ModelConfig& model);
 
 }  // namespace rotor::train

@@ -1,0 +1,138 @@
+// `rotor export --checkpoint C --output DIR`: writes a model as a Hugging
+// Face folder (train/hf/hf_model.h) that transformers' AutoModelForCausalLM
+// and llama.cpp's converter read unchanged. `--random CONFIG.yaml` exports a
+// freshly initialised model of a config's `model:` section instead, which is
+// how the tests and examples make HF folders without downloading weights.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "train/checkpoint.h"
+#include "train/config/hf_config.h"
+#include "train/config/memory_estimate.h"
+#include "train/config/model_config.h"
+#include "train/hf/hf_model.h"
+#include "train/tokenizer/tokenizer.h"
+
+namespace rotor {
+namespace tools {
+
+namespace {
+
+constexpr char kExportDetails[] =
+    "Writes DIR as transformers' save_pretrained does: config.json (with\n"
+    "rope_scaling spelt as HF spells each method), model.safetensors (or\n"
+    "shards of at most --max-shard-size bytes and their index; no\n"
+    "lm_head.weight when the embeddings are tied), generation_config.json\n"
+    "and the tokenizer (tokenizer.json, tokenizer_config.json). The folder\n"
+    "is written whole, then renamed into place; an existing Hugging Face\n"
+    "folder at DIR is replaced, any other existing path is refused.\n"
+    "\n"
+    "  rotor export --checkpoint runs/extend-hf --output models/extended\n"
+    "  rotor export --random configs/models/smollm2-135m.yaml \\\n"
+    "      --tokenizer tok.json --dtype bfloat16 --output models/random\n"
+    "\n"
+    "Details: docs/huggingface.md.";
+
+struct ExportOptions {
+  std::string checkpoint;
+  std::string random_config;
+  std::string tokenizer = "byte";
+  std::string output;
+  std::string dtype = "float32";
+  int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
+  uint64_t seed = 0;
+  int64_t threads = 0;
+};
+
+void CheckOutputPath(const std::string& output) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  ROTOR_CHECK(!fs::exists(output, error) || train::IsHfModelFolder(output),
+              "rotor export: --output ", output,
+              " exists and is not a Hugging Face model folder; name a new "
+              "folder (an earlier export is replaced, nothing else is)");
+}
+
+void RunExport(const ExportOptions& options) {
+  SetNumThreads(static_cast<int>(options.threads));
+  CheckOutputPath(options.output);
+  train::HfExportOptions export_options;
+  export_options.dtype = options.dtype;
+  export_options.max_shard_bytes = options.max_shard_bytes;
+  if (!options.random_config.empty()) {
+    const train::ModelConfig model =
+        train::LoadModelConfig(options.random_config);
+    const nn::TransformerConfig architecture =
+        train::ResolveTransformerConfig(model);
+    train::CheckModelFitsInMemory(architecture, options.random_config);
+    const auto tokenizer = train::LoadTokenizer(options.tokenizer);
+    ROTOR_CHECK(tokenizer->VocabSize() <= architecture.vocab_size,
+                options.random_config, ": model.vocab_size ",
+                architecture.vocab_size, " is smaller than the ",
+                tokenizer->VocabSize(), " ids of tokenizer ",
+                options.tokenizer);
+    const nn::Transformer transformer(architecture, options.seed);
+    train::WriteHfModelFolder(options.output, transformer, model,
+                              options.tokenizer, export_options);
+  } else {
+    train::TrainConfig config;
+    const auto model =
+        train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{}, &config);
+    train::WriteHfModelFolder(options.output, *model, config.model,
+                              train::CheckpointTokenizerSpec(options.checkpoint),
+                              export_options);
+  }
+  std::cout << "wrote " << options.output << "\n";
+}
+
+}  // namespace
+
+void AddExportCommand(CLI::App& rotor) {
+  CLI::App* command = AddCommand(
+      rotor, "export", "write a model as a Hugging Face folder",
+      kExportDetails);
+  auto options = std::make_shared<ExportOptions>();
+  CLI::Option* checkpoint =
+      command->add_option("--checkpoint", options->checkpoint,
+                          "a checkpoint, a run's output_dir or an HF folder")
+          ->type_name("DIR")
+          ->check(NotEmpty());
+  CLI::Option* random =
+      command->add_option("--random", options->random_config,
+                          "export a new model of this config's model: "
+                          "section, with random weights (--seed)")
+          ->type_name("CONFIG.yaml")
+          ->check(NotEmpty());
+  checkpoint->excludes(random);
+  command->add_option("--output", options->output, "the folder to write")
+      ->type_name("DIR")
+      ->required()
+      ->check(NotEmpty());
+  command->add_option("--dtype", options->dtype, "float32 (default) or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
+  AddIntegerOption(*command, "--max-shard-size", options->max_shard_bytes,
+                   int64_t{1}, "bytes per safetensors shard (default 5e9)");
+  command
+      ->add_option("--tokenizer", options->tokenizer,
+                   "with --random: its tokenizer, byte (default) or a "
+                   "tokenizer.json")
+      ->type_name("FILE")
+      ->check(NotEmpty());
+  AddIntegerOption(*command, "--seed", options->seed, uint64_t{0},
+                   "with --random: the initialisation seed (default 0)");
+  AddThreadsOption(*command, options->threads);
+  command->callback([options] {
+    ROTOR_CHECK(!options->checkpoint.empty() || !options->random_config.empty(),
+                "rotor export: give --checkpoint DIR or --random CONFIG.yaml");
+    RunExport(*options);
+  });
+}
+
+}  // namespace tools
+}  // namespace rotor

@@ -1,0 +1,318 @@
+#include "train/hf/hf_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "core/error.h"
+#include "core/kernels/convert.h"
+#include "train/config/hf_config.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+#include "train/io/safetensors.h"
+#include "train/tokenizer/byte_tokenizer.h"
+#include "train/tokenizer/tokenizer.h"
+
+namespace rotor::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kConfigFile[] = "config.json";
+constexpr char kSingleFile[] = "model.safetensors";
+constexpr char kIndexFile[] = "model.safetensors.index.json";
+constexpr char kGenerationConfigFile[] = "generation_config.json";
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  return (fs::path(dir) / name).string();
+}
+
+// The weight files of `dir`, in order, and for an index the file each
+// tensor is in. A file named by the index must be a plain name in `dir`
+// ("../x" could read anything) that exists.
+struct WeightFiles {
+  std::vector<std::string> files;
+  std::map<std::string, std::string> weight_map;  // tensor -> file name
+};
+
+WeightFiles FindWeightFiles(const std::string& dir) {
+  WeightFiles found;
+  const std::string index_path = JoinPath(dir, kIndexFile);
+  // As in transformers, a single file wins over an index.
+  if (fs::exists(JoinPath(dir, kSingleFile))) {
+    found.files.push_back(kSingleFile);
+    return found;
+  }
+  ROTOR_CHECK(fs::exists(index_path), dir, ": has neither ", kSingleFile,
+              " nor ", kIndexFile,
+              " (rotor reads safetensors weights; a pytorch_model.bin "
+              "folder must be re-saved with safe_serialization=True)");
+  const Json index = ParseJson(ReadFile(index_path), index_path);
+  const auto map = index.find("weight_map");
+  ROTOR_CHECK(index.is_object() && map != index.end() && map->is_object(),
+              index_path, ": weight_map: expected an object of tensor name -> "
+                          "file name");
+  std::set<std::string> files;
+  for (const auto& [name, file_json] : map->items()) {
+    const std::string where = StrCat(index_path, ": weight_map.", name);
+    const std::string file = JsonAs<std::string>(file_json, where);
+    ROTOR_CHECK(!file.empty() && file.find('/') == std::string::npos &&
+                    file != "." && file != "..",
+                where, ": '", file, "' is not a file name in the folder");
+    ROTOR_CHECK(fs::is_regular_file(JoinPath(dir, file)), where, ": names ",
+                file, ", which does not exist in ", dir);
+    found.weight_map[name] = file;
+    files.insert(file);
+  }
+  found.files.assign(files.begin(), files.end());
+  return found;
+}
+
+// Tensors HF checkpoints may hold that are not parameters: older Llama
+// checkpoints saved RoPE's inverse frequencies as a buffer.
+bool IsIgnoredBuffer(const std::string& name) {
+  const std::string suffix = "rotary_emb.inv_freq";
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int64_t ShapeNumel(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  return count;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+ModelConfig LoadHfModelConfig(const std::string& dir) {
+  std::vector<std::string> ignored;
+  const std::string path = JoinPath(dir, kConfigFile);
+  const ModelConfig config = LoadHfConfig(path, &ignored);
+  if (!ignored.empty()) {
+    std::string keys;
+    for (const std::string& key : ignored) keys += (keys.empty() ? "" : ", ") + key;
+    std::cerr << path << ": ignoring keys rotor does not use: " << keys
+              << "\n";
+  }
+  return config;
+}
+
+void LoadHfWeights(const std::string& dir, const nn::Module& model) {
+  const WeightFiles weights = FindWeightFiles(dir);
+  std::map<std::string, Tensor> parameters;
+  for (const auto& [name, tensor] : model.NamedParameters()) {
+    parameters.emplace(name, tensor);
+  }
+  std::set<std::string> loaded;
+  // Tied embeddings: save_pretrained leaves lm_head.weight out, but a folder
+  // may still hold it; transformers then shares one tensor, so rotor takes
+  // it only when it equals the embeddings.
+  std::vector<float> tied_head;
+  std::string tied_head_source;
+  for (const std::string& name : weights.files) {
+    const SafetensorsFile file = SafetensorsFile::Read(JoinPath(dir, name));
+    // File order: the pages stream in sequence.
+    for (const SafetensorsFile::TensorInfo& info : file.tensors()) {
+      if (IsIgnoredBuffer(info.name)) continue;
+      const auto parameter = parameters.find(info.name);
+      if (parameter == parameters.end()) {
+        if (info.name == "lm_head.weight" &&
+            parameters.count("model.embed_tokens.weight") > 0) {
+          tied_head_source = file.source();
+          tied_head.resize(static_cast<size_t>(ShapeNumel(info.shape)));
+          file.ReadAsF32(info, tied_head.data());
+          continue;
+        }
+        throw Error(StrCat(file.source(), ": tensor ", info.name,
+                           " is not a parameter of this model (",
+                           parameters.size(),
+                           " parameters from config.json; another "
+                           "architecture?)"));
+      }
+      if (!weights.weight_map.empty()) {
+        const auto listed = weights.weight_map.find(info.name);
+        ROTOR_CHECK(listed != weights.weight_map.end() && listed->second == name,
+                    file.source(), ": tensor ", info.name, " is not listed for ",
+                    name, " in ", kIndexFile);
+      }
+      ROTOR_CHECK(loaded.insert(info.name).second, file.source(), ": tensor ",
+                  info.name, " is in more than one file");
+      Tensor target = parameter->second;
+      ROTOR_CHECK(info.shape == target.shape(), file.source(), ": tensor ",
+                  info.name, " has shape ", ShapeText(info.shape),
+                  ", config.json gives ", ShapeText(target.shape()));
+      file.ReadAsF32(info, target.data());
+    }
+  }
+  for (const auto& [name, tensor] : parameters) {
+    if (loaded.count(name) > 0) continue;
+    const auto listed = weights.weight_map.find(name);
+    ROTOR_CHECK(listed == weights.weight_map.end(), JoinPath(dir, kIndexFile),
+                ": lists ", name, " in ", listed->second,
+                ", which does not hold it");
+    throw Error(StrCat(dir, ": missing tensor ", name, " (shape ",
+                       ShapeText(tensor.shape()), ", from config.json)"));
+  }
+  if (!tied_head_source.empty()) {
+    const Tensor& embed = parameters.at("model.embed_tokens.weight");
+    ROTOR_CHECK(tied_head.size() == static_cast<size_t>(embed.numel()) &&
+                    std::equal(tied_head.begin(), tied_head.end(),
+                               embed.data()),
+                tied_head_source,
+                ": has lm_head.weight, but config.json ties the output head "
+                "to the embeddings (tie_word_embeddings: true) and the two "
+                "differ; set tie_word_embeddings to false to use it");
+    loaded.insert("lm_head.weight");
+  }
+  for (const auto& [name, file] : weights.weight_map) {
+    ROTOR_CHECK(loaded.count(name) > 0 || IsIgnoredBuffer(name),
+                JoinPath(dir, kIndexFile), ": lists ", name, " in ", file,
+                ", which does not hold it");
+  }
+}
+
+std::unique_ptr<nn::Transformer> LoadHfModel(const std::string& dir,
+                                             const ModelConfig& model) {
+  auto transformer = std::make_unique<nn::Transformer>(
+      ResolveTransformerConfig(model), nn::WeightsToBeLoaded{});
+  LoadHfWeights(dir, *transformer);
+  return transformer;
+}
+
+std::string HfTokenizerSpec(const std::string& dir) {
+  ROTOR_CHECK(fs::exists(JoinPath(dir, "tokenizer.json")), dir,
+              ": has no tokenizer.json (rotor reads Hugging Face "
+              "tokenizer.json files; transformers' "
+              "AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR) "
+              "writes one for a folder with only tokenizer.model)");
+  return TokenizerSpecIn(dir);
+}
+
+namespace {
+
+// The weights as the tensors of the files to write: float32 as they are, or
+// rounded to bfloat16 into `storage`.
+std::vector<SafetensorsEntry> ExportEntries(
+    const nn::Module& model, const std::string& dtype,
+    std::vector<std::vector<uint16_t>>& storage) {
+  ROTOR_CHECK(dtype == "float32" || dtype == "bfloat16", "export dtype '",
+              dtype, "': expected float32 or bfloat16");
+  std::vector<SafetensorsEntry> entries;
+  for (const auto& [name, tensor] : model.NamedParameters()) {
+    if (dtype == "float32") {
+      entries.push_back(
+          {name, SafetensorsDtype::kF32, tensor.shape(), tensor.data()});
+      continue;
+    }
+    storage.emplace_back(static_cast<size_t>(tensor.numel()));
+    kernels::F32ToBF16(tensor.data(), storage.back().data(),
+                       storage.back().size());
+    entries.push_back(
+        {name, SafetensorsDtype::kBF16, tensor.shape(), storage.back().data()});
+  }
+  return entries;
+}
+
+int64_t EntryBytes(const SafetensorsEntry& entry) {
+  return ShapeNumel(entry.shape) *
+         static_cast<int64_t>(SafetensorsDtypeSize(entry.dtype));
+}
+
+// save_pretrained's sharding: tensors in order, a new shard when the next
+// one would overflow the current; files model-0000k-of-0000n.safetensors
+// and an index, or model.safetensors alone when there is one shard.
+void WriteShards(const std::string& dir,
+                 const std::vector<SafetensorsEntry>& entries,
+                 int64_t max_shard_bytes) {
+  std::vector<std::vector<SafetensorsEntry>> shards(1);
+  int64_t shard_bytes = 0;
+  int64_t total_bytes = 0;
+  for (const SafetensorsEntry& entry : entries) {
+    const int64_t bytes = EntryBytes(entry);
+    if (!shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(entry);
+    shard_bytes += bytes;
+    total_bytes += bytes;
+  }
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  if (shards.size() == 1) {
+    WriteSafetensors(JoinPath(dir, kSingleFile), entries, metadata);
+    return;
+  }
+  std::map<std::string, std::string> weight_map;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", i + 1,
+                  shards.size());
+    WriteSafetensors(JoinPath(dir, name), shards[i], metadata);
+    for (const SafetensorsEntry& entry : shards[i]) {
+      weight_map[entry.name] = name;
+    }
+  }
+  Json index = Json::object();
+  index["metadata"] = {{"total_size", total_bytes}};
+  index["weight_map"] = Json::object();
+  for (const auto& [name, file] : weight_map) index["weight_map"][name] = file;
+  WriteFileAtomically(JoinPath(dir, kIndexFile), index.dump(2) + "\n");
+}
+
+std::string GenerationConfigJson(const ModelConfig& config) {
+  Json json = Json::object();
+  json["_from_model_config"] = true;
+  if (config.bos_token_id) json["bos_token_id"] = *config.bos_token_id;
+  if (config.eos_token_id) {
+    const std::vector<int64_t>& eos = *config.eos_token_id;
+    json["eos_token_id"] = eos.size() == 1 ? Json(eos[0]) : Json(eos);
+  }
+  if (config.pad_token_id) json["pad_token_id"] = *config.pad_token_id;
+  return json.dump(2) + "\n";
+}
+
+}  // namespace
+
+void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
+                        const ModelConfig& config,
+                        const std::string& tokenizer_spec,
+                        const HfExportOptions& options) {
+  ModelConfig exported = config;
+  // A byte-level model's one special token starts and ends its documents.
+  if (tokenizer_spec == ByteTokenizer::kName) {
+    if (!exported.bos_token_id) exported.bos_token_id = ByteTokenizer::kEndOfText;
+    if (!exported.eos_token_id) {
+      exported.eos_token_id = std::vector<int64_t>{ByteTokenizer::kEndOfText};
+    }
+  }
+  exported.torch_dtype = options.dtype;
+  const std::string config_json = HfConfigJson(exported, options.dtype);
+  std::vector<std::vector<uint16_t>> storage;
+  const std::vector<SafetensorsEntry> entries =
+      ExportEntries(model, options.dtype, storage);
+  if (!fs::path(dir).parent_path().empty()) {
+    fs::create_directories(fs::path(dir).parent_path());
+  }
+  ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
+    WriteFileAtomically(JoinPath(temp, kConfigFile), config_json);
+    WriteFileAtomically(JoinPath(temp, kGenerationConfigFile),
+                        GenerationConfigJson(exported));
+    WriteShards(temp, entries, options.max_shard_bytes);
+    CopyTokenizerInto(tokenizer_spec, temp);  // TODO-merge: WriteHfTokenizerFiles
+  });
+}
+
+}  // namespace rotor::train
