@@ -320,12 +320,13 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
 }
 
 std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path) {
-  return LoadTokenizer(TokenizerSpecIn(path));
+  return LoadTokenizer(TokenizerSpecIn(ResolveCheckpointPath(path)));
 }
 
 void CheckSameTokenizer(const std::string& checkpoint,
                         const std::string& data_dir) {
-  const std::string model_tokenizer = TokenizerSpecIn(checkpoint);
+  const std::string model_tokenizer =
+      TokenizerSpecIn(ResolveCheckpointPath(checkpoint));
   const std::string data_tokenizer = TokenizerSpecIn(data_dir);
   ROTOR_CHECK(SameTokenizer(model_tokenizer, data_tokenizer), "checkpoint ",
               checkpoint, " was trained with tokenizer ", model_tokenizer,
