@@ -1,11 +1,13 @@
 #include "tools/cli.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "core/limits.h"
+#include "train/io/json.h"
 
 namespace rotor {
 namespace tools {
@@ -74,6 +76,58 @@ CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint) {
 CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads) {
   return AddIntegerOption(command, "--threads", threads, 0, limits::kMaxThreads,
                           "0 = all cores (default)");
+}
+
+std::vector<train::TokenId> ParseTokenIds(const std::string& text,
+                                          const std::string& where) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  std::vector<std::string> items;
+  if (first != std::string::npos && text[first] == '[') {
+    const train::Json array = train::ParseJson(text, where);
+    ROTOR_CHECK(array.is_array(), where, ": expected a JSON array of ids");
+    for (const train::Json& item : array) items.push_back(item.dump());
+  } else {
+    std::string item;
+    for (const char c : text + " ") {
+      if (c == ' ' || c == ',' || c == '\t' || c == '\n' || c == '\r') {
+        if (!item.empty()) items.push_back(item);
+        item.clear();
+      } else {
+        item += c;
+      }
+    }
+  }
+  std::vector<train::TokenId> ids;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string& item = items[i];
+    train::TokenId id = 0;
+    const auto [end, error] =
+        std::from_chars(item.data(), item.data() + item.size(), id);
+    ROTOR_CHECK(error == std::errc() && end == item.data() + item.size(), where,
+                ": item ", i, " ('", item, "') is not an integer token id");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void CheckModelInputIds(const std::vector<train::TokenId>& ids,
+                        int64_t vocab_size, const std::string& where) {
+  ROTOR_CHECK(!ids.empty(), where, ": no token ids");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ROTOR_CHECK(ids[i] >= 0 && ids[i] < vocab_size, where, ": item ", i, " (",
+                ids[i], ") is outside the model's vocabulary [0, ", vocab_size,
+                ")");
+  }
+}
+
+std::string FormatTokenIds(const std::vector<train::TokenId>& ids, bool json) {
+  std::string line = json ? "[" : "";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) line += json ? ", " : " ";
+    line += std::to_string(ids[i]);
+  }
+  if (json) line += "]";
+  return line;
 }
 
 CLI::Option* AddOverrides(CLI::App& command,

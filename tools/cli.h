@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
 namespace tools {
@@ -101,6 +102,23 @@ CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint);
 
 // --threads N (0 = all cores), for rotor::SetNumThreads.
 CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads);
+
+// The token ids of `text`: a JSON array of integers, or integers separated
+// by spaces, commas or newlines (none: an empty list). `where` names the
+// source in errors ("--ids" or a file); an item that is not an id is named
+// by its position: "--ids: item 2 ('x') is not an integer token id".
+// Throws rotor::Error.
+std::vector<train::TokenId> ParseTokenIds(const std::string& text,
+                                          const std::string& where);
+
+// Throws rotor::Error naming `where` unless `ids` is what a model of
+// `vocab_size` ids can read: at least one id, each in [0, vocab_size):
+// "--prompt-ids: item 3 (300) is outside the model's vocabulary [0, 257)".
+void CheckModelInputIds(const std::vector<train::TokenId>& ids,
+                        int64_t vocab_size, const std::string& where);
+
+// `ids` on one line: "1 2 3", or with `json` the JSON array "[1, 2, 3]".
+std::string FormatTokenIds(const std::vector<train::TokenId>& ids, bool json);
 
 // The positional section.key=value overrides of a config; a word without
 // '=' is refused.

@@ -7,6 +7,7 @@ void AddCommands(CLI::App& rotor) {
   AddTrainCommand(rotor);
   AddEvalCommand(rotor);
   AddGenerateCommand(rotor);
+  AddScoreCommand(rotor);
   AddExportCommand(rotor);
   AddPrepareCommand(rotor);
   AddExtendReportCommand(rotor);

@@ -17,6 +17,7 @@ void AddCommands(CLI::App& rotor);
 void AddTrainCommand(CLI::App& rotor);
 void AddEvalCommand(CLI::App& rotor);
 void AddGenerateCommand(CLI::App& rotor);
+void AddScoreCommand(CLI::App& rotor);
 void AddPrepareCommand(CLI::App& rotor);
 void AddExtendReportCommand(CLI::App& rotor);
 void AddRopeCommand(CLI::App& rotor);

@@ -2,7 +2,8 @@
 // byte of a trained model on its validation split; with --lengths,
 // perplexity against context length, and with --passkey, passkey-retrieval
 // accuracy over lengths x depths (train/eval/validation.h,
-// train/eval/length_eval.h, train/eval/passkey_eval.h).
+// train/eval/length_eval.h, train/eval/passkey_eval.h). With --json, the
+// same figures as one JSON object.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/eval/validation.h"
+#include "train/io/json.h"
 #include "train/io/plot.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -43,7 +45,12 @@ constexpr char kEvalDetails[] =
     "config (RoPE settings only), which measures zero-shot extension.\n"
     "--rope-from FILE takes the RoPE settings of another config instead\n"
     "(e.g. configs/extend/dynamic-4x.yaml). --passkey adds passkey\n"
-    "retrieval over --passkey-lengths x --depths.";
+    "retrieval over --passkey-lengths x --depths.\n"
+    "\n"
+    "--json prints every figure as one JSON object at full precision\n"
+    "instead of the text (numbers JSON cannot hold, such as an infinite\n"
+    "perplexity, as null); plots are still drawn, and the object names\n"
+    "them (\"plot\", or null and \"plot_problem\" when none was drawn).";
 
 // 0 or empty stands for "the checkpoint config's value".
 struct EvalOptions {
@@ -64,6 +71,7 @@ struct EvalOptions {
   bool passkey = false;
   train::PasskeyEvalOptions passkey_eval;
   std::string passkey_plot = "passkey.png";
+  bool json = false;
 };
 
 // Bits per byte uses the split's bytes per token (TokenFile::BitsPerByte),
@@ -100,17 +108,34 @@ void PrintPasskeyTable(const std::vector<train::PasskeyCell>& cells,
   }
 }
 
-// Prints "plot <png>", or why there is no plot.
-void ReportPlot(const std::string& png, const std::string& problem) {
+// Reports a drawn plot or why there is none: the line "plot <png>" or the
+// reason, or with --json the members "plot" (the file, or null) and
+// "plot_problem" (the reason) of `section`.
+void ReportPlot(const EvalOptions& options, const std::string& png,
+                const std::string& problem, train::Json& section) {
+  if (options.json) {
+    section["plot"] = problem.empty() ? train::Json(png) : train::Json(nullptr);
+    if (!problem.empty()) section["plot_problem"] = problem;
+    return;
+  }
   std::printf("%s\n", problem.empty() ? ("plot         " + png).c_str()
                                       : problem.c_str());
 }
 
 void RunValidation(nn::Transformer& model, const EvalOptions& options,
                    const train::TokenFile& val, int64_t batch_size,
-                   int64_t seq_len) {
+                   int64_t seq_len, train::Json& report) {
   const train::ValidationResult result =
       Evaluate(model, val, batch_size, seq_len, options.max_batches);
+  if (options.json) {
+    report["data"] = val.path();
+    report["seq_len"] = seq_len;
+    report["tokens"] = result.tokens;
+    report["loss"] = result.loss;
+    report["perplexity"] = train::FiniteOrNull(result.perplexity);
+    report["bits_per_byte"] = result.bits_per_byte;
+    return;
+  }
   std::printf("checkpoint   %s\n", options.checkpoint.c_str());
   std::printf("data         %s (%lld tokens evaluated, seq_len %lld)\n",
               val.path().c_str(), static_cast<long long>(result.tokens),
@@ -120,9 +145,25 @@ void RunValidation(nn::Transformer& model, const EvalOptions& options,
   std::printf("bits/byte    %.4f\n", result.bits_per_byte);
 }
 
+// The --json form of the table above.
+train::Json PerplexityTableJson(
+    const std::vector<train::LengthPerplexity>& results,
+    const train::TokenFile& val) {
+  train::Json rows = train::Json::array();
+  for (const train::LengthPerplexity& r : results) {
+    rows.push_back({{"length", r.length},
+                    {"tokens", r.tokens},
+                    {"loss", r.loss},
+                    {"perplexity", train::FiniteOrNull(r.perplexity)},
+                    {"bits_per_byte", val.BitsPerByte(r.loss)}});
+  }
+  return rows;
+}
+
 void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
                            const train::TokenFile& val,
-                           const train::TrainConfig& config) {
+                           const train::TrainConfig& config,
+                           train::Json& report) {
   const std::vector<int64_t>& lengths = options.length_eval.lengths;
   const char* rope_type = RopeTypeName(config.model.rope.rope_type);
   train::LengthEvalOptions length_eval = options.length_eval;
@@ -132,13 +173,24 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
       options.stride > 0 ? options.stride : std::max<int64_t>(shortest / 2, 1);
   const std::vector<train::LengthPerplexity> results =
       train::PerplexityByLength(model, val, length_eval);
-  std::printf(
-      "perplexity   %s, %lld documents of %s\n",
-      length_eval.method == train::LengthEvalMethod::kTruncate
-          ? "truncate (each document cut to L tokens)"
-          : ("sliding, stride " + std::to_string(length_eval.stride)).c_str(),
-      static_cast<long long>(length_eval.num_documents), val.path().c_str());
-  PrintPerplexityTable(results, val);
+  const bool truncate =
+      length_eval.method == train::LengthEvalMethod::kTruncate;
+  train::Json section = train::Json::object();
+  if (options.json) {
+    section["method"] = train::LengthEvalMethodName(length_eval.method);
+    if (!truncate) section["stride"] = length_eval.stride;
+    section["documents"] = length_eval.num_documents;
+    section["data"] = val.path();
+    section["results"] = PerplexityTableJson(results, val);
+  } else {
+    std::printf(
+        "perplexity   %s, %lld documents of %s\n",
+        truncate
+            ? "truncate (each document cut to L tokens)"
+            : ("sliding, stride " + std::to_string(length_eval.stride)).c_str(),
+        static_cast<long long>(length_eval.num_documents), val.path().c_str());
+    PrintPerplexityTable(results, val);
+  }
   train::LineChart chart;
   chart.title =
       std::string("perplexity against context length (") + rope_type + ")";
@@ -155,18 +207,52 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
   chart.series.push_back(series);
   chart.vertical_lines.push_back(
       {static_cast<double>(config.train.seq_len), "training length"});
-  ReportPlot(options.plot, train::DrawLineChart(chart, options.plot));
+  ReportPlot(options, options.plot, train::DrawLineChart(chart, options.plot),
+             section);
+  if (options.json) report["perplexity_by_length"] = std::move(section);
+}
+
+// The --json form of the passkey table: every cell, then the accuracy per
+// length (the table's "mean" and "digits" columns).
+train::Json PasskeyTableJson(const std::vector<train::PasskeyCell>& cells,
+                             const train::PasskeyEvalOptions& passkey_eval) {
+  train::Json cell_rows = train::Json::array();
+  for (const train::PasskeyCell& cell : cells) {
+    cell_rows.push_back({{"length", cell.length},
+                         {"depth", cell.depth},
+                         {"trials", cell.trials},
+                         {"correct", cell.correct},
+                         {"accuracy", cell.accuracy()},
+                         {"digit_accuracy", cell.digit_accuracy()}});
+  }
+  train::Json length_rows = train::Json::array();
+  for (const int64_t length : passkey_eval.lengths) {
+    length_rows.push_back(
+        {{"length", length},
+         {"accuracy", train::PasskeyAccuracyAt(cells, length)},
+         {"digit_accuracy", train::PasskeyDigitAccuracyAt(cells, length)}});
+  }
+  return {{"lengths", passkey_eval.lengths},
+          {"depths", passkey_eval.depths},
+          {"trials", passkey_eval.trials},
+          {"cells", std::move(cell_rows)},
+          {"by_length", std::move(length_rows)}};
 }
 
 void RunPasskey(nn::Transformer& model, const EvalOptions& options,
-                const train::TrainConfig& config) {
+                const train::TrainConfig& config, train::Json& report) {
   train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
   if (passkey_eval.lengths.empty()) {
     passkey_eval.lengths = options.length_eval.lengths;
   }
   const std::vector<train::PasskeyCell> cells =
       train::EvaluatePasskey(model, passkey_eval);
-  PrintPasskeyTable(cells, passkey_eval.lengths, passkey_eval.depths);
+  train::Json section = train::Json::object();
+  if (options.json) {
+    section = PasskeyTableJson(cells, passkey_eval);
+  } else {
+    PrintPasskeyTable(cells, passkey_eval.lengths, passkey_eval.depths);
+  }
   train::HeatMap map;
   map.title = std::string("passkey retrieval (") +
               RopeTypeName(config.model.rope.rope_type) + ")";
@@ -185,8 +271,9 @@ void RunPasskey(nn::Transformer& model, const EvalOptions& options,
     }
     map.values.push_back(row);
   }
-  ReportPlot(options.passkey_plot,
-             train::DrawHeatMap(map, options.passkey_plot));
+  ReportPlot(options, options.passkey_plot,
+             train::DrawHeatMap(map, options.passkey_plot), section);
+  if (options.json) report["passkey"] = std::move(section);
 }
 
 void RunEval(const EvalOptions& options) {
@@ -209,28 +296,39 @@ void RunEval(const EvalOptions& options) {
   const std::string data_dir = train::ResolveDataDir(
       options.data.empty() ? config.data.path : options.data);
   train::CheckSameTokenizer(options.checkpoint, data_dir);
-  if (options.passkey && train::TokenizerSpecIn(options.checkpoint) !=
-                             train::ByteTokenizer::kName) {
+  const std::string tokenizer =
+      train::TokenizerSpecIn(train::ResolveCheckpointPath(options.checkpoint));
+  if (options.passkey && tokenizer != train::ByteTokenizer::kName) {
     throw Error(StrCat("checkpoint ", options.checkpoint, " uses tokenizer ",
-                       train::TokenizerSpecIn(options.checkpoint),
+                       tokenizer,
                        "; --passkey builds its examples from bytes and "
                        "needs a byte-tokenizer model"));
   }
   const train::TokenFile val(data_dir + "/val.bin");
+  train::Json report = {{"checkpoint", options.checkpoint}};
   if (lengths.empty() && !options.passkey) {
     RunValidation(
         *model, options, val,
         options.batch_size > 0 ? options.batch_size : config.train.batch_size,
-        options.seq_len > 0 ? options.seq_len : config.train.seq_len);
-    return;
+        options.seq_len > 0 ? options.seq_len : config.train.seq_len, report);
+  } else {
+    const RopeScalingConfig& rope = config.model.rope;
+    if (options.json) {
+      report["rope"] = {
+          {"rope_type", RopeTypeName(rope.rope_type)},
+          {"max_position_embeddings", rope.max_position_embeddings}};
+    } else {
+      std::printf("checkpoint   %s\n", options.checkpoint.c_str());
+      std::printf("rope         %s (max_position_embeddings %lld)\n",
+                  RopeTypeName(rope.rope_type),
+                  static_cast<long long>(rope.max_position_embeddings));
+    }
+    if (!lengths.empty()) {
+      RunPerplexityByLength(*model, options, val, config, report);
+    }
+    if (options.passkey) RunPasskey(*model, options, config, report);
   }
-  const RopeScalingConfig& rope = config.model.rope;
-  std::printf("checkpoint   %s\n", options.checkpoint.c_str());
-  std::printf("rope         %s (max_position_embeddings %lld)\n",
-              RopeTypeName(rope.rope_type),
-              static_cast<long long>(rope.max_position_embeddings));
-  if (!lengths.empty()) RunPerplexityByLength(*model, options, val, config);
-  if (options.passkey) RunPasskey(*model, options, config);
+  if (options.json) std::printf("%s\n", report.dump().c_str());
 }
 
 }  // namespace
@@ -291,6 +389,8 @@ void AddEvalCommand(CLI::App& rotor) {
                    "use the max_position_embeddings, rope_theta and\n"
                    "rope_scaling of FILE's model: section")
       ->type_name("FILE");
+  command->add_flag("--json", options->json,
+                    "print one JSON object instead of the text");
   AddThreadsOption(*command, options->threads);
   AddOverrides(*command, options->overrides,
                "overrides of the checkpoint's config (RoPE settings\n"

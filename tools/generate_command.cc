@@ -1,8 +1,10 @@
 // `rotor generate --checkpoint DIR --prompt TEXT`: samples a continuation
-// with a KV cache, printing tokens as they come.
+// with a KV cache, printing tokens as they come; with --prompt-ids, from
+// ids given as they are, and with --token-ids, printing ids instead of text.
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/limits.h"
 #include "core/parallel.h"
@@ -18,17 +20,47 @@ namespace {
 
 struct GenerateOptions {
   std::string checkpoint;
+  // Exactly one of the two: a text, or ids as another tool gives them.
   std::string prompt;
+  std::string prompt_ids;
+  bool token_ids = false;
   train::SamplingOptions sampling;
   int64_t threads = 0;
 };
 
 void RunGenerate(const GenerateOptions& options) {
+  const bool from_ids = !options.prompt_ids.empty();
+  std::vector<train::TokenId> prompt_ids;
+  if (from_ids) {
+    try {
+      prompt_ids = ParseTokenIds(options.prompt_ids, "--prompt-ids");
+      ROTOR_CHECK(!prompt_ids.empty(), "--prompt-ids: no token ids");
+    } catch (const Error& error) {
+      throw CLI::ValidationError(error.what());
+    }
+  }
   SetNumThreads(static_cast<int>(options.threads));
   auto model = train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{});
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
-  std::cout << options.prompt << std::flush;
-  train::GenerateText(*model, *tokenizer, options.prompt, options.sampling,
+  if (from_ids) {
+    CheckModelInputIds(prompt_ids, model->config().vocab_size, "--prompt-ids");
+  } else {
+    prompt_ids = train::PromptIds(*tokenizer, options.prompt);
+  }
+  if (options.token_ids) {
+    // Like HF's model.generate: the prompt's ids, then the new ones.
+    std::vector<train::TokenId> ids = prompt_ids;
+    const std::vector<train::TokenId> generated =
+        train::GenerateTokens(*model, *tokenizer, prompt_ids, options.sampling);
+    ids.insert(ids.end(), generated.begin(), generated.end());
+    std::cout << FormatTokenIds(ids, /*json=*/true) << "\n";
+    return;
+  }
+  std::cout << (from_ids ? train::EscapeControlBytes(tokenizer->Decode(
+                               prompt_ids, /*skip_special_tokens=*/true))
+                         : options.prompt)
+            << std::flush;
+  train::GenerateText(*model, *tokenizer, prompt_ids, options.sampling,
                       [](const std::string& text) {
                         std::cout << train::EscapeControlBytes(text)
                                   << std::flush;
@@ -43,13 +75,28 @@ void AddGenerateCommand(CLI::App& rotor) {
       rotor, "generate", "continue a prompt with a trained model (KV cache)",
       "Continues TEXT with the model of a checkpoint, one token at a time\n"
       "with a KV cache (in the checkpoint's tokenizer), and prints the\n"
-      "text as it is generated.");
+      "text as it is generated. The model starts from the tokenizer's\n"
+      "document separator, then TEXT encoded without special tokens;\n"
+      "--prompt-ids gives the ids instead, used exactly as given (a JSON\n"
+      "array, or ids separated by spaces or commas), e.g. those another\n"
+      "tool generated from. --token-ids prints one JSON array of the\n"
+      "prompt's ids followed by the new ones, as HF's model.generate\n"
+      "returns them, instead of text.");
   auto options = std::make_shared<GenerateOptions>();
   train::SamplingOptions& sampling = options->sampling;
   AddCheckpointOption(*command, options->checkpoint);
-  command->add_option("--prompt", options->prompt, "the start of the text")
-      ->type_name("TEXT")
-      ->required();
+  CLI::Option_group* prompt = command->add_option_group("prompt");
+  prompt->add_option("--prompt", options->prompt, "the start of the text")
+      ->type_name("TEXT");
+  prompt
+      ->add_option("--prompt-ids", options->prompt_ids,
+                   "the prompt as token ids, e.g. \"[256, 84, 104]\"")
+      ->type_name("IDS")
+      ->check(NotEmpty());
+  prompt->require_option(1);
+  command->add_flag("--token-ids", options->token_ids,
+                    "print the prompt's and the new token ids (a JSON\n"
+                    "array) instead of text");
   AddIntegerOption(*command, "--max-new-tokens", sampling.max_new_tokens, 0,
                    limits::kMaxPositions - 1,
                    "tokens to generate (default 200)");

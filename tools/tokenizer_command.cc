@@ -2,7 +2,6 @@
 // (train/tokenizer/bpe_trainer.h) into a Hugging Face tokenizer.json, and
 // encodes or decodes text with any tokenizer LoadTokenizer reads ("byte" or
 // a tokenizer.json). docs/tokenizers.md explains the training.
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -20,7 +19,6 @@
 #include "tools/commands.h"
 #include "train/data/text_corpus.h"
 #include "train/io/atomic_file.h"
-#include "train/io/json.h"
 #include "train/tokenizer/bpe_trainer.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -209,13 +207,7 @@ void RunEncode(const EncodeOptions& options) {
       options.input.empty() ? options.text : train::ReadFile(options.input);
   const std::vector<train::TokenId> ids =
       tokenizer->Encode(text, !options.no_special_tokens);
-  std::string line = options.json ? "[" : "";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) line += options.json ? ", " : " ";
-    line += std::to_string(ids[i]);
-  }
-  if (options.json) line += "]";
-  std::cout << line << "\n";
+  std::cout << FormatTokenIds(ids, options.json) << "\n";
 }
 
 void AddEncodeSubcommand(CLI::App& tokenizer) {
@@ -233,41 +225,6 @@ void AddEncodeSubcommand(CLI::App& tokenizer) {
   command->callback([options] { RunEncode(*options); });
 }
 
-// The ids of `text`: a JSON array of integers, or integers separated by
-// spaces, commas or newlines. `where` names the source in errors ("--ids"
-// or the file); an item that is not an id is named by its position.
-std::vector<train::TokenId> ParseIds(const std::string& text,
-                                     const std::string& where) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  std::vector<std::string> items;
-  if (first != std::string::npos && text[first] == '[') {
-    const train::Json array = train::ParseJson(text, where);
-    ROTOR_CHECK(array.is_array(), where, ": expected a JSON array of ids");
-    for (const train::Json& item : array) items.push_back(item.dump());
-  } else {
-    std::string item;
-    for (const char c : text + " ") {
-      if (c == ' ' || c == ',' || c == '\t' || c == '\n' || c == '\r') {
-        if (!item.empty()) items.push_back(item);
-        item.clear();
-      } else {
-        item += c;
-      }
-    }
-  }
-  std::vector<train::TokenId> ids;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const std::string& item = items[i];
-    train::TokenId id = 0;
-    const auto [end, error] =
-        std::from_chars(item.data(), item.data() + item.size(), id);
-    ROTOR_CHECK(error == std::errc() && end == item.data() + item.size(), where,
-                ": item ", i, " ('", item, "') is not an integer token id");
-    ids.push_back(id);
-  }
-  return ids;
-}
-
 struct DecodeOptions {
   std::string tokenizer;
   std::string ids;
@@ -281,12 +238,12 @@ void RunDecode(const DecodeOptions& options) {
   std::vector<train::TokenId> ids;
   if (options.input.empty()) {
     try {
-      ids = ParseIds(options.ids, "--ids");
+      ids = ParseTokenIds(options.ids, "--ids");
     } catch (const Error& error) {
       throw CLI::ValidationError(error.what());
     }
   } else {
-    ids = ParseIds(train::ReadFile(options.input), options.input);
+    ids = ParseTokenIds(train::ReadFile(options.input), options.input);
   }
   const std::unique_ptr<train::Tokenizer> tokenizer =
       train::LoadTokenizer(options.tokenizer);

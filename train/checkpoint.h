@@ -127,13 +127,14 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
 std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
     const std::string& path, const ModelConfig& model);
 
-// The tokenizer a checkpoint was trained with, as a spec (its tokenizer.json
-// copy, or "byte"; a Hugging Face folder's tokenizer.json) and loaded.
+// The tokenizer a checkpoint (`path`, resolved as above) was trained with,
+// as a spec (its tokenizer.json copy, or "byte"; a Hugging Face folder's
+// tokenizer.json) and loaded.
 std::string CheckpointTokenizerSpec(const std::string& path);
 std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path);
 
-// Throws unless the checkpoint at `checkpoint` and the prepared data folder
-// `data_dir` use the same tokenizer, naming both.
+// Throws unless the checkpoint `checkpoint` (resolved as above) and the
+// prepared data folder `data_dir` use the same tokenizer, naming both.
 void CheckSameTokenizer(const std::string& checkpoint,
                         const std::string& data_dir);
 

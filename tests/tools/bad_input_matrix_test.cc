@@ -377,6 +377,11 @@ std::vector<BadInput> CheckpointCases() {
           "generate --prompt The --max-new-tokens 2 --checkpoint CASE/" +
               std::string(kCheckpoint)),
       Checkpoint(
+          "WeightsTruncatedForScore", weights,
+          [](const std::string& path) { Truncate(path, 1000); },
+          "runs past the end of the file",
+          "score --text The --checkpoint CASE/" + std::string(kCheckpoint)),
+      Checkpoint(
           "StateBrokenJsonOnResume", "trainer_state.json",
           [](const std::string& path) {
             train::WriteFileAtomically(path, "{\"step\": 2,");

@@ -134,7 +134,8 @@ TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
        "--method: last not in {truncate,sliding}"},
       {eval + "--passkey", "--passkey needs --passkey-lengths or --lengths"},
       {"generate --checkpoint " + checkpoint,
-       "rotor generate: --prompt is required"},
+       "rotor generate: Exactly 1 option from [--prompt,--prompt-ids] is "
+       "required"},
       {generate + "--top-p 0", "--top-p: must be in [1e-09, 1], got 0"},
       {generate + "--temperature hot",
        "--temperature: expects a number, got 'hot'"},
@@ -172,8 +173,8 @@ TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
 TEST_F(RotorCli, HelpListsCommandsAndTheirFlags) {
   Result r = Run("--help");
   EXPECT_EQ(r.status, 0);
-  for (const char* command :
-       {"train", "eval", "generate", "prepare", "extend-report", "rope"}) {
+  for (const char* command : {"train", "eval", "generate", "score", "prepare",
+                              "extend-report", "rope", "tokenizer"}) {
     EXPECT_CONTAINS(r.out, std::string("\n  ") + command + " ");
   }
   EXPECT_EQ(Run("help").out, r.out);
@@ -185,11 +186,15 @@ TEST_F(RotorCli, HelpListsCommandsAndTheirFlags) {
       {"train", {"CONFIG.yaml", "key.path=value", "--samples N"}},
       {"eval",
        {"--checkpoint DIR", "--lengths LIST", "--method", "--passkey ",
-        "--passkey-lengths LIST", "--depths LIST", "--rope-from FILE",
+        "--passkey-lengths LIST", "--depths LIST", "--rope-from FILE", "--json",
         "--threads N", "key.path=value"}},
       {"generate",
-       {"--checkpoint DIR", "--prompt TEXT", "--max-new-tokens N",
-        "--temperature X", "--top-k N", "--top-p X", "--seed N"}},
+       {"--checkpoint DIR", "--prompt TEXT", "--prompt-ids IDS", "--token-ids",
+        "--max-new-tokens N", "--temperature X", "--top-k N", "--top-p X",
+        "--seed N"}},
+      {"score",
+       {"--checkpoint DIR", "--tokens FILE", "--text TEXT",
+        "--no-add-special-tokens", "--logits FILE", "--json", "--threads N"}},
       {"extend-report", {"CONFIG.yaml", "key.path=value"}},
   };
   for (const auto& [command, expected] : flags) {

@@ -2,7 +2,7 @@
 // moments and trainer state; clear errors for missing or corrupt files and
 // checkpoints of another architecture; half-written temporary folders are
 // invisible; pruning keeps the newest N; loading a trained model
-// (train.init_from and LoadCheckpointModel).
+// (train.init_from and LoadCheckpointModel) and its tokenizer.
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "train/config/model_config.h"
 #include "train/io/atomic_file.h"
 #include "train/io/safetensors.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/trainer.h"
 
 namespace rotor::train {
@@ -434,6 +435,26 @@ TEST(LoadCheckpointModel, AppliesRopeSettingsAndRejectsArchitectureOnes) {
   other.intermediate_size = 48;
   ROTOR_EXPECT_ERROR(LoadCheckpointModelAs(dir.Path("base"), other),
                      "intermediate_size 64 (checkpoint) vs 48 (config)");
+}
+
+// A run's output_dir stands for its newest checkpoint for the tokenizer
+// too: the checkpoint's own tokenizer.json copy, not "byte".
+TEST(LoadCheckpointTokenizer, ResolvesARunsOutputDir) {
+  test::TempDir dir;
+  const std::string tokenizer =
+      dir.Write("tokenizer.json", ByteTokenizerJson());
+  nn::Transformer model(Config(8, true), 1);
+  const std::string path = CheckpointDir(dir.Path("run"), 3);
+  SaveCheckpoint(path, model, nullptr, TrainerState{}, "", tokenizer);
+  for (const std::string& given : {path, dir.Path("run")}) {
+    EXPECT_EQ(LoadCheckpointTokenizer(given)->Name(), path + "/tokenizer.json")
+        << given;
+    EXPECT_NO_THROW(CheckSameTokenizer(given, dir.path()));
+    ROTOR_EXPECT_ERROR(CheckSameTokenizer(given, dir.Path("run")),
+                       "was trained with tokenizer " + path +
+                           "/tokenizer.json but the data in " +
+                           dir.Path("run") + " was prepared with byte");
+  }
 }
 
 }  // namespace

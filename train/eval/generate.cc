@@ -143,13 +143,26 @@ bool EndsMidCharacter(const std::string& text) {
 
 }  // namespace
 
+std::vector<TokenId> PromptIds(const Tokenizer& tokenizer,
+                               const std::string& prompt) {
+  std::vector<TokenId> ids = {DocumentSeparator(tokenizer)};
+  const std::vector<TokenId> text_ids = tokenizer.Encode(prompt, false);
+  ids.insert(ids.end(), text_ids.begin(), text_ids.end());
+  return ids;
+}
+
 std::string GenerateText(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::string& prompt, const SamplingOptions& options,
     const std::function<void(const std::string&)>& on_text) {
-  std::vector<TokenId> ids = {DocumentSeparator(tokenizer)};
-  const std::vector<TokenId> prompt_ids = tokenizer.Encode(prompt, false);
-  ids.insert(ids.end(), prompt_ids.begin(), prompt_ids.end());
+  return GenerateText(model, tokenizer, PromptIds(tokenizer, prompt), options,
+                      on_text);
+}
+
+std::string GenerateText(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
+    const std::function<void(const std::string&)>& on_text) {
   std::vector<TokenId> generated;
   std::string shown;
   std::function<void(TokenId)> on_token;
@@ -168,7 +181,7 @@ std::string GenerateText(
     };
   }
   const std::vector<TokenId> result =
-      GenerateTokens(model, tokenizer, ids, options, on_token);
+      GenerateTokens(model, tokenizer, prompt_ids, options, on_token);
   const std::string text = tokenizer.Decode(result, true);
   if (on_text && text.size() > shown.size() &&
       text.compare(0, shown.size(), shown) == 0) {

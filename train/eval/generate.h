@@ -43,15 +43,25 @@ std::vector<TokenId> GenerateTokens(
     const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(TokenId)>& on_token = nullptr);
 
-// Text in, text out: the prompt is encoded after the tokenizer's document
-// separator (the start-of-document token the model saw in training), and
-// the new ids are decoded as a whole. `on_text` gets the text as it grows:
-// after each token, whatever the decoded text gained, held back while it
-// ends in an incomplete UTF-8 character (a byte-level BPE token may carry
-// half of one).
+// The ids generation starts from for the text `prompt`: the tokenizer's
+// document separator (the start-of-document token the model saw in
+// training), then the prompt encoded without special tokens.
+std::vector<TokenId> PromptIds(const Tokenizer& tokenizer,
+                               const std::string& prompt);
+
+// Text in, text out: the prompt is encoded as PromptIds, and the new ids are
+// decoded as a whole. `on_text` gets the text as it grows: after each token,
+// whatever the decoded text gained, held back while it ends in an incomplete
+// UTF-8 character (a byte-level BPE token may carry half of one).
 std::string GenerateText(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::string& prompt, const SamplingOptions& options,
+    const std::function<void(const std::string&)>& on_text = nullptr);
+// The same from prompt ids, used as they are (e.g. the ids another tool
+// generated from; nothing is added in front).
+std::string GenerateText(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(const std::string&)>& on_text = nullptr);
 
 // `text` with control bytes other than newline and tab written as "\xNN",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include "core/limits.h"
 #include "core/parallel.h"
 #include "train/io/json.h"
+#include "train/tokenizer/byte_level_bpe_json.h"
 #include "train/tokenizer/pre_tokenizers.h"
 #include "train/tokenizer/regex.h"
 #include "train/tokenizer/unicode.h"
@@ -315,63 +317,10 @@ BpeModel TrainBpe(const std::vector<WordCount>& words,
 
 std::string BpeTokenizerJson(const BpeModel& model,
                              const BpeTrainerOptions& options) {
-  Json added_tokens = Json::array();
-  for (int64_t id = 0; id < model.special_token_count; ++id) {
-    added_tokens.push_back({{"id", id},
-                            {"content", model.vocab[id]},
-                            {"single_word", false},
-                            {"lstrip", false},
-                            {"rstrip", false},
-                            {"normalized", false},
-                            {"special", true}});
-  }
-  Json vocab = Json::object();
-  for (size_t id = 0; id < model.vocab.size(); ++id) {
-    vocab[model.vocab[id]] = id;
-  }
-  Json merges = Json::array();
-  for (const auto& [left, right] : model.merges) {
-    merges.push_back(model.vocab[left] + " " + model.vocab[right]);
-  }
-  const Json byte_level_pre_tokenizer = {{"type", "ByteLevel"},
-                                         {"add_prefix_space", false},
-                                         {"trim_offsets", true},
-                                         {"use_regex", false}};
-  const Json tokenizer = {{"version", "1.0"},
-                          {"truncation", nullptr},
-                          {"padding", nullptr},
-                          {"added_tokens", std::move(added_tokens)},
-                          {"normalizer", nullptr},
-                          {"pre_tokenizer",
-                           {{"type", "Sequence"},
-                            {"pretokenizers",
-                             {{{"type", "Split"},
-                               {"pattern", {{"Regex", options.split_pattern}}},
-                               {"behavior", "Isolated"},
-                               {"invert", false}},
-                              byte_level_pre_tokenizer}}}},
-                          {"post_processor",
-                           {{"type", "ByteLevel"},
-                            {"add_prefix_space", false},
-                            {"trim_offsets", false},
-                            {"use_regex", false}}},
-                          {"decoder",
-                           {{"type", "ByteLevel"},
-                            {"add_prefix_space", false},
-                            {"trim_offsets", true},
-                            {"use_regex", false}}},
-                          {"model",
-                           {{"type", "BPE"},
-                            {"dropout", nullptr},
-                            {"unk_token", nullptr},
-                            {"continuing_subword_prefix", nullptr},
-                            {"end_of_word_suffix", nullptr},
-                            {"fuse_unk", false},
-                            {"byte_fallback", false},
-                            {"ignore_merges", false},
-                            {"vocab", std::move(vocab)},
-                            {"merges", std::move(merges)}}}};
-  return tokenizer.dump(2) + "\n";
+  std::vector<TokenId> special_ids(model.special_token_count);
+  std::iota(special_ids.begin(), special_ids.end(), 0);
+  return ByteLevelBpeTokenizerJson(model.vocab, special_ids, model.merges,
+                                   options.split_pattern);
 }
 
 }  // namespace rotor::train

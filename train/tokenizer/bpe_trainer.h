@@ -97,10 +97,10 @@ BpeModel TrainBpe(const std::vector<WordCount>& words,
                   const BpeTrainerOptions& options,
                   const BpeProgress& progress = {});
 
-// The tokenizer.json text of `model`: HF's layout (version "1.0",
-// added_tokens, Split + ByteLevel pre-tokenizer, ByteLevel post-processor
-// and decoder, a BPE model with ignore_merges false and merges as "a b"
-// strings), 2-space indented, ending in a newline.
+// The tokenizer.json text of `model` (byte_level_bpe_json.h): HF's layout
+// (version "1.0", added_tokens, Split + ByteLevel pre-tokenizer, ByteLevel
+// post-processor and decoder, a BPE model with ignore_merges false and
+// merges as "a b" strings), 2-space indented, ending in a newline.
 std::string BpeTokenizerJson(const BpeModel& model,
                              const BpeTrainerOptions& options);
 

@@ -1,6 +1,8 @@
 #include "train/tokenizer/byte_tokenizer.h"
 
 #include "core/error.h"
+#include "train/tokenizer/byte_level_bpe_json.h"
+#include "train/tokenizer/pre_tokenizers.h"
 
 namespace rotor::train {
 
@@ -45,6 +47,14 @@ std::string ByteTokenizer::Decode(const std::vector<TokenId>& ids,
 std::optional<TokenId> ByteTokenizer::TokenToId(std::string_view token) const {
   if (token == kEndOfTextText) return kEndOfText;
   return std::nullopt;
+}
+
+std::string ByteTokenizerJson() {
+  std::vector<std::string> vocab(ByteLevelChars().begin(),
+                                 ByteLevelChars().end());
+  vocab.push_back(ByteTokenizer::kEndOfTextText);
+  return ByteLevelBpeTokenizerJson(vocab, {ByteTokenizer::kEndOfText},
+                                   /*merges=*/{}, /*split_pattern=*/"");
 }
 
 }  // namespace rotor::train

@@ -13,6 +13,8 @@
 //
 // The static helpers (Encode(text), EncodeAppend, Decode(ids)) serve the data
 // pipeline, which needs no object; the virtual members implement Tokenizer.
+// ByteTokenizerJson writes the same ids as a Hugging Face tokenizer.json, so
+// a byte-level model runs in HF's tools too.
 #ifndef ROTOR_TRAIN_TOKENIZER_BYTE_TOKENIZER_H_
 #define ROTOR_TRAIN_TOKENIZER_BYTE_TOKENIZER_H_
 
@@ -56,6 +58,24 @@ class ByteTokenizer : public Tokenizer {
   // "byte".
   std::string Name() const override { return kName; }
 };
+
+// A Hugging Face tokenizer.json with the byte tokenizer's ids: byte b is id
+// b, and "<|endoftext|>" a special added token with id 256. It is a
+// byte-level BPE (byte_level_bpe_json.h) without merges, whose vocabulary
+// is GPT-2's 256 byte characters with their bytes' values as ids, and
+// without a regex: the ByteLevel pre-tokenizer maps the whole text to those
+// characters (add_prefix_space false), BPE leaves each one a token, and no
+// post-processor adds a token. So HF's tokenizers and rotor's HfTokenizer
+// encode a text to exactly its UTF-8 bytes, with two differences from
+// ByteTokenizer:
+//   - the text "<|endoftext|>" is the one id 256 (HF always cuts special
+//     tokens out of a text), where ByteTokenizer encodes its 13 bytes;
+//   - text that is not valid UTF-8: HF's tokenizers take only strings
+//     (Python str, Rust String), so such bytes never reach it as they are,
+//     and rotor's HfTokenizer replaces them with U+FFFD as a TextDecoder
+//     does; decoding ids that are not valid UTF-8 together gives U+FFFD too
+//     (HF decodes lossily), where ByteTokenizer gives the bytes back.
+std::string ByteTokenizerJson();
 
 }  // namespace rotor::train
 

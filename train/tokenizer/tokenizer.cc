@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "train/io/atomic_file.h"
+#include "train/io/json.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/hf_tokenizer.h"
 
@@ -55,6 +56,29 @@ void CopyTokenizerInto(const std::string& spec, const std::string& dir) {
   if (file.empty()) return;
   WriteFileAtomically(dir + "/tokenizer.json",
                       ReadFile(file, limits::kMaxTokenizerJsonBytes));
+}
+
+void WriteHfTokenizerFiles(const std::string& tokenizer_spec,
+                           const std::string& dir) {
+  // transformers decodes with clean_up_tokenization_spaces, which would
+  // turn "a ." into "a.", unless told not to: rotor's decode, like HF's
+  // tokenizers library, never does.
+  Json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                 {"clean_up_tokenization_spaces", false}};
+  if (TokenizerFile(tokenizer_spec).empty()) {
+    WriteFileAtomically(dir + "/tokenizer.json", ByteTokenizerJson());
+    // <|endoftext|> starts every document rotor trains on and ends
+    // generation (DocumentSeparator, EndOfTextIds), as in GPT-2.
+    config["bos_token"] = ByteTokenizer::kEndOfTextText;
+    config["eos_token"] = ByteTokenizer::kEndOfTextText;
+  } else {
+    // A tokenizer.json does not say which of its added tokens are the bos,
+    // eos or pad token (the tokenizer_config.json it came with does, and
+    // rotor keeps only the tokenizer.json), so they are left out rather
+    // than guessed.
+    CopyTokenizerInto(tokenizer_spec, dir);
+  }
+  WriteFileAtomically(dir + "/tokenizer_config.json", config.dump(2) + "\n");
 }
 
 TokenId DocumentSeparator(const Tokenizer& tokenizer) {

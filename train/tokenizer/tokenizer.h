@@ -80,6 +80,16 @@ bool SameTokenizer(const std::string& a, const std::string& b);
 // "byte"), atomically.
 void CopyTokenizerInto(const std::string& spec, const std::string& dir);
 
+// Writes the tokenizer files of a Hugging Face model folder into the
+// existing folder DIR, each atomically: DIR/tokenizer.json (for "byte",
+// ByteTokenizerJson; otherwise the file `tokenizer_spec` names, bytes
+// unchanged) and DIR/tokenizer_config.json, with which transformers'
+// AutoTokenizer loads it as a PreTrainedTokenizerFast that decodes as the
+// tokenizer.json does (clean_up_tokenization_spaces false); for "byte" it
+// also names "<|endoftext|>" as the bos and eos token.
+void WriteHfTokenizerFiles(const std::string& tokenizer_spec,
+                           const std::string& dir);
+
 // The token that starts every document in rotor's token files and starts
 // generation: the first token the post-processor puts around an empty text
 // (the BOS of Llama-style tokenizers: <s>, <|begin_of_text|>), else the

@@ -1,10 +1,22 @@
-// ByteTokenizer: bytes are ids 0..255, <|endoftext|> is 256.
+// ByteTokenizer: bytes are ids 0..255, <|endoftext|> is 256; its Hugging
+// Face tokenizer.json (ByteTokenizerJson) gives the same ids in rotor's
+// HfTokenizer (the JS port of HF tokenizers is checked in
+// hf_conformance_test.cc), and WriteHfTokenizerFiles writes a model
+// folder's tokenizer files.
 #include "train/tokenizer/byte_tokenizer.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
+
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "tests/train/tokenizer/hf_reference.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+#include "train/tokenizer/hf_tokenizer.h"
+#include "train/tokenizer/pre_tokenizers.h"
 
 namespace rotor::train {
 namespace {
@@ -54,6 +66,110 @@ TEST(ByteTokenizer, ImplementsTokenizer) {
   EXPECT_EQ(tokenizer.TokenToId("<|endoftext|>"), 256);
   EXPECT_EQ(tokenizer.TokenToId("a"), std::nullopt);
   EXPECT_EQ(tokenizer.Name(), "byte");
+}
+
+std::unique_ptr<HfTokenizer> ByteTokenizerFromJson() {
+  return HfTokenizer::Parse(ByteTokenizerJson(), "byte tokenizer.json");
+}
+
+// Byte b's GPT-2 character is token b, <|endoftext|> is 256: 257 ids.
+TEST(ByteTokenizerJson, MapsEveryByteToItsValue) {
+  const auto tokenizer = ByteTokenizerFromJson();
+  EXPECT_EQ(tokenizer->VocabSize(), ByteTokenizer::kVocabSize);
+  for (int b = 0; b < 256; ++b) {
+    EXPECT_EQ(tokenizer->TokenToId(ByteLevelChars()[b]), b) << "byte " << b;
+  }
+  EXPECT_EQ(tokenizer->TokenToId("<|endoftext|>"), ByteTokenizer::kEndOfText);
+  // Decoded one by one, the ASCII bytes come back; a lone byte of a
+  // multi-byte character is not valid UTF-8 and decodes as U+FFFD, where
+  // ByteTokenizer gives the byte itself.
+  for (TokenId b = 0; b < 128; ++b) {
+    EXPECT_EQ(tokenizer->Decode({b}, false), std::string(1, static_cast<char>(b)));
+  }
+  EXPECT_EQ(tokenizer->Decode({0xC3}, false), "\uFFFD");
+  EXPECT_EQ(ByteTokenizer::Decode({0xC3}), "\xC3");
+  EXPECT_EQ(tokenizer->Decode({0xC3, 0xA9}, false), "\u00E9");
+}
+
+// On valid UTF-8 text: exactly its bytes, with or without special tokens
+// (nothing is added), except that the text <|endoftext|> is id 256; decoding
+// gives the text back.
+TEST(ByteTokenizerJson, EncodesValidUtf8ToItsBytes) {
+  const auto tokenizer = ByteTokenizerFromJson();
+  const std::vector<std::string> texts = test::ByteTokenizerTexts();
+  // The first text holds every byte valid UTF-8 can hold.
+  const std::set<unsigned char> bytes(texts[0].begin(), texts[0].end());
+  EXPECT_EQ(bytes.size(), 256u - 2 - 11);  // all but C0, C1 and F5..FF
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text.substr(0, 40));
+    const std::vector<TokenId> expected = test::ExpectedByteTokenizerIds(text);
+    EXPECT_EQ(tokenizer->Encode(text, true), expected);
+    EXPECT_EQ(tokenizer->Encode(text, false), expected);
+    EXPECT_EQ(tokenizer->Decode(expected, false), text);
+    std::string without_special = text;
+    for (size_t at;
+         (at = without_special.find("<|endoftext|>")) != std::string::npos;) {
+      without_special.erase(at, 13);
+    }
+    EXPECT_EQ(tokenizer->Decode(expected, true), without_special);
+  }
+  // The text <|endoftext|> is the special token here; ByteTokenizer keeps
+  // it as 13 bytes.
+  EXPECT_EQ(tokenizer->Encode("a<|endoftext|>", false),
+            (std::vector<TokenId>{'a', 256}));
+  EXPECT_EQ(ByteTokenizer::Encode("a<|endoftext|>").size(), 14u);
+}
+
+// Bytes that are not valid UTF-8 become U+FFFD first (as a TextDecoder
+// reads them), so their ids are U+FFFD's three bytes, not the bytes.
+TEST(ByteTokenizerJson, InvalidUtf8IsReplacedFirst) {
+  const auto tokenizer = ByteTokenizerFromJson();
+  EXPECT_EQ(tokenizer->Encode("a\xFF"
+                              "b",
+                              false),
+            (std::vector<TokenId>{'a', 0xEF, 0xBF, 0xBD, 'b'}));
+  EXPECT_EQ(ByteTokenizer::Encode("a\xFF"
+                                  "b"),
+            (std::vector<TokenId>{'a', 0xFF, 'b'}));
+}
+
+TEST(WriteHfTokenizerFiles, WritesTheByteTokenizerJsonAndItsConfig) {
+  test::TempDir dir;
+  WriteHfTokenizerFiles("byte", dir.path());
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"tokenizer.json",
+                                                  "tokenizer_config.json"}));
+  EXPECT_EQ(ReadFile(dir.Path("tokenizer.json")), ByteTokenizerJson());
+  const Json config = ParseJson(ReadFile(dir.Path("tokenizer_config.json")),
+                                "tokenizer_config.json");
+  EXPECT_EQ(config, Json::parse(R"({
+      "tokenizer_class": "PreTrainedTokenizerFast",
+      "clean_up_tokenization_spaces": false,
+      "bos_token": "<|endoftext|>",
+      "eos_token": "<|endoftext|>"})"));
+}
+
+// A tokenizer.json model's file is copied byte for byte; its bos and eos
+// tokens are not known, so the config leaves them out.
+TEST(WriteHfTokenizerFiles, CopiesATokenizerJsonUnchanged) {
+  test::TempDir dir;
+  const std::string own =
+      dir.Write("own/tokenizer.json", ByteTokenizerJson() + "\n  \n");
+  for (const char* folder : {"model", "model2", "model3"}) {
+    std::filesystem::create_directories(dir.Path(folder));
+  }
+  WriteHfTokenizerFiles(own, dir.Path("model"));
+  EXPECT_EQ(ReadFile(dir.Path("model/tokenizer.json")), ReadFile(own));
+  const Json config = ParseJson(
+      ReadFile(dir.Path("model/tokenizer_config.json")), "tokenizer_config");
+  EXPECT_EQ(config, Json::parse(R"({
+      "tokenizer_class": "PreTrainedTokenizerFast",
+      "clean_up_tokenization_spaces": false})"));
+  // The folder form of the spec names the same file.
+  WriteHfTokenizerFiles(dir.Path("own"), dir.Path("model2"));
+  EXPECT_EQ(ReadFile(dir.Path("model2/tokenizer.json")), ReadFile(own));
+  ROTOR_EXPECT_ERROR(
+      WriteHfTokenizerFiles(dir.Path("nothing.json"), dir.Path("model3")),
+      dir.Path("nothing.json"));
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 // document (100, 1.20 MB), for Llama 2 every 25th (20, 0.23 MB), since the
 // JS port encodes SentencePiece BPE at about 0.1 MB/s. Each test takes a few
 // seconds, mostly in node; hf_conformance_longtest.cc does the whole corpus
-// (5.98 MB) for both.
+// (5.98 MB) for both. Two files rotor writes are checked too: a BPE
+// tokenizer it trained, and its byte tokenizer's (ByteTokenizerJson).
 //
 // Needs node and the cached reference: bash scripts/fetch_tokenizers.sh and
 // bash scripts/fetch_brown.sh (scripts/test.sh runs both).
@@ -21,6 +22,7 @@
 #include "tests/train/tokenizer/hf_reference.h"
 #include "train/data/text_corpus.h"
 #include "train/tokenizer/bpe_trainer.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::test {
 namespace {
@@ -77,6 +79,40 @@ TEST(HfConformance, RotorTrainedBpeRoundTripsThroughTheReference) {
   }
   CheckAgainstReference(trained, inputs, dir.path(),
                         "adversarial, brown 1 in 25, 500 random strings");
+}
+
+// The tokenizer.json of rotor's byte tokenizer (ByteTokenizerJson) in the
+// JS port: every valid UTF-8 text of ByteTokenizerTexts encodes to its bytes
+// as ids (<|endoftext|> to 256), and rotor's HfTokenizer agrees with the
+// port on those texts and the adversarial set (whose invalid UTF-8 both read
+// as a TextDecoder does).
+TEST(HfConformance, ByteTokenizerJsonEncodesTextAsItsBytes) {
+  TempDir dir;
+  const std::string file = dir.Path("byte-tokenizer.json");
+  WriteBytes(file, train::ByteTokenizerJson());
+  const ReferenceTokenizer byte_json{"rotor-byte", "", {}, file};
+  const std::string missing = MissingReference(byte_json);
+  ASSERT_TRUE(missing.empty()) << missing;
+  std::vector<ReferenceInput> texts;
+  const std::vector<std::string> byte_texts = ByteTokenizerTexts();
+  for (size_t i = 0; i < byte_texts.size(); ++i) {
+    const std::string path = dir.Path("text" + std::to_string(i) + ".txt");
+    WriteBytes(path, byte_texts[i]);
+    texts.push_back({"byte text " + std::to_string(i), path, byte_texts[i]});
+  }
+  const std::vector<ReferenceResult> expected =
+      RunReference(byte_json, texts, dir.path());
+  ASSERT_EQ(expected.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::vector<TokenId> bytes = ExpectedByteTokenizerIds(texts[i].bytes);
+    EXPECT_EQ(expected[i].with_special.ids, bytes) << texts[i].name;
+    EXPECT_EQ(expected[i].without_special.ids, bytes) << texts[i].name;
+    EXPECT_EQ(expected[i].with_special.decode, texts[i].bytes) << texts[i].name;
+  }
+  std::vector<ReferenceInput> inputs = AdversarialInputs();
+  inputs.insert(inputs.end(), texts.begin(), texts.end());
+  CheckAgainstReference(byte_json, inputs, dir.path(),
+                        "byte texts and adversarial");
 }
 
 TEST(HfConformance, Llama3Adversarial) { CheckAdversarial(Llama3Reference()); }

@@ -34,6 +34,7 @@
 #include "train/data/data_dir.h"
 #include "train/io/atomic_file.h"
 #include "train/tokenizer/tokenizer.h"
+#include "train/tokenizer/unicode.h"
 
 namespace rotor::test {
 
@@ -183,6 +184,48 @@ inline std::vector<ReferenceInput> RandomInputs(const std::string& dir,
     inputs.push_back({name, path, std::move(bytes)});
   }
   return inputs;
+}
+
+// Valid UTF-8 texts for the byte tokenizer's tokenizer.json
+// (ByteTokenizerJson). The first holds every byte value valid UTF-8 can
+// hold (all but C0, C1 and F5..FF): every code point below U+0800 (the
+// one-byte forms, NUL included, and every two-byte lead and continuation
+// byte), then every 2048th code point above, surrogates left out (every
+// lead byte of the three- and four-byte forms). The others mix multi-byte
+// characters, white space and <|endoftext|>, whole, repeated and cut short.
+inline std::vector<std::string> ByteTokenizerTexts() {
+  std::string every_byte;
+  for (char32_t c = 0; c < 0x800; ++c) {
+    train::unicode::AppendUtf8(c, every_byte);
+  }
+  for (char32_t c = 0x800; c <= 0x10FFFF; c += 0x800) {
+    if (c < 0xD800 || c > 0xDFFF) train::unicode::AppendUtf8(c, every_byte);
+  }
+  return {every_byte,
+          "",
+          "Hello, world!\n",
+          "<|endoftext|>",
+          "The end.<|endoftext|>A new start<|endoftext|><|endoftext|>",
+          "<|endoftext|<|endoftext <|endoftext|>|>",
+          "  leading\tand trailing \r\n",
+          "na\u00EFve caf\u00E9 \u2014 \u65E5\u672C\u8A9E e\u0301 "
+          "\U0001F642\U0001F44D\U0001F3FD \u0120\u2581\uFFFD\uFEFF"};
+}
+
+// The ids ByteTokenizerJson gives `text`: its bytes, with each
+// "<|endoftext|>" one id, 256 (HF cuts special tokens out of a text).
+inline std::vector<TokenId> ExpectedByteTokenizerIds(const std::string& text) {
+  const std::string special = "<|endoftext|>";
+  std::vector<TokenId> ids;
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, special.size(), special) == 0) {
+      ids.push_back(256);
+      i += special.size();
+    } else {
+      ids.push_back(static_cast<unsigned char>(text[i++]));
+    }
+  }
+  return ids;
 }
 
 // What the JS port made of one input.
