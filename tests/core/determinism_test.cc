@@ -2,10 +2,12 @@
 // sgemm, run twice at 2 threads, gives bitwise identical values and
 // gradients; the cross-row sums match even between 1 and 2 threads; every
 // Highway kernel family (softmax, log-softmax, RMSNorm, SiLU, SwiGLU, cross
-// entropy, AdamW, vector basics) gives the same bits at 1 and 2 threads.
+// entropy, AdamW, vector basics, float conversions) gives the same bits at 1
+// and 2 threads.
 #include <random>
 
 #include "core/kernels/adamw.h"
+#include "core/kernels/convert.h"
 #include "core/kernels/vector_ops.h"
 #include "core/ops/ops.h"
 #include "tests/test_util.h"
@@ -58,7 +60,8 @@ TEST(Determinism, CrossRowSumsIndependentOfThreadCount) {
 }
 
 // One forward and backward pass through the ops that run on the Highway
-// kernel families, plus AdamW and the vector basics on raw arrays. Sizes
+// kernel families, plus AdamW, the vector basics and the float conversions
+// on raw arrays (their 16-bit results widened back to floats). Sizes
 // give every kernel several ParallelFor tasks at 2 threads (each task is at
 // least 16384 floats), so the split differs from the 1-thread run.
 std::vector<std::vector<float>> HighwayKernelsPass() {
@@ -89,6 +92,11 @@ std::vector<std::vector<float>> HighwayKernelsPass() {
   kernels::Add(param.data(), grad.data(), sum.data(), n);
   kernels::Axpy(0.25f, grad.data(), sum.data(), n);
   kernels::Scale(-3.0f, sum.data(), n);
+  std::vector<uint16_t> halves(n);
+  kernels::F32ToBF16(sum.data(), halves.data(), n);
+  std::vector<float> from_bf16(n), from_f16(n);
+  kernels::BF16ToF32(halves.data(), from_bf16.data(), n);
+  kernels::F16ToF32(halves.data(), from_f16.data(), n);
   return {h.ToVector(),
           {loss.item()},
           x.grad().ToVector(),
@@ -97,7 +105,9 @@ std::vector<std::vector<float>> HighwayKernelsPass() {
           param,
           m,
           v,
-          sum};
+          sum,
+          from_bf16,
+          from_f16};
 }
 
 // On every compiled target: AVX2 and AVX3 have FMA, where an implicit

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "train/config/model_config.h"
@@ -30,13 +31,21 @@ inline std::string AsText(const uint8_t* data, size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-// A safetensors file: header and data (every F32 tensor is copied out).
+// A safetensors file: header and data (every F32 tensor is copied out, and
+// every F32, BF16 and F16 tensor read as float32).
 inline void FuzzSafetensors(const uint8_t* data, size_t size) {
   try {
     const train::SafetensorsFile file =
         train::SafetensorsFile::Parse(AsText(data, size), "fuzz.safetensors");
     for (const train::SafetensorsFile::TensorInfo& info : file.tensors()) {
       if (info.dtype == train::SafetensorsDtype::kF32) file.ReadF32(info.name);
+      if (info.dtype == train::SafetensorsDtype::kF32 ||
+          info.dtype == train::SafetensorsDtype::kBF16 ||
+          info.dtype == train::SafetensorsDtype::kF16) {
+        std::vector<float> values((info.end - info.begin) /
+                                  train::SafetensorsDtypeSize(info.dtype));
+        file.ReadAsF32(info, values.data());
+      }
     }
   } catch (const Error&) {
   }

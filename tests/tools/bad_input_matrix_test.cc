@@ -323,8 +323,8 @@ std::vector<BadInput> CheckpointCases() {
           "duplicate key \"step\" at /__metadata__"),
       CheckpointHeader(
           "HeaderUnknownDtype",
-          [](std::string h) { return Replace(h, "\"F32\"", "\"F16\""); },
-          "unsupported dtype \"F16\""),
+          [](std::string h) { return Replace(h, "\"F32\"", "\"F64\""); },
+          "unsupported dtype \"F64\""),
       CheckpointHeader(
           "HeaderWrongShape",
           [](std::string h) { return Replace(h, "[257,32]", "[257,33]"); },

@@ -1,5 +1,8 @@
 #include "train/io/safetensors.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -7,6 +10,9 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/kernels/convert.h"
+#include "core/kernels/row_split.h"
+#include "core/parallel.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 
@@ -18,8 +24,13 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 namespace {
 
 constexpr SafetensorsDtype kAllDtypes[] = {
-    SafetensorsDtype::kF32, SafetensorsDtype::kI32, SafetensorsDtype::kI64,
-    SafetensorsDtype::kU16};
+    SafetensorsDtype::kF32, SafetensorsDtype::kI32,  SafetensorsDtype::kI64,
+    SafetensorsDtype::kU16, SafetensorsDtype::kBF16, SafetensorsDtype::kF16};
+
+// ReadAsF32 converts a tensor in blocks of this many bytes of the file and
+// drops each block's pages once converted, so that about two blocks of the
+// file are resident at a time.
+constexpr size_t kConvertBlockBytes = size_t{4} << 20;
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string text = "[";
@@ -52,6 +63,50 @@ void CheckEntryCount(const Json& header, const std::string& source) {
               kMaxSafetensorsEntries);
 }
 
+// Faults in the pages of out[0 .. n) for writing in one system call
+// (madvise MADV_POPULATE_WRITE, Linux 5.14+) before they are written. A fresh
+// float32 tensor is memory never touched, and faulting it in a page at a
+// time, as the first stores would, costs several times the conversion
+// itself; populating each block first made loading a bfloat16 SmolLM2-135M
+// into fresh tensors about 25% faster. Populating pages that are already
+// there still walks each one (a load into tensors written before took 60%
+// longer), so the first page is asked first (mincore) and stands for the
+// rest. Only whole pages inside the range are advised: the memory around
+// belongs to others. It is advice: where the kernel refuses it, the stores
+// fault the pages in as before.
+void PrefaultForWriting(float* out, size_t n) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin =
+      (reinterpret_cast<uintptr_t>(out) + page - 1) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(out + n) / page * page;
+  if (begin >= end) return;
+  void* const first_page = reinterpret_cast<void*>(begin);
+  unsigned char resident = 0;
+  if (::mincore(first_page, page, &resident) == 0 && (resident & 1)) return;
+  ::madvise(first_page, end - begin, MADV_POPULATE_WRITE);
+}
+
+// out[0 .. n) = the n elements of `dtype` (F32, BF16 or F16) at `in`, as
+// float32, over rotor's threads.
+void ConvertToF32(SafetensorsDtype dtype, const char* in, float* out,
+                  size_t n) {
+  const auto* in16 = reinterpret_cast<const uint16_t*>(in);
+  switch (dtype) {
+    case SafetensorsDtype::kBF16:
+      kernels::BF16ToF32(in16, out, n);
+      return;
+    case SafetensorsDtype::kF16:
+      kernels::F16ToF32(in16, out, n);
+      return;
+    default:  // F32, the one other dtype ReadAsF32 lets through
+      ParallelFor(n, kernels::kMinFloatsPerTask,
+                  [&](int64_t begin, int64_t end) {
+                    std::memcpy(out + begin, in + begin * sizeof(float),
+                                (end - begin) * sizeof(float));
+                  });
+  }
+}
+
 }  // namespace
 
 const char* SafetensorsDtypeName(SafetensorsDtype dtype) {
@@ -64,6 +119,10 @@ const char* SafetensorsDtypeName(SafetensorsDtype dtype) {
       return "I64";
     case SafetensorsDtype::kU16:
       return "U16";
+    case SafetensorsDtype::kBF16:
+      return "BF16";
+    case SafetensorsDtype::kF16:
+      return "F16";
   }
   return "?";
 }
@@ -76,6 +135,8 @@ size_t SafetensorsDtypeSize(SafetensorsDtype dtype) {
     case SafetensorsDtype::kI64:
       return 8;
     case SafetensorsDtype::kU16:
+    case SafetensorsDtype::kBF16:
+    case SafetensorsDtype::kF16:
       return 2;
   }
   return 0;
@@ -144,13 +205,23 @@ void WriteSafetensors(const std::string& path,
 }
 
 SafetensorsFile SafetensorsFile::Read(const std::string& path) {
-  return Parse(ReadFile(path), path);
+  SafetensorsFile file;
+  file.mapped_ = MappedFile(path);
+  file.ParseHeader(path);
+  return file;
 }
 
 SafetensorsFile SafetensorsFile::Parse(std::string bytes,
                                        const std::string& source) {
   SafetensorsFile file;
-  file.source_ = source;
+  file.parsed_bytes_ = std::move(bytes);
+  file.ParseHeader(source);
+  return file;
+}
+
+void SafetensorsFile::ParseHeader(const std::string& source) {
+  source_ = source;
+  const std::string_view bytes = this->bytes();
   ROTOR_CHECK(bytes.size() >= 8, source, ": not a safetensors file (",
               bytes.size(), " bytes, too short for the 8-byte header length)");
   uint64_t header_size = 0;
@@ -168,8 +239,8 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
                   header_text[header_text.find_first_not_of(" \t\r\n")] == '{',
               source, ": header is not a JSON object");
   const Json header = ParseJson(header_text, source + " (header)");
-  file.data_start_ = 8 + header_size;
-  const uint64_t data_size = bytes.size() - file.data_start_;
+  data_start_ = 8 + header_size;
+  const uint64_t data_size = bytes.size() - data_start_;
   CheckEntryCount(header, source);
 
   for (const auto& [name, value] : header.items()) {
@@ -180,7 +251,7 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
         ROTOR_CHECK(text.is_string(), source, ": __metadata__ value of '", key,
                     "' is a ", text.type_name(),
                     ", but safetensors metadata must be strings");
-        file.metadata_[key] = text.get<std::string>();
+        metadata_[key] = text.get<std::string>();
       }
       continue;
     }
@@ -208,7 +279,7 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
       }
     }
     ROTOR_CHECK(known, where, ": unsupported dtype ", dtype.dump(),
-                " (rotor reads F32, I32, I64, U16)");
+                " (rotor reads F32, I32, I64, U16, BF16, F16)");
     ROTOR_CHECK(shape.is_array(), where, ": shape is not an array");
     for (const Json& extent : shape) {
       ROTOR_CHECK(extent.is_number(), where, ": shape has a non-number");
@@ -218,28 +289,33 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
                 ": data_offsets must be [BEGIN, END]");
     info.begin = JsonAs<uint64_t>(offsets[0], where + ": bad data_offsets");
     info.end = JsonAs<uint64_t>(offsets[1], where + ": bad data_offsets");
-    ROTOR_CHECK(info.begin <= info.end && info.end <= data_size, where,
-                ": data_offsets [", info.begin, ", ", info.end,
-                "] out of range (the data buffer has ", data_size, " bytes)");
+    ROTOR_CHECK(info.begin <= info.end, where, ": data_offsets [", info.begin,
+                ", ", info.end, "] out of range (BEGIN > END)");
+    ROTOR_CHECK(
+        info.end <= data_size, where, ": data_offsets [", info.begin, ", ",
+        info.end, "] out of range (the data buffer has ", data_size,
+        " bytes): the file is truncated or its header is "
+        "wrong: it has ",
+        bytes.size(), " bytes, this tensor needs ", data_start_ + info.end);
     const uint64_t expected =
         ByteLength(info.shape, SafetensorsDtypeSize(info.dtype), where);
     ROTOR_CHECK(info.end - info.begin == expected, where, ": shape ",
                 ShapeText(info.shape), " x ", SafetensorsDtypeSize(info.dtype),
                 " bytes = ", expected, " bytes, but data_offsets span ",
                 info.end - info.begin);
-    file.tensors_.push_back(std::move(info));
+    tensors_.push_back(std::move(info));
   }
 
   // The buffer must be covered exactly: sorted by offset, each tensor starts
   // where the previous ended, and the last ends at the end of the file.
-  std::stable_sort(file.tensors_.begin(), file.tensors_.end(),
+  std::stable_sort(tensors_.begin(), tensors_.end(),
                    [](const TensorInfo& a, const TensorInfo& b) {
                      return a.begin != b.begin ? a.begin < b.begin
                                                : a.end < b.end;
                    });
   uint64_t covered = 0;
   const TensorInfo* previous = nullptr;
-  for (const TensorInfo& info : file.tensors_) {
+  for (const TensorInfo& info : tensors_) {
     ROTOR_CHECK(info.begin >= covered, source, ": tensors '", previous->name,
                 "' and '", info.name, "' overlap (bytes ", info.begin, "..",
                 covered, ")");
@@ -251,8 +327,6 @@ SafetensorsFile SafetensorsFile::Parse(std::string bytes,
   }
   ROTOR_CHECK(covered == data_size, source, ": ", data_size - covered,
               " trailing bytes after the last tensor");
-  file.bytes_ = std::move(bytes);
-  return file;
 }
 
 const SafetensorsFile::TensorInfo* SafetensorsFile::Find(
@@ -264,7 +338,34 @@ const SafetensorsFile::TensorInfo* SafetensorsFile::Find(
 }
 
 const void* SafetensorsFile::Data(const TensorInfo& info) const {
-  return bytes_.data() + data_start_ + info.begin;
+  return bytes().data() + data_start_ + info.begin;
+}
+
+void SafetensorsFile::ReadAsF32(const TensorInfo& info, float* out) const {
+  ROTOR_CHECK(info.dtype == SafetensorsDtype::kF32 ||
+                  info.dtype == SafetensorsDtype::kBF16 ||
+                  info.dtype == SafetensorsDtype::kF16,
+              source_, ": tensor '", info.name, "' has dtype ",
+              SafetensorsDtypeName(info.dtype),
+              ", which does not convert to float32 (F32, BF16 and F16 do)");
+  const size_t element_size = SafetensorsDtypeSize(info.dtype);
+  const size_t count = (info.end - info.begin) / element_size;
+  const size_t block = kConvertBlockBytes / element_size;
+  const size_t file_offset = data_start_ + info.begin;
+  const char* in = bytes().data() + file_offset;
+  for (size_t done = 0; done < count; done += block) {
+    const size_t n = std::min(block, count - done);
+    PrefaultForWriting(out + done, n);
+    ConvertToF32(info.dtype, in + done * element_size, out + done, n);
+    // Reading a page of a mapped file maps its neighbours in the page cache
+    // too (the kernel's fault-around, as much as a large folio), so pages
+    // of the block before, already released, may be back: release from one
+    // block back. Measured on a SmolLM2-135M file: without it, 7% of the
+    // float32 bytes stayed resident at the end, with it under 1%.
+    const size_t block_begin = file_offset + done * element_size;
+    const size_t back = std::min(block_begin, kConvertBlockBytes);
+    mapped_.ReleasePages(block_begin - back, back + n * element_size);
+  }
 }
 
 std::vector<float> SafetensorsFile::ReadF32(
@@ -279,11 +380,7 @@ std::vector<float> SafetensorsFile::ReadF32(
               ShapeText(info->shape), ", expected ",
               expected_shape ? ShapeText(*expected_shape) : "");
   std::vector<float> values((info->end - info->begin) / sizeof(float));
-  // An empty vector's data() may be null, and memcpy wants valid pointers
-  // even for 0 bytes.
-  if (!values.empty()) {
-    std::memcpy(values.data(), Data(*info), info->end - info->begin);
-  }
+  ReadAsF32(*info, values.data());
   return values;
 }
 

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "core/kernels/convert_scalar.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/io/atomic_file.h"
@@ -89,6 +92,128 @@ TEST(Safetensors, RoundTripsManyTensorsAndAllDtypes) {
   ROTOR_EXPECT_ERROR(file.ReadF32("nope"), "no tensor named 'nope'");
 }
 
+// Random 16-bit patterns (every bfloat16 or half, NaNs included).
+std::vector<uint16_t> RandomHalves(size_t n, std::mt19937& rng) {
+  std::vector<uint16_t> halves(n);
+  for (uint16_t& half : halves) half = static_cast<uint16_t>(rng());
+  return halves;
+}
+
+// BF16 and F16 tensors are written as their bit patterns, read back as the
+// same bytes, and ReadAsF32 converts each dtype exactly (the float32 bits of
+// the scalar twins, NaNs included). "big" spans several conversion blocks
+// (4 MiB of the file each) and ends in a partial one; after ReadAsF32 has
+// dropped its pages, Data() still reads the same bytes.
+TEST(Safetensors, BF16AndF16RoundTripAndReadAsF32) {
+  test::TempDir dir;
+  std::mt19937 rng(5);
+  const std::vector<uint16_t> bf16 = RandomHalves(3 * 7, rng);
+  const std::vector<uint16_t> f16 = RandomHalves(65536, rng);
+  const std::vector<uint16_t> big = RandomHalves((5 << 20) + 3, rng);
+  const std::vector<float> f32 = test::RandomVector(10, rng);
+  const std::string path = dir.Path("half.safetensors");
+  WriteSafetensors(path, {{"b", SafetensorsDtype::kBF16, {3, 7}, bf16.data()},
+                          {"h", SafetensorsDtype::kF16, {65536}, f16.data()},
+                          {"big",
+                           SafetensorsDtype::kBF16,
+                           {static_cast<int64_t>(big.size())},
+                           big.data()},
+                          {"f", SafetensorsDtype::kF32, {2, 5}, f32.data()}});
+  EXPECT_CONTAINS(ReadFile(path), R"("b":{"dtype":"BF16","shape":[3,7])");
+  EXPECT_CONTAINS(ReadFile(path), R"("h":{"dtype":"F16","shape":[65536])");
+  const SafetensorsFile file = SafetensorsFile::Read(path);
+  // F32 first (larger elements), then the 2-byte tensors by name.
+  ASSERT_EQ(file.tensors().size(), 4u);
+  EXPECT_EQ(file.tensors()[0].name, "f");
+  EXPECT_EQ(file.tensors()[1].name, "b");
+  EXPECT_EQ(file.tensors()[2].dtype, SafetensorsDtype::kBF16);
+  EXPECT_EQ(file.tensors()[3].dtype, SafetensorsDtype::kF16);
+
+  const auto expect_read = [&](const std::string& name,
+                               const std::vector<uint16_t>& halves,
+                               float (*decode)(uint16_t)) {
+    const SafetensorsFile::TensorInfo& info = *file.Find(name);
+    std::vector<float> floats(halves.size());
+    file.ReadAsF32(info, floats.data());
+    for (size_t i = 0; i < halves.size(); ++i) {
+      ASSERT_EQ(kernels::BitsOfFloat(floats[i]),
+                kernels::BitsOfFloat(decode(halves[i])))
+          << name << " element " << i;
+    }
+    EXPECT_EQ(std::memcmp(file.Data(info), halves.data(), 2 * halves.size()), 0)
+        << name;
+  };
+  expect_read("b", bf16, kernels::BF16ToF32Ref);
+  expect_read("h", f16, kernels::F16ToF32Ref);
+  expect_read("big", big, kernels::BF16ToF32Ref);
+  std::vector<float> copied(f32.size());
+  file.ReadAsF32(*file.Find("f"), copied.data());
+  EXPECT_EQ(copied, f32);
+  // ReadF32 stays F32-only.
+  ROTOR_EXPECT_ERROR(file.ReadF32("b"), "'b'", "dtype BF16", "expected F32");
+}
+
+TEST(Safetensors, ReadAsF32RefusesOtherDtypes) {
+  test::TempDir dir;
+  const int64_t i64[2] = {1, 2};
+  const std::string path = dir.Path("ints.safetensors");
+  WriteSafetensors(path, {{"steps", SafetensorsDtype::kI64, {2}, i64}});
+  const SafetensorsFile file = SafetensorsFile::Read(path);
+  float out[2];
+  ROTOR_EXPECT_ERROR(file.ReadAsF32(*file.Find("steps"), out), path,
+                     "tensor 'steps' has dtype I64",
+                     "does not convert to float32 (F32, BF16 and F16 do)");
+}
+
+// A shard cut short (an interrupted download or copy) is refused when it is
+// opened, naming the file, the first tensor found cut and both sizes, before
+// any tensor data is touched (reading a mapped page past the end of a file
+// would be SIGBUS).
+TEST(Safetensors, TruncatedFileNamesTheTensorAndSizes) {
+  test::TempDir dir;
+  const std::vector<float> a(100, 1.0f), b(100, 2.0f);
+  const std::string path = dir.Path("shard.safetensors");
+  WriteSafetensors(path, {{"a", SafetensorsDtype::kF32, {100}, a.data()},
+                          {"b", SafetensorsDtype::kF32, {100}, b.data()}});
+  const uintmax_t size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size - 10);
+  ROTOR_EXPECT_ERROR(
+      SafetensorsFile::Read(path), path, "tensor 'b'",
+      "data_offsets [400, 800] out of range", "the file is truncated",
+      StrCat("it has ", size - 10, " bytes, this tensor needs ", size));
+}
+
+// The mapping keeps the file alive: a SafetensorsFile reads the same bytes
+// after its path is deleted, or replaced as rotor's writers do (by rename),
+// and after it is moved.
+TEST(Safetensors, MappingOutlivesItsPathAndMoves) {
+  test::TempDir dir;
+  const std::vector<float> w = {1.0f, 2.0f, 3.0f};
+  const std::vector<float> other = {-1.0f};
+  const std::string path = dir.Path("w.safetensors");
+  WriteSafetensors(path, {{"w", SafetensorsDtype::kF32, {3}, w.data()}});
+  SafetensorsFile file = SafetensorsFile::Read(path);
+  WriteSafetensors(path, {{"w", SafetensorsDtype::kF32, {1}, other.data()}});
+  EXPECT_EQ(file.ReadF32("w"), w);
+  EXPECT_EQ(SafetensorsFile::Read(path).ReadF32("w"), other);
+  std::filesystem::remove(path);
+  EXPECT_EQ(file.ReadF32("w"), w);
+
+  SafetensorsFile moved = std::move(file);
+  EXPECT_EQ(moved.ReadF32("w"), w);
+  SafetensorsFile assigned =
+      SafetensorsFile::Parse(MakeFile("{}", ""), "empty");
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.ReadF32("w"), w);
+  // Parsed bytes move along too.
+  SafetensorsFile parsed = SafetensorsFile::Parse(
+      MakeFile(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+               std::string("\0\0\x80\x3f", 4)),
+      "parsed");
+  const SafetensorsFile parsed_moved = std::move(parsed);
+  EXPECT_EQ(parsed_moved.ReadF32("x"), std::vector<float>{1.0f});
+}
+
 TEST(Safetensors, WriterRejectsBadEntries) {
   test::TempDir dir;
   const float x = 1.0f;
@@ -140,9 +265,9 @@ TEST(Safetensors, ReaderRejectsMalformedFiles) {
                  {"exceeds the limit of 16777216 bytes"});
   ExpectRejected(MakeFile("[1,2]", ""), {"not a JSON object"});
   ExpectRejected(MakeFile("{\"w\":{\"dtype\":\"F32\",", ""), {"invalid JSON"});
-  ExpectRejected(MakeFile("{" + tensor("w", "BF16", "[2]", "[0,4]") + "}",
-                          std::string(4, '\0')),
-                 {"tensor 'w'", "unsupported dtype \"BF16\""});
+  ExpectRejected(MakeFile("{" + tensor("w", "F64", "[2]", "[0,16]") + "}",
+                          std::string(16, '\0')),
+                 {"tensor 'w'", "unsupported dtype \"F64\"", "BF16, F16"});
   ExpectRejected(
       MakeFile("{" + tensor("w", "F32", "[2]", "[0,16]") + "}", eight),
       {"tensor 'w'", "out of range", "8 bytes"});
@@ -225,9 +350,15 @@ TEST(Safetensors, HeaderSizeAndEntryCountLimits) {
                      "keys, more than the limit of 65536");
 }
 
-TEST(Safetensors, ReadNamesAMissingFile) {
+TEST(Safetensors, ReadNamesAMissingEmptyOrNonRegularFile) {
   ROTOR_EXPECT_ERROR(SafetensorsFile::Read("/nonexistent/x.safetensors"),
                      "/nonexistent/x.safetensors", "cannot open");
+  test::TempDir dir;
+  const std::string empty = dir.Write("empty.safetensors", "");
+  ROTOR_EXPECT_ERROR(SafetensorsFile::Read(empty), empty,
+                     "not a safetensors file (0 bytes");
+  ROTOR_EXPECT_ERROR(SafetensorsFile::Read(dir.path()), dir.path(),
+                     "not a regular file");
 }
 
 }  // namespace
