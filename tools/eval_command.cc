@@ -293,6 +293,12 @@ void RunEval(const EvalOptions& options) {
                    options.overrides.end());
   auto model =
       train::LoadCheckpointModel(options.checkpoint, overrides, &config);
+  ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
+              "rotor eval: ", options.checkpoint,
+              " is a Hugging Face model folder, which names no data; give "
+              "--data DIR (prepared with the model's tokenizer: rotor "
+              "prepare --tokenizer ",
+              options.checkpoint, ")");
   const std::string data_dir = train::ResolveDataDir(
       options.data.empty() ? config.data.path : options.data);
   train::CheckSameTokenizer(options.checkpoint, data_dir);

@@ -225,11 +225,13 @@ TEST_F(CompareOutput, ScoreRefusesBadIds) {
 }
 
 // --text is encoded with the checkpoint's own tokenizer, found through a
-// run's output_dir too: here the byte tokenizer's tokenizer.json, in which
-// the text <|endoftext|> is the special token 256 (13 bytes in "byte").
+// run's output_dir too: here a copy of the byte tokenizer's tokenizer.json
+// (a trailing newline makes it another file than the one "byte" stands
+// for), in which the text <|endoftext|> is the special token 256 (13 bytes
+// in "byte").
 TEST_F(CompareOutput, ScoreEncodesTextWithTheCheckpointsTokenizer) {
   const std::string tokenizer =
-      dir_.Write("tokenizer.json", train::ByteTokenizerJson());
+      dir_.Write("tokenizer.json", train::ByteTokenizerJson() + "\n");
   SaveTinyCheckpoint("bpe", tokenizer);
   for (const char* special : {"", " --no-add-special-tokens"}) {
     const Result r = Run("score --checkpoint " + Quote(dir_.Path("bpe")) +

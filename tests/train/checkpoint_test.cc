@@ -441,8 +441,9 @@ TEST(LoadCheckpointModel, AppliesRopeSettingsAndRejectsArchitectureOnes) {
 // too: the checkpoint's own tokenizer.json copy, not "byte".
 TEST(LoadCheckpointTokenizer, ResolvesARunsOutputDir) {
   test::TempDir dir;
+  // Not ByteTokenizerJson() itself: that file stands for "byte".
   const std::string tokenizer =
-      dir.Write("tokenizer.json", ByteTokenizerJson());
+      dir.Write("tokenizer.json", ByteTokenizerJson() + "\n");
   nn::Transformer model(Config(8, true), 1);
   const std::string path = CheckpointDir(dir.Path("run"), 3);
   SaveCheckpoint(path, model, nullptr, TrainerState{}, "", tokenizer);
@@ -455,6 +456,16 @@ TEST(LoadCheckpointTokenizer, ResolvesARunsOutputDir) {
                            "/tokenizer.json but the data in " +
                            dir.Path("run") + " was prepared with byte");
   }
+}
+
+// An exported byte-level model's tokenizer.json is the byte tokenizer again,
+// so its import pairs with byte-level data.
+TEST(TokenizerSpecIn, TheByteTokenizersJsonIsByte) {
+  test::TempDir dir;
+  dir.Write("tokenizer.json", ByteTokenizerJson());
+  EXPECT_EQ(TokenizerSpecIn(dir.path()), "byte");
+  dir.Write("tokenizer.json", ByteTokenizerJson() + " ");
+  EXPECT_EQ(TokenizerSpecIn(dir.path()), dir.Path("tokenizer.json"));
 }
 
 }  // namespace

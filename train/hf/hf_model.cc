@@ -311,7 +311,7 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
     WriteFileAtomically(JoinPath(temp, kGenerationConfigFile),
                         GenerationConfigJson(exported));
     WriteShards(temp, entries, options.max_shard_bytes);
-    CopyTokenizerInto(tokenizer_spec, temp);  // TODO-merge: WriteHfTokenizerFiles
+    WriteHfTokenizerFiles(tokenizer_spec, temp);
   });
 }
 

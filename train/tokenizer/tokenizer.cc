@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/limits.h"
@@ -34,7 +35,16 @@ std::string TokenizerFile(const std::string& spec) {
 
 std::string TokenizerSpecIn(const std::string& dir) {
   const std::string file = dir + "/tokenizer.json";
-  return IsFile(file) ? file : ByteTokenizer::kName;
+  if (!IsFile(file)) return ByteTokenizer::kName;
+  // An exported byte-level model's tokenizer.json is the byte tokenizer
+  // (same ids), so it pairs with byte-level data again after an import.
+  const std::string byte_json = ByteTokenizerJson();
+  std::error_code error;
+  if (std::filesystem::file_size(file, error) == byte_json.size() &&
+      ReadFile(file) == byte_json) {
+    return ByteTokenizer::kName;
+  }
+  return file;
 }
 
 bool SameTokenizer(const std::string& a, const std::string& b) {

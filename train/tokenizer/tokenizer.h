@@ -68,7 +68,9 @@ std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec);
 std::string TokenizerFile(const std::string& spec);
 
 // Where a prepared data folder or a checkpoint keeps its tokenizer: its own
-// copy, DIR/tokenizer.json, when there is one; "byte" otherwise.
+// copy, DIR/tokenizer.json, when there is one; "byte" otherwise, and also
+// when that file is the byte tokenizer's (ByteTokenizerJson, as rotor
+// export writes it for a byte-level model).
 std::string TokenizerSpecIn(const std::string& dir);
 
 // Whether two specs name the same tokenizer: both "byte", or two

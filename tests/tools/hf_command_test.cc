@@ -1,0 +1,194 @@
+// The Hugging Face round trip as a user runs it: rotor export --random makes
+// an HF folder, rotor train fine-tunes it from a YAML whose model: section
+// only adds YaRN (train.init_from is the folder), rotor export writes the
+// result, and that folder passes the independent double-precision reference
+// forward (tests/train/hf/reference_llama.h). Bad folders fail with a message
+// that names the problem and write nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/temp_dir.h"
+#include "tests/test_util.h"
+#include "tests/tools/run_rotor.h"
+#include "tests/train/hf/hf_folder_writer.h"
+#include "tests/train/hf/reference_llama.h"
+#include "tests/train/train_test_util.h"
+#include "train/checkpoint.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Result = test::RotorResult;
+
+std::string Quote(const std::string& text) { return "'" + text + "'"; }
+
+// A byte-level Llama with every bias, pre-trained (so to speak) at 32
+// positions.
+constexpr char kBaseModel[] = R"(model:
+  vocab_size: 257
+  hidden_size: 32
+  intermediate_size: 48
+  num_hidden_layers: 2
+  num_attention_heads: 4
+  num_key_value_heads: 2
+  max_position_embeddings: 32
+  rope_theta: 10000.0
+  rms_norm_eps: 1.0e-5
+  tie_word_embeddings: false
+  attention_bias: true
+  mlp_bias: true
+)";
+
+class HfCli : public test::PreparedDataTest {
+ protected:
+  Result Run(const std::string& args) const {
+    return test::RunRotor(dir_, args);
+  }
+
+  // rotor export --random of kBaseModel into dir/NAME, bf16 shards.
+  std::string ExportRandom(const std::string& name) const {
+    const std::string config = dir_.Write("base.yaml", kBaseModel);
+    const Result r = Run("export --random " + Quote(config) +
+                         " --dtype bfloat16 --max-shard-size 20000 --seed 3 "
+                         "--output " +
+                         Quote(dir_.Path(name)));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return dir_.Path(name);
+  }
+
+  // The YaRN x2 fine-tune of the HF folder `base` into dir/NAME.
+  std::string FineTuneConfig(const std::string& base,
+                             const std::string& name) const {
+    return dir_.Write(name + ".yaml", R"(output_dir: )" + dir_.Path(name) + R"(
+model:
+  max_position_embeddings: 64
+  rope_scaling:
+    rope_type: yarn
+    factor: 2
+    original_max_position_embeddings: 32
+data:
+  path: )" + data_ + R"(
+train:
+  init_from: )" + base + R"(
+  batch_size: 2
+  seq_len: 64
+  max_steps: 3
+  lr: 1.0e-3
+  warmup_steps: 1
+eval:
+  every_n_steps: 0
+  max_batches: 1
+logging:
+  progress: false
+)");
+  }
+};
+
+TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
+  const std::string base = ExportRandom("base");
+  EXPECT_TRUE(fs::exists(base + "/model.safetensors.index.json"));
+  int shards = 0;
+  for (const auto& entry : fs::directory_iterator(base)) {
+    shards += entry.path().filename().string().rfind("model-0", 0) == 0;
+  }
+  EXPECT_GE(shards, 3) << "65 KB of bf16 in shards of at most 20000 bytes";
+  EXPECT_EQ(train::ReadFile(base + "/tokenizer.json"),
+            train::ByteTokenizerJson());
+
+  Result r = Run("train " + Quote(FineTuneConfig(base, "run")) +
+                 " --samples 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "initialising the weights from " + base);
+  EXPECT_CONTAINS(r.out, "step 3/3");
+
+  const std::string exported = dir_.Path("exported");
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
+          Quote(exported));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json config =
+      nlohmann::json::parse(train::ReadFile(exported + "/config.json"));
+  EXPECT_EQ(config["max_position_embeddings"], 64);
+  EXPECT_EQ(config["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(config["rope_scaling"]["factor"], 2.0);
+  EXPECT_EQ(config["rope_scaling"]["original_max_position_embeddings"], 32);
+  EXPECT_EQ(config["attention_bias"], true);
+  EXPECT_EQ(config["mlp_bias"], true);
+  EXPECT_EQ(config["bos_token_id"], 256);
+
+  // The exported folder, read by the reference alone, computes what the
+  // fine-tuned checkpoint computes in rotor, at the extended length.
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 64; ++i) ids.push_back((i * 37 + 11) % 256);
+  auto model = train::LoadCheckpointModel(dir_.Path("run"), {});
+  model->SetSequenceLength(64);
+  const Tensor logits = model->Logits(ids, 1, 64);
+  const std::vector<double> reference = test::hf::ReferenceLogits(
+      exported, std::vector<int>(ids.begin(), ids.end()));
+  ASSERT_EQ(reference.size(), static_cast<size_t>(logits.numel()));
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    worst = std::max(worst, std::abs(logits.data()[i] - reference[i]));
+    scale = std::max(scale, std::abs(reference[i]));
+  }
+  EXPECT_LT(worst, 2e-5 * scale) << "scale " << scale;
+
+  // The exported byte-level model pairs with byte-level data again.
+  r = Run("eval --checkpoint " + Quote(exported) + " --data " +
+          Quote(data_) + " --seq-len 64 --max-batches 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "val_loss");
+}
+
+TEST_F(HfCli, BadFoldersFailNamingTheProblemAndWriteNothing) {
+  test::hf::HfWriteOptions options;
+  options.bad.drop_tensor = "model.layers.1.mlp.up_proj.weight";
+  const nlohmann::json config = {{"model_type", "llama"},
+                                 {"architectures", {"LlamaForCausalLM"}},
+                                 {"hidden_size", 32},
+                                 {"intermediate_size", 48},
+                                 {"num_hidden_layers", 2},
+                                 {"num_attention_heads", 4},
+                                 {"num_key_value_heads", 2},
+                                 {"vocab_size", 257},
+                                 {"max_position_embeddings", 32}};
+  const std::string bad =
+      test::hf::WriteRandomHfFolder(dir_.Path("bad"), config, options).path;
+
+  Result r = Run("export --checkpoint " + Quote(bad) + " --output " +
+                 Quote(dir_.Path("out")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "missing tensor model.layers.1.mlp.up_proj.weight");
+  EXPECT_FALSE(fs::exists(dir_.Path("out")));
+
+  r = Run("train " + Quote(FineTuneConfig(bad, "run")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "missing tensor model.layers.1.mlp.up_proj.weight");
+  EXPECT_FALSE(fs::exists(dir_.Path("run/checkpoints")));
+
+  // An HF folder names no data.
+  const std::string base = ExportRandom("base");
+  r = Run("eval --checkpoint " + Quote(base));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "give --data DIR");
+
+  // export replaces an earlier export, nothing else.
+  const std::string other = dir_.Write("other/notes.txt", "keep me");
+  r = Run("export --checkpoint " + Quote(base) + " --output " +
+          Quote(dir_.Path("other")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "is not a Hugging Face model folder");
+  EXPECT_EQ(train::ReadFile(other), "keep me");
+  r = Run("export --checkpoint " + Quote(base) + " --output " + Quote(base));
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace rotor::tools
