@@ -30,6 +30,7 @@ constexpr Harness kHarnesses[] = {
     {"token_file", FuzzTokenFile},
     {"train_config", FuzzTrainConfig},
     {"model_config", FuzzModelConfig},
+    {"hf_config", FuzzHfConfig},
     {"json", FuzzJson},
     {"tokenizer_json", FuzzTokenizerJson},
 };

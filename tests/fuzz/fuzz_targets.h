@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/config/hf_config.h"
 #include "train/config/model_config.h"
 #include "train/config/train_config.h"
 #include "train/data/token_file.h"
@@ -101,6 +102,14 @@ inline void FuzzModelConfig(const uint8_t* data, size_t size) {
 }
 
 // A JSON document (meta.json, trainer_state.json, a safetensors header).
+// A Hugging Face config.json (train/config/hf_config.h).
+inline void FuzzHfConfig(const uint8_t* data, size_t size) {
+  try {
+    train::ParseHfConfig(AsText(data, size), "fuzz/config.json");
+  } catch (const Error&) {
+  }
+}
+
 inline void FuzzJson(const uint8_t* data, size_t size) {
   try {
     train::ParseJson(AsText(data, size), "fuzz.json");

@@ -175,7 +175,7 @@ ModelConfig ParseHfConfig(const std::string& json_text, const std::string& path,
 
 ModelConfig LoadHfConfig(const std::string& path,
                          std::vector<std::string>* ignored_keys) {
-  return ParseHfConfig(ReadFile(path), path, ignored_keys);
+  return ParseHfConfig(ReadFile(path, kMaxConfigBytes), path, ignored_keys);
 }
 
 namespace {

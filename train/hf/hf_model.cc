@@ -52,7 +52,8 @@ WeightFiles FindWeightFiles(const std::string& dir) {
               " nor ", kIndexFile,
               " (rotor reads safetensors weights; a pytorch_model.bin "
               "folder must be re-saved with safe_serialization=True)");
-  const Json index = ParseJson(ReadFile(index_path), index_path);
+  const Json index =
+      ParseJson(ReadFile(index_path, kMaxHfIndexBytes), index_path);
   const auto map = index.find("weight_map");
   ROTOR_CHECK(index.is_object() && map != index.end() && map->is_object(),
               index_path, ": weight_map: expected an object of tensor name -> "

@@ -22,6 +22,7 @@
 #ifndef ROTOR_TRAIN_HF_HF_MODEL_H_
 #define ROTOR_TRAIN_HF_HF_MODEL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,11 @@
 #include "train/config/model_config.h"
 
 namespace rotor::train {
+
+// The largest model.safetensors.index.json rotor reads (docs/limits.md): an
+// index names each tensor once, so even a 400B-parameter model's is under
+// 1 MiB. config.json is bounded like a YAML config (kMaxConfigBytes).
+inline constexpr size_t kMaxHfIndexBytes = size_t{16} << 20;
 
 // The model settings of config.json in `dir`; keys transformers keeps unused
 // and rotor does not know are named on stderr, once.

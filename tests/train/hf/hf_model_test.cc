@@ -22,6 +22,7 @@
 #include "tests/train/hf/reference_llama.h"
 #include "train/checkpoint.h"
 #include "train/config/hf_config.h"
+#include "train/io/atomic_file.h"
 
 namespace rotor::train {
 namespace {
@@ -373,6 +374,26 @@ TEST(HfImportBadInput, ConfigProblemsNameTheKey) {
   std::ofstream(empty.Path("config.json")) << SmallConfig("llama").dump();
   EXPECT_NE(LoadError(empty.path()).find("has neither model.safetensors"),
             std::string::npos);
+}
+
+TEST(HfImportBadInput, OversizedJsonFilesAreRefused) {
+  TempDir dir;
+  HfWriteOptions options;
+  options.max_shard_bytes = 6000;
+  const HfFolder folder =
+      WriteRandomHfFolder(dir.Path("m"), SmallConfig("llama"), options);
+  const std::string index = folder.path + "/model.safetensors.index.json";
+  std::string text = train::ReadFile(index);
+  text.insert(text.rfind('}'), ", \"padding\": \"" +
+                                   std::string(kMaxHfIndexBytes, 'x') + "\"");
+  std::ofstream(index) << text;
+  EXPECT_NE(LoadError(folder.path).find("model.safetensors.index.json"),
+            std::string::npos);
+
+  json config = SmallConfig("llama");
+  config["padding"] = std::string(kMaxConfigBytes, 'x');
+  std::ofstream(folder.path + "/config.json") << config.dump();
+  EXPECT_NE(LoadError(folder.path).find("config.json"), std::string::npos);
 }
 
 TEST(HfImport, TiedFolderMayHoldAnLmHeadEqualToTheEmbeddings) {
