@@ -50,6 +50,12 @@ MemoryLimit UsableMemory() {
   return limit;
 }
 
+uint64_t PeakResidentBytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
+}
+
 std::string FormatBytes(double bytes) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int unit = 0;

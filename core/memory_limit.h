@@ -25,6 +25,10 @@ MemoryLimit UsableMemory();
 // touched (e.g. OpenBLAS's work buffers, core/ops/matmul.cc).
 uint64_t AddressSpaceLeft();
 
+// The most physical memory this process has held at once so far (the peak
+// resident set, getrusage's ru_maxrss).
+uint64_t PeakResidentBytes();
+
 // "1.5 GiB", "12.0 KiB", "100 bytes".
 std::string FormatBytes(double bytes);
 

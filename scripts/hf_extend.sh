@@ -53,7 +53,6 @@ if [[ ! -f "${RUN}/data/meta.json" ]]; then
     --tokenizer "${RUN}/base" --output "${RUN}/data"
 fi
 step "fine-tuning with configs/extend/hf-yarn-4x.yaml"
-/usr/bin/time -v "${ROTOR}" train "${REPO_ROOT}/configs/extend/hf-yarn-4x.yaml" \
-  "$@" 2> >(grep -E "Maximum resident|Elapsed \(wall" >&2)
+"${ROTOR}" train "${REPO_ROOT}/configs/extend/hf-yarn-4x.yaml" "$@"
 step "exporting to ${RUN}/exported"
 "${ROTOR}" export --checkpoint "${RUN}" --output "${RUN}/exported"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_limit.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/eval/generate.h"
@@ -49,7 +50,8 @@ void RunTrain(const TrainOptions& options) {
     std::cout << "done: " << summary.steps << " steps, final train loss "
               << summary.train_loss << ", validation loss " << summary.val_loss
               << ", " << summary.tokens_per_second << " tokens/s over "
-              << summary.seconds << " s\n";
+              << summary.seconds << " s, peak memory "
+              << FormatBytes(static_cast<double>(PeakResidentBytes())) << "\n";
   }
   std::cout << "checkpoint: " << summary.checkpoint << "\n";
 

@@ -204,7 +204,9 @@ Json RopeScalingJson(const RopeScalingConfig& rope) {
     } else if (key == "original_max_position_embeddings") {
       keys[key] = value.as<int64_t>();
     } else if (key == "truncate") {
-      keys[key] = value.as<bool>();
+      // Only gpt-oss sets it (to false); transformers before 4.55 warns
+      // about the key, so the default stays unsaid.
+      if (!value.as<bool>()) keys[key] = false;
     } else {
       keys[key] = value.as<double>();
     }
