@@ -51,6 +51,19 @@ void AccumulateIntoPending(Tensor& dst, const Tensor& src) {
   dst = sum;
 }
 
+// Turns grad mode on for its lifetime (Checkpointed's recomputation runs
+// inside a Backward, which turned it off).
+class GradModeOn {
+ public:
+  GradModeOn() : previous_(grad_mode_enabled) { grad_mode_enabled = true; }
+  ~GradModeOn() { grad_mode_enabled = previous_; }
+  GradModeOn(const GradModeOn&) = delete;
+  GradModeOn& operator=(const GradModeOn&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace
 
 std::vector<Tensor> Node::Apply(const Tensor& grad_out) const {
@@ -109,6 +122,38 @@ Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
   output.AttachGradFn(
       std::make_shared<Node>(name, std::move(inputs), std::move(backward)));
   return output;
+}
+
+Tensor Checkpointed(const std::function<Tensor(const Tensor&)>& fn,
+                    const Tensor& x, const std::vector<Tensor>& parameters) {
+  std::vector<Tensor> inputs = {x};
+  inputs.insert(inputs.end(), parameters.begin(), parameters.end());
+  if (!AnyRequiresGrad(inputs)) return fn(x);
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = fn(x);
+  }
+  const Tensor saved = x.Detach();
+  const bool x_needs_grad = x.requires_grad();
+  const size_t num_inputs = inputs.size();
+  // The parameters get their gradients from the inner Backward; the outer
+  // graph only needs dL/dx.
+  return RecordOp(
+      y, "Checkpointed", std::move(inputs),
+      [fn, saved, x_needs_grad, num_inputs](const Tensor& grad_out) {
+        Tensor input = saved.Detach();  // a fresh leaf for dL/dx
+        input.set_requires_grad(x_needs_grad);
+        Tensor recomputed;
+        {
+          GradModeOn grad_mode;
+          recomputed = fn(input);
+        }
+        RunBackward(recomputed, grad_out);
+        std::vector<Tensor> grads(num_inputs);
+        if (x_needs_grad) grads[0] = input.grad();
+        return grads;
+      });
 }
 
 void RunBackward(const Tensor& root, const Tensor& grad_root) {

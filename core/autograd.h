@@ -81,6 +81,18 @@ bool AnyRequiresGrad(const std::vector<Tensor>& inputs);
 Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
                 Node::BackwardFn backward);
 
+// Activation checkpointing: y = fn(x), keeping none of fn's intermediate
+// activations. The forward runs fn with grad mode off and saves only x. The
+// backward recomputes fn(x) with grad mode on and runs Backward(dL/dy)
+// through the recomputed graph: that accumulates the gradients of the
+// parameters fn uses into their grad(), and gives dL/dx. Costs one more
+// forward of fn; the gradients are the ones fn alone would give, bit for
+// bit (fn must be deterministic: the same inputs, the same outputs).
+// `parameters` are the leaves fn reads, so that a frozen x (no gradient)
+// still records the op when fn's own parameters need gradients.
+Tensor Checkpointed(const std::function<Tensor(const Tensor&)>& fn,
+                    const Tensor& x, const std::vector<Tensor>& parameters);
+
 // Runs reverse-mode differentiation from `root` (see the header comment).
 // With an undefined `grad_root`, `root` must be a one-element tensor and the
 // seed is dL/droot = 1; otherwise `grad_root` (same shape as root) is the

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/autograd.h"
 #include "core/error.h"
 #include "core/ops/attention.h"
 #include "core/ops/ops.h"
@@ -128,8 +129,18 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
                              KvCache* cache) const {
   Tensor h = embed_tokens_.Forward(ids, {batch, seq});
   for (size_t i = 0; i < layers_.size(); ++i) {
-    h = layers_[i]->Forward(h, table, offset,
-                            cache ? &cache->layers[i] : nullptr);
+    const DecoderLayer* layer = layers_[i];
+    if (cache == nullptr && checkpoint_every_ > 0 &&
+        static_cast<int64_t>(i) % checkpoint_every_ == 0) {
+      h = Checkpointed(
+          [layer, &table, offset](const Tensor& x) {
+            return layer->Forward(x, table, offset, nullptr);
+          },
+          h, layer->Parameters());
+    } else {
+      h = layer->Forward(h, table, offset,
+                         cache ? &cache->layers[i] : nullptr);
+    }
   }
   return norm_.Forward(h);
 }
@@ -162,6 +173,12 @@ Transformer::Transformer(const TransformerConfig& config, Rng* rng)
         std::make_unique<Linear>(config.hidden_size, config.vocab_size, false,
                                  config.initializer_range, rng));
   }
+}
+
+void Transformer::SetActivationCheckpointing(int64_t every_k) {
+  ROTOR_CHECK(every_k >= 0, "activation checkpointing every ", every_k,
+              " layers: expected 0 (off) or more");
+  model_->set_checkpoint_every(every_k);
 }
 
 void Transformer::SetSequenceLength(int64_t sequence_length) {

@@ -117,11 +117,14 @@ class DecoderStack : public Module {
                  RopeTable& table, int64_t offset, KvCache* cache) const;
   const Embedding& embed_tokens() const { return embed_tokens_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  // See Transformer::SetActivationCheckpointing.
+  void set_checkpoint_every(int64_t every_k) { checkpoint_every_ = every_k; }
 
  private:
   Embedding& embed_tokens_;
   std::vector<DecoderLayer*> layers_;
   RmsNorm& norm_;
+  int64_t checkpoint_every_ = 0;
 };
 
 class Transformer : public Module {
@@ -132,6 +135,14 @@ class Transformer : public Module {
   Transformer(const TransformerConfig& config, WeightsToBeLoaded);
 
   const TransformerConfig& config() const { return config_; }
+
+  // Activation checkpointing (core/autograd.h Checkpointed) for training:
+  // layers 0, K, 2K, ... keep only their input and are recomputed in
+  // backward (every_k = 1: every layer; 0: none, the default). Gradients
+  // are bitwise the same; memory drops by those layers' activations, at
+  // the cost of one more forward of them. Decoding with a KV cache and
+  // no-grad evaluation never recompute.
+  void SetActivationCheckpointing(int64_t every_k);
 
   // Sets the RoPE frequencies for sequences of `sequence_length` tokens (only
   // dynamic NTK and LongRoPE depend on it; see nn/rope_scaling.h). Call it

@@ -16,7 +16,8 @@ import struct
 import sys
 
 DTYPES = {"F32": ("<f4", 4), "I32": ("<i4", 4), "I64": ("<i8", 8),
-          "U16": ("<u2", 2), "F64": ("<f8", 8), "F16": ("<f2", 2)}
+          "U16": ("<u2", 2), "F64": ("<f8", 8), "F16": ("<f2", 2),
+          "BF16": ("<u2", 2)}  # numpy has no bfloat16: decoded below
 
 
 def parse(path):
@@ -64,7 +65,7 @@ def check(path):
         import torch
         torch_dtypes = {"F32": torch.float32, "I32": torch.int32,
                         "I64": torch.int64, "F64": torch.float64,
-                        "F16": torch.float16}
+                        "F16": torch.float16, "BF16": torch.bfloat16}
     except ImportError:
         torch = None
     import numpy
@@ -76,6 +77,8 @@ def check(path):
             reader = "torch"
         else:
             value = numpy.frombuffer(raw, dtype=DTYPES[dtype][0]).reshape(shape)
+            if dtype == "BF16":  # the top half of a float32
+                value = (value.astype("<u4") << 16).view("<f4")
             total = float(value.astype("float64").sum())
             reader = "numpy"
         print(f"  {name} {dtype} {shape} sum={total!r} ({reader})")

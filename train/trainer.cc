@@ -118,6 +118,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
   // least one window.
   ValidationBatches(val_tokens_, t.batch_size, t.seq_len);
   model_ = std::make_unique<nn::Transformer>(model_config, t.seed);
+  model_->SetActivationCheckpointing(t.activation_checkpointing_every);
   model_->SetSequenceLength(t.seq_len);
   optimizer_ = std::make_unique<AdamW>(
       model_->NamedParameters(),

@@ -296,6 +296,23 @@ TEST_F(TrainerTest, GradientAccumulationMatchesOneLargerBatch) {
   }
 }
 
+// train.activation_checkpointing changes memory and time, never the run:
+// losses and weights are bitwise those without it.
+TEST_F(TrainerTest, ActivationCheckpointingTrainsBitwiseTheSame) {
+  const std::vector<std::string> common = {"train.max_steps=3",
+                                           "train.gradient_accumulation_steps=2"};
+  std::vector<std::string> checkpointed = common;
+  checkpointed.push_back("train.activation_checkpointing=layers");
+  Trainer plain(Config("plain", common), log_);
+  Trainer recomputed(Config("recomputed", checkpointed), log_);
+  const TrainSummary a = plain.Run();
+  const TrainSummary b = recomputed.Run();
+  EXPECT_EQ(a.train_loss, b.train_loss);
+  const auto wa = Weights(plain.model()), wb = Weights(recomputed.model());
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i], wb[i]) << i;
+}
+
 // Resuming with another batch shape, seed or passkey mix would not continue
 // the same run: refused, naming each difference, and nothing is written.
 TEST_F(TrainerTest, ResumeWithOtherDataSettingsIsRefused) {

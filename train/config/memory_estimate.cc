@@ -1,5 +1,7 @@
 #include "train/config/memory_estimate.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/memory_limit.h"
 #include "train/tokenizer/byte_tokenizer.h"
@@ -42,12 +44,22 @@ MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
       2.0 * static_cast<double>(m.num_attention_heads * m.head_dim) +
       2.0 * static_cast<double>(m.num_key_value_heads * m.head_dim) +
       3.0 * static_cast<double>(m.intermediate_size);
+  // Checkpointed layers keep only their input; backward recomputes one of
+  // them at a time, which holds one layer's activations again.
+  const double layers = static_cast<double>(m.num_hidden_layers);
+  const int64_t every = train.activation_checkpointing_every;
+  const double checkpointed =
+      every > 0 ? std::ceil(layers / static_cast<double>(every)) : 0.0;
+  const double kept_per_token =
+      (layers - checkpointed) * per_layer +
+      checkpointed * static_cast<double>(m.hidden_size) +
+      (checkpointed > 0 ? per_layer : 0.0);
   MemoryEstimate estimate;
   estimate.model_state_bytes = 4.0 * kFloatBytes * ParameterCount(m);
   estimate.activation_bytes =
       kFloatBytes * tokens *
-      (static_cast<double>(m.num_hidden_layers) * per_layer +
-       static_cast<double>(m.hidden_size) + static_cast<double>(m.vocab_size));
+      (kept_per_token + static_cast<double>(m.hidden_size) +
+       static_cast<double>(m.vocab_size));
   estimate.batch_bytes = 2.0 * sizeof(TokenId) * tokens *
                          static_cast<double>(train.gradient_accumulation_steps);
   return estimate;

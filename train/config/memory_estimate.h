@@ -13,7 +13,10 @@
 //                    the two norms' inputs and outputs, q, k, v, the
 //                    attention output, gate, up and their product; then the
 //                    final norm's input and the logits (attention keeps O(T)
-//                    per head, never T x T)
+//                    per head, never T x T). With activation checkpointing
+//                    every K layers, the C = ceil(L/K) checkpointed layers
+//                    keep H each instead, plus one layer's worth while
+//                    backward recomputes them one at a time
 //   token batches  = 2 * 4 * N * gradient_accumulation_steps bytes: the
 //                    inputs and targets of every micro-batch of a step
 //

@@ -37,6 +37,39 @@ YAML::Node AmendedHfModelSection(const std::string& folder,
   return model;
 }
 
+// train.activation_checkpointing: none | layers | {every_k: K}.
+void ReadActivationCheckpointing(const YAML::Node& train_node,
+                                 const std::string& file,
+                                 const std::set<std::string>& overridden,
+                                 const SectionReader& train, int64_t& every) {
+  const char* key = "activation_checkpointing";
+  const YAML::Node value =
+      train_node && train_node.IsMap() ? train_node[key] : YAML::Node();
+  if (!value || value.IsNull()) return;
+  if (value.IsMap()) {
+    const SectionReader every_k(value, "train.activation_checkpointing", file,
+                                overridden);
+    every_k.RequireKnownKeys({"every_k"});
+    if (!value["every_k"]) {
+      train.Fail(value, "train.activation_checkpointing",
+                 "expected none, layers or {every_k: K}, got a map without "
+                 "every_k");
+    }
+    every_k.Read("every_k", every, 1, limits::kMaxLayers);
+    return;
+  }
+  std::string mode;
+  train.Read(key, mode);
+  if (mode == "none") {
+    every = 0;
+  } else if (mode == "layers") {
+    every = 1;
+  } else {
+    train.Fail(value, "train.activation_checkpointing",
+               "expected none, layers or {every_k: K}, got '" + mode + "'");
+  }
+}
+
 }  // namespace
 
 TrainConfig ParseTrainConfig(const std::string& yaml_text,
@@ -106,7 +139,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                           "gradient_accumulation_steps", "max_steps", "lr",
                           "min_lr", "warmup_steps", "weight_decay", "betas",
                           "eps", "clip_grad_norm", "seed", "threads",
-                          "loss_explosion_ratio", "resume", "init_from"});
+                          "loss_explosion_ratio", "resume", "init_from",
+                          "activation_checkpointing"});
   train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
   train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
   train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
@@ -129,6 +163,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                                 : ResumeMode::kCheckpoint;
   if (t.resume == ResumeMode::kCheckpoint) t.resume_checkpoint = resume;
   train.Read("init_from", t.init_from);
+  ReadActivationCheckpointing(root["train"], file, overridden, train,
+                              t.activation_checkpointing_every);
   if (t.min_lr > t.lr) {
     train.Fail(root["train"]["min_lr"], "train.min_lr",
                StrCat("must not exceed train.lr (", t.lr, "), got ", t.min_lr));
@@ -212,6 +248,12 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
                     : t.resume == ResumeMode::kNone ? "none"
                                                     : t.resume_checkpoint;
   if (!t.init_from.empty()) train["init_from"] = t.init_from;
+  if (t.activation_checkpointing_every == 1) {
+    train["activation_checkpointing"] = "layers";
+  } else if (t.activation_checkpointing_every > 1) {
+    train["activation_checkpointing"]["every_k"] =
+        t.activation_checkpointing_every;
+  }
   root["train"] = train;
   root["eval"]["every_n_steps"] = config.eval.every_n_steps;
   root["eval"]["max_batches"] = config.eval.max_batches;

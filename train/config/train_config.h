@@ -83,6 +83,10 @@ struct TrainSection {
   // while max_position_embeddings and rope_scaling come from this config.
   // Ignored when resuming. Empty: start from random weights.
   std::string init_from;
+  // Activation checkpointing (nn::Transformer::SetActivationCheckpointing):
+  // 0 keeps every activation ("none", the default), 1 recomputes every
+  // decoder layer in backward ("layers"), K every K-th one ({every_k: K}).
+  int64_t activation_checkpointing_every = 0;
 };
 
 struct EvalSection {

@@ -92,6 +92,28 @@ TEST_F(MemoryEstimateTest, ARunThatCannotFitIsRefusedNamingTheKeys) {
       CheckTrainingFitsInMemory(tiny, ResolveTransformerConfig(tiny.model)));
 }
 
+TEST(MemoryEstimate, ActivationCheckpointingKeepsOnlyLayerInputs) {
+  nn::TransformerConfig model;
+  model.vocab_size = 100;
+  model.hidden_size = 64;
+  model.intermediate_size = 128;
+  model.num_hidden_layers = 8;
+  model.num_attention_heads = 4;
+  model.num_key_value_heads = 2;
+  model.head_dim = 16;
+  TrainSection train;
+  const double all = EstimateTrainingMemory(model, train).activation_bytes;
+  train.activation_checkpointing_every = 1;
+  const double layers = EstimateTrainingMemory(model, train).activation_bytes;
+  train.activation_checkpointing_every = 2;
+  const double half = EstimateTrainingMemory(model, train).activation_bytes;
+  // Per token and layer: 4H + 2hD + 2gD + 3I = 256 + 128 + 64 + 384 = 832.
+  const double tokens = 8.0 * 256.0;
+  EXPECT_DOUBLE_EQ(all, 4 * tokens * (8 * 832 + 64 + 100));
+  EXPECT_DOUBLE_EQ(layers, 4 * tokens * (8 * 64 + 832 + 64 + 100));
+  EXPECT_DOUBLE_EQ(half, 4 * tokens * (4 * 832 + 4 * 64 + 832 + 64 + 100));
+}
+
 TEST(UsableMemory, IsPositiveAndNamesItsLimit) {
   const MemoryLimit limit = UsableMemory();
   EXPECT_GT(limit.bytes, 0u);

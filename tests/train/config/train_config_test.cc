@@ -233,10 +233,35 @@ TEST(TrainConfig, ResumeIsAutoNoneOrAFolderAndRoundTrips) {
   }
 }
 
+TEST(TrainConfig, ActivationCheckpointingIsNoneLayersOrEveryK) {
+  for (const auto& [value, every] :
+       {std::pair{"none", int64_t{0}}, std::pair{"layers", int64_t{1}},
+        std::pair{"{every_k: 3}", int64_t{3}}}) {
+    SCOPED_TRACE(value);
+    const TrainConfig config = Parse(
+        kMinimal, {std::string("train.activation_checkpointing=") + value});
+    EXPECT_EQ(config.train.activation_checkpointing_every, every);
+    const TrainConfig again =
+        ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml");
+    EXPECT_EQ(again.train.activation_checkpointing_every, every);
+  }
+  EXPECT_EQ(Parse(kMinimal).train.activation_checkpointing_every, 0);
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"train.activation_checkpointing=sometimes"}),
+      "train.activation_checkpointing",
+      "expected none, layers or {every_k: K}, got 'sometimes'");
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"train.activation_checkpointing={every_k: 0}"}),
+      "train.activation_checkpointing.every_k", "must be >= 1");
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"train.activation_checkpointing={k: 2}"}),
+      "train.activation_checkpointing.k", "unknown key");
+}
+
 TEST(TrainConfig, OverrideErrorsNameTheOverride) {
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.bogus=1"}),
                      "command-line override train.bogus",
-                     "unknown key (known keys: batch_size");
+                     "unknown key (known keys: activation_checkpointing, batch_size");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr=fast"}),
                      "command-line override train.lr",
                      "expected a number, got 'fast'");
@@ -271,7 +296,7 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
   const std::string m = kModel;  // 7 lines
   const std::vector<Case> cases = {
       {m + "data:\n  path: d\ntrain:\n  batch_size: 8\n  bogus: 1\n",
-       {"run.yaml:12:3: train.bogus: unknown key (known keys: batch_size"}},
+       {"run.yaml:12:3: train.bogus: unknown key (known keys: activation_checkpointing, batch_size"}},
       {m + "data:\n  path: d\ntrain:\n  batch_size: eight\n",
        {"run.yaml:11:15: train.batch_size: expected an integer, got 'eight'"}},
       {m + "data:\n  path: d\ntrain:\n  batch_size: 0\n",
