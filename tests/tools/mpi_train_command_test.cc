@@ -7,7 +7,8 @@
 //   order; the validation loss agrees; rank 0 alone prints;
 // - a checkpoint of two ranks resumes on one, and one process's on two,
 //   continuing the same run bit for bit;
-// - a batch that the ranks cannot share equally is refused;
+// - a batch that the ranks cannot share equally is refused, and so are
+//   ranks that would start from different checkpoints;
 // - a rank killed with SIGKILL stops the job within a bounded time with
 //   rotor's own message, the newest checkpoint is intact, and the same
 //   command resumes from it.
@@ -236,6 +237,24 @@ TEST_F(MpiTrain, ABatchTheRanksCannotShareEquallyIsRefused) {
                   "1) equally; rotor does not round a share. Run 2 or 4 "
                   "ranks");
   EXPECT_FALSE(fs::exists(dir_.Path("three/checkpoints")));
+}
+
+// Each rank reads output_dir itself: a machine that does not share it
+// would start fresh while rank 0 resumes. Open MPI's MPMD syntax ("-np 1 A
+// : -np 1 B") gives the two ranks different output_dirs, one with a
+// checkpoint: the job stops before training, naming the problem.
+TEST_F(MpiTrain, RanksThatStartFromDifferentStatesAreRefused) {
+  const std::string args = "train.max_steps=4 checkpoint.every_n_steps=2";
+  ASSERT_EQ(Train(1, "trained", args).status, 0);
+  const std::string resumed = TrainArgs("trained", "train.max_steps=6");
+  const RotorResult r = test::RunRotor(
+      dir_, TrainArgs("fresh", "train.max_steps=6"),
+      Launcher(1) + " '" + ROTOR_BINARY_DIR + "/rotor' " + resumed + " : -np 1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_CONTAINS(r.err, "the ranks start from different states (step ");
+  EXPECT_CONTAINS(r.err, "every rank must see the same output_dir, data.path "
+                         "and train.init_from");
+  EXPECT_FALSE(fs::exists(Checkpoint("trained", 6)));
 }
 
 // The processes of this test's job: those whose command line names its
