@@ -198,8 +198,10 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
                 error ? " (" + error.message() + ")" : "");
     metrics_.TrimAfter(state_.step);
   }
-  live_progress_ =
-      config_.logging.progress && isatty(STDOUT_FILENO) && &log_ == &std::cout;
+  // Launchers hand each rank a pseudo-terminal whatever their own output
+  // is, so a data-parallel run prints plain lines.
+  live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
+                   &log_ == &std::cout && !distributed();
   if (distributed()) {
     CheckRanksAgree();
     rank_rows_ = RankRows(t.batch_size, t.gradient_accumulation_steps,
