@@ -209,6 +209,12 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     gradient_buckets_ = std::make_unique<GradientBuckets>(
         communicator_, model_->Parameters(),
         static_cast<int64_t>(t.allreduce_bucket_mb * (1 << 20)));
+    if (t.zero_stage == 1) {
+      std::vector<int64_t> sizes;
+      for (const Tensor& p : model_->Parameters()) sizes.push_back(p.numel());
+      parameter_owners_ = ParameterOwners(sizes, communicator_.size());
+      optimizer_->ShardMoments(OwnedParameters());
+    }
     log_ << "data-parallel: " << communicator_.size() << " ranks ("
          << communicator_.local_size() << " on this machine) x "
          << NumThreads() << " thread" << (NumThreads() == 1 ? "" : "s")
@@ -217,7 +223,10 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
          << " sequences each per step; gradients summed in "
          << gradient_buckets_->num_buckets() << " bucket"
          << (gradient_buckets_->num_buckets() == 1 ? "" : "s") << " of <= "
-         << t.allreduce_bucket_mb << " MiB\n";
+         << t.allreduce_bucket_mb << " MiB"
+         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)"
+                                : "")
+         << "\n";
   }
 }
 
@@ -252,6 +261,55 @@ void Trainer::LogLine(const std::string& line) {
   log_ << line << std::endl;
 }
 
+std::vector<bool> Trainer::OwnedParameters() const {
+  std::vector<bool> owned;
+  for (int owner : parameter_owners_) {
+    owned.push_back(owner == communicator_.rank());
+  }
+  return owned;
+}
+
+void Trainer::ShareUpdatedWeights() {
+  std::vector<Tensor> parameters = model_->Parameters();
+  const std::string what =
+      StrCat("sharing the updated weights of step ", state_.step);
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    communicator_.Broadcast(parameters[i].data(),
+                            static_cast<size_t>(parameters[i].numel()),
+                            parameter_owners_[i], what);
+  }
+}
+
+// The checkpoint holds every moment, as an unsharded run's does (so any
+// rank count, sharded or not, resumes it): each owner sends its moments,
+// which rank 0 receives into tensors it holds until the folder is written.
+// The other ranks receive them too (a broadcast), into one scratch buffer.
+void Trainer::GatherMomentsOnRankZero() {
+  const auto& parameters = optimizer_->parameters();
+  const std::string what = StrCat("gathering the AdamW moments of step ",
+                                  state_.step, " for the checkpoint");
+  std::vector<float> scratch;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const Tensor& parameter = parameters[i].second;
+    const size_t count = static_cast<size_t>(parameter.numel());
+    for (std::vector<Tensor>* moments : {&optimizer_->first_moments(),
+                                         &optimizer_->second_moments()}) {
+      Tensor& moment = (*moments)[i];
+      float* data = nullptr;
+      if (optimizer_->owns(i)) {
+        data = moment.data();
+      } else if (writes_files()) {
+        moment = Tensor::Zeros(parameter.shape());
+        data = moment.data();
+      } else {
+        scratch.resize(count);
+        data = scratch.data();
+      }
+      communicator_.Broadcast(data, count, parameter_owners_[i], what);
+    }
+  }
+}
+
 // In a data-parallel job rank 0 writes the folder, and publishes it (the
 // rename) only once every rank has reached the same step: a checkpoint is
 // complete when the whole job got there, so a job that loses a rank keeps
@@ -262,6 +320,7 @@ void Trainer::SaveAndPrune() {
   const std::string barrier =
       StrCat("waiting for every rank to reach the checkpoint of step ",
              state_.step);
+  if (shards_optimizer()) GatherMomentsOnRankZero();
   if (!writes_files()) {
     communicator_.Barrier(barrier);
   } else if (distributed()) {
@@ -274,6 +333,7 @@ void Trainer::SaveAndPrune() {
   if (writes_files()) {
     PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
   }
+  if (shards_optimizer()) optimizer_->ShardMoments(OwnedParameters());
   last_checkpoint_ = dir;
 }
 
@@ -487,6 +547,7 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     const double grad_norm = ClipGradNorm(parameters, t.clip_grad_norm);
     CheckWatchdog(loss, grad_norm);
     optimizer_->Step(lr);
+    if (shards_optimizer()) ShareUpdatedWeights();
     ++state_.step;
     state_.val_loss = std::numeric_limits<double>::quiet_NaN();
     ++summary.steps_run;

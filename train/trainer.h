@@ -43,6 +43,7 @@
 #include "train/distributed/batch_split.h"
 #include "train/distributed/communicator.h"
 #include "train/distributed/gradient_buckets.h"
+#include "train/distributed/optimizer_shards.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
 
@@ -104,6 +105,12 @@ class Trainer {
   bool distributed() const { return communicator_.size() > 1; }
   // Refuses to train when the ranks start from different states.
   void CheckRanksAgree();
+  // ZeRO stage 1: each parameter's owner sends its updated values to the
+  // other ranks; before a checkpoint, rank 0 receives every moment.
+  bool shards_optimizer() const { return !parameter_owners_.empty(); }
+  void ShareUpdatedWeights();
+  void GatherMomentsOnRankZero();
+  std::vector<bool> OwnedParameters() const;
 
   TrainConfig config_;
   std::string config_yaml_;
@@ -125,6 +132,7 @@ class Trainer {
   std::vector<RowRange> rank_rows_;
   Batch piece_;
   std::unique_ptr<GradientBuckets> gradient_buckets_;
+  std::vector<int> parameter_owners_;  // ZeRO stage 1 only
   // Where the current tokens/s window started: time and tokens_seen; and
   // the time spent waiting for gradient sums since then.
   struct {

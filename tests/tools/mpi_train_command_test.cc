@@ -7,6 +7,7 @@
 //   order; the validation loss agrees; rank 0 alone prints;
 // - a checkpoint of two ranks resumes on one, and one process's on two,
 //   continuing the same run bit for bit;
+// - sharding AdamW's moments (ZeRO stage 1) changes no bit;
 // - a batch that the ranks cannot share equally is refused, and so are
 //   ranks that would start from different checkpoints;
 // - a rank killed with SIGKILL stops the job within a bounded time with
@@ -226,6 +227,31 @@ TEST_F(MpiTrain, ACheckpointResumesOnAnotherRankCountAsTheSameRun) {
                 uninterrupted);
     EXPECT_EQ(train::LoadTrainerState(Checkpoint(name, 8)).world_size, then);
   }
+}
+
+// ZeRO stage 1 shards AdamW's moments, not the arithmetic: the weights and
+// the checkpoint's moments are the unsharded run's bits, and a sharded run
+// resumes its own checkpoint (written whole) as the same run.
+TEST_F(MpiTrain, ShardedOptimizerStateGivesTheSameRun) {
+  const std::string args =
+      "train.max_steps=8 checkpoint.every_n_steps=4 train.zero_stage=";
+  ASSERT_EQ(Train(2, "whole", args + "0").status, 0);
+  RotorResult r = Train(2, "sharded", args + "1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "AdamW moments sharded (ZeRO stage 1)");
+  for (const char* file : {"/model.safetensors", "/optimizer.safetensors"}) {
+    for (const int64_t step : {4, 8}) {
+      EXPECT_TRUE(train::ReadFile(Checkpoint("whole", step) + file) ==
+                  train::ReadFile(Checkpoint("sharded", step) + file))
+          << file << " of step " << step << " differs";
+    }
+  }
+  fs::remove_all(Checkpoint("sharded", 8));
+  r = Train(2, "sharded", args + "1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "at step 4");
+  EXPECT_TRUE(train::ReadFile(Checkpoint("whole", 8) + "/model.safetensors") ==
+              train::ReadFile(Checkpoint("sharded", 8) + "/model.safetensors"));
 }
 
 TEST_F(MpiTrain, ABatchTheRanksCannotShareEquallyIsRefused) {

@@ -107,7 +107,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                           "min_lr", "warmup_steps", "weight_decay", "betas",
                           "eps", "clip_grad_norm", "seed", "threads",
                           "allreduce_bucket_mb", "collective_timeout_seconds",
-                          "loss_explosion_ratio", "resume", "init_from"});
+                          "zero_stage", "loss_explosion_ratio", "resume",
+                          "init_from"});
   train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
   train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
   train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
@@ -125,6 +126,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   train.Read("allreduce_bucket_mb", t.allreduce_bucket_mb, 0.001, 4096.0);
   train.Read("collective_timeout_seconds", t.collective_timeout_seconds, 0.1,
              1e6);
+  train.Read("zero_stage", t.zero_stage, 0, 1);
   train.Read("loss_explosion_ratio", t.loss_explosion_ratio, 0.0, 1e30);
   std::string resume = "auto";
   train.Read("resume", resume);
@@ -213,6 +215,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   train["threads"] = t.threads;
   train["allreduce_bucket_mb"] = t.allreduce_bucket_mb;
   train["collective_timeout_seconds"] = t.collective_timeout_seconds;
+  train["zero_stage"] = t.zero_stage;
   train["loss_explosion_ratio"] = t.loss_explosion_ratio;
   train["resume"] = t.resume == ResumeMode::kAuto   ? "auto"
                     : t.resume == ResumeMode::kNone ? "none"

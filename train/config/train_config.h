@@ -76,6 +76,10 @@ struct TrainSection {
   // A rank that waits this long for the others (a sum, a barrier) stops
   // with an error: one of them died or hangs.
   double collective_timeout_seconds = 300.0;
+  // 1: ZeRO stage 1, each rank keeps the AdamW moments of its share of the
+  // parameters only (train/distributed/optimizer_shards.h); 0: every rank
+  // keeps all. The same weights either way.
+  int64_t zero_stage = 0;
   // Stop when the loss exceeds this many times the lowest smoothed loss
   // seen so far (0 disables); NaN/Inf always stops.
   double loss_explosion_ratio = 4.0;

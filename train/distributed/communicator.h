@@ -4,7 +4,8 @@
 // every step's batch and add their gradients together, so they take the same
 // optimizer step. What they need from each other is small: a rank and a
 // size, in-place sums (gradients in float; losses and token counts in
-// double), a maximum, a barrier, and a way to stop every rank at once.
+// double), a maximum, a broadcast (ZeRO stage 1's updated weights), a
+// barrier, and a way to stop every rank at once.
 //
 // Two implementations: SingleProcess (rank 0 of 1: every collective is a
 // no-op), and the MPI one in mpi_communicator.cc, the only file that
@@ -53,6 +54,9 @@ class Communicator {
   // Blocking in-place sum and maximum over the ranks, in double.
   virtual void Sum(double* data, size_t count, const std::string& what) = 0;
   virtual void Max(double* data, size_t count, const std::string& what) = 0;
+  // Copies rank `root`'s data[0, count) into every rank's `data`.
+  virtual void Broadcast(float* data, size_t count, int root,
+                         const std::string& what) = 0;
   // Returns once every rank has called it.
   virtual void Barrier(const std::string& what) = 0;
   // Prints `message` (this rank's error) and ends every rank of the job
@@ -77,6 +81,8 @@ class SingleProcess final : public Communicator {
                                        const std::string& what) override;
   void Sum(double* data, size_t count, const std::string& what) override {}
   void Max(double* data, size_t count, const std::string& what) override {}
+  void Broadcast(float* data, size_t count, int root,
+                 const std::string& what) override {}
   void Barrier(const std::string& what) override {}
   [[noreturn]] void Abort(const std::string& message) override;
 };

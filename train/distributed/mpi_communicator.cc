@@ -120,6 +120,15 @@ class MpiCommunicator final : public Communicator {
     Reduce(data, count, MPI_MAX, what);
   }
 
+  void Broadcast(float* data, size_t count, int root,
+                 const std::string& what) override {
+    MPI_Request request;
+    Check(MPI_Ibcast(data, CountOf(count, what), MPI_FLOAT, root,
+                     MPI_COMM_WORLD, &request),
+          what);
+    Wait(request, what);
+  }
+
   void Barrier(const std::string& what) override {
     MPI_Request request;
     Check(MPI_Ibarrier(MPI_COMM_WORLD, &request), what);

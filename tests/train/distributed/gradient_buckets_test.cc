@@ -39,6 +39,7 @@ class MirroredRanks final : public Communicator {
     for (size_t i = 0; i < count; ++i) data[i] *= size_;
   }
   void Max(double*, size_t, const std::string&) override {}
+  void Broadcast(float*, size_t, int, const std::string&) override {}
   void Barrier(const std::string&) override {}
   void Abort(const std::string& message) override {
     ADD_FAILURE() << "Abort: " << message;
