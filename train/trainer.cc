@@ -272,7 +272,7 @@ std::vector<bool> Trainer::OwnedParameters() const {
 void Trainer::ShareUpdatedWeights() {
   std::vector<Tensor> parameters = model_->Parameters();
   const std::string what =
-      StrCat("sharing the updated weights of step ", state_.step);
+      StrCat("sharing the updated weights of step ", state_.step + 1);
   for (size_t i = 0; i < parameters.size(); ++i) {
     communicator_.Broadcast(parameters[i].data(),
                             static_cast<size_t>(parameters[i].numel()),
