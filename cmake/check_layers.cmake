@@ -17,6 +17,7 @@ set(rules
   "train/hf/|core/ nn/ train/io/ train/tokenizer/ train/config/ train/hf/"
   "train/checkpoint|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/config/ train/optim/ train/hf/ train/checkpoint"
   "train/metrics|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/metrics"
+  "train/distributed/|core/ train/distributed/"
   "train/trainer|core/ nn/ train/"
   "train/extend/|core/ nn/ train/"
   "tools/|core/ nn/ train/ tools/")
@@ -27,7 +28,8 @@ set(private_headers
   "nlohmann/|train/io/json.h"
   "CLI/|tools/"
   "pcre2.h|train/tokenizer/"
-  "utf8proc.h|train/tokenizer/")
+  "utf8proc.h|train/tokenizer/"
+  "mpi.h|train/distributed/mpi_communicator.cc")
 
 set(problems "")
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}

@@ -1,5 +1,7 @@
 #include "core/autograd.h"
 
+#include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -62,6 +64,35 @@ class GradModeOn {
 
  private:
   bool previous_;
+};
+
+// For RunBackward's on_leaf_ready: how many edges from nodes that have not
+// run yet lead to each leaf. A leaf's count reaches zero exactly when the
+// last node that could add to its grad() is done.
+class LeafEdgeCounts {
+ public:
+  void CountEdgesOf(const std::vector<std::shared_ptr<Node>>& nodes) {
+    for (const std::shared_ptr<Node>& node : nodes) {
+      for (const Tensor& input : node->inputs()) {
+        if (IsGradLeaf(input)) ++remaining_[input.impl()];
+      }
+    }
+  }
+
+  // Call after `node` has run or been skipped, before it is released.
+  void NodeDone(const Node& node, const LeafGradReadyFn& on_leaf_ready) {
+    for (const Tensor& input : node.inputs()) {
+      if (IsGradLeaf(input) && --remaining_[input.impl()] == 0) {
+        on_leaf_ready(input);
+      }
+    }
+  }
+
+ private:
+  static bool IsGradLeaf(const Tensor& t) {
+    return t.defined() && t.requires_grad() && !t.grad_fn();
+  }
+  std::unordered_map<const TensorImpl*, int64_t> remaining_;
 };
 
 }  // namespace
@@ -156,7 +187,8 @@ Tensor Checkpointed(const std::function<Tensor(const Tensor&)>& fn,
       });
 }
 
-void RunBackward(const Tensor& root, const Tensor& grad_root) {
+void RunBackward(const Tensor& root, const Tensor& grad_root,
+                 const LeafGradReadyFn& on_leaf_ready) {
   ROTOR_CHECK(root.defined(), "Backward() on an undefined tensor");
   if (grad_root.defined()) {
     ROTOR_CHECK(grad_root.shape() == root.shape(), "Backward(): gradient of ",
@@ -209,13 +241,20 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
   if (!root.grad_fn()) {  // the root is itself a leaf
     Tensor leaf = root;
     AccumulateIntoLeaf(leaf.mutable_grad(), seed);
+    if (on_leaf_ready) on_leaf_ready(leaf);
     return;
   }
+  // For on_leaf_ready: the edges from nodes still to run into each leaf.
+  LeafEdgeCounts leaf_edges;
+  if (on_leaf_ready) leaf_edges.CountEdgesOf(order);
   pending[root.grad_fn().get()] = seed;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = it->get();
     auto grad_it = pending.find(node);
-    if (grad_it == pending.end()) continue;  // no gradient reached it
+    if (grad_it == pending.end()) {  // no gradient reached it
+      if (on_leaf_ready) leaf_edges.NodeDone(*node, on_leaf_ready);
+      continue;
+    }
     const Tensor grad_out = std::move(grad_it->second);
     pending.erase(grad_it);
 
@@ -237,6 +276,7 @@ void RunBackward(const Tensor& root, const Tensor& grad_root) {
         AccumulateIntoLeaf(input.mutable_grad(), g);
       }
     }
+    if (on_leaf_ready) leaf_edges.NodeDone(*node, on_leaf_ready);
     // 4. Free this part of the graph as soon as it has run.
     node->Release();
   }

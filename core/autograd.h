@@ -22,6 +22,14 @@
 //      gradients add up across calls until ZeroGrad(),
 //   4. frees the graph: each node drops its inputs and saved tensors.
 // Backward runs in no-grad mode: gradients of gradients are not recorded.
+//
+// A caller may also ask to hear, during step 3, of each leaf whose gradient
+// is final in this Backward (data-parallel training starts summing a
+// gradient over processes while the rest of the backward runs). Step 1
+// counts, per leaf, the edges that lead to it from the nodes to run; every
+// node decrements the counts of its leaf inputs once it has run (or been
+// skipped because no gradient reached it), and a count that reaches zero
+// means no later node can add to that leaf's grad().
 #ifndef ROTOR_CORE_AUTOGRAD_H_
 #define ROTOR_CORE_AUTOGRAD_H_
 
@@ -93,11 +101,20 @@ Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
 Tensor Checkpointed(const std::function<Tensor(const Tensor&)>& fn,
                     const Tensor& x, const std::vector<Tensor>& parameters);
 
+// Called with a leaf (requires_grad, no grad_fn) once this Backward has added
+// its last contribution to leaf.grad(). The leaf's grad() may then still be
+// undefined (every node that reached it returned no gradient for it). Leaves
+// the graph does not reach are never reported.
+using LeafGradReadyFn = std::function<void(const Tensor& leaf)>;
+
 // Runs reverse-mode differentiation from `root` (see the header comment).
 // With an undefined `grad_root`, `root` must be a one-element tensor and the
 // seed is dL/droot = 1; otherwise `grad_root` (same shape as root) is the
 // seed, i.e. the gradient of some scalar L with respect to root.
-void RunBackward(const Tensor& root, const Tensor& grad_root = Tensor());
+// `on_leaf_ready`, when set, hears of each leaf whose gradient is final;
+// without it Backward does no counting at all.
+void RunBackward(const Tensor& root, const Tensor& grad_root = Tensor(),
+                 const LeafGradReadyFn& on_leaf_ready = nullptr);
 
 }  // namespace rotor
 

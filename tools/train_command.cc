@@ -1,14 +1,18 @@
 // `rotor train CONFIG [key.path=value ...]`: trains a model from a YAML
 // config (train/config/train_config.h), resuming from output_dir's newest
 // checkpoint when there is one, then prints two samples.
+#include <exception>
 #include <iostream>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/memory_limit.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "train/distributed/communicator.h"
 #include "train/eval/generate.h"
 #include "train/trainer.h"
 
@@ -32,28 +36,31 @@ struct TrainOptions {
   int64_t samples = 2;
 };
 
-void RunTrain(const TrainOptions& options) {
+// Trains; `out` is std::cout on rank 0 and a stream that prints nothing on
+// the other ranks of a data-parallel job.
+void Train(const TrainOptions& options, train::Communicator& communicator,
+           std::ostream& out) {
   const train::TrainConfig config =
       train::LoadTrainConfig(options.config_path, options.overrides);
-  std::cout << "# resolved config (" << options.config_path << ")\n"
-            << train::TrainConfigToYaml(config) << std::flush;
-  train::Trainer trainer(config, std::cout);
-  std::cout << "model: " << trainer.model().NumParameters()
-            << " parameters; output_dir: " << config.output_dir << "\n";
+  out << "# resolved config (" << options.config_path << ")\n"
+      << train::TrainConfigToYaml(config) << std::flush;
+  train::Trainer trainer(config, out, communicator);
+  out << "model: " << trainer.model().NumParameters()
+      << " parameters; output_dir: " << config.output_dir << "\n";
   const train::TrainSummary summary = trainer.Run();
   if (summary.steps_run == 0) {
-    std::cout << "nothing to train: " << config.output_dir
-              << " is already at step " << summary.steps << " of "
-              << config.train.max_steps
-              << " (raise train.max_steps to continue)\n";
+    out << "nothing to train: " << config.output_dir << " is already at step "
+        << summary.steps << " of " << config.train.max_steps
+        << " (raise train.max_steps to continue)\n";
   } else {
-    std::cout << "done: " << summary.steps << " steps, final train loss "
-              << summary.train_loss << ", validation loss " << summary.val_loss
-              << ", " << summary.tokens_per_second << " tokens/s over "
-              << summary.seconds << " s, peak memory "
-              << FormatBytes(static_cast<double>(PeakResidentBytes())) << "\n";
+    out << "done: " << summary.steps << " steps, final train loss "
+        << summary.train_loss << ", validation loss " << summary.val_loss
+        << ", " << summary.tokens_per_second << " tokens/s over "
+        << summary.seconds << " s, peak memory "
+        << FormatBytes(static_cast<double>(PeakResidentBytes())) << "\n";
   }
-  std::cout << "checkpoint: " << summary.checkpoint << "\n";
+  out << "checkpoint: " << summary.checkpoint << "\n";
+  if (communicator.rank() != 0) return;  // rank 0 alone prints samples
 
   const char* prompts[] = {"The ", "In the morning"};
   for (int64_t i = 0; i < options.samples; ++i) {
@@ -68,6 +75,28 @@ void RunTrain(const TrainOptions& options) {
               << train::EscapeControlBytes(train::GenerateText(
                      trainer.model(), trainer.tokenizer(), prompt, sampling))
               << "\n";
+  }
+}
+
+// Under mpirun or srun each process is one rank (train/distributed/). An
+// error on any rank ends the whole job at once (the others would wait for
+// it until their timeout), printed with the rank that hit it.
+void RunTrain(const TrainOptions& options) {
+  const std::unique_ptr<train::Communicator> communicator =
+      train::StartCommunicator();
+  if (communicator->size() == 1) {
+    Train(options, *communicator, std::cout);
+    return;
+  }
+  std::ostream silent(nullptr);  // a stream without a buffer drops output
+  try {
+    Train(options, *communicator,
+          communicator->rank() == 0 ? std::cout : silent);
+  } catch (const std::exception& error) {
+    std::cout << std::flush;
+    communicator->Abort(StrCat("rotor train: error on rank ",
+                               communicator->rank(), " of ",
+                               communicator->size(), ": ", error.what()));
   }
 }
 

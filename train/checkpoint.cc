@@ -69,7 +69,8 @@ std::vector<std::string> ListCheckpoints(const std::string& output_dir) {
 void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
                     const std::string& config_yaml,
-                    const std::string& tokenizer) {
+                    const std::string& tokenizer,
+                    const std::function<void()>& before_publish) {
   fs::create_directories(fs::path(dir).parent_path());
   const std::string step_text = std::to_string(state.step);
   ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
@@ -103,10 +104,12 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
         {"val_loss", FiniteOrNull(state.val_loss)},
         {"smoothed_loss", FiniteOrNull(state.smoothed_loss)},
         {"min_smoothed_loss", FiniteOrNull(state.min_smoothed_loss)},
-        {"elapsed_seconds", state.elapsed_seconds}};
+        {"elapsed_seconds", state.elapsed_seconds},
+        {"world_size", state.world_size}};
     WriteFileAtomically(temp + "/" + kStateFile, json.dump(2) + "\n");
     WriteFileAtomically(temp + "/" + kConfigFile, config_yaml);
     CopyTokenizerInto(tokenizer, temp);
+    if (before_publish) before_publish();
   });
 }
 
@@ -205,6 +208,11 @@ TrainerState LoadTrainerState(const std::string& dir) {
   state.min_smoothed_loss = NumberOrFallback(json, "min_smoothed_loss",
                                              state.min_smoothed_loss, path);
   state.elapsed_seconds = NumberOrFallback(json, "elapsed_seconds", 0.0, path);
+  if (json.contains("world_size")) {
+    state.world_size = JsonMember<int64_t>(json, "world_size", path);
+    ROTOR_CHECK(state.world_size >= 1, path, ": world_size is ",
+                state.world_size, ", not a rank count >= 1");
+  }
   return state;
 }
 

@@ -4,7 +4,8 @@
 //     model.safetensors       weights, Hugging Face Llama names, F32
 //     optimizer.safetensors   AdamW moments: exp_avg.<name>, exp_avg_sq.<name>
 //     trainer_state.json      step, sampler state (RNG + batches drawn),
-//                             tokens seen, loss statistics, elapsed time
+//                             tokens seen, loss statistics, elapsed time,
+//                             world_size (the ranks that trained it)
 //     config.yaml             the resolved training config
 //
 // Each folder is written into a temporary folder and renamed into place, so
@@ -21,6 +22,7 @@
 #define ROTOR_TRAIN_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -50,6 +52,11 @@ struct TrainerState {
   double smoothed_loss = std::numeric_limits<double>::quiet_NaN();
   double min_smoothed_loss = std::numeric_limits<double>::infinity();
   double elapsed_seconds = 0.0;
+  // The processes of the data-parallel job that saved it (1 for a single
+  // process and for checkpoints older than the key). Any rank count may
+  // resume it: the data stream depends on the global batch only
+  // (train/distributed/batch_split.h).
+  int64_t world_size = 1;
 };
 
 // "<output_dir>/checkpoints/step_00000500".
@@ -60,11 +67,15 @@ std::vector<std::string> ListCheckpoints(const std::string& output_dir);
 // Writes a complete checkpoint folder atomically. `optimizer` may be null
 // (weights only). A `tokenizer` other than "byte" is copied in as
 // DIR/tokenizer.json, so the checkpoint is never paired with another one
-// (LoadCheckpointTokenizer).
+// (LoadCheckpointTokenizer). `before_publish`, when set, runs once every
+// file is written and before the folder is renamed into place; if it
+// throws, nothing is published (data-parallel training waits there for
+// every rank to reach the step).
 void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
                     const std::string& config_yaml,
-                    const std::string& tokenizer = "byte");
+                    const std::string& tokenizer = "byte",
+                    const std::function<void()>& before_publish = nullptr);
 // Deletes the checkpoint folders other than the newest `keep_last_n`, the
 // best one (the lowest val_loss in its trainer_state.json) and `just_saved`
 // (never deleted, whatever its step), and the temporary folders a run killed

@@ -63,6 +63,9 @@ void MetricsLog::LogStep(const StepMetrics& metrics) const {
                             {"grad_norm", metrics.grad_norm},
                             {"tokens_per_second", metrics.tokens_per_second}});
   line["tokens_seen"] = metrics.tokens_seen;
+  if (metrics.allreduce_wait_share >= 0) {
+    line["allreduce_wait_share"] = metrics.allreduce_wait_share;
+  }
   AppendToFile(path_, line.dump() + "\n");
 }
 

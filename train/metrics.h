@@ -3,6 +3,7 @@
 // (loss.png), and the clock and duration format of the progress lines.
 //
 //   {"step":10,"loss":2.71,"lr":0.0001,"grad_norm":0.93,"tokens_per_second":16500,"tokens_seen":40960}
+//   (a data-parallel run adds "allreduce_wait_share":0.08)
 //   {"step":100,"val_loss":2.05,"val_perplexity":7.77,"val_bits_per_byte":2.96}
 #ifndef ROTOR_TRAIN_METRICS_H_
 #define ROTOR_TRAIN_METRICS_H_
@@ -21,6 +22,9 @@ struct StepMetrics {
   double grad_norm = 0.0;
   double tokens_per_second = 0.0;
   int64_t tokens_seen = 0;
+  // Data-parallel runs only (logged when >= 0): the share of the time since
+  // the last logged step spent waiting for the gradient sums.
+  double allreduce_wait_share = -1.0;
 };
 
 class MetricsLog {

@@ -9,7 +9,9 @@
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
+#include "core/autograd.h"
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/ops/ops.h"
@@ -76,9 +78,25 @@ void CheckOneHistory(const std::string& resume_dir, const TrainConfig& config,
               " — nothing was written");
 }
 
+// train.threads per rank; 0 takes every core this process may run on.
+// A launcher that binds each rank to its own cores (mpirun's default for
+// up to two ranks: a core each) already limits what a rank sees; ranks
+// free to run anywhere (mpirun --bind-to none) share the machine's cores,
+// so N ranks on a machine never start more threads than it has cores.
+int ThreadsPerRank(int64_t threads, const Communicator& communicator) {
+  if (threads > 0) return static_cast<int>(threads);
+  const int usable = HardwareThreads();
+  const int machine = static_cast<int>(std::thread::hardware_concurrency());
+  if (communicator.local_size() > 1 && usable >= machine) {
+    return std::max(1, usable / communicator.local_size());
+  }
+  return 0;
+}
+
 }  // namespace
 
-Trainer::Trainer(TrainConfig config, std::ostream& log)
+Trainer::Trainer(TrainConfig config, std::ostream& log,
+                 Communicator& communicator)
     : config_(std::move(config)),
       config_yaml_(TrainConfigToYaml(config_)),
       log_(log),
@@ -86,9 +104,13 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
       tokenizer_spec_(TokenizerSpecIn(data_dir_)),
       train_tokens_(data_dir_ + "/train.bin"),
       val_tokens_(data_dir_ + "/val.bin"),
-      metrics_(config_.output_dir) {
+      metrics_(config_.output_dir),
+      communicator_(communicator) {
   const TrainSection& t = config_.train;
-  SetNumThreads(static_cast<int>(t.threads));
+  SetNumThreads(ThreadsPerRank(t.threads, communicator_));
+  communicator_.set_timeout_seconds(t.collective_timeout_seconds);
+  CheckBatchSplits(t.batch_size, t.gradient_accumulation_steps,
+                   communicator_.size(), config_.file);
   ROTOR_CHECK(config_.data.tokenizer.empty() ||
                   SameTokenizer(config_.data.tokenizer, tokenizer_spec_),
               config_.file, ": data.tokenizer is ", config_.data.tokenizer,
@@ -153,8 +175,14 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
     ROTOR_CHECK(optimizer_->step() == state_.step, resume_dir,
                 ": optimizer step ", optimizer_->step(),
                 " does not match trainer step ", state_.step);
-    log_ << "resuming from " << resume_dir << " at step " << state_.step
-         << "\n";
+    log_ << "resuming from " << resume_dir << " at step " << state_.step;
+    if (state_.world_size != communicator_.size()) {
+      log_ << " (saved by " << state_.world_size << " rank"
+           << (state_.world_size == 1 ? "" : "s") << ", continued by "
+           << communicator_.size()
+           << ": the global batch is the same, so is the data stream)";
+    }
+    log_ << "\n";
     last_checkpoint_ = resume_dir;
   } else if (!t.init_from.empty()) {
     const std::string source = InitializeFromCheckpoint(t.init_from, *model_);
@@ -162,14 +190,71 @@ Trainer::Trainer(TrainConfig config, std::ostream& log)
     log_ << "initialising the weights from " << source
          << " (fresh optimizer, schedule and sampler)\n";
   }
-  std::error_code error;
-  fs::create_directories(config_.output_dir, error);
-  ROTOR_CHECK(fs::is_directory(config_.output_dir), config_.file,
-              ": output_dir ", config_.output_dir, " is not a folder",
-              error ? " (" + error.message() + ")" : "");
-  metrics_.TrimAfter(state_.step);
-  live_progress_ =
-      config_.logging.progress && isatty(STDOUT_FILENO) && &log_ == &std::cout;
+  state_.world_size = communicator_.size();
+  if (writes_files()) {
+    std::error_code error;
+    fs::create_directories(config_.output_dir, error);
+    ROTOR_CHECK(fs::is_directory(config_.output_dir), config_.file,
+                ": output_dir ", config_.output_dir, " is not a folder",
+                error ? " (" + error.message() + ")" : "");
+    metrics_.TrimAfter(state_.step);
+  }
+  // Launchers hand each rank a pseudo-terminal whatever their own output
+  // is, so a data-parallel run prints plain lines.
+  live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
+                   &log_ == &std::cout && !distributed();
+  if (distributed()) {
+    CheckRanksAgree();
+    rank_rows_ = RankRows(t.batch_size, t.gradient_accumulation_steps,
+                          communicator_.size(), communicator_.rank());
+    gradient_buckets_ = std::make_unique<GradientBuckets>(
+        communicator_, model_->Parameters(),
+        static_cast<int64_t>(t.allreduce_bucket_mb * (1 << 20)));
+    if (t.zero_stage == 1) {
+      std::vector<int64_t> sizes;
+      for (const Tensor& p : model_->Parameters()) sizes.push_back(p.numel());
+      parameter_owners_ = ParameterOwners(sizes, communicator_.size());
+      optimizer_->ShardMoments(OwnedParameters());
+    }
+    log_ << "data-parallel: " << communicator_.size() << " ranks ("
+         << communicator_.local_size() << " on this machine) x "
+         << NumThreads() << " thread" << (NumThreads() == 1 ? "" : "s")
+         << ", " << t.batch_size * t.gradient_accumulation_steps /
+                        communicator_.size()
+         << " sequences each per step; gradients summed in "
+         << gradient_buckets_->num_buckets() << " bucket"
+         << (gradient_buckets_->num_buckets() == 1 ? "" : "s") << " of <= "
+         << t.allreduce_bucket_mb << " MiB"
+         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)"
+                                : "")
+         << "\n";
+  }
+}
+
+// The ranks hold the same config, but read output_dir, data.path and
+// train.init_from themselves: a rank on a machine that does not share the
+// folder would start fresh while rank 0 resumes, and silently train another
+// model. A fingerprint of where each starts (step, sampler, weights) must
+// be equal on every rank.
+void Trainer::CheckRanksAgree() {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
+  const auto mix = [&hash](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
+  };
+  mix(&state_.step, sizeof(state_.step));
+  mix(&state_.sampler.rng_state, sizeof(state_.sampler.rng_state));
+  mix(&state_.sampler.batches_drawn, sizeof(state_.sampler.batches_drawn));
+  for (const Tensor& parameter : model_->Parameters()) {
+    mix(parameter.data(), static_cast<size_t>(parameter.numel()) * 4);
+  }
+  ROTOR_CHECK(SameOnAllRanks(communicator_, hash,
+                             "comparing the ranks' starting points"),
+              config_.file, ": the ranks start from different states (step ",
+              state_.step, " on rank ", communicator_.rank(),
+              "; the step, sampler or weights differ): every rank must see "
+              "the same output_dir, data.path and train.init_from. Put them "
+              "on a file system that all machines share");
 }
 
 void Trainer::LogLine(const std::string& line) {
@@ -177,12 +262,79 @@ void Trainer::LogLine(const std::string& line) {
   log_ << line << std::endl;
 }
 
+std::vector<bool> Trainer::OwnedParameters() const {
+  std::vector<bool> owned;
+  for (int owner : parameter_owners_) {
+    owned.push_back(owner == communicator_.rank());
+  }
+  return owned;
+}
+
+void Trainer::ShareUpdatedWeights() {
+  std::vector<Tensor> parameters = model_->Parameters();
+  const std::string what =
+      StrCat("sharing the updated weights of step ", state_.step + 1);
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    communicator_.Broadcast(parameters[i].data(),
+                            static_cast<size_t>(parameters[i].numel()),
+                            parameter_owners_[i], what);
+  }
+}
+
+// The checkpoint holds every moment, as an unsharded run's does (so any
+// rank count, sharded or not, resumes it): each owner sends its moments,
+// which rank 0 receives into tensors it holds until the folder is written.
+// The other ranks receive them too (a broadcast), into one scratch buffer.
+void Trainer::GatherMomentsOnRankZero() {
+  const auto& parameters = optimizer_->parameters();
+  const std::string what = StrCat("gathering the AdamW moments of step ",
+                                  state_.step, " for the checkpoint");
+  std::vector<float> scratch;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const Tensor& parameter = parameters[i].second;
+    const size_t count = static_cast<size_t>(parameter.numel());
+    for (std::vector<Tensor>* moments : {&optimizer_->first_moments(),
+                                         &optimizer_->second_moments()}) {
+      Tensor& moment = (*moments)[i];
+      float* data = nullptr;
+      if (optimizer_->owns(i)) {
+        data = moment.data();
+      } else if (writes_files()) {
+        moment = Tensor::Zeros(parameter.shape());
+        data = moment.data();
+      } else {
+        scratch.resize(count);
+        data = scratch.data();
+      }
+      communicator_.Broadcast(data, count, parameter_owners_[i], what);
+    }
+  }
+}
+
+// In a data-parallel job rank 0 writes the folder, and publishes it (the
+// rename) only once every rank has reached the same step: a checkpoint is
+// complete when the whole job got there, so a job that loses a rank keeps
+// its previous checkpoint as the newest.
 void Trainer::SaveAndPrune() {
   state_.sampler = sampler_->state();
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
-  SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
-                 tokenizer_spec_);
-  PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
+  const std::string barrier =
+      StrCat("waiting for every rank to reach the checkpoint of step ",
+             state_.step);
+  if (shards_optimizer()) GatherMomentsOnRankZero();
+  if (!writes_files()) {
+    communicator_.Barrier(barrier);
+  } else if (distributed()) {
+    SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
+                   tokenizer_spec_, [&] { communicator_.Barrier(barrier); });
+  } else {
+    SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
+                   tokenizer_spec_);
+  }
+  if (writes_files()) {
+    PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
+  }
+  if (shards_optimizer()) optimizer_->ShardMoments(OwnedParameters());
   last_checkpoint_ = dir;
 }
 
@@ -208,6 +360,7 @@ double Trainer::ForwardBackward() {
   }
   ROTOR_CHECK(step_scored > 0, "training step ", state_.step + 1,
               ": no target token is scored");
+  if (distributed()) return RankForwardBackward(scored, step_scored);
   double step_loss = 0.0;
   for (size_t micro = 0; micro < micro_batches_.size(); ++micro) {
     const Batch& batch = micro_batches_[micro];
@@ -219,6 +372,57 @@ double Trainer::ForwardBackward() {
     step_loss += weight * loss.item();
   }
   return step_loss;
+}
+
+// The same sum as ForwardBackward's, over this rank's rows: each piece's
+// mean loss weighted by its share of the whole step's scored tokens, so the
+// ranks' gradients add up to the single process's. A piece that is a whole
+// micro-batch is computed exactly as one process would, so with
+// gradient_accumulation_steps a multiple of the rank count only the order
+// of the additions differs. The last piece's backward starts the gradient
+// sums bucket by bucket; the earlier ones accumulate locally.
+double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
+                                    int64_t step_scored) {
+  double rank_loss = 0.0;
+  for (size_t p = 0; p < rank_rows_.size(); ++p) {
+    const RowRange& range = rank_rows_[p];
+    const Batch& micro = micro_batches_[static_cast<size_t>(range.micro)];
+    const bool whole = range.rows == micro.batch_size;
+    if (!whole) {
+      const auto first = static_cast<size_t>(range.first_row * micro.seq_len);
+      const auto end = first + static_cast<size_t>(range.rows * micro.seq_len);
+      piece_.batch_size = range.rows;
+      piece_.seq_len = micro.seq_len;
+      piece_.inputs.assign(micro.inputs.begin() + first,
+                           micro.inputs.begin() + end);
+      piece_.targets.assign(micro.targets.begin() + first,
+                            micro.targets.begin() + end);
+    }
+    const Batch& batch = whole ? micro : piece_;
+    const int64_t piece_scored =
+        whole ? scored[static_cast<size_t>(range.micro)]
+              : static_cast<int64_t>(std::count_if(
+                    batch.targets.begin(), batch.targets.end(),
+                    [](TokenId t) { return t != kPasskeyIgnoredTarget; }));
+    const Tensor loss = model_->Loss(batch.inputs, batch.targets,
+                                     batch.batch_size, batch.seq_len);
+    const double weight = static_cast<double>(piece_scored) /
+                          static_cast<double>(step_scored);
+    const Tensor weighted = Mul(loss, static_cast<float>(weight));
+    if (p + 1 < rank_rows_.size()) {
+      weighted.Backward();
+    } else {
+      RunBackward(weighted, Tensor(),
+                  gradient_buckets_->ReadyHook(state_.step + 1));
+    }
+    rank_loss += weight * loss.item();
+  }
+  const double wait_start = SteadySeconds();
+  gradient_buckets_->Finish();
+  window_.allreduce_wait += SteadySeconds() - wait_start;
+  communicator_.Sum(&rank_loss, 1,
+                    StrCat("summing the loss of step ", state_.step + 1));
+  return rank_loss;
 }
 
 // Runs before the update, so that a broken step changes nothing. The
@@ -267,22 +471,45 @@ void Trainer::ReportStep(const StepMetrics& step) {
        << std::setprecision(2) << step.lr << "  " << std::fixed
        << std::setprecision(0) << tokens_per_second << " tok/s  ETA "
        << FormatDuration(eta);
+  const double wait_share = window_.allreduce_wait / (now - window_.start);
+  if (distributed()) {
+    line << "  allreduce wait " << std::setprecision(0) << 100 * wait_share
+         << "%";
+  }
   if (step.step % config_.logging.log_every_n_steps == 0 ||
       step.step == t.max_steps) {
     LogLine(line.str());
     StepMetrics logged = step;
     logged.tokens_per_second = tokens_per_second;
-    metrics_.LogStep(logged);
-    window_ = {now, state_.tokens_seen};
+    if (distributed()) logged.allreduce_wait_share = wait_share;
+    if (writes_files()) metrics_.LogStep(logged);
+    window_ = {now, state_.tokens_seen, 0.0};
   } else if (live_progress_) {
     log_ << "\r\033[K" << line.str() << std::flush;
   }
 }
 
+// Every rank evaluates its share of the validation batches; the sums of
+// the losses (times their token counts) and of the token counts are added
+// over the ranks.
 ValidationResult Trainer::Validate() {
   const TrainSection& t = config_.train;
-  const ValidationResult val = Evaluate(*model_, val_tokens_, t.batch_size,
-                                        t.seq_len, config_.eval.max_batches);
+  ValidationResult val;
+  if (distributed()) {
+    const ValidationSums sums = ValidationShareSums(
+        *model_, val_tokens_, t.batch_size, t.seq_len,
+        config_.eval.max_batches, communicator_.rank(), communicator_.size());
+    double totals[2] = {sums.loss_times_tokens,
+                        static_cast<double>(sums.tokens)};
+    communicator_.Sum(totals, 2,
+                      StrCat("summing the validation loss of step ",
+                             state_.step));
+    val = ValidationFromSums(val_tokens_, t.seq_len,
+                             {totals[0], static_cast<int64_t>(totals[1])});
+  } else {
+    val = Evaluate(*model_, val_tokens_, t.batch_size, t.seq_len,
+                   config_.eval.max_batches);
+  }
   model_->SetSequenceLength(t.seq_len);
   state_.best_val_loss = std::min(state_.best_val_loss, val.loss);
   state_.val_loss = val.loss;
@@ -292,7 +519,7 @@ ValidationResult Trainer::Validate() {
        << std::setprecision(4) << val.perplexity  // 1.83e+07 or inf when huge
        << "  bpb " << std::fixed << std::setprecision(3) << val.bits_per_byte;
   LogLine(line.str());
-  metrics_.LogEvaluation(state_.step, val);
+  if (writes_files()) metrics_.LogEvaluation(state_.step, val);
   return val;
 }
 
@@ -312,7 +539,7 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
   TrainSummary summary;
   const double run_start = SteadySeconds();
   const double elapsed_before = state_.elapsed_seconds;
-  window_ = {run_start, state_.tokens_seen};
+  window_ = {run_start, state_.tokens_seen, 0.0};
 
   while (state_.step < t.max_steps) {
     const double lr = schedule.At(state_.step);
@@ -321,6 +548,7 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     const double grad_norm = ClipGradNorm(parameters, t.clip_grad_norm);
     CheckWatchdog(loss, grad_norm);
     optimizer_->Step(lr);
+    if (shards_optimizer()) ShareUpdatedWeights();
     ++state_.step;
     state_.val_loss = std::numeric_limits<double>::quiet_NaN();
     ++summary.steps_run;
@@ -346,7 +574,9 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
   summary.tokens_per_second =
       summary.steps_run * StepTokens() / std::max(summary.seconds, 1e-9);
   summary.checkpoint = last_checkpoint_;
-  if (summary.steps_run > 0) LogLine(metrics_.PlotLossCurve());
+  if (summary.steps_run > 0 && writes_files()) {
+    LogLine(metrics_.PlotLossCurve());
+  }
   return summary;
 }
 

@@ -15,6 +15,16 @@
 // Everything that decides the next step (weights, AdamW moments and step,
 // sampler state) is in the checkpoint, so a resumed run continues bitwise
 // like the uninterrupted one at the same thread count.
+//
+// Data-parallel (`mpirun -np N rotor train`, docs/distributed.md): every
+// rank runs this loop on the same weights and draws every micro-batch from
+// the same sampler, but computes the loss and gradients of its own rows of
+// the step only (train/distributed/batch_split.h), with the weights of the
+// whole step's token count. The gradients are summed over the ranks during
+// the last backward (train/distributed/gradient_buckets.h), so every rank
+// takes the same optimizer step. Rank 0 alone prints, writes metrics.jsonl,
+// the plot and the checkpoints; every rank evaluates its share of the
+// validation batches.
 #ifndef ROTOR_TRAIN_TRAINER_H_
 #define ROTOR_TRAIN_TRAINER_H_
 
@@ -30,6 +40,10 @@
 #include "train/data/batches.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/data/token_file.h"
+#include "train/distributed/batch_split.h"
+#include "train/distributed/communicator.h"
+#include "train/distributed/gradient_buckets.h"
+#include "train/distributed/optimizer_shards.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
 
@@ -55,7 +69,13 @@ class Trainer {
   // <output_dir>/metrics.jsonl keeps only the lines up to the starting step
   // (so a run killed after its last checkpoint and resumed still logs each
   // step once).
-  Trainer(TrainConfig config, std::ostream& log);
+  //
+  // `communicator` connects the ranks of a data-parallel job; it must
+  // outlive the trainer. A batch the ranks cannot share equally, or ranks
+  // that would start from different states (output_dir or init_from not on
+  // a file system they share), are refused here.
+  Trainer(TrainConfig config, std::ostream& log,
+          Communicator& communicator = SingleProcessCommunicator());
 
   // Trains to config.train.max_steps (or until the watchdog stops it, which
   // throws rotor::Error after saving nothing broken). `stop_after_steps`
@@ -71,6 +91,9 @@ class Trainer {
  private:
   // One optimizer step's pieces, in the order Run calls them.
   double ForwardBackward();  // returns the step's loss
+  // This rank's share of ForwardBackward in a data-parallel job.
+  double RankForwardBackward(const std::vector<int64_t>& scored,
+                             int64_t step_scored);
   void CheckWatchdog(double step_loss, double grad_norm);
   void ReportStep(const StepMetrics& step);
   ValidationResult Validate();
@@ -78,6 +101,16 @@ class Trainer {
 
   void LogLine(const std::string& line);
   int64_t StepTokens() const;  // tokens per optimizer step
+  bool writes_files() const { return communicator_.rank() == 0; }
+  bool distributed() const { return communicator_.size() > 1; }
+  // Refuses to train when the ranks start from different states.
+  void CheckRanksAgree();
+  // ZeRO stage 1: each parameter's owner sends its updated values to the
+  // other ranks; before a checkpoint, rank 0 receives every moment.
+  bool shards_optimizer() const { return !parameter_owners_.empty(); }
+  void ShareUpdatedWeights();
+  void GatherMomentsOnRankZero();
+  std::vector<bool> OwnedParameters() const;
 
   TrainConfig config_;
   std::string config_yaml_;
@@ -93,10 +126,19 @@ class Trainer {
   std::unique_ptr<BatchSampler> sampler_;
   TrainerState state_;
   std::vector<Batch> micro_batches_;
-  // Where the current tokens/s window started: time and tokens_seen.
+  Communicator& communicator_;
+  // Data-parallel only: this rank's rows of each step, the rows of a
+  // micro-batch it shares with other ranks, and the gradient sums.
+  std::vector<RowRange> rank_rows_;
+  Batch piece_;
+  std::unique_ptr<GradientBuckets> gradient_buckets_;
+  std::vector<int> parameter_owners_;  // ZeRO stage 1 only
+  // Where the current tokens/s window started: time and tokens_seen; and
+  // the time spent waiting for gradient sums since then.
   struct {
     double start = 0.0;
     int64_t start_tokens = 0;
+    double allreduce_wait = 0.0;
   } window_;
   bool live_progress_ = false;
   // The checkpoint this run last saved (or resumed from): the one it

@@ -1,7 +1,11 @@
 // The autograd engine (core/autograd.h): gradient summing over a diamond,
 // accumulation across Backward() calls, NoGradGuard, the freed graph, the
-// scalar-loss requirement and requires_grad propagation.
+// scalar-loss requirement and requires_grad propagation; the hook that
+// reports each leaf whose gradient is final.
 #include "core/autograd.h"
+
+#include <algorithm>
+#include <vector>
 
 #include "core/ops/ops.h"
 #include "tests/test_util.h"
@@ -116,6 +120,85 @@ TEST(Autograd, RequiresGradPropagatesFromLeaves) {
   EXPECT_FALSE(c.grad().defined());
   ROTOR_EXPECT_ERROR(Tensor(y).set_requires_grad(true),
                      "only leaf tensors can be marked");
+}
+
+// What RunBackward's on_leaf_ready saw: each leaf reported (by handle) with
+// a copy of its grad() at that moment (empty when undefined).
+struct LeafReports {
+  std::vector<const TensorImpl*> leaves;
+  std::vector<std::vector<float>> grads;
+
+  LeafGradReadyFn Hook() {
+    return [this](const Tensor& leaf) {
+      leaves.push_back(leaf.impl());
+      grads.push_back(leaf.grad().defined() ? leaf.grad().ToVector()
+                                            : std::vector<float>{});
+    };
+  }
+};
+
+// L = sum((x * a) * b): b's gradient is final as soon as the last Mul has
+// run, before the first Mul gives a and x theirs. Each leaf is reported
+// once, with the gradient it ends with; the constant c never.
+TEST(Autograd, LeafReadyHookReportsEachLeafOnceAsSoonAsItIsFinal) {
+  Tensor x = Tensor::FromVector({2}, {1.0f, 2.0f}, true);
+  Tensor a = Tensor::FromVector({2}, {3.0f, 4.0f}, true);
+  Tensor b = Tensor::FromVector({2}, {5.0f, 6.0f}, true);
+  const Tensor c = Tensor::FromVector({2}, {1.0f, 1.0f});
+  LeafReports reports;
+  RunBackward(Sum(Mul(Mul(Mul(x, a), b), c)), Tensor(), reports.Hook());
+  ASSERT_EQ(reports.leaves.size(), 3u);
+  EXPECT_EQ(reports.leaves[0], b.impl());
+  EXPECT_EQ(reports.grads[0], (std::vector<float>{3.0f, 8.0f}));  // x * a
+  std::vector<const TensorImpl*> later = {reports.leaves[1],
+                                          reports.leaves[2]};
+  std::vector<const TensorImpl*> expected = {x.impl(), a.impl()};
+  std::sort(later.begin(), later.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(later, expected);
+  for (size_t i = 0; i < reports.leaves.size(); ++i) {
+    const Tensor& leaf = reports.leaves[i] == x.impl()   ? x
+                         : reports.leaves[i] == a.impl() ? a
+                                                         : b;
+    EXPECT_EQ(reports.grads[i], leaf.grad().ToVector());
+  }
+}
+
+// A leaf used at both ends of the graph (like tied embeddings: the input
+// lookup and the output projection) is reported once, after its last
+// contribution: L = sum((2x) * x), dL/dx = 4x.
+TEST(Autograd, LeafReadyHookWaitsForEveryUseOfALeaf) {
+  Tensor x = Tensor::FromVector({2}, {1.0f, -3.0f}, true);
+  LeafReports reports;
+  RunBackward(Sum(Mul(Mul(x, 2.0f), x)), Tensor(), reports.Hook());
+  ASSERT_EQ(reports.leaves.size(), 1u);
+  EXPECT_EQ(reports.grads[0], (std::vector<float>{4.0f, -12.0f}));
+}
+
+// A node that no gradient reaches is skipped, but still counts as done: w
+// sits behind an op whose backward gives its input no gradient, so w is
+// reported with no grad() at all, and v as usual.
+TEST(Autograd, LeafReadyHookReportsLeavesBehindABlockedPath) {
+  Tensor w = Tensor::FromVector({2}, {1.0f, 2.0f}, true);
+  Tensor v = Tensor::FromVector({2}, {3.0f, 4.0f}, true);
+  const Tensor blocked =
+      RecordOp(Tensor::Zeros({2}), "Blocked", {Mul(w, 2.0f)},
+               [](const Tensor&) { return std::vector<Tensor>{Tensor()}; });
+  LeafReports reports;
+  RunBackward(Sum(Add(blocked, v)), Tensor(), reports.Hook());
+  ASSERT_EQ(reports.leaves.size(), 2u);
+  EXPECT_EQ(reports.leaves[0], v.impl());
+  EXPECT_EQ(reports.leaves[1], w.impl());
+  EXPECT_TRUE(reports.grads[1].empty());
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(Autograd, LeafReadyHookReportsARootThatIsALeaf) {
+  Tensor x = Tensor::FromVector({1}, {2.0f}, true);
+  LeafReports reports;
+  RunBackward(x, Tensor(), reports.Hook());
+  ASSERT_EQ(reports.leaves.size(), 1u);
+  EXPECT_EQ(reports.grads[0], std::vector<float>{1.0f});
 }
 
 }  // namespace

@@ -139,8 +139,9 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                           "gradient_accumulation_steps", "max_steps", "lr",
                           "min_lr", "warmup_steps", "weight_decay", "betas",
                           "eps", "clip_grad_norm", "seed", "threads",
-                          "loss_explosion_ratio", "resume", "init_from",
-                          "activation_checkpointing"});
+                          "allreduce_bucket_mb", "collective_timeout_seconds",
+                          "zero_stage", "loss_explosion_ratio", "resume",
+                          "init_from", "activation_checkpointing"});
   train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
   train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
   train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
@@ -155,6 +156,10 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   train.Read("clip_grad_norm", t.clip_grad_norm, 0.0, 1e30);
   train.Read("seed", t.seed);
   train.Read("threads", t.threads, 0, limits::kMaxThreads);
+  train.Read("allreduce_bucket_mb", t.allreduce_bucket_mb, 0.001, 4096.0);
+  train.Read("collective_timeout_seconds", t.collective_timeout_seconds, 0.1,
+             1e6);
+  train.Read("zero_stage", t.zero_stage, 0, 1);
   train.Read("loss_explosion_ratio", t.loss_explosion_ratio, 0.0, 1e30);
   std::string resume = "auto";
   train.Read("resume", resume);
@@ -243,6 +248,9 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   train["clip_grad_norm"] = t.clip_grad_norm;
   train["seed"] = t.seed;
   train["threads"] = t.threads;
+  train["allreduce_bucket_mb"] = t.allreduce_bucket_mb;
+  train["collective_timeout_seconds"] = t.collective_timeout_seconds;
+  train["zero_stage"] = t.zero_stage;
   train["loss_explosion_ratio"] = t.loss_explosion_ratio;
   train["resume"] = t.resume == ResumeMode::kAuto   ? "auto"
                     : t.resume == ResumeMode::kNone ? "none"

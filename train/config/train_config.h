@@ -66,7 +66,20 @@ struct TrainSection {
   double eps = 1e-8;
   double clip_grad_norm = 1.0;  // max global gradient norm; 0 disables
   uint64_t seed = 1337;         // initialisation and batch sampling
-  int64_t threads = 0;          // 0 = all cores
+  // Threads per process; 0 = all cores (shared among the ranks of a
+  // data-parallel job on one machine: docs/distributed.md).
+  int64_t threads = 0;
+  // Data-parallel training (docs/distributed.md): the gradients are summed
+  // over the ranks in buckets of this many MiB, each started as soon as the
+  // backward pass has finished its gradients (PyTorch DDP's default: 25).
+  double allreduce_bucket_mb = 25.0;
+  // A rank that waits this long for the others (a sum, a barrier) stops
+  // with an error: one of them died or hangs.
+  double collective_timeout_seconds = 300.0;
+  // 1: ZeRO stage 1, each rank keeps the AdamW moments of its share of the
+  // parameters only (train/distributed/optimizer_shards.h); 0: every rank
+  // keeps all. The same weights either way.
+  int64_t zero_stage = 0;
   // Stop when the loss exceeds this many times the lowest smoothed loss
   // seen so far (0 disables); NaN/Inf always stops.
   double loss_explosion_ratio = 4.0;

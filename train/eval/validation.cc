@@ -11,28 +11,42 @@ namespace rotor::train {
 ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
                           int64_t batch_size, int64_t seq_len,
                           int64_t max_batches) {
+  return ValidationFromSums(
+      val, seq_len,
+      ValidationShareSums(model, val, batch_size, seq_len, max_batches, 0, 1));
+}
+
+ValidationSums ValidationShareSums(nn::Transformer& model,
+                                   const TokenFile& val, int64_t batch_size,
+                                   int64_t seq_len, int64_t max_batches,
+                                   int64_t share, int64_t num_shares) {
   NoGradGuard no_grad;
   model.SetSequenceLength(seq_len);
   ValidationBatches batches(val, batch_size, seq_len);
   Batch batch;
-  double total = 0.0;
-  int64_t tokens = 0;
+  ValidationSums sums;
   for (int64_t i = 0;
        (max_batches == 0 || i < max_batches) && batches.Next(batch); ++i) {
+    if (i % num_shares != share) continue;
     const Tensor loss = model.Loss(batch.inputs, batch.targets,
                                    batch.batch_size, batch.seq_len);
     const int64_t n = batch.batch_size * batch.seq_len;
-    total += static_cast<double>(loss.item()) * n;
-    tokens += n;
+    sums.loss_times_tokens += static_cast<double>(loss.item()) * n;
+    sums.tokens += n;
   }
-  ROTOR_CHECK(tokens > 0, val.path(),
+  return sums;
+}
+
+ValidationResult ValidationFromSums(const TokenFile& val, int64_t seq_len,
+                                    const ValidationSums& sums) {
+  ROTOR_CHECK(sums.tokens > 0, val.path(),
               ": too short for one validation window of ", seq_len + 1,
               " tokens");
   ValidationResult result;
-  result.loss = total / tokens;
+  result.loss = sums.loss_times_tokens / sums.tokens;
   result.perplexity = std::exp(result.loss);
   result.bits_per_byte = val.BitsPerByte(result.loss);
-  result.tokens = tokens;
+  result.tokens = sums.tokens;
   return result;
 }
 

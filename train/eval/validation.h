@@ -27,6 +27,22 @@ ValidationResult Evaluate(nn::Transformer& model, const TokenFile& val,
                           int64_t batch_size, int64_t seq_len,
                           int64_t max_batches);
 
+// Evaluate in pieces, for data-parallel training: each of `num_shares`
+// ranks takes the batches i (of the first max_batches) with
+// i % num_shares == share, the ranks add their sums, and the result is the
+// mean over all of them, as one process would measure it (up to the order
+// of the double additions).
+struct ValidationSums {
+  double loss_times_tokens = 0.0;  // sum over batches of mean loss * tokens
+  int64_t tokens = 0;
+};
+ValidationSums ValidationShareSums(nn::Transformer& model,
+                                   const TokenFile& val, int64_t batch_size,
+                                   int64_t seq_len, int64_t max_batches,
+                                   int64_t share, int64_t num_shares);
+ValidationResult ValidationFromSums(const TokenFile& val, int64_t seq_len,
+                                    const ValidationSums& sums);
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_EVAL_VALIDATION_H_

@@ -26,7 +26,7 @@ void AdamW::Step(double lr) {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Tensor& param = parameters_[i].second;
     const Tensor& grad = param.grad();
-    if (!grad.defined()) continue;
+    if (!grad.defined() || !owns(i)) continue;
     kernels::AdamWHyperparams hyper;
     hyper.lr = static_cast<float>(lr);
     hyper.beta1 = static_cast<float>(settings_.beta1);
@@ -36,6 +36,15 @@ void AdamW::Step(double lr) {
         decay_[i] ? static_cast<float>(settings_.weight_decay) : 0.0f;
     kernels::AdamWUpdate(param.data(), grad.data(), m_[i].data(), v_[i].data(),
                          param.numel(), hyper, step_);
+  }
+}
+
+void AdamW::ShardMoments(const std::vector<bool>& owned) {
+  ROTOR_CHECK(owned.size() == parameters_.size(), "AdamW: ", owned.size(),
+              " ownership flags for ", parameters_.size(), " parameters");
+  owned_ = owned;
+  for (size_t i = 0; i < owned.size(); ++i) {
+    if (!owned[i]) m_[i] = v_[i] = Tensor();
   }
 }
 

@@ -32,8 +32,16 @@ class AdamW {
         AdamWSettings settings);
 
   // One update with learning rate `lr` from the parameters' current .grad();
-  // parameters without a gradient are skipped. Increments step().
+  // parameters without a gradient, and those this process does not own
+  // (ShardMoments), are skipped. Increments step().
   void Step(double lr);
+
+  // ZeRO stage 1 (docs/distributed.md): this process updates only the
+  // parameters i with owned[i] and keeps only their moments; the others'
+  // are freed (undefined tensors). Restore a full set (a checkpoint) by
+  // assigning tensors to first_moments()[i] and second_moments()[i].
+  void ShardMoments(const std::vector<bool>& owned);
+  bool owns(size_t i) const { return owned_.empty() || owned_[i]; }
 
   int64_t step() const { return step_; }
   void set_step(int64_t step) { step_ = step; }
@@ -53,6 +61,7 @@ class AdamW {
   std::vector<Tensor> m_;
   std::vector<Tensor> v_;
   std::vector<bool> decay_;
+  std::vector<bool> owned_;  // empty: every parameter
   int64_t step_ = 0;
 };
 

@@ -261,7 +261,9 @@ TEST(TrainConfig, ActivationCheckpointingIsNoneLayersOrEveryK) {
 TEST(TrainConfig, OverrideErrorsNameTheOverride) {
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.bogus=1"}),
                      "command-line override train.bogus",
-                     "unknown key (known keys: activation_checkpointing, batch_size");
+                     "unknown key (known keys: activation_checkpointing, "
+                     "allreduce_bucket_mb, "
+                     "batch_size");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr=fast"}),
                      "command-line override train.lr",
                      "expected a number, got 'fast'");
@@ -296,7 +298,8 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
   const std::string m = kModel;  // 7 lines
   const std::vector<Case> cases = {
       {m + "data:\n  path: d\ntrain:\n  batch_size: 8\n  bogus: 1\n",
-       {"run.yaml:12:3: train.bogus: unknown key (known keys: activation_checkpointing, batch_size"}},
+       {"run.yaml:12:3: train.bogus: unknown key (known keys: "
+        "activation_checkpointing, allreduce_bucket_mb, batch_size"}},
       {m + "data:\n  path: d\ntrain:\n  batch_size: eight\n",
        {"run.yaml:11:15: train.batch_size: expected an integer, got 'eight'"}},
       {m + "data:\n  path: d\ntrain:\n  batch_size: 0\n",
