@@ -140,16 +140,11 @@ main() {
         command -v gnuplot >/dev/null 2>&1 || PACKAGES+=(gnuplot-nox)
         ;;
       # GCC's own ASan and UBSan runtimes (libasan, libubsan) come with g++.
-      # Without MPI: Open MPI, not built with the sanitizers, would run
-      # inside every distributed test, and what its allocations and memory
-      # hooks do under ASan and LeakSanitizer is not rotor's to answer for.
-      # rotor's own distributed code (the buckets, the split, the autograd
-      # hook) is still tested there, through a fake communicator
-      # (tests/train/distributed/).
+      # (Without MPI: CMakeLists.txt says why.)
       --sanitize)
         build_name=build-sanitize
         CMAKE_ARGS+=(-DROTOR_SANITIZE=ON -DROTOR_BUILD_BENCH=OFF
-          -DROTOR_BUILD_EXAMPLES=OFF -DROTOR_WITH_MPI=OFF)
+          -DROTOR_BUILD_EXAMPLES=OFF)
         ;;
       # RelWithDebInfo: findings come with file and line.
       --fuzz)

@@ -72,6 +72,10 @@ class MpiCommunicator final : public Communicator {
     int provided = 0;
     Check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
           "starting (MPI_Init_thread)");
+    ROTOR_CHECK(provided >= MPI_THREAD_FUNNELED,
+                "this MPI library offers thread level ", provided,
+                " only; rotor needs MPI_THREAD_FUNNELED (threads compute, "
+                "the main thread alone calls MPI)");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
