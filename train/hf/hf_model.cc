@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/kernels/convert.h"
+#include "core/tensor.h"
 #include "train/config/hf_config.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
@@ -82,20 +83,6 @@ bool IsIgnoredBuffer(const std::string& name) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-int64_t ShapeNumel(const std::vector<int64_t>& shape) {
-  int64_t count = 1;
-  for (int64_t extent : shape) count *= extent;
-  return count;
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 }  // namespace
 
 ModelConfig LoadHfModelConfig(const std::string& dir) {
@@ -133,7 +120,7 @@ void LoadHfWeights(const std::string& dir, const nn::Module& model) {
         if (info.name == "lm_head.weight" &&
             parameters.count("model.embed_tokens.weight") > 0) {
           tied_head_source = file.source();
-          tied_head.resize(static_cast<size_t>(ShapeNumel(info.shape)));
+          tied_head.resize(static_cast<size_t>(NumElements(info.shape)));
           file.ReadAsF32(info, tied_head.data());
           continue;
         }
@@ -153,8 +140,8 @@ void LoadHfWeights(const std::string& dir, const nn::Module& model) {
                   info.name, " is in more than one file");
       Tensor target = parameter->second;
       ROTOR_CHECK(info.shape == target.shape(), file.source(), ": tensor ",
-                  info.name, " has shape ", ShapeText(info.shape),
-                  ", config.json gives ", ShapeText(target.shape()));
+                  info.name, " has shape ", ShapeToString(info.shape),
+                  ", config.json gives ", ShapeToString(target.shape()));
       file.ReadAsF32(info, target.data());
     }
   }
@@ -165,7 +152,7 @@ void LoadHfWeights(const std::string& dir, const nn::Module& model) {
                 ": lists ", name, " in ", listed->second,
                 ", which does not hold it");
     throw Error(StrCat(dir, ": missing tensor ", name, " (shape ",
-                       ShapeText(tensor.shape()), ", from config.json)"));
+                       ShapeToString(tensor.shape()), ", from config.json)"));
   }
   if (!tied_head_source.empty()) {
     const Tensor& embed = parameters.at("model.embed_tokens.weight");
@@ -228,7 +215,7 @@ std::vector<SafetensorsEntry> ExportEntries(
 }
 
 int64_t EntryBytes(const SafetensorsEntry& entry) {
-  return ShapeNumel(entry.shape) *
+  return NumElements(entry.shape) *
          static_cast<int64_t>(SafetensorsDtypeSize(entry.dtype));
 }
 
@@ -251,9 +238,9 @@ void WriteShards(const std::string& dir,
     shard_bytes += bytes;
     total_bytes += bytes;
   }
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  // WriteSafetensors adds the "format": "pt" transformers requires.
   if (shards.size() == 1) {
-    WriteSafetensors(JoinPath(dir, kSingleFile), entries, metadata);
+    WriteSafetensors(JoinPath(dir, kSingleFile), entries);
     return;
   }
   std::map<std::string, std::string> weight_map;
@@ -261,7 +248,7 @@ void WriteShards(const std::string& dir,
     char name[64];
     std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", i + 1,
                   shards.size());
-    WriteSafetensors(JoinPath(dir, name), shards[i], metadata);
+    WriteSafetensors(JoinPath(dir, name), shards[i]);
     for (const SafetensorsEntry& entry : shards[i]) {
       weight_map[entry.name] = name;
     }
