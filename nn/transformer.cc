@@ -30,25 +30,21 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
       partial_rotary_factor_(config.rope.partial_rotary_factor),
       layout_(config.rope_layout),
       q_proj_(RegisterModule(
-          "q_proj",
-          std::make_unique<Linear>(config.hidden_size, num_heads_ * head_dim_,
-                                   config.qkv_bias, config.initializer_range,
-                                   rng))),
+          "q_proj", std::make_unique<Linear>(
+                        config.hidden_size, num_heads_ * head_dim_,
+                        config.qkv_bias, config.initializer_range, rng))),
       k_proj_(RegisterModule(
-          "k_proj",
-          std::make_unique<Linear>(config.hidden_size,
-                                   num_kv_heads_ * head_dim_, config.qkv_bias,
-                                   config.initializer_range, rng))),
+          "k_proj", std::make_unique<Linear>(
+                        config.hidden_size, num_kv_heads_ * head_dim_,
+                        config.qkv_bias, config.initializer_range, rng))),
       v_proj_(RegisterModule(
-          "v_proj",
-          std::make_unique<Linear>(config.hidden_size,
-                                   num_kv_heads_ * head_dim_, config.qkv_bias,
-                                   config.initializer_range, rng))),
+          "v_proj", std::make_unique<Linear>(
+                        config.hidden_size, num_kv_heads_ * head_dim_,
+                        config.qkv_bias, config.initializer_range, rng))),
       o_proj_(RegisterModule(
-          "o_proj",
-          std::make_unique<Linear>(num_heads_ * head_dim_, config.hidden_size,
-                                   config.o_proj_bias, OutputInitStd(config),
-                                   rng))) {}
+          "o_proj", std::make_unique<Linear>(
+                        num_heads_ * head_dim_, config.hidden_size,
+                        config.o_proj_bias, OutputInitStd(config), rng))) {}
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
                                     int64_t offset, LayerKvCache* cache) const {
@@ -92,10 +88,10 @@ DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng* rng)
           "post_attention_layernorm",
           std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))),
       mlp_(RegisterModule(
-          "mlp", std::make_unique<SwiGluMlp>(
-                     config.hidden_size, config.intermediate_size,
-                     config.mlp_bias, config.initializer_range,
-                     OutputInitStd(config), rng))) {}
+          "mlp",
+          std::make_unique<SwiGluMlp>(
+              config.hidden_size, config.intermediate_size, config.mlp_bias,
+              config.initializer_range, OutputInitStd(config), rng))) {}
 
 Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table, int64_t offset,
                              LayerKvCache* cache) const {
@@ -138,8 +134,7 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
           },
           h, layer->Parameters());
     } else {
-      h = layer->Forward(h, table, offset,
-                         cache ? &cache->layers[i] : nullptr);
+      h = layer->Forward(h, table, offset, cache ? &cache->layers[i] : nullptr);
     }
   }
   return norm_.Forward(h);
@@ -189,18 +184,18 @@ void Transformer::SetSequenceLength(int64_t sequence_length) {
   rope_sequence_length_ = sequence_length;
 }
 
-Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
-                           int64_t seq, int64_t offset, KvCache* cache) {
+// The final normed hidden states [B*T, H] of ids at offset (see Logits).
+Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
+                               int64_t seq, int64_t offset, KvCache* cache) {
   ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
               "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
               " x seq ", seq);
-  ROTOR_CHECK(config_.sliding_window == 0 ||
-                  offset + seq <= config_.sliding_window,
-              "Transformer::Logits: positions up to ", offset + seq,
-              " exceed the model's sliding_window of ",
-              config_.sliding_window,
-              "; rotor attends to every earlier position, which equals the "
-              "sliding window only within it (shorten the sequence)");
+  ROTOR_CHECK(
+      config_.sliding_window == 0 || offset + seq <= config_.sliding_window,
+      "Transformer::Logits: positions up to ", offset + seq,
+      " exceed the model's sliding_window of ", config_.sliding_window,
+      "; rotor attends to every earlier position, which equals the "
+      "sliding window only within it (shorten the sequence)");
   ROTOR_CHECK(cache == nullptr || offset == cache->length,
               "Transformer::Logits: decoding at offset ", offset,
               " but the KV cache holds ", cache ? cache->length : 0,
@@ -208,15 +203,30 @@ Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
   const Tensor hidden =
       model_->Forward(ids, batch, seq, rope_table_, offset, cache);
   if (cache != nullptr) cache->length += seq;
-  const Tensor flat = Reshape(hidden, {batch * seq, config_.hidden_size});
-  return lm_head_ ? lm_head_->Forward(flat)
-                  : rotor::Linear(flat, model_->embed_tokens().weight());
+  return Reshape(hidden, {batch * seq, config_.hidden_size});
+}
+
+const Tensor& Transformer::OutputWeight() const {
+  return lm_head_ ? lm_head_->weight() : model_->embed_tokens().weight();
+}
+
+Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
+                           int64_t seq, int64_t offset, KvCache* cache) {
+  return rotor::Linear(FlatHidden(ids, batch, seq, offset, cache),
+                       OutputWeight());
 }
 
 Tensor Transformer::Loss(const std::vector<int32_t>& ids,
                          const std::vector<int32_t>& targets, int64_t batch,
                          int64_t seq, int32_t ignore_index) {
-  return CrossEntropy(Logits(ids, batch, seq), targets, ignore_index);
+  return LinearCrossEntropy(FlatHidden(ids, batch, seq, 0, nullptr),
+                            OutputWeight(), targets, ignore_index,
+                            loss_chunk_rows_);
+}
+
+void Transformer::SetLossChunkRows(int64_t rows) {
+  ROTOR_CHECK(rows >= 1, "loss chunk of ", rows, " rows: expected at least 1");
+  loss_chunk_rows_ = rows;
 }
 
 KvCache Transformer::NewKvCache() const {

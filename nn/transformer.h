@@ -49,7 +49,7 @@ struct TransformerConfig {
   bool tie_word_embeddings = false;  // as in HF's LlamaConfig and YAML
   double initializer_range = 0.02;
   RopeLayout rope_layout = RopeLayout::kSplitHalf;
-  RopeScalingConfig rope;  // theta, max positions, partial rotary, scaling
+  RopeScalingConfig rope;    // theta, max positions, partial rotary, scaling
   bool qkv_bias = false;     // biases on q_proj, k_proj, v_proj
   bool o_proj_bias = false;  // a bias on o_proj
   bool mlp_bias = false;     // biases on gate_proj, up_proj, down_proj
@@ -156,7 +156,10 @@ class Transformer : public Module {
                 int64_t offset = 0, KvCache* cache = nullptr);
 
   // Mean next-token cross-entropy of logits(ids) against targets ([B, T],
-  // entries equal to ignore_index do not count).
+  // entries equal to ignore_index do not count). The logits are never
+  // materialised whole: the output head and the loss run loss_chunk_rows()
+  // rows at a time, with their backward in the same pass
+  // (core/ops/ops.h LinearCrossEntropy).
   Tensor Loss(const std::vector<int32_t>& ids,
               const std::vector<int32_t>& targets, int64_t batch, int64_t seq,
               int32_t ignore_index = -100);
@@ -164,14 +167,25 @@ class Transformer : public Module {
   // An empty cache (one entry per layer).
   KvCache NewKvCache() const;
 
+  // Rows of logits Loss computes at a time (>= 1): memory for them is
+  // rows x vocab floats. Results are deterministic for a given value.
+  static constexpr int64_t kDefaultLossChunkRows = 1024;
+  void SetLossChunkRows(int64_t rows);
+  int64_t loss_chunk_rows() const { return loss_chunk_rows_; }
+
  private:
   Transformer(const TransformerConfig& config, Rng* rng);
+  Tensor FlatHidden(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
+                    int64_t offset, KvCache* cache);
+  // lm_head.weight, or the embeddings when tied: [vocab, hidden].
+  const Tensor& OutputWeight() const;
 
   TransformerConfig config_;
   RopeTable rope_table_;
   int64_t rope_sequence_length_ = -1;
   DecoderStack* model_;
   Linear* lm_head_ = nullptr;  // null when tied
+  int64_t loss_chunk_rows_ = kDefaultLossChunkRows;
 };
 
 }  // namespace nn

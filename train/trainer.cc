@@ -141,6 +141,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   ValidationBatches(val_tokens_, t.batch_size, t.seq_len);
   model_ = std::make_unique<nn::Transformer>(model_config, t.seed);
   model_->SetActivationCheckpointing(t.activation_checkpointing_every);
+  model_->SetLossChunkRows(t.loss_chunk_rows);
   model_->SetSequenceLength(t.seq_len);
   optimizer_ = std::make_unique<AdamW>(
       model_->NamedParameters(),
@@ -217,16 +218,14 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
       optimizer_->ShardMoments(OwnedParameters());
     }
     log_ << "data-parallel: " << communicator_.size() << " ranks ("
-         << communicator_.local_size() << " on this machine) x "
-         << NumThreads() << " thread" << (NumThreads() == 1 ? "" : "s")
-         << ", " << t.batch_size * t.gradient_accumulation_steps /
-                        communicator_.size()
+         << communicator_.local_size() << " on this machine) x " << NumThreads()
+         << " thread" << (NumThreads() == 1 ? "" : "s") << ", "
+         << t.batch_size * t.gradient_accumulation_steps / communicator_.size()
          << " sequences each per step; gradients summed in "
          << gradient_buckets_->num_buckets() << " bucket"
-         << (gradient_buckets_->num_buckets() == 1 ? "" : "s") << " of <= "
-         << t.allreduce_bucket_mb << " MiB"
-         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)"
-                                : "")
+         << (gradient_buckets_->num_buckets() == 1 ? "" : "s")
+         << " of <= " << t.allreduce_bucket_mb << " MiB"
+         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)" : "")
          << "\n";
   }
 }
@@ -293,8 +292,8 @@ void Trainer::GatherMomentsOnRankZero() {
   for (size_t i = 0; i < parameters.size(); ++i) {
     const Tensor& parameter = parameters[i].second;
     const size_t count = static_cast<size_t>(parameter.numel());
-    for (std::vector<Tensor>* moments : {&optimizer_->first_moments(),
-                                         &optimizer_->second_moments()}) {
+    for (std::vector<Tensor>* moments :
+         {&optimizer_->first_moments(), &optimizer_->second_moments()}) {
       Tensor& moment = (*moments)[i];
       float* data = nullptr;
       if (optimizer_->owns(i)) {
@@ -318,9 +317,8 @@ void Trainer::GatherMomentsOnRankZero() {
 void Trainer::SaveAndPrune() {
   state_.sampler = sampler_->state();
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
-  const std::string barrier =
-      StrCat("waiting for every rank to reach the checkpoint of step ",
-             state_.step);
+  const std::string barrier = StrCat(
+      "waiting for every rank to reach the checkpoint of step ", state_.step);
   if (shards_optimizer()) GatherMomentsOnRankZero();
   if (!writes_files()) {
     communicator_.Barrier(barrier);
@@ -406,8 +404,8 @@ double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
                     [](TokenId t) { return t != kPasskeyIgnoredTarget; }));
     const Tensor loss = model_->Loss(batch.inputs, batch.targets,
                                      batch.batch_size, batch.seq_len);
-    const double weight = static_cast<double>(piece_scored) /
-                          static_cast<double>(step_scored);
+    const double weight =
+        static_cast<double>(piece_scored) / static_cast<double>(step_scored);
     const Tensor weighted = Mul(loss, static_cast<float>(weight));
     if (p + 1 < rank_rows_.size()) {
       weighted.Backward();
@@ -497,13 +495,12 @@ ValidationResult Trainer::Validate() {
   ValidationResult val;
   if (distributed()) {
     const ValidationSums sums = ValidationShareSums(
-        *model_, val_tokens_, t.batch_size, t.seq_len,
-        config_.eval.max_batches, communicator_.rank(), communicator_.size());
+        *model_, val_tokens_, t.batch_size, t.seq_len, config_.eval.max_batches,
+        communicator_.rank(), communicator_.size());
     double totals[2] = {sums.loss_times_tokens,
                         static_cast<double>(sums.tokens)};
-    communicator_.Sum(totals, 2,
-                      StrCat("summing the validation loss of step ",
-                             state_.step));
+    communicator_.Sum(
+        totals, 2, StrCat("summing the validation loss of step ", state_.step));
     val = ValidationFromSums(val_tokens_, t.seq_len,
                              {totals[0], static_cast<int64_t>(totals[1])});
   } else {

@@ -2,6 +2,7 @@
 // core/kernels/softmax.cc).
 #include "core/kernels/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/kernels/row_split.h"
@@ -75,6 +76,35 @@ void CrossEntropyBackward(const float* HWY_RESTRICT logits,
   ParallelFor(rows, RowsPerTask(vocab), body);
 }
 
+// The row is read three times (max, sum of exponentials, gradient) while it
+// is in cache; p * scale rounds as MulAdd(p, scale, 0) does in
+// CrossEntropyBackwardRow, so the result is bitwise the same.
+void CrossEntropyForwardBackwardInPlace(float* HWY_RESTRICT logits,
+                                        const int32_t* HWY_RESTRICT targets,
+                                        size_t rows, size_t vocab,
+                                        int32_t ignore_index, float scale,
+                                        float* HWY_RESTRICT losses) {
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = logits + r * vocab;
+      losses[r] = 0.0f;
+      if (targets[r] == ignore_index) {
+        std::fill(row, row + vocab, 0.0f);
+        continue;
+      }
+      const float lse =
+          LogSumExpRow(row, vocab, NextRowOrSelf(logits, r, rows, vocab));
+      losses[r] = lse - row[targets[r]];
+      ForEachVector(vocab, [&](auto d, size_t j) HWY_ATTR {
+        const auto p = ExpShifted(d, hn::LoadU(d, row + j), lse);
+        hn::StoreU(hn::Mul(p, hn::Set(d, scale)), d, row + j);
+      });
+      row[targets[r]] -= scale;
+    }
+  };
+  ParallelFor(rows, RowsPerTask(vocab), body);
+}
+
 const char* CrossEntropyTarget() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace
@@ -89,6 +119,7 @@ namespace kernels {
 
 HWY_EXPORT(CrossEntropyForward);
 HWY_EXPORT(CrossEntropyBackward);
+HWY_EXPORT(CrossEntropyForwardBackwardInPlace);
 HWY_EXPORT(CrossEntropyTarget);
 
 void CrossEntropyForward(const float* logits, const int32_t* targets,
@@ -102,6 +133,13 @@ void CrossEntropyBackward(const float* logits, const float* logsumexp,
                           int32_t ignore_index, float scale, float* dlogits) {
   HWY_DYNAMIC_DISPATCH(CrossEntropyBackward)
   (logits, logsumexp, targets, rows, vocab, ignore_index, scale, dlogits);
+}
+void CrossEntropyForwardBackwardInPlace(float* logits, const int32_t* targets,
+                                        size_t rows, size_t vocab,
+                                        int32_t ignore_index, float scale,
+                                        float* losses) {
+  HWY_DYNAMIC_DISPATCH(CrossEntropyForwardBackwardInPlace)
+  (logits, targets, rows, vocab, ignore_index, scale, losses);
 }
 const char* CrossEntropyTarget() {
   return HWY_DYNAMIC_DISPATCH(CrossEntropyTarget)();

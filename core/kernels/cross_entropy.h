@@ -35,6 +35,21 @@ void CrossEntropyBackward(const float* logits, const float* logsumexp,
                           const int32_t* targets, size_t rows, size_t vocab,
                           int32_t ignore_index, float scale, float* dlogits);
 
+// Forward and backward of one chunk in one pass, in place (the chunked loss
+// of core/ops/linear_cross_entropy.cc): for each row r,
+//   losses[r]    = logsumexp(logits[r]) - logits[r, targets[r]]
+//   logits[r, j] = scale * exp(logits[r, j] - logsumexp[r]) - scale [j == t_r]
+// so `logits` ends as dloss/dlogits for loss = scale * sum_r losses[r]. Rows
+// whose target is ignore_index get losses[r] = 0 and a zero gradient row.
+// Bitwise the same as CrossEntropyForward, then CrossEntropyBackward into
+// zeros, on every target, for scale > 0 (a negative one may give -0 where
+// that gives +0): the same per-element operations, one fewer pass
+// over memory and no second [rows, vocab] buffer.
+void CrossEntropyForwardBackwardInPlace(float* logits, const int32_t* targets,
+                                        size_t rows, size_t vocab,
+                                        int32_t ignore_index, float scale,
+                                        float* losses);
+
 // Name of the Highway target this family dispatches to.
 const char* CrossEntropyTarget();
 

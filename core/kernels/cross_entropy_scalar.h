@@ -42,6 +42,26 @@ void CrossEntropyBackwardRef(const T* logits, const T* logsumexp,
   }
 }
 
+template <typename T>
+void CrossEntropyForwardBackwardInPlaceRef(T* logits, const int32_t* targets,
+                                           size_t rows, size_t vocab,
+                                           int32_t ignore_index, T scale,
+                                           T* losses) {
+  for (size_t r = 0; r < rows; ++r) {
+    T* row = logits + r * vocab;
+    losses[r] = T(0);
+    if (targets[r] == ignore_index) {
+      for (size_t j = 0; j < vocab; ++j) row[j] = T(0);
+      continue;
+    }
+    T lse;
+    CrossEntropyForwardRef(row, targets + r, 1, vocab, ignore_index, losses + r,
+                           &lse);
+    for (size_t j = 0; j < vocab; ++j) row[j] = scale * std::exp(row[j] - lse);
+    row[targets[r]] -= scale;
+  }
+}
+
 }  // namespace kernels
 }  // namespace rotor
 

@@ -105,7 +105,8 @@ Tensor Tanh(const Tensor& x);
 Tensor SwiGlu(const Tensor& gate, const Tensor& up);
 
 // ---- Normalisation, softmax and losses: core/ops/softmax.cc (Softmax,
-// LogSoftmax, CrossEntropy), rms_norm.cc, layer_norm.cc, dropout.cc ----
+// LogSoftmax, CrossEntropy), linear_cross_entropy.cc, rms_norm.cc,
+// layer_norm.cc, dropout.cc ----
 // Over the last dimension.
 Tensor Softmax(const Tensor& x);
 Tensor LogSoftmax(const Tensor& x);
@@ -114,6 +115,16 @@ Tensor LogSoftmax(const Tensor& x);
 // target equals ignore_index do not count. Targets out of range throw.
 Tensor CrossEntropy(const Tensor& logits, const std::vector<int32_t>& targets,
                     int32_t ignore_index = -100);
+// CrossEntropy(Linear(hidden, weight), targets, ignore_index) without the
+// [rows, vocab] logits (core/ops/linear_cross_entropy.cc): computed
+// chunk_rows rows at a time, each chunk's gradients in the same pass, so
+// memory holds one chunk of logits instead of all of them and their
+// gradient. hidden: [rows, in], weight: [vocab, in] (an output head without
+// bias), targets: [rows] -> a scalar. Deterministic at a fixed chunk size
+// and thread count.
+Tensor LinearCrossEntropy(const Tensor& hidden, const Tensor& weight,
+                          const std::vector<int32_t>& targets,
+                          int32_t ignore_index, int64_t chunk_rows);
 // y = x / sqrt(mean(x^2) + eps) * weight, over the last dimension.
 // x: [..., dim], weight: [dim].
 Tensor RmsNorm(const Tensor& x, const Tensor& weight, float eps = 1e-5f);

@@ -9,13 +9,14 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/cross_entropy.h"
-#include "core/ops/ops.h"
 #include "core/ops/kernel_inputs.h"
+#include "core/ops/ops.h"
 
 namespace rotor {
 
 using ops_internal::AsRows;
 using ops_internal::ContiguousOrCopy;
+using ops_internal::CountScoredTargets;
 
 // y = softmax(x) over the last dimension; x: [..., cols] -> y: same shape.
 // Backward: dx = y * (dy - sum(dy * y)), from the saved output y.
@@ -77,15 +78,8 @@ Tensor CrossEntropy(const Tensor& logits, const std::vector<int32_t>& targets,
   ROTOR_CHECK(static_cast<int64_t>(targets.size()) == rows,
               "CrossEntropy: ", targets.size(), " targets for logits of shape ",
               ShapeToString(logits.shape()), " (expected ", rows, ")");
-  int64_t counted = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t target = targets[r];
-    if (target == ignore_index) continue;
-    ROTOR_CHECK(target >= 0 && target < vocab, "CrossEntropy: target ", target,
-                " of row ", r, " is out of range for vocab size ", vocab,
-                " (ignore_index is ", ignore_index, ")");
-    ++counted;
-  }
+  const int64_t counted =
+      CountScoredTargets(targets, vocab, ignore_index, "CrossEntropy");
 
   const Tensor input = ContiguousOrCopy(logits);
   Tensor row_losses = Tensor::Empty({rows});

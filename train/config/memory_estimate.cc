@@ -1,5 +1,6 @@
 #include "train/config/memory_estimate.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -56,10 +57,14 @@ MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
       (checkpointed > 0 ? per_layer : 0.0);
   MemoryEstimate estimate;
   estimate.model_state_bytes = 4.0 * kFloatBytes * ParameterCount(m);
+  // The loss holds one chunk of logits (its gradient in place) and the
+  // gradient of the final hidden states.
+  const double logit_rows =
+      std::min(tokens, static_cast<double>(train.loss_chunk_rows));
   estimate.activation_bytes =
-      kFloatBytes * tokens *
-      (kept_per_token + static_cast<double>(m.hidden_size) +
-       static_cast<double>(m.vocab_size));
+      kFloatBytes *
+      (tokens * (kept_per_token + static_cast<double>(m.hidden_size)) +
+       logit_rows * static_cast<double>(m.vocab_size));
   estimate.batch_bytes = 2.0 * sizeof(TokenId) * tokens *
                          static_cast<double>(train.gradient_accumulation_steps);
   return estimate;

@@ -8,12 +8,14 @@
 //   parameters P   = V*H (+ H*V untied) + L*(2*H*h*D + 2*H*g*D + 3*H*I + 2*H)
 //                    + H
 //   model state    = 4 * 4P bytes: weights, gradients, AdamW's two moments
-//   activations    = 4 * N * (L*(4H + 2hD + 2gD + 3I) + H + V) bytes: what
-//                    the backward pass keeps of one micro-batch: per layer
-//                    the two norms' inputs and outputs, q, k, v, the
-//                    attention output, gate, up and their product; then the
-//                    final norm's input and the logits (attention keeps O(T)
-//                    per head, never T x T). With activation checkpointing
+//   activations    = 4 * (N * (L*(4H + 2hD + 2gD + 3I) + H) + min(N, R) * V)
+//                    bytes: what the backward pass keeps of one
+//                    micro-batch: per layer the two norms' inputs and
+//                    outputs, q, k, v, the attention output, gate, up and
+//                    their product; then the final norm's input, and one
+//                    chunk of R = loss_chunk_rows rows of logits (attention
+//                    keeps O(T) per head, never T x T). With activation
+//                    checkpointing
 //                    every K layers, the C = ceil(L/K) checkpointed layers
 //                    keep H each instead, plus one layer's worth while
 //                    backward recomputes them one at a time

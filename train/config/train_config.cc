@@ -27,8 +27,7 @@ const std::set<std::string> kTopLevelKeys = {
 // that shape weights must stay as they are (CheckSameArchitecture).
 YAML::Node AmendedHfModelSection(const std::string& folder,
                                  const YAML::Node& amendments) {
-  YAML::Node model =
-      ModelConfigToYaml(LoadHfConfig(folder + "/config.json"));
+  YAML::Node model = ModelConfigToYaml(LoadHfConfig(folder + "/config.json"));
   if (amendments && amendments.IsMap()) {
     for (const auto& entry : amendments) {
       model[entry.first.Scalar()] = entry.second;
@@ -135,13 +134,27 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 
   TrainSection& t = config.train;
   const SectionReader train(root["train"], "train", file, overridden);
-  train.RequireKnownKeys({"batch_size", "seq_len",
-                          "gradient_accumulation_steps", "max_steps", "lr",
-                          "min_lr", "warmup_steps", "weight_decay", "betas",
-                          "eps", "clip_grad_norm", "seed", "threads",
-                          "allreduce_bucket_mb", "collective_timeout_seconds",
-                          "zero_stage", "loss_explosion_ratio", "resume",
-                          "init_from", "activation_checkpointing"});
+  train.RequireKnownKeys({"batch_size",
+                          "seq_len",
+                          "gradient_accumulation_steps",
+                          "max_steps",
+                          "lr",
+                          "min_lr",
+                          "warmup_steps",
+                          "weight_decay",
+                          "betas",
+                          "eps",
+                          "clip_grad_norm",
+                          "seed",
+                          "threads",
+                          "allreduce_bucket_mb",
+                          "collective_timeout_seconds",
+                          "zero_stage",
+                          "loss_explosion_ratio",
+                          "resume",
+                          "init_from",
+                          "activation_checkpointing",
+                          "loss_chunk_rows"});
   train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
   train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
   train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
@@ -170,6 +183,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   train.Read("init_from", t.init_from);
   ReadActivationCheckpointing(root["train"], file, overridden, train,
                               t.activation_checkpointing_every);
+  train.Read("loss_chunk_rows", t.loss_chunk_rows, 1,
+             limits::kMaxBatchSize * limits::kMaxPositions);
   if (t.min_lr > t.lr) {
     train.Fail(root["train"]["min_lr"], "train.min_lr",
                StrCat("must not exceed train.lr (", t.lr, "), got ", t.min_lr));
@@ -262,6 +277,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
     train["activation_checkpointing"]["every_k"] =
         t.activation_checkpointing_every;
   }
+  train["loss_chunk_rows"] = t.loss_chunk_rows;
   root["train"] = train;
   root["eval"]["every_n_steps"] = config.eval.every_n_steps;
   root["eval"]["max_batches"] = config.eval.max_batches;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/transformer.h"
 #include "train/config/model_config.h"
 #include "train/data/passkey.h"
 
@@ -100,6 +101,11 @@ struct TrainSection {
   // 0 keeps every activation ("none", the default), 1 recomputes every
   // decoder layer in backward ("layers"), K every K-th one ({every_k: K}).
   int64_t activation_checkpointing_every = 0;
+  // Rows of logits the loss computes at a time (nn::Transformer::
+  // SetLossChunkRows): memory holds loss_chunk_rows x vocab_size floats of
+  // them instead of batch_size x seq_len x vocab_size, and as much again
+  // for their gradient.
+  int64_t loss_chunk_rows = nn::Transformer::kDefaultLossChunkRows;
 };
 
 struct EvalSection {

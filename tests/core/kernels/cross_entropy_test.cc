@@ -80,6 +80,41 @@ ROTOR_PER_TARGET_TEST(CrossEntropyKernel, MatchesReference) {
       });
 }
 
+// The fused in-place kernel is the forward, then the backward into zeros,
+// to the bit (the chunked loss relies on it), and matches the reference.
+ROTOR_PER_TARGET_TEST(CrossEntropyKernel, InPlaceEqualsForwardThenBackward) {
+  std::mt19937 rng(43);
+  ForEachShapeAndMisalignment(
+      {1, 4, 9}, "vocab",
+      [&](size_t rows, size_t vocab, size_t m, const std::string& where) {
+        const size_t n = rows * vocab;
+        const MisalignedFloats logits(n, m, rng, -10, 10);
+        const std::vector<int32_t> targets = RandomTargets(rows, vocab, rng);
+        const float scale = 0.37f;
+        MisalignedFloats loss(rows, m), lse(rows, m), d(n, m, 0.0f);
+        kernels::CrossEntropyForward(logits.data(), targets.data(), rows, vocab,
+                                     kIgnore, loss.data(), lse.data());
+        kernels::CrossEntropyBackward(logits.data(), lse.data(), targets.data(),
+                                      rows, vocab, kIgnore, scale, d.data());
+
+        MisalignedFloats fused = logits, fused_loss(rows, m, -1.0f);
+        kernels::CrossEntropyForwardBackwardInPlace(
+            fused.data(), targets.data(), rows, vocab, kIgnore, scale,
+            fused_loss.data());
+        ExpectNear(fused_loss.data(), loss.data(), rows, 0, 0, "loss " + where);
+        ExpectNear(fused.data(), d.data(), n, 0, 0, "dlogits " + where);
+
+        MisalignedFloats ref = logits, ref_loss(rows, m);
+        kernels::CrossEntropyForwardBackwardInPlaceRef(
+            ref.data(), targets.data(), rows, vocab, kIgnore, scale,
+            ref_loss.data());
+        ExpectNear(fused_loss.data(), ref_loss.data(), rows, 1e-5, 1e-5,
+                   "loss against the reference " + where);
+        ExpectNear(fused.data(), ref.data(), n, 1e-6, 1e-5,
+                   "dlogits against the reference " + where);
+      });
+}
+
 ROTOR_PER_TARGET_TEST(CrossEntropyKernel, ExtremeLogits) {
   const float kInf = std::numeric_limits<float>::infinity();
   const float kMax = std::numeric_limits<float>::max();
@@ -151,6 +186,24 @@ TEST(CrossEntropyReference, BackwardMatchesComplexStep) {
       logits, std::vector<double>(rows, scale));
   ExpectNear(grad.data(), expected.data(), grad.size(), 1e-14, 1e-12,
              "dlogits");
+}
+
+TEST(CrossEntropyReference, InPlaceIsForwardThenBackward) {
+  std::mt19937 rng(44);
+  const size_t rows = 4, vocab = 6;
+  const std::vector<double> logits = RandomDoubles(rows * vocab, rng, -4, 4);
+  const std::vector<int32_t> targets = {5, kIgnore, 0, 2};
+  std::vector<double> loss(rows), lse(rows), grad(rows * vocab, 0.0);
+  kernels::CrossEntropyForwardRef(logits.data(), targets.data(), rows, vocab,
+                                  kIgnore, loss.data(), lse.data());
+  kernels::CrossEntropyBackwardRef(logits.data(), lse.data(), targets.data(),
+                                   rows, vocab, kIgnore, 0.25, grad.data());
+  std::vector<double> fused = logits, fused_loss(rows, -1.0);
+  kernels::CrossEntropyForwardBackwardInPlaceRef(fused.data(), targets.data(),
+                                                 rows, vocab, kIgnore, 0.25,
+                                                 fused_loss.data());
+  ExpectNear(fused_loss.data(), loss.data(), rows, 1e-15, 1e-15, "loss");
+  ExpectNear(fused.data(), grad.data(), grad.size(), 1e-15, 1e-15, "dlogits");
 }
 
 }  // namespace

@@ -92,15 +92,21 @@ TEST_F(MemoryEstimateTest, ARunThatCannotFitIsRefusedNamingTheKeys) {
       CheckTrainingFitsInMemory(tiny, ResolveTransformerConfig(tiny.model)));
 }
 
-TEST(MemoryEstimate, ActivationCheckpointingKeepsOnlyLayerInputs) {
+// 8 layers; per token and layer 4H + 2hD + 2gD + 3I = 832 floats.
+nn::TransformerConfig EightLayers(int64_t vocab_size) {
   nn::TransformerConfig model;
-  model.vocab_size = 100;
+  model.vocab_size = vocab_size;
   model.hidden_size = 64;
   model.intermediate_size = 128;
   model.num_hidden_layers = 8;
   model.num_attention_heads = 4;
   model.num_key_value_heads = 2;
   model.head_dim = 16;
+  return model;
+}
+
+TEST(MemoryEstimate, ActivationCheckpointingKeepsOnlyLayerInputs) {
+  const nn::TransformerConfig model = EightLayers(100);
   TrainSection train;
   const double all = EstimateTrainingMemory(model, train).activation_bytes;
   train.activation_checkpointing_every = 1;
@@ -108,10 +114,27 @@ TEST(MemoryEstimate, ActivationCheckpointingKeepsOnlyLayerInputs) {
   train.activation_checkpointing_every = 2;
   const double half = EstimateTrainingMemory(model, train).activation_bytes;
   // Per token and layer: 4H + 2hD + 2gD + 3I = 256 + 128 + 64 + 384 = 832.
+  // The loss keeps one chunk of 1,024 rows of logits.
   const double tokens = 8.0 * 256.0;
-  EXPECT_DOUBLE_EQ(all, 4 * tokens * (8 * 832 + 64 + 100));
-  EXPECT_DOUBLE_EQ(layers, 4 * tokens * (8 * 64 + 832 + 64 + 100));
-  EXPECT_DOUBLE_EQ(half, 4 * tokens * (4 * 832 + 4 * 64 + 832 + 64 + 100));
+  const double logits = 1024.0 * 100;
+  EXPECT_DOUBLE_EQ(all, 4 * (tokens * (8 * 832 + 64) + logits));
+  EXPECT_DOUBLE_EQ(layers, 4 * (tokens * (8 * 64 + 832 + 64) + logits));
+  EXPECT_DOUBLE_EQ(half, 4 * (tokens * (4 * 832 + 4 * 64 + 832 + 64) + logits));
+}
+
+TEST(MemoryEstimate, TheLossKeepsOneChunkOfLogits) {
+  const nn::TransformerConfig model = EightLayers(49152);
+  TrainSection train;
+  train.batch_size = 1;
+  train.seq_len = 8192;
+  train.loss_chunk_rows = 8192;
+  const double whole = EstimateTrainingMemory(model, train).activation_bytes;
+  train.loss_chunk_rows = 512;
+  const double chunked = EstimateTrainingMemory(model, train).activation_bytes;
+  EXPECT_DOUBLE_EQ(whole - chunked, 4.0 * (8192 - 512) * 49152);
+  train.loss_chunk_rows = 100000;  // more rows than the batch has
+  EXPECT_DOUBLE_EQ(EstimateTrainingMemory(model, train).activation_bytes,
+                   whole);
 }
 
 TEST(UsableMemory, IsPositiveAndNamesItsLimit) {

@@ -253,9 +253,20 @@ TEST(TrainConfig, ActivationCheckpointingIsNoneLayersOrEveryK) {
   ROTOR_EXPECT_ERROR(
       Parse(kMinimal, {"train.activation_checkpointing={every_k: 0}"}),
       "train.activation_checkpointing.every_k", "must be >= 1");
-  ROTOR_EXPECT_ERROR(
-      Parse(kMinimal, {"train.activation_checkpointing={k: 2}"}),
-      "train.activation_checkpointing.k", "unknown key");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.activation_checkpointing={k: 2}"}),
+                     "train.activation_checkpointing.k", "unknown key");
+}
+
+TEST(TrainConfig, LossChunkRowsIsReadAndWrittenBack) {
+  EXPECT_EQ(Parse(kMinimal).train.loss_chunk_rows,
+            nn::Transformer::kDefaultLossChunkRows);
+  const TrainConfig config = Parse(kMinimal, {"train.loss_chunk_rows=256"});
+  EXPECT_EQ(config.train.loss_chunk_rows, 256);
+  EXPECT_EQ(ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml")
+                .train.loss_chunk_rows,
+            256);
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.loss_chunk_rows=0"}),
+                     "train.loss_chunk_rows", "0");
 }
 
 TEST(TrainConfig, OverrideErrorsNameTheOverride) {
