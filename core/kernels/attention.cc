@@ -10,6 +10,10 @@
 //   ScoreRowDirect         the same from the untransposed tile (decoding)
 //   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
 //   AccumulateWeightedRows acc += sum_j w_j * row_j (p v, ds k, p^T dout, ...)
+// Masks (causal, and the optional lower bound key_start of packed
+// documents): VisibleKeys and FirstVisibleKey bound the keys of one query;
+// FirstKeyTile, FirstRowSeeing and RowsSeeingBefore pick the key tiles and
+// the rows a task visits; VisibleInTile is a row's range of keys in a tile.
 // Tasks:
 //   ForwardTask   one query tile of one head: online softmax over key tiles
 //   QueryGradTask one query tile of one head: delta, then dq
