@@ -7,9 +7,9 @@
 // pairs P = batch * q_heads * sum_i (i + 1):
 //   forward   4 D P   (q k^T and p v)
 //   backward  8 D P   (dp = dout v^T, dv, dq, dk)
-// The backward kernel executes 10 D P when it runs in one pass (enough kv
-// heads per thread, as in every shape here at 1 thread) and 14 D P in two
-// passes, which compute q k^T and dout v^T twice (docs/attention.md, part
+// The backward kernel executes 10 D P when it runs in one pass (when the
+// kv heads spread well over the threads, as in every shape here) and 14 D P in
+// two passes, which compute q k^T and dout v^T twice (docs/attention.md, part
 // 5). Compare with bench/attention_torch.py, which runs
 // PyTorch's eager matmul + mask + softmax + matmul attention.
 //

@@ -1,6 +1,7 @@
 // Helpers shared by the benchmark programs in bench/: a wall-clock timer,
-// best-of-N timing, and the machine's memory copy bandwidth measured in the
-// same run (the yardstick for memory-bound kernels).
+// best-of-N timing, the machine's memory copy bandwidth measured in the
+// same run (the yardstick for memory-bound kernels), and OpenBLAS sgemm at
+// a training step's own matmul shapes (the yardstick for a whole step).
 #ifndef ROTOR_BENCH_BENCH_UTIL_H_
 #define ROTOR_BENCH_BENCH_UTIL_H_
 
@@ -10,7 +11,10 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <vector>
 
+#include "core/autograd.h"
+#include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
@@ -53,6 +57,34 @@ inline double CopyBandwidthGBs(size_t bytes, int repeats = 5) {
       },
       repeats);
   return 2.0 * n * sizeof(float) / seconds / 1e9;
+}
+
+// `count` linear layers y = x W^T of a step: x [rows, in], W [out, in].
+struct LinearShape {
+  int64_t rows, in, out, count;
+};
+
+// The GFLOP/s OpenBLAS sgemm reaches on a step's linear layers at the
+// current thread count: each shape's three products (y = x W^T, dx = dy W,
+// dW = dy^T x, through rotor's MatMul and Linear, so with its row-block
+// split) timed best of 3, then all their FLOPs over all their time, each
+// shape weighted by its count. That is the rate the step would run at if
+// nothing but its matmuls took time.
+inline double StepSgemmGflops(const std::vector<LinearShape>& shapes) {
+  NoGradGuard no_grad;
+  double flops = 0.0, seconds = 0.0;
+  for (const LinearShape& s : shapes) {
+    const Tensor x = Tensor::Full({s.rows, s.in}, 0.5f);
+    const Tensor w = Tensor::Full({s.out, s.in}, 0.25f);
+    const Tensor dy = Tensor::Full({s.rows, s.out}, 0.125f);
+    const double product =
+        BestSeconds([&] { Linear(x, w); }, 3) +
+        BestSeconds([&] { MatMul(dy, w); }, 3) +
+        BestSeconds([&] { MatMul(Transpose(dy, 0, 1), x); }, 3);
+    flops += 3.0 * 2.0 * s.rows * s.in * s.out * s.count;
+    seconds += product * s.count;
+  }
+  return flops / seconds / 1e9;
 }
 
 }  // namespace bench

@@ -7,7 +7,11 @@
 //   tiny:  hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8
 //   small: hidden 256, 6 layers, 8 heads, FFN 688, seq 512, batch 8
 //
-// tokens/s counts batch * seq tokens per step; tok/CPU-s divides by the
+// tokens/s counts batch * seq tokens per step; model GF/s is tokens/s times
+// the model FLOPs per token (6 per matmul weight + 6 * layers * hidden * seq
+// for causal attention), and % sgemm its share of what OpenBLAS sgemm
+// reaches on the step's own linear layers at that thread count, measured
+// in the same process (bench_util.h StepSgemmGflops). tok/CPU-s divides by the
 // process's CPU time instead of wall time (user + system, all threads), a
 // figure less sensitive to other jobs on a shared machine. Peak memory: the
 // process's peak resident set (VmHWM in /proc/self/status: model, optimizer
@@ -15,7 +19,9 @@
 // bytes held by live tensors (GetMemoryStats().peak_live_bytes).
 //
 // Each (config, threads) pair runs in its own process, so peak RSS is that
-// pair's alone and thread pools start fresh. Without arguments the program
+// pair's alone and thread pools start fresh. After the timed steps, one
+// more step runs under the phase profiler (core/profile.h), and a second
+// table shows where its time went. Without arguments the program
 // re-runs itself for every pair and prints one table; compare with
 // bench/train_torch.py, the same model in PyTorch eager.
 //
@@ -46,6 +52,7 @@
 #include "core/ops/attention.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "core/tensor.h"
 #include "nn/transformer.h"
 #include "train/optim/adamw.h"
@@ -77,6 +84,25 @@ nn::TransformerConfig ModelConfig(const BenchConfig& c) {
   config.rope.head_dim = config.head_dim;
   config.rope.max_position_embeddings = c.seq;
   return config;
+}
+
+// Model FLOPs per token: 6 per matmul weight (forward and backward) plus
+// causal attention's 6 * layers * hidden * seq (QK^T and PV over half the
+// square, forward 4 * hidden * seq / 2, backward twice that).
+double ModelFlops(const BenchConfig& c) {
+  const double matmul_weights =
+      c.layers * (4.0 * c.hidden * c.hidden + 3.0 * c.hidden * c.ffn) +
+      static_cast<double>(kVocab) * c.hidden;
+  return 6.0 * matmul_weights + 6.0 * c.layers * c.hidden * c.seq;
+}
+
+// The step's linear layers (bench_util.h StepSgemmGflops).
+std::vector<bench::LinearShape> StepShapes(const BenchConfig& c) {
+  const int64_t rows = c.batch * c.seq;
+  return {{rows, c.hidden, c.hidden, 4 * c.layers},  // q, k, v, o
+          {rows, c.hidden, c.ffn, 2 * c.layers},     // gate, up
+          {rows, c.ffn, c.hidden, c.layers},         // down
+          {rows, c.hidden, kVocab, 1}};              // the head
 }
 
 // User + system CPU seconds this process has used so far (all threads).
@@ -151,10 +177,33 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
   }
   const double tokens = static_cast<double>(c.batch * c.seq);
   const double cpu_per_step = (CpuSeconds() - cpu_start) / (steps * repeats);
-  std::printf("%s %d %.0f %.0f %.0f %.1f %.1f %lld\n", c.name, threads,
-              tokens / best, tokens / worst, tokens / cpu_per_step,
-              PeakRssMiB(), GetMemoryStats().peak_live_bytes / 1048576.0,
-              static_cast<long long>(model.NumParameters()));
+  const double rss = PeakRssMiB();
+  const double live = GetMemoryStats().peak_live_bytes / 1048576.0;
+
+  // One more step, profiled (core/profile.h): where its time goes.
+  profile::Reset();
+  profile::Enable(true);
+  const double wall_start = bench::NowSeconds();
+  const double cpu_step_start = profile::ThreadCpuSeconds();
+  const double process_cpu_start = profile::ProcessCpuSeconds();
+  step();
+  const double step_wall = bench::NowSeconds() - wall_start;
+  const double step_cpu = profile::ThreadCpuSeconds() - cpu_step_start;
+  const double step_process_cpu =
+      profile::ProcessCpuSeconds() - process_cpu_start;
+  profile::Enable(false);
+  const profile::Totals phases = profile::Snapshot();
+
+  std::printf("%s %d %.0f %.0f %.0f %.1f %.1f %lld %.2f %.2f\n", c.name,
+              threads, tokens / best, tokens / worst, tokens / cpu_per_step,
+              rss, live, static_cast<long long>(model.NumParameters()),
+              ModelFlops(c) * tokens / best / 1e9,
+              bench::StepSgemmGflops(StepShapes(c)));
+  std::printf("%.6f %.6f %.6f", step_wall, step_cpu, step_process_cpu);
+  for (int p = 0; p < profile::kNumPhases; ++p) {
+    std::printf(" %.6f %.6f", phases.wall_seconds[p], phases.cpu_seconds[p]);
+  }
+  std::printf("\n");
 }
 
 int Main(int argc, char** argv) {
@@ -201,9 +250,17 @@ int Main(int argc, char** argv) {
 
   std::printf(
       "rotor training step (forward + backward + clip + AdamW), vocab %lld\n"
-      "%-6s %7s %10s %10s %12s %13s %13s %8s\n",
+      "%-6s %7s %10s %10s %12s %13s %13s %8s %11s %11s %8s\n",
       static_cast<long long>(kVocab), "config", "threads", "tok/s", "(slowest)",
-      "tok/CPU-s", "peak RSS MiB", "peak live MiB", "params");
+      "tok/CPU-s", "peak RSS MiB", "peak live MiB", "params", "model GF/s",
+      "sgemm GF/s", "% sgemm");
+  struct Breakdown {
+    std::string name;
+    int threads;
+    double wall, cpu, process_cpu;
+    double phase_wall[profile::kNumPhases], phase_cpu[profile::kNumPhases];
+  };
+  std::vector<Breakdown> breakdowns;
   for (const BenchConfig& c : kConfigs) {
     for (int t : {1, 2}) {
       const std::string command =
@@ -213,22 +270,81 @@ int Main(int argc, char** argv) {
       FILE* pipe = popen(command.c_str(), "r");
       char name[16];
       int got_threads;
-      double tok, tok_slow, tok_cpu, rss, live;
+      double tok, tok_slow, tok_cpu, rss, live, model_gflops, sgemm_gflops;
       long long params;
-      if (pipe == nullptr ||
-          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lf %lld", name,
+      Breakdown b;
+      bool ok =
+          pipe != nullptr &&
+          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lf %lld %lf %lf", name,
                       &got_threads, &tok, &tok_slow, &tok_cpu, &rss, &live,
-                      &params) != 8) {
+                      &params, &model_gflops, &sgemm_gflops) == 10 &&
+          std::fscanf(pipe, "%lf %lf %lf", &b.wall, &b.cpu, &b.process_cpu) ==
+              3;
+      for (int p = 0; ok && p < profile::kNumPhases; ++p) {
+        ok = std::fscanf(pipe, "%lf %lf", &b.phase_wall[p], &b.phase_cpu[p]) ==
+             2;
+      }
+      if (!ok) {
         std::fprintf(stderr, "train_bench: run %s failed\n", command.c_str());
         if (pipe) pclose(pipe);
         return 1;
       }
       pclose(pipe);
-      std::printf("%-6s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld\n", name,
-                  got_threads, tok, tok_slow, tok_cpu, rss, live, params);
+      std::printf(
+          "%-6s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld %11.1f %11.1f "
+          "%7.0f%%\n",
+          name, got_threads, tok, tok_slow, tok_cpu, rss, live, params,
+          model_gflops, sgemm_gflops, 100 * model_gflops / sgemm_gflops);
       std::fflush(stdout);
+      b.name = name;
+      b.threads = got_threads;
+      breakdowns.push_back(b);
     }
   }
+
+  // One profiled step per pair (core/profile.h): each phase's share of the
+  // step's wall time and, in brackets, the calling thread's CPU time over
+  // that wall time (below 1 where it waits for the other threads). The last
+  // row gives the whole step's process CPU time over its wall time.
+  std::printf(
+      "\nwhere one step's time goes: %% of wall time (the calling thread's "
+      "CPU/wall)\n%-32s",
+      "phase");
+  for (const Breakdown& b : breakdowns) {
+    std::printf(" %6s/%d     ", b.name.c_str(), b.threads);
+  }
+  std::printf("\n");
+  const auto row = [&](const char* label, auto wall_of, auto cpu_of) {
+    std::printf("%-32s", label);
+    for (const Breakdown& b : breakdowns) {
+      const double wall = wall_of(b);
+      std::printf(" %5.1f%% (%.2f)", 100 * wall / b.wall,
+                  wall > 0 ? cpu_of(b) / wall : 0.0);
+    }
+    std::printf("\n");
+  };
+  for (int p = 0; p < profile::kNumPhases; ++p) {
+    row(
+        profile::PhaseName(static_cast<profile::Phase>(p)),
+        [p](const Breakdown& b) { return b.phase_wall[p]; },
+        [p](const Breakdown& b) { return b.phase_cpu[p]; });
+  }
+  const auto outside = [](const Breakdown& b, bool cpu) {
+    double inside = 0.0;
+    for (int p = 0; p < profile::kNumPhases; ++p) {
+      inside += cpu ? b.phase_cpu[p] : b.phase_wall[p];
+    }
+    return (cpu ? b.cpu : b.wall) - inside;
+  };
+  row(
+      "autograd graph, views, other",
+      [&](const Breakdown& b) { return outside(b, false); },
+      [&](const Breakdown& b) { return outside(b, true); });
+  std::printf("%-32s", "step: process CPU / wall");
+  for (const Breakdown& b : breakdowns) {
+    std::printf(" %13.2f", b.process_cpu / b.wall);
+  }
+  std::printf("\n");
   return 0;
 }
 

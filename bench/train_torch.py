@@ -25,6 +25,7 @@ import time
 try:
     import torch
     import torch.nn.functional as F
+    import torch.utils.checkpoint
 except ImportError:
     print("torch not installed; skipping the PyTorch comparison")
     sys.exit(0)
@@ -61,11 +62,10 @@ def repeat_kv(x, groups):
 
 
 class Attention(torch.nn.Module):
-    def __init__(self, hidden, heads, kv_heads, std, out_std):
+    def __init__(self, hidden, heads, kv_heads, head_dim, std, out_std):
         super().__init__()
         self.heads, self.kv_heads = heads, kv_heads
-        self.head_dim = hidden // heads
-        d = self.head_dim
+        self.head_dim = d = head_dim
         self.q_proj = torch.nn.Linear(hidden, heads * d, bias=False)
         self.k_proj = torch.nn.Linear(hidden, kv_heads * d, bias=False)
         self.v_proj = torch.nn.Linear(hidden, kv_heads * d, bias=False)
@@ -106,10 +106,11 @@ class Mlp(torch.nn.Module):
 
 
 class Layer(torch.nn.Module):
-    def __init__(self, hidden, heads, ffn, std, out_std):
+    def __init__(self, hidden, heads, kv_heads, head_dim, ffn, std, out_std):
         super().__init__()
         self.input_layernorm = RMSNorm(hidden)
-        self.self_attn = Attention(hidden, heads, heads, std, out_std)
+        self.self_attn = Attention(hidden, heads, kv_heads, head_dim, std,
+                                   out_std)
         self.post_attention_layernorm = RMSNorm(hidden)
         self.mlp = Mlp(hidden, ffn, std, out_std)
 
@@ -119,16 +120,28 @@ class Layer(torch.nn.Module):
 
 
 class Model(torch.nn.Module):
-    def __init__(self, hidden, layers, heads, ffn, seq, std=0.02):
+    """The decoder; the defaults are train_bench's (vocab 256, no
+    grouped-query sharing, head_dim hidden / heads, theta 10000).
+    checkpoint_layers recomputes every layer in backward
+    (torch.utils.checkpoint), as rotor's train.activation_checkpointing:
+    layers."""
+
+    def __init__(self, hidden, layers, heads, ffn, seq, std=0.02,
+                 vocab=VOCAB, kv_heads=None, head_dim=None, theta=10000.0,
+                 checkpoint_layers=False):
         super().__init__()
+        self.vocab = vocab
+        self.checkpoint_layers = checkpoint_layers
+        kv_heads = kv_heads or heads
+        d = head_dim or hidden // heads
         out_std = std / math.sqrt(2 * layers)
-        self.embed_tokens = torch.nn.Embedding(VOCAB, hidden)
+        self.embed_tokens = torch.nn.Embedding(vocab, hidden)
         torch.nn.init.normal_(self.embed_tokens.weight, std=std)
         self.layers = torch.nn.ModuleList(
-            Layer(hidden, heads, ffn, std, out_std) for _ in range(layers))
+            Layer(hidden, heads, kv_heads, d, ffn, std, out_std)
+            for _ in range(layers))
         self.norm = RMSNorm(hidden)
-        d = hidden // heads
-        inv_freq = 1.0 / (10000.0**(torch.arange(0, d, 2).float() / d))
+        inv_freq = 1.0 / (theta**(torch.arange(0, d, 2).float() / d))
         angles = torch.outer(torch.arange(seq).float(), inv_freq)
         emb = torch.cat((angles, angles), dim=-1)
         self.register_buffer("cos", emb.cos(), persistent=False)
@@ -140,9 +153,14 @@ class Model(torch.nn.Module):
     def forward(self, ids, targets):
         h = self.embed_tokens(ids)
         for layer in self.layers:
-            h = layer(h, self.cos, self.sin, self.mask)
+            if self.checkpoint_layers:
+                h = torch.utils.checkpoint.checkpoint(
+                    layer, h, self.cos, self.sin, self.mask,
+                    use_reentrant=False)
+            else:
+                h = layer(h, self.cos, self.sin, self.mask)
         logits = F.linear(self.norm(h), self.embed_tokens.weight)  # tied
-        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
+        return F.cross_entropy(logits.view(-1, self.vocab), targets.view(-1))
 
 
 def cpu_seconds():
@@ -158,19 +176,25 @@ def peak_rss_mib():
     return -1.0
 
 
+def make_optimizer(model, lr):
+    """AdamW as rotor's: weight decay 0.1 on weight matrices other than the
+    embeddings, none on norms."""
+    decay = [p for n, p in model.named_parameters()
+             if p.dim() >= 2 and "embed" not in n]
+    no_decay = [p for n, p in model.named_parameters()
+                if not (p.dim() >= 2 and "embed" not in n)]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr, betas=(0.9, 0.95), eps=1e-8)
+
+
 def run_one(name, threads, steps, repeats):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     hidden, layers, heads, ffn, seq, batch = CONFIGS[name]
     model = Model(hidden, layers, heads, ffn, seq)
-    decay = [p for n, p in model.named_parameters()
-             if p.dim() >= 2 and "embed" not in n]
-    no_decay = [p for n, p in model.named_parameters()
-                if not (p.dim() >= 2 and "embed" not in n)]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    optimizer = make_optimizer(model, lr=1e-3)
 
     def step():
         ids = torch.randint(0, VOCAB, (batch, seq))

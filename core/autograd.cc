@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/kernels/vector_ops.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -101,6 +102,9 @@ std::vector<Tensor> Node::Apply(const Tensor& grad_out) const {
   ROTOR_CHECK(backward_ != nullptr, "Backward through ", name_,
               " a second time: the graph was freed by the first Backward(); "
               "run the forward pass again");
+  // A backward function's own work; its matmuls, copies and allocations
+  // are charged to theirs.
+  profile::Scope scope(profile::Phase::kKernels);
   return backward_(grad_out);
 }
 

@@ -11,6 +11,7 @@
 #include "core/autograd.h"
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/profile.h"
 #include "hwy/aligned_allocator.h"
 
 namespace rotor {
@@ -141,11 +142,21 @@ BufferPool& Pool() {
 }  // namespace
 
 Storage::Storage(size_t size, bool zero_fill)
-    : data_(Pool().Allocate(size)), size_(size) {
-  if (zero_fill) std::memset(data_, 0, size * sizeof(float));
+    : data_([size] {
+        profile::Scope scope(profile::Phase::kAllocator);
+        return Pool().Allocate(size);
+      }()),
+      size_(size) {
+  if (zero_fill) {
+    profile::Scope scope(profile::Phase::kCopies);
+    std::memset(data_, 0, size * sizeof(float));
+  }
 }
 
-Storage::~Storage() { Pool().Release(data_, size_); }
+Storage::~Storage() {
+  profile::Scope scope(profile::Phase::kAllocator);
+  Pool().Release(data_, size_);
+}
 
 MemoryStats GetMemoryStats() { return Pool().Stats(); }
 void ResetPeakMemory() { Pool().ResetPeak(); }
@@ -303,6 +314,7 @@ void Tensor::CopyFrom(const Tensor& src) {
   ROTOR_CHECK(src.shape() == shape(), "CopyFrom: source shape ",
               ShapeToString(src.shape()), " does not match destination shape ",
               ShapeToString(shape()));
+  profile::Scope scope(profile::Phase::kCopies);
   if (is_contiguous() && src.is_contiguous()) {
     std::memmove(data(), src.data(), numel() * sizeof(float));
     return;

@@ -669,13 +669,19 @@ void FusedGradTask(const AttentionShape& s, size_t kv_head,
   }
 }
 
-// With at least kFusedTasksPerThread kv heads (over the batch) per thread,
-// each thread takes whole kv heads and runs the one-pass FusedGradTask.
-// Otherwise there are too few of them to keep the threads busy, and the
-// two passes split finer: pass 1 (QueryGradTask, per query tile) writes
-// delta and dq; pass 2 (KeyGradTask, per key tile), which reads delta,
-// writes dk and dv. Both give the same bits.
-constexpr size_t kFusedTasksPerThread = 4;
+// The one-pass FusedGradTask gives each thread whole kv heads (over the
+// batch); the two passes split finer: pass 1 (QueryGradTask, per query
+// tile) writes delta and dq; pass 2 (KeyGradTask, per key tile), which
+// reads delta, writes dk and dv. Both give the same bits, so the choice is
+// speed alone. One pass does 10 D flops per query-key pair and two passes
+// 14, but whole kv heads may not divide evenly over the threads: with H kv
+// heads on T threads the one-pass time goes as ceil(H / T) * 10 and the
+// two-pass time as H / T * 14 (their tasks are small enough to balance).
+// One thread, or SmolLM2's 3 kv heads on 2 threads (20 against 21), takes
+// one pass; 1 kv head on 2 threads takes two.
+bool OnePassIsFaster(size_t kv_heads, size_t threads) {
+  return DivCeil(kv_heads, threads) * 10 * threads <= kv_heads * 14;
+}
 
 void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                        const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
@@ -685,7 +691,7 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                        float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
                        float* HWY_RESTRICT dk, float* HWY_RESTRICT dv) {
   const size_t kv_heads = s.batch * s.kv_heads;
-  if (kv_heads >= kFusedTasksPerThread * static_cast<size_t>(NumThreads())) {
+  if (OnePassIsFaster(kv_heads, static_cast<size_t>(NumThreads()))) {
     ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
       TaskScratch scratch(s.head_dim);
       for (int64_t kv_head = begin; kv_head < end; ++kv_head) {

@@ -14,6 +14,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/attention.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -100,8 +101,11 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
   Tensor out = Tensor::Empty(q.shape());
   // lse: [batch, q_heads, q_len], one float per query row.
   Tensor lse = Tensor::Empty({q.size(0), q.size(1), q.size(2)});
-  kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
-                            lse.data());
+  {
+    profile::Scope scope(profile::Phase::kAttention);
+    kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
+                              lse.data());
+  }
   // Backward captures the output's data through a detached handle: the
   // output itself would own this node (a reference cycle).
   const Tensor saved_out = out.Detach();
@@ -113,6 +117,7 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
                     Tensor dq = Tensor::Empty(q.shape());
                     Tensor dk = Tensor::Empty(k.shape());
                     Tensor dv = Tensor::Empty(v.shape());
+                    profile::Scope scope(profile::Phase::kAttention);
                     kernels::AttentionBackward(
                         shape, q.data(), k.data(), v.data(), saved_out.data(),
                         lse.data(), dout.data(), delta.data(), dq.data(),

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/ops/strided.h"
+#include "core/profile.h"
 #include "core/random.h"
 
 namespace rotor {
@@ -37,6 +38,7 @@ void ApplyMask(const float* x, float* y, int64_t n, float p, uint64_t seed) {
 }  // namespace
 
 Tensor Dropout(const Tensor& x, float p, uint64_t seed) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(p >= 0.0f && p < 1.0f, "Dropout: probability p = ", p,
               " must be in [0, 1)");
   if (p == 0.0f) return x;

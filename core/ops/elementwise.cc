@@ -16,6 +16,7 @@
 #include "core/kernels/vector_ops.h"
 #include "core/ops/ops.h"
 #include "core/ops/strided.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -61,6 +62,7 @@ using VectorKernel = void (*)(const float*, const float*, float*, size_t);
 template <class F>
 Tensor BinaryForward(const Tensor& a, const Tensor& b, const char* op,
                      VectorKernel kernel, const F& f) {
+  profile::Scope scope(profile::Phase::kKernels);
   if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
     Tensor out = Tensor::Empty(a.shape());
     kernel(a.data(), b.data(), out.data(), out.numel());

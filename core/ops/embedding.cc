@@ -12,11 +12,13 @@
 #include "core/kernels/vector_ops.h"
 #include "core/ops/ops.h"
 #include "core/ops/strided.h"
+#include "core/profile.h"
 
 namespace rotor {
 
 Tensor Embedding(const Tensor& table, const std::vector<int32_t>& ids,
                  const Shape& ids_shape) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(table.dim() == 2, "Embedding: table must be [vocab, dim], got ",
               ShapeToString(table.shape()));
   ROTOR_CHECK(NumElements(ids_shape) == static_cast<int64_t>(ids.size()),

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/memory_limit.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 
 namespace rotor {
 namespace internal {
@@ -54,6 +55,7 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
                   int64_t n, int64_t k, const float* a, int64_t lda,
                   const float* b, int64_t ldb, float beta, float* c,
                   const char* op) {
+  profile::Scope scope(profile::Phase::kMatmul);
   if (k == 0) {  // an empty sum: C = beta C, with C unread when beta is 0
     if (beta == 0.0f) std::fill(c, c + m * n, 0.0f);
     return;

@@ -21,6 +21,7 @@
 #include "core/kernels/vector_ops.h"
 #include "core/ops/ops.h"
 #include "core/ops/strided.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -36,6 +37,7 @@ Tensor ContiguousOf(const Tensor& t) {
 
 Tensor LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  float eps) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(x.dim() >= 1, "LayerNorm: input must have a last dimension, got ",
               ShapeToString(x.shape()));
   const int64_t dim = x.shape().back();

@@ -34,6 +34,7 @@
 #include "core/ops/gemm.h"
 #include "core/ops/kernel_inputs.h"
 #include "core/ops/ops.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -43,6 +44,7 @@ using ops_internal::CountScoredTargets;
 Tensor LinearCrossEntropy(const Tensor& hidden, const Tensor& weight,
                           const std::vector<int32_t>& targets,
                           int32_t ignore_index, int64_t chunk_rows) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(hidden.dim() == 2 && weight.dim() == 2 &&
                   hidden.size(1) == weight.size(1),
               "LinearCrossEntropy: hidden shape ",

@@ -12,6 +12,7 @@
 #include "core/kernels/vector_ops.h"
 #include "core/ops/ops.h"
 #include "core/ops/strided.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -113,6 +114,7 @@ constexpr int64_t kRowChunk = 64;
 //   is one task that walks its slice of x with double partial sums.
 Tensor SumForward(const Tensor& x, const std::vector<bool>& reduced,
                   const Shape& keepdim_shape) {
+  profile::Scope scope(profile::Phase::kKernels);
   Shape kept_shape, kept_strides, reduced_shape, reduced_strides;
   for (size_t d = 0; d < reduced.size(); ++d) {
     (reduced[d] ? reduced_shape : kept_shape).push_back(x.shape()[d]);
@@ -268,6 +270,7 @@ Tensor Mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 //   y[o, i] = max_j x[o, j, i],   argmax[o, i] = the first such j.
 //   dL/dx[o, j, i] = g[o, i] if j == argmax[o, i], else 0.
 Tensor Max(const Tensor& x, int64_t dim, bool keepdim) {
+  profile::Scope scope(profile::Phase::kKernels);
   const int64_t d = x.WrapDim(dim, "Max");
   const Shape& shape = x.shape();
   const int64_t n = shape[d];

@@ -5,8 +5,9 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/rmsnorm.h"
-#include "core/ops/ops.h"
 #include "core/ops/kernel_inputs.h"
+#include "core/ops/ops.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -19,6 +20,7 @@ using ops_internal::ContiguousOrCopy;
 // core/kernels/rmsnorm.h for the formulas) gives dx and dweight, the latter
 // summed over rows in a fixed order.
 Tensor RmsNorm(const Tensor& x, const Tensor& weight, float eps) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(x.dim() >= 1, "RmsNorm: x needs at least one dimension, got ",
               "shape ", ShapeToString(x.shape()));
   ROTOR_CHECK(weight.dim() == 1 && weight.size(0) == x.size(-1),

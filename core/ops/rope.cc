@@ -6,6 +6,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -86,6 +87,7 @@ std::pair<Tensor, Tensor> Rope(const Tensor& q, const Tensor& k,
                                RopeTable& table, const RopePositions& positions,
                                RopeLayout layout,
                                double partial_rotary_factor) {
+  profile::Scope scope(profile::Phase::kKernels);
   CheckRank(q, "q");
   CheckRank(k, "k");
   ROTOR_CHECK(q.size(0) == k.size(0) && q.size(2) == k.size(2), "Rope: q ",
@@ -108,6 +110,7 @@ std::pair<Tensor, Tensor> Rope(const Tensor& q, const Tensor& k,
 
 Tensor Rope(const Tensor& x, RopeTable& table, const RopePositions& positions,
             RopeLayout layout, double partial_rotary_factor) {
+  profile::Scope scope(profile::Phase::kKernels);
   CheckRank(x, "x");
   const RopeShape shape = ShapeFor(x, table, layout, partial_rotary_factor);
   const auto rows = table.Rows(kernels::RopePositionsEnd(shape, positions));

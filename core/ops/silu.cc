@@ -5,8 +5,9 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/activations.h"
-#include "core/ops/ops.h"
 #include "core/ops/kernel_inputs.h"
+#include "core/ops/ops.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -15,6 +16,7 @@ using ops_internal::ContiguousOrCopy;
 // y = x * sigmoid(x), elementwise; any shape.
 // Backward: dx = dy * sigmoid(x) * (1 + x * (1 - sigmoid(x))), from saved x.
 Tensor Silu(const Tensor& x) {
+  profile::Scope scope(profile::Phase::kKernels);
   const Tensor input = ContiguousOrCopy(x);
   Tensor y = Tensor::Empty(x.shape());
   kernels::SiluForward(input.data(), y.data(), y.numel());
@@ -31,6 +33,7 @@ Tensor Silu(const Tensor& x) {
 // out = silu(gate) * up, elementwise; gate and up of the same shape.
 // Backward: dgate = dout * up * silu'(gate), dup = dout * silu(gate).
 Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(gate.shape() == up.shape(), "SwiGlu: gate of shape ",
               ShapeToString(gate.shape()), " and up of shape ",
               ShapeToString(up.shape()), " must have the same shape");

@@ -11,6 +11,7 @@
 #include "core/kernels/cross_entropy.h"
 #include "core/ops/kernel_inputs.h"
 #include "core/ops/ops.h"
+#include "core/profile.h"
 
 namespace rotor {
 
@@ -21,6 +22,7 @@ using ops_internal::CountScoredTargets;
 // y = softmax(x) over the last dimension; x: [..., cols] -> y: same shape.
 // Backward: dx = y * (dy - sum(dy * y)), from the saved output y.
 Tensor Softmax(const Tensor& x) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(x.dim() >= 1, "Softmax: needs at least one dimension, got shape ",
               ShapeToString(x.shape()));
   const Tensor input = ContiguousOrCopy(x);
@@ -42,6 +44,7 @@ Tensor Softmax(const Tensor& x) {
 // y = log softmax(x) = x - logsumexp(x) over the last dimension.
 // Backward: dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
 Tensor LogSoftmax(const Tensor& x) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(x.dim() >= 1,
               "LogSoftmax: needs at least one dimension, got shape ",
               ShapeToString(x.shape()));
@@ -70,6 +73,7 @@ Tensor LogSoftmax(const Tensor& x) {
 // using the logsumexp saved per row by the forward kernel.
 Tensor CrossEntropy(const Tensor& logits, const std::vector<int32_t>& targets,
                     int32_t ignore_index) {
+  profile::Scope scope(profile::Phase::kKernels);
   ROTOR_CHECK(logits.dim() == 2,
               "CrossEntropy: logits must have shape [rows, vocab], got ",
               ShapeToString(logits.shape()));

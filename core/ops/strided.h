@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "core/tensor.h"
 
 namespace rotor {
@@ -142,6 +143,7 @@ inline void StridedCopy(Tensor dst, const Tensor& src) {
 // out = f(x) elementwise, into a fresh contiguous tensor.
 template <class F>
 Tensor MapUnary(const Tensor& x, const F& f) {
+  profile::Scope scope(profile::Phase::kKernels);
   Tensor out = Tensor::Empty(x.shape());
   const StridedLayout<2> layout(x.shape(), {out.strides(), x.strides()});
   float* po = out.data();
@@ -204,6 +206,7 @@ Tensor BroadcastBinary(const Tensor& a, const Tensor& b, const char* op,
 // A fresh contiguous tensor with the values of `x` (any strides, including
 // the stride-0 dimensions of a broadcast view). No autograd.
 inline Tensor ContiguousCopy(const Tensor& x) {
+  profile::Scope scope(profile::Phase::kCopies);
   Tensor out = Tensor::Empty(x.shape());
   StridedCopy(out, x);
   return out;

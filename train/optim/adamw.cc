@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/kernels/adamw.h"
 #include "core/kernels/vector_ops.h"
+#include "core/profile.h"
 
 namespace rotor::train {
 
@@ -22,6 +23,7 @@ AdamW::AdamW(std::vector<std::pair<std::string, Tensor>> parameters,
 }
 
 void AdamW::Step(double lr) {
+  profile::Scope scope(profile::Phase::kOptimizer);
   ++step_;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Tensor& param = parameters_[i].second;
@@ -72,6 +74,7 @@ double GlobalGradNorm(const std::vector<Tensor>& parameters) {
 }
 
 double ClipGradNorm(const std::vector<Tensor>& parameters, double max_norm) {
+  profile::Scope scope(profile::Phase::kOptimizer);
   const double norm = GlobalGradNorm(parameters);
   if (max_norm > 0.0 && norm > max_norm) {
     const float scale = static_cast<float>(max_norm / (norm + 1e-6));

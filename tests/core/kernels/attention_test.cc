@@ -276,8 +276,7 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
   }
 }
 
-// The one-pass backward (kv heads over the batch >= 4 per thread; the
-// other tests mostly have fewer and take the two passes) against the
+// The one-pass backward (every shape at one thread) against the
 // reference: causal, with a decode offset, non-causal, misaligned.
 ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
   test::ThreadCountGuard guard(1);
@@ -287,8 +286,18 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
   ExpectMatchesReference(MakeShape(1, 8, 4, 65, 70, 64, false), 3, rng);
 }
 
+// The two-pass backward (one kv head in all on two threads: one pass
+// would leave a thread idle) against the reference, the same cases.
+ROTOR_PER_TARGET_TEST(AttentionKernel, TwoPassBackwardMatchesReference) {
+  test::ThreadCountGuard guard(2);
+  std::mt19937 rng(18);
+  ExpectMatchesReference(MakeShape(1, 4, 1, 130, 130, 34), 0, rng);
+  ExpectMatchesReference(MakeShape(1, 3, 1, 33, 97, 6), 1, rng);
+  ExpectMatchesReference(MakeShape(1, 8, 1, 65, 70, 64, false), 3, rng);
+}
+
 // No float is reduced across threads, so results are bitwise identical run
-// to run at 2 threads, and equal to the 1-thread results. With 4 kv heads
+// to run at 2 threads, and equal to the 1-thread results. With one kv head
 // in all, one thread runs the one-pass backward and two threads the two
 // passes, so this also checks that both give the same bits. The same with
 // packed documents.
@@ -297,7 +306,7 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
       DocumentKeyStarts(PackedLayouts(200), 200);
   for (const int32_t* key_start :
        {static_cast<const int32_t*>(nullptr), documents.data()}) {
-    AttentionShape s = MakeShape(2, 4, 2, 200, 200, 34);
+    AttentionShape s = MakeShape(1, 4, 1, 200, 200, 34);
     s.key_start = key_start;
     std::mt19937 rng(15);
     const Inputs in(s, 0, rng);
@@ -313,8 +322,9 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
 
 // Packed documents (a per-query lower bound on the keys) against the
 // reference: training shapes around the tile sizes, GQA groups 1, 2 and 4,
-// head dims around the vector widths, both backward schemes (two passes at
-// two kv heads; one pass at one thread with four), and misaligned pointers.
+// head dims around the vector widths, both backward schemes (one pass at
+// one thread; two passes with one kv head on two threads), and misaligned
+// pointers.
 ROTOR_PER_TARGET_TEST(AttentionKernel, DocumentMaskMatchesReference) {
   std::mt19937 rng(18);
   for (size_t t : {1, 2, 7, 65, 130, 200}) {
@@ -330,12 +340,16 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DocumentMaskMatchesReference) {
     }
     AttentionShape one_pass = MakeShape(2, 4, 2, t, t, 34);
     one_pass.key_start = key_start.data();
-    {
-      test::ThreadCountGuard guard(1);
-      ExpectMatchesReference(one_pass, 0, rng);
-    }
+    // One kv head in all (the batch row of the first layout).
+    AttentionShape two_passes = MakeShape(1, 4, 1, t, t, 34);
+    two_passes.key_start = key_start.data();
     for (size_t misalign : test::KernelTestMisalignments()) {
-      ExpectMatchesReference(one_pass, misalign, rng);
+      {
+        test::ThreadCountGuard guard(1);
+        ExpectMatchesReference(one_pass, misalign, rng);
+      }
+      test::ThreadCountGuard guard(2);
+      ExpectMatchesReference(two_passes, misalign, rng);
     }
   }
 }
@@ -366,11 +380,12 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, KeyLowerBoundWithOffsetsAndWindows) {
 }
 
 // A row that is one document (key_start all 0) takes the exact path of no
-// lower bound: bitwise the same outputs, in both backward schemes.
+// lower bound: bitwise the same outputs, in both backward schemes (one kv
+// head: one pass at one thread, two passes at two).
 ROTOR_PER_TARGET_TEST(AttentionKernel, OneDocumentEqualsUnmaskedBitwise) {
   std::mt19937 rng(20);
   for (int threads : {1, 2}) {
-    const AttentionShape plain = MakeShape(2, 4, 2, 130, 130, 34);
+    const AttentionShape plain = MakeShape(1, 4, 1, 130, 130, 34);
     const Inputs in(plain, 0, rng);
     const std::vector<int32_t> zeros(plain.batch * plain.kv_len, 0);
     AttentionShape one_document = plain;
@@ -390,17 +405,17 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, OneDocumentEqualsUnmaskedBitwise) {
 // gives bitwise what it gives alone: its query tiles and key tiles line up
 // with those of the document alone, and the keys before it are skipped
 // (not added as zeros). Checked for the second of two documents, 64 + 70
-// positions, at 1 thread (one-pass backward: 4 kv heads) and 2 (two passes).
+// positions, with one kv head: at 1 thread (one-pass backward) and at 2
+// (two passes).
 ROTOR_PER_TARGET_TEST(AttentionKernel, TileAlignedDocumentEqualsAloneBitwise) {
   constexpr size_t kFirst = 64, kSecond = 70, kT = kFirst + kSecond, kDim = 34;
   std::mt19937 rng(21);
-  const std::vector<int32_t> key_start =
-      DocumentKeyStarts({{0, kFirst}, {0, kFirst}}, kT);
-  AttentionShape packed = MakeShape(2, 4, 2, kT, kT, kDim);
+  const std::vector<int32_t> key_start = DocumentKeyStarts({{0, kFirst}}, kT);
+  AttentionShape packed = MakeShape(1, 4, 1, kT, kT, kDim);
   packed.key_start = key_start.data();
-  const AttentionShape alone = MakeShape(2, 4, 2, kSecond, kSecond, kDim);
+  const AttentionShape alone = MakeShape(1, 4, 1, kSecond, kSecond, kDim);
   const Inputs in(packed, 0, rng);
-  // The second document's rows of each of `heads` heads (over the batch).
+  // The second document's rows of each of `heads` heads.
   auto second_document = [&](const MisalignedFloats& x, size_t heads) {
     MisalignedFloats part(heads * kSecond * kDim, 0);
     for (size_t h = 0; h < heads; ++h) {
@@ -410,10 +425,10 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, TileAlignedDocumentEqualsAloneBitwise) {
     return part;
   };
   Inputs alone_in(alone, 0, rng);
-  alone_in.q = second_document(in.q, 8);
-  alone_in.k = second_document(in.k, 4);
-  alone_in.v = second_document(in.v, 4);
-  alone_in.dout = second_document(in.dout, 8);
+  alone_in.q = second_document(in.q, 4);
+  alone_in.k = second_document(in.k, 1);
+  alone_in.v = second_document(in.v, 1);
+  alone_in.dout = second_document(in.dout, 4);
   for (int threads : {1, 2}) {
     test::ThreadCountGuard guard(threads);
     const Outputs whole = RunKernels(packed, in, 0);
@@ -423,10 +438,10 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, TileAlignedDocumentEqualsAloneBitwise) {
       EXPECT_TRUE(ToDoubles(second_document(w, heads)) == ToDoubles(e))
           << name << " at " << threads << " threads";
     };
-    expect_same(whole.out, expected.out, 8, "out");
-    expect_same(whole.dq, expected.dq, 8, "dq");
-    expect_same(whole.dk, expected.dk, 4, "dk");
-    expect_same(whole.dv, expected.dv, 4, "dv");
+    expect_same(whole.out, expected.out, 4, "out");
+    expect_same(whole.dq, expected.dq, 4, "dq");
+    expect_same(whole.dk, expected.dk, 1, "dk");
+    expect_same(whole.dv, expected.dv, 1, "dv");
   }
 }
 

@@ -1,0 +1,250 @@
+// A fine-tuning step at long context on a real model shape: SmolLM2-135M
+// (hidden 576, 30 layers, 9 query heads sharing 3 key-value heads of dim 64,
+// FFN 1536, vocabulary 49,152, tied embeddings; configs/models/
+// smollm2-135m.yaml) with random weights, batch 1, one step = forward,
+// backward, gradient clipping and AdamW, built as the trainer builds it.
+//
+// Each row is one (sequence length, activation checkpointing, threads)
+// case in its own process, so its peak RSS (VmHWM: weights, gradients,
+// moments, activations, library code) is its own. Printed per case:
+//   tok/s            batch * seq / the step's wall time
+//   peak RSS         the process's peak resident set, in GiB
+//   model TFLOP      per step, 6 * (matmul weights) * T (the matmuls,
+//                    forward and backward) + 6 * layers * width * T^2
+//                    (causal attention: QK^T and PV over half the T x T
+//                    square, 4 * width * T^2 / 2 forward, twice that
+//                    backward); recomputation is not counted, as in MFU
+//   % sgemm          model FLOP/s over the rate OpenBLAS sgemm reaches on
+//                    the step's own linear layers (forward and backward, up
+//                    to 4,096 rows; bench_util.h StepSgemmGflops) at this
+//                    thread count, measured in the same process just before
+//
+// Usage: build/bench/long_context_bench [--seqs 2048,8192,16384,32768]
+//          [--checkpointing none,layers] [--threads 1,2] [--steps N]
+//          [--warmup N]
+//        build/bench/long_context_bench --case SEQ CHECKPOINTING THREADS
+//          (one case, one machine-readable line)
+// A step at 32,768 tokens takes tens of minutes on a 2-core machine: pick
+// the lengths to run with --seqs. Cases that cannot fit the machine's
+// memory (rotor's own estimate, train/config/memory_estimate.h) print
+// "does not fit" instead of running.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "core/autograd.h"
+#include "core/memory_limit.h"
+#include "core/ops/ops.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+#include "nn/transformer.h"
+#include "train/config/memory_estimate.h"
+#include "train/optim/adamw.h"
+
+namespace rotor {
+namespace {
+
+nn::TransformerConfig SmolLm2Shape(int64_t seq) {
+  nn::TransformerConfig config;
+  config.vocab_size = 49152;
+  config.hidden_size = 576;
+  config.intermediate_size = 1536;
+  config.num_hidden_layers = 30;
+  config.num_attention_heads = 9;
+  config.num_key_value_heads = 3;
+  config.head_dim = 64;
+  config.tie_word_embeddings = true;
+  config.initializer_range = 0.041666666666666664;
+  config.rope.head_dim = 64;
+  config.rope.rope_theta = 100000.0;
+  config.rope.max_position_embeddings = seq;
+  return config;
+}
+
+// Model FLOPs of one step (see the header).
+double ModelFlops(const nn::TransformerConfig& m, int64_t seq) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_key_value_heads * m.head_dim);
+  const double per_layer =
+      h * (2 * q + 2 * kv) + 3 * h * static_cast<double>(m.intermediate_size);
+  const double layers = static_cast<double>(m.num_hidden_layers);
+  const double matmul_weights =
+      layers * per_layer + static_cast<double>(m.vocab_size) * h;
+  const double t = static_cast<double>(seq);
+  return 6 * matmul_weights * t + 6 * layers * q * t * t;
+}
+
+// The step's linear layers, per layer and the head, with up to 4,096 rows
+// (sgemm's rate no longer depends on the row count there).
+std::vector<bench::LinearShape> StepShapes(const nn::TransformerConfig& m,
+                                           int64_t seq) {
+  const int64_t rows = std::min<int64_t>(seq, 4096);
+  const int64_t h = m.hidden_size, f = m.intermediate_size;
+  const int64_t q = m.num_attention_heads * m.head_dim;
+  const int64_t kv = m.num_key_value_heads * m.head_dim;
+  const int64_t layers = m.num_hidden_layers;
+  return {{rows, h, q, 2 * layers},     // q_proj, and o_proj (q -> h)
+          {rows, h, kv, 2 * layers},    // k_proj, v_proj
+          {rows, h, f, 2 * layers},     // gate_proj, up_proj
+          {rows, f, h, layers},         // down_proj
+          {rows, h, m.vocab_size, 1}};  // the head
+}
+
+double PeakRssGiB() {
+  return static_cast<double>(PeakResidentBytes()) / (1024.0 * 1024 * 1024);
+}
+
+// One case; prints "seq checkpointing threads tok/s rss_gib tflop
+// sgemm_gflops" or "seq checkpointing threads nofit estimate_gib".
+int RunCase(int64_t seq, const std::string& checkpointing, int threads,
+            int warmup, int steps) {
+  SetNumThreads(threads);
+  const nn::TransformerConfig config = SmolLm2Shape(seq);
+  train::TrainSection section;
+  section.batch_size = 1;
+  section.seq_len = seq;
+  section.activation_checkpointing_every = checkpointing == "layers" ? 1 : 0;
+  const double estimate =
+      train::EstimateTrainingMemory(config, section).total();
+  if (estimate > static_cast<double>(UsableMemory().bytes)) {
+    std::printf("%lld %s %d nofit %.1f\n", static_cast<long long>(seq),
+                checkpointing.c_str(), threads,
+                estimate / (1024.0 * 1024 * 1024));
+    return 0;
+  }
+  const double sgemm = bench::StepSgemmGflops(StepShapes(config, seq));
+  nn::Transformer model(config, /*seed=*/1);
+  model.SetSequenceLength(seq);
+  model.SetActivationCheckpointing(section.activation_checkpointing_every);
+  train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
+  const std::vector<Tensor> parameters = model.Parameters();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
+  std::vector<int32_t> inputs(seq), targets(seq);
+  const auto step = [&] {
+    for (int32_t& id : inputs) id = token(rng);
+    for (int32_t& id : targets) id = token(rng);
+    model.ZeroGrad();
+    Mul(model.Loss(inputs, targets, 1, seq), 1.0f).Backward();
+    train::ClipGradNorm(parameters, 1.0);
+    optimizer.Step(1e-4);
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  double best = 1e30;
+  for (int i = 0; i < steps; ++i) {
+    const double start = bench::NowSeconds();
+    step();
+    best = std::min(best, bench::NowSeconds() - start);
+  }
+  std::printf("%lld %s %d %.2f %.2f %.2f %.1f\n", static_cast<long long>(seq),
+              checkpointing.c_str(), threads, seq / best, PeakRssGiB(),
+              ModelFlops(config, seq) / 1e12, sgemm);
+  return 0;
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');) {
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+int Main(int argc, char** argv) {
+  std::string seqs = "2048,8192,16384,32768", modes = "none,layers";
+  std::string thread_counts = "1,2";
+  int warmup = 1, steps = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--case" && i + 3 < argc) {
+      return RunCase(std::atoll(argv[i + 1]), argv[i + 2],
+                     std::atoi(argv[i + 3]), warmup, steps);
+    }
+    if (i + 1 >= argc) break;
+    const std::string value = argv[++i];
+    if (flag == "--seqs") {
+      seqs = value;
+    } else if (flag == "--checkpointing") {
+      modes = value;
+    } else if (flag == "--threads") {
+      thread_counts = value;
+    } else if (flag == "--warmup") {
+      warmup = std::atoi(value.c_str());
+    } else if (flag == "--steps") {
+      steps = std::atoi(value.c_str());
+    } else {
+      std::fprintf(stderr, "long_context_bench: unknown flag %s\n",
+                   flag.c_str());
+      return 2;
+    }
+  }
+  std::printf(
+      "rotor fine-tuning step at the SmolLM2-135M shape, batch 1 (forward + "
+      "backward + clip + AdamW; %d warm-up, best of %d)\n"
+      "| seq | checkpointing | threads | tok/s | peak RSS GiB | model TFLOP | "
+      "model GFLOP/s | sgemm GFLOP/s | %% of sgemm |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+      warmup, steps);
+  std::fflush(stdout);
+  for (const std::string& seq : SplitCommas(seqs)) {
+    for (const std::string& mode : SplitCommas(modes)) {
+      for (const std::string& threads : SplitCommas(thread_counts)) {
+        const std::string command =
+            "'/proc/" + std::to_string(getpid()) + "/exe' --warmup " +
+            std::to_string(warmup) + " --steps " + std::to_string(steps) +
+            " --case " + seq + " " + mode + " " + threads;
+        FILE* pipe = popen(command.c_str(), "r");
+        char line[256] = {0};
+        if (pipe == nullptr ||
+            std::fgets(line, sizeof(line), pipe) == nullptr) {
+          std::fprintf(stderr, "long_context_bench: %s failed\n",
+                       command.c_str());
+          if (pipe) pclose(pipe);
+          return 1;
+        }
+        pclose(pipe);
+        long long got_seq;
+        char got_mode[16];
+        int got_threads;
+        double tok, rss, tflop, sgemm, estimate;
+        char word[16];
+        if (std::sscanf(line, "%lld %15s %d %15s %lf", &got_seq, got_mode,
+                        &got_threads, word, &estimate) == 5 &&
+            std::string(word) == "nofit") {
+          std::printf(
+              "| %lld | %s | %d | does not fit: needs %.1f GiB | | | "
+              "| | |\n",
+              got_seq, got_mode, got_threads, estimate);
+        } else if (std::sscanf(line, "%lld %15s %d %lf %lf %lf %lf", &got_seq,
+                               got_mode, &got_threads, &tok, &rss, &tflop,
+                               &sgemm) == 7) {
+          const double gflops = tflop * 1e3 * tok / got_seq;
+          std::printf(
+              "| %lld | %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f | "
+              "%.0f%% |\n",
+              got_seq, got_mode, got_threads, tok, rss, tflop, gflops, sgemm,
+              100 * gflops / sgemm);
+        } else {
+          std::fprintf(stderr, "long_context_bench: unexpected output '%s'\n",
+                       line);
+          return 1;
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rotor
+
+int main(int argc, char** argv) { return rotor::Main(argc, argv); }
