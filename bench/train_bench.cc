@@ -234,7 +234,7 @@ int Main(int argc, char** argv) {
   if (!config_name.empty()) {
     for (BenchConfig c : kConfigs) {
       if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
-          documents >= 0 && documents <= std::max(seq, c.seq)) {
+          documents >= 0 && documents <= (seq > 0 ? seq : c.seq)) {
         if (seq > 0) c.seq = seq;
         if (batch > 0) c.batch = batch;
         RunOne(c, threads, steps, repeats, documents);
