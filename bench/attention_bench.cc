@@ -15,17 +15,23 @@
 //
 // A last table times forward and backward separately at one thread in
 // thread CPU time, which stays meaningful on a machine shared with other
-// jobs; then one KV-cache decoding step.
+// jobs; then one KV-cache decoding step; then packed documents: one row of
+// T = 4096 holding 1 to 32 documents, attended within each document
+// (key_start) against the plain causal kernel, forward + backward at one
+// thread in CPU time, with the ratio of the visible pairs for comparison.
 //
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
+//        build/bench/attention_bench packed      (the packed table only)
 #include <time.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -96,6 +102,61 @@ double BestThreadCpuSeconds(const std::function<void()>& fn, int repeats) {
 
 double CausalPairs(const AttentionShape& s) {
   return double(s.batch * s.q_heads) * s.q_len * (s.q_len + 1) / 2.0;
+}
+
+// Packed documents: forward + backward of one row of kLen positions cut
+// into equal documents (and one layout of unequal ones), attending within
+// each document, against the unmasked causal kernel on the same data.
+void RunPacked() {
+  constexpr size_t kLen = 4096;
+  std::printf("\n%-34s %12s %9s %9s   (1 thread, CPU time)\n",
+              "packed row B1 Hq8 Hkv4 T4096 D64", "fwd+bwd ms", "speed-up",
+              "pairs/");
+  SetNumThreads(1);
+  const AttentionShape plain = TrainShape(1, 8, 4, kLen, 64);
+  Buffers x(plain);
+  auto time_both = [&](const AttentionShape& s) {
+    return BestThreadCpuSeconds(
+        [&] {
+          kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
+                                    x.out.data(), x.lse.data());
+          kernels::AttentionBackward(s, x.q.data(), x.k.data(), x.v.data(),
+                                     x.out.data(), x.lse.data(), x.dout.data(),
+                                     x.delta.data(), x.dq.data(), x.dk.data(),
+                                     x.dv.data());
+        },
+        2);
+  };
+  const double unmasked = time_both(plain);
+  std::printf("%-34s %12.1f %9s %9s\n", "no mask (causal)", unmasked * 1e3, "1",
+              "1");
+  // Document lengths of each layout; the last one unequal, none aligned to
+  // the 64-key tiles except where they happen to be.
+  const std::vector<std::pair<const char*, std::vector<size_t>>> layouts = {
+      {"1 document (mask of zeros)", {kLen}},
+      {"2 documents of 2048", std::vector<size_t>(2, kLen / 2)},
+      {"8 documents of 512", std::vector<size_t>(8, kLen / 8)},
+      {"32 documents of 128", std::vector<size_t>(32, kLen / 32)},
+      {"8 documents, 100 .. 1000", {1000, 100, 777, 300, 555, 450, 614}},
+  };
+  for (const auto& [name, lengths] : layouts) {
+    std::vector<int32_t> key_start;
+    double pairs = 0;
+    for (size_t length : lengths) {
+      const auto start = static_cast<int32_t>(key_start.size());
+      key_start.insert(key_start.end(), length, start);
+      pairs += double(length) * (length + 1) / 2;
+    }
+    // The unequal layout's last document takes the rest of the row.
+    const size_t rest = kLen - key_start.size();
+    pairs += double(rest) * (rest + 1) / 2;
+    key_start.insert(key_start.end(), rest, static_cast<int32_t>(kLen - rest));
+    AttentionShape s = plain;
+    s.key_start = key_start.data();
+    const double seconds = time_both(s);
+    std::printf("%-34s %12.1f %9.2f %9.2f\n", name, seconds * 1e3,
+                unmasked / seconds, double(kLen) * (kLen + 1) / 2 / pairs);
+  }
 }
 
 void Run(size_t max_len) {
@@ -214,12 +275,17 @@ void Run(size_t max_len) {
                   kv_bytes / step / 1e9);
     }
   }
+  RunPacked();
 }
 
 }  // namespace
 }  // namespace rotor
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "packed") == 0) {
+    rotor::RunPacked();
+    return 0;
+  }
   const size_t max_len = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;
   rotor::Run(max_len);
   return 0;

@@ -27,13 +27,18 @@
 //
 // Usage: build/bench/train_bench [--steps N] [--repeats R]
 //        build/bench/train_bench --config tiny|small --threads T [--steps N]
-//          [--repeats R]      (one pair, one result line)
+//          [--repeats R] [--seq S] [--batch B] [--documents K]
+//          (one pair, one result line; --seq and --batch replace the
+//          config's; --documents K cuts each row into K equal packed
+//          documents that neither attend to each other nor share positions,
+//          as data.document_mask and data.document_positions do)
 // Steps are timed in R groups of N steps after two warm-up steps; the
 // figure is the fastest group (the least disturbed on a shared machine) and
 // the slowest is printed beside it as a noise gauge.
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +49,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "core/ops/attention.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -118,8 +124,24 @@ double PeakRssMiB() {
   return -1.0;
 }
 
+// Each row of `c` cut into `documents` equal packed documents (the last one
+// takes the rest), attended within each and with positions restarting.
+nn::PackedDocuments EqualDocuments(const BenchConfig& c, int64_t documents) {
+  const int64_t length = c.seq / documents;
+  std::vector<std::vector<int64_t>> starts(static_cast<size_t>(c.batch));
+  for (std::vector<int64_t>& row : starts) {
+    for (int64_t d = 0; d < documents; ++d) row.push_back(d * length);
+  }
+  nn::PackedDocuments packed;
+  packed.document_start = DocumentKeyStarts(starts, c.seq);
+  packed.restart_positions = true;
+  return packed;
+}
+
 // One (config, threads) measurement; prints one machine-readable line.
-void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
+// documents > 0: each row packs that many documents (EqualDocuments).
+void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
+            int64_t documents) {
   SetNumThreads(threads);
   nn::Transformer model(ModelConfig(c), /*seed=*/1);
   model.SetSequenceLength(c.seq);
@@ -128,12 +150,16 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> token(0, kVocab - 1);
   std::vector<int32_t> inputs(c.batch * c.seq), targets(c.batch * c.seq);
+  const nn::PackedDocuments packed =
+      documents > 0 ? EqualDocuments(c, documents) : nn::PackedDocuments{};
 
   auto step = [&] {
     for (int32_t& id : inputs) id = token(rng);
     for (int32_t& id : targets) id = token(rng);
     model.ZeroGrad();
-    const Tensor loss = model.Loss(inputs, targets, c.batch, c.seq);
+    const Tensor loss = model.Loss(inputs, targets, c.batch, c.seq,
+                                   nn::Transformer::kIgnoreIndex,
+                                   documents > 0 ? &packed : nullptr);
     Mul(loss, 1.0f).Backward();  // as the trainer (micro-batch weight 1)
     train::ClipGradNorm(parameters, 1.0);
     optimizer.Step(1e-3);
@@ -183,6 +209,7 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats) {
 int Main(int argc, char** argv) {
   std::string config_name;
   int threads = 0, steps = 3, repeats = 3;
+  int64_t seq = 0, batch = 0, documents = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--config") {
@@ -193,21 +220,31 @@ int Main(int argc, char** argv) {
       steps = std::atoi(argv[i + 1]);
     } else if (flag == "--repeats") {
       repeats = std::atoi(argv[i + 1]);
+    } else if (flag == "--seq") {
+      seq = std::atoll(argv[i + 1]);
+    } else if (flag == "--batch") {
+      batch = std::atoll(argv[i + 1]);
+    } else if (flag == "--documents") {
+      documents = std::atoll(argv[i + 1]);
     } else {
       std::fprintf(stderr, "train_bench: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
   if (!config_name.empty()) {
-    for (const BenchConfig& c : kConfigs) {
-      if (config_name == c.name && threads > 0) {
-        RunOne(c, threads, steps, repeats);
+    for (BenchConfig c : kConfigs) {
+      if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
+          documents >= 0 && documents <= (seq > 0 ? seq : c.seq)) {
+        if (seq > 0) c.seq = seq;
+        if (batch > 0) c.batch = batch;
+        RunOne(c, threads, steps, repeats, documents);
         return 0;
       }
     }
     std::fprintf(stderr,
-                 "train_bench: --config must be tiny or small and --threads "
-                 "positive\n");
+                 "train_bench: --config must be tiny or small, --threads "
+                 "positive, --seq, --batch and --documents not negative, "
+                 "--documents at most the sequence length\n");
     return 2;
   }
 

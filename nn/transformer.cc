@@ -1,6 +1,7 @@
 #include "nn/transformer.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "core/autograd.h"
@@ -47,7 +48,8 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
                         config.o_proj_bias, OutputInitStd(config), rng))) {}
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
-                                    int64_t offset, LayerKvCache* cache) const {
+                                    const TokenPositions& positions,
+                                    LayerKvCache* cache) const {
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
   // Projections [B, T, heads*D], viewed as [B, heads, T, D] without copying;
@@ -59,8 +61,8 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
   const Tensor q = heads_view(q_proj_.Forward(x), num_heads_);
   const Tensor k = heads_view(k_proj_.Forward(x), num_kv_heads_);
   Tensor values = Contiguous(heads_view(v_proj_.Forward(x), num_kv_heads_));
-  auto [q_rot, keys] = Rope(q, k, table, RopePositions{offset, {}}, layout_,
-                            partial_rotary_factor_);
+  auto [q_rot, keys] =
+      Rope(q, k, table, positions.rope, layout_, partial_rotary_factor_);
 
   if (cache != nullptr) {
     if (cache->keys.defined()) {
@@ -71,7 +73,13 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
     cache->values = values;
   }
   // Queries are the last `seq` of the keys' positions: causal with offset.
-  const Tensor attended = CausalAttention(q_rot, keys, values);
+  // Packed documents (never with a cache): from each one's start on.
+  const Tensor attended =
+      positions.key_start.empty()
+          ? CausalAttention(q_rot, keys, values)
+          : CausalAttention(q_rot, keys, values,
+                            DefaultAttentionScale(head_dim_), 0,
+                            positions.key_start);
   const Tensor merged = Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
                                 {batch, seq, num_heads_ * head_dim_});
   return o_proj_.Forward(merged);
@@ -93,10 +101,11 @@ DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng* rng)
               config.hidden_size, config.intermediate_size, config.mlp_bias,
               config.initializer_range, OutputInitStd(config), rng))) {}
 
-Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table, int64_t offset,
+Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table,
+                             const TokenPositions& positions,
                              LayerKvCache* cache) const {
-  const Tensor h = Add(
-      x, self_attn_.Forward(input_layernorm_.Forward(x), table, offset, cache));
+  const Tensor h = Add(x, self_attn_.Forward(input_layernorm_.Forward(x), table,
+                                             positions, cache));
   return Add(h, mlp_.Forward(post_attention_layernorm_.Forward(h)));
 }
 
@@ -121,20 +130,25 @@ DecoderStack::DecoderStack(const TransformerConfig& config, Rng* rng)
 }
 
 Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
-                             int64_t seq, RopeTable& table, int64_t offset,
+                             int64_t seq, RopeTable& table,
+                             const TokenPositions& positions,
                              KvCache* cache) const {
   Tensor h = embed_tokens_.Forward(ids, {batch, seq});
+  // Recomputed layers run again in backward, after `positions` is gone.
+  std::shared_ptr<const TokenPositions> kept;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const DecoderLayer* layer = layers_[i];
     if (cache == nullptr && checkpoint_every_ > 0 &&
         static_cast<int64_t>(i) % checkpoint_every_ == 0) {
+      if (!kept) kept = std::make_shared<const TokenPositions>(positions);
       h = Checkpointed(
-          [layer, &table, offset](const Tensor& x) {
-            return layer->Forward(x, table, offset, nullptr);
+          [layer, &table, kept](const Tensor& x) {
+            return layer->Forward(x, table, *kept, nullptr);
           },
           h, layer->Parameters());
     } else {
-      h = layer->Forward(h, table, offset, cache ? &cache->layers[i] : nullptr);
+      h = layer->Forward(h, table, positions,
+                         cache ? &cache->layers[i] : nullptr);
     }
   }
   return norm_.Forward(h);
@@ -186,7 +200,8 @@ void Transformer::SetSequenceLength(int64_t sequence_length) {
 
 // The final normed hidden states [B*T, H] of ids at offset (see Logits).
 Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
-                               int64_t seq, int64_t offset, KvCache* cache) {
+                               int64_t seq, int64_t offset, KvCache* cache,
+                               const PackedDocuments* documents) {
   ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
               "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
               " x seq ", seq);
@@ -200,8 +215,27 @@ Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
               "Transformer::Logits: decoding at offset ", offset,
               " but the KV cache holds ", cache ? cache->length : 0,
               " positions (the offset must equal the cache length)");
+  TokenPositions positions{RopePositions{offset, {}}, {}};
+  if (documents != nullptr) {
+    ROTOR_CHECK(offset == 0 && cache == nullptr,
+                "Transformer::Logits: packed documents need offset 0 and no "
+                "KV cache (they are for training and evaluation), got offset ",
+                offset, cache ? " with a cache" : "");
+    CheckKeyStart("Transformer::Logits: packed documents",
+                  documents->document_start, batch, seq);
+    if (documents->mask_attention) {
+      positions.key_start = documents->document_start;
+    }
+    if (documents->restart_positions) {
+      positions.rope.ids.resize(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        positions.rope.ids[i] =
+            static_cast<int64_t>(i % seq) - documents->document_start[i];
+      }
+    }
+  }
   const Tensor hidden =
-      model_->Forward(ids, batch, seq, rope_table_, offset, cache);
+      model_->Forward(ids, batch, seq, rope_table_, positions, cache);
   if (cache != nullptr) cache->length += seq;
   return Reshape(hidden, {batch * seq, config_.hidden_size});
 }
@@ -211,15 +245,17 @@ const Tensor& Transformer::OutputWeight() const {
 }
 
 Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
-                           int64_t seq, int64_t offset, KvCache* cache) {
-  return rotor::Linear(FlatHidden(ids, batch, seq, offset, cache),
+                           int64_t seq, int64_t offset, KvCache* cache,
+                           const PackedDocuments* documents) {
+  return rotor::Linear(FlatHidden(ids, batch, seq, offset, cache, documents),
                        OutputWeight());
 }
 
 Tensor Transformer::Loss(const std::vector<int32_t>& ids,
                          const std::vector<int32_t>& targets, int64_t batch,
-                         int64_t seq, int32_t ignore_index) {
-  return LinearCrossEntropy(FlatHidden(ids, batch, seq, 0, nullptr),
+                         int64_t seq, int32_t ignore_index,
+                         const PackedDocuments* documents) {
+  return LinearCrossEntropy(FlatHidden(ids, batch, seq, 0, nullptr, documents),
                             OutputWeight(), targets, ignore_index,
                             loss_chunk_rows_);
 }

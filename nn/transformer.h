@@ -75,15 +75,38 @@ struct KvCache {
   int64_t length = 0;  // positions cached
 };
 
+// Documents packed into the rows of a batch (Logits, Loss): a training row
+// cut from a token stream holds several.
+struct PackedDocuments {
+  // [batch * seq]: document_start[b * seq + t] is the position in row b
+  // where the document holding token t begins (0 for a row that begins
+  // mid-document); 0 <= document_start <= t, non-decreasing along a row.
+  // core/ops/attention.h DocumentKeyStarts builds it from the starts.
+  std::vector<int32_t> document_start;
+  // Tokens attend only to their own document (CausalAttention's key_start).
+  bool mask_attention = true;
+  // RoPE positions restart at each document start (t - document_start), as
+  // Hugging Face's per-document position_ids do for packed sequences.
+  bool restart_positions = false;
+};
+
+// Where the tokens of one forward pass sit: RoPE's positions and the first
+// key each may attend to (empty: every earlier position).
+struct TokenPositions {
+  RopePositions rope;
+  std::vector<int32_t> key_start;  // [B * T], see CausalAttention
+};
+
 class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(const TransformerConfig& config, Rng* rng);
-  // x: [B, T, H] at positions offset .. offset+T-1 -> [B, T, H].
-  // Without a cache, attends causally within x (training, evaluation).
-  // With a cache, appends this step's rotated keys and values to it first and
-  // attends to everything cached (decoding).
-  Tensor Forward(const Tensor& x, RopeTable& table, int64_t offset,
-                 LayerKvCache* cache) const;
+  // x: [B, T, H] at `positions` -> [B, T, H].
+  // Without a cache, attends causally within x (training, evaluation), from
+  // positions.key_start on when it is set. With a cache (and no key_start),
+  // appends this step's rotated keys and values to it first and attends to
+  // everything cached (decoding).
+  Tensor Forward(const Tensor& x, RopeTable& table,
+                 const TokenPositions& positions, LayerKvCache* cache) const;
 
  private:
   int64_t num_heads_, num_kv_heads_, head_dim_;
@@ -98,8 +121,8 @@ class CausalSelfAttention : public Module {
 class DecoderLayer : public Module {
  public:
   DecoderLayer(const TransformerConfig& config, Rng* rng);
-  Tensor Forward(const Tensor& x, RopeTable& table, int64_t offset,
-                 LayerKvCache* cache) const;
+  Tensor Forward(const Tensor& x, RopeTable& table,
+                 const TokenPositions& positions, LayerKvCache* cache) const;
 
  private:
   RmsNorm& input_layernorm_;
@@ -114,7 +137,8 @@ class DecoderStack : public Module {
   DecoderStack(const TransformerConfig& config, Rng* rng);
   // ids: [B, T] -> final normed hidden states [B, T, H].
   Tensor Forward(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
-                 RopeTable& table, int64_t offset, KvCache* cache) const;
+                 RopeTable& table, const TokenPositions& positions,
+                 KvCache* cache) const;
   const Embedding& embed_tokens() const { return embed_tokens_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   // See Transformer::SetActivationCheckpointing.
@@ -151,18 +175,23 @@ class Transformer : public Module {
 
   // ids: [B, T] (row-major) at positions offset .. offset+T-1 -> logits
   // [B*T, vocab]. With a cache, decodes: appends to it and advances it.
-  // Throws when offset + T exceeds a sliding window.
+  // With `documents` (offset 0, no cache), each row holds packed documents
+  // (see PackedDocuments). Throws when offset + T exceeds a sliding window.
   Tensor Logits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
-                int64_t offset = 0, KvCache* cache = nullptr);
+                int64_t offset = 0, KvCache* cache = nullptr,
+                const PackedDocuments* documents = nullptr);
 
   // Mean next-token cross-entropy of logits(ids) against targets ([B, T],
   // entries equal to ignore_index do not count). The logits are never
   // materialised whole: the output head and the loss run loss_chunk_rows()
   // rows at a time, with their backward in the same pass
   // (core/ops/ops.h LinearCrossEntropy).
+  // With `documents`, each row holds packed documents (see PackedDocuments).
+  static constexpr int32_t kIgnoreIndex = -100;  // CrossEntropy's default
   Tensor Loss(const std::vector<int32_t>& ids,
               const std::vector<int32_t>& targets, int64_t batch, int64_t seq,
-              int32_t ignore_index = -100);
+              int32_t ignore_index = kIgnoreIndex,
+              const PackedDocuments* documents = nullptr);
 
   // An empty cache (one entry per layer).
   KvCache NewKvCache() const;
@@ -176,7 +205,8 @@ class Transformer : public Module {
  private:
   Transformer(const TransformerConfig& config, Rng* rng);
   Tensor FlatHidden(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
-                    int64_t offset, KvCache* cache);
+                    int64_t offset, KvCache* cache,
+                    const PackedDocuments* documents);
   // lm_head.weight, or the embeddings when tied: [vocab, hidden].
   const Tensor& OutputWeight() const;
 

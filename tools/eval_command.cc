@@ -124,9 +124,10 @@ void ReportPlot(const EvalOptions& options, const std::string& png,
 
 void RunValidation(nn::Transformer& model, const EvalOptions& options,
                    const train::TokenFile& val, int64_t batch_size,
-                   int64_t seq_len, train::Json& report) {
+                   int64_t seq_len, const train::DocumentPacking& documents,
+                   train::Json& report) {
   const train::ValidationResult result =
-      Evaluate(model, val, batch_size, seq_len, options.max_batches);
+      Evaluate(model, val, batch_size, seq_len, options.max_batches, documents);
   if (options.json) {
     report["data"] = val.path();
     report["seq_len"] = seq_len;
@@ -316,7 +317,8 @@ void RunEval(const EvalOptions& options) {
     RunValidation(
         *model, options, val,
         options.batch_size > 0 ? options.batch_size : config.train.batch_size,
-        options.seq_len > 0 ? options.seq_len : config.train.seq_len, report);
+        options.seq_len > 0 ? options.seq_len : config.train.seq_len,
+        config.data.documents, report);
   } else {
     const RopeScalingConfig& rope = config.model.rope;
     if (options.json) {

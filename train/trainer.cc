@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -336,6 +337,16 @@ void Trainer::SaveAndPrune() {
   last_checkpoint_ = dir;
 }
 
+// The mean loss of `batch`'s scored targets, its rows' documents run as
+// data.document_mask and data.document_positions ask.
+Tensor Trainer::BatchLoss(const Batch& batch) {
+  const std::optional<nn::PackedDocuments> documents = BatchDocuments(
+      batch, train_tokens_.separator_id(), config_.data.documents);
+  return model_->Loss(batch.inputs, batch.targets, batch.batch_size,
+                      batch.seq_len, kPasskeyIgnoredTarget,
+                      documents ? &*documents : nullptr);
+}
+
 // The step's loss is the mean over all its scored tokens (passkey rows score
 // only some of theirs): draw every micro-batch first, then weight each
 // micro-batch's mean by its share of the scored tokens, so gradient
@@ -361,9 +372,7 @@ double Trainer::ForwardBackward() {
   if (distributed()) return RankForwardBackward(scored, step_scored);
   double step_loss = 0.0;
   for (size_t micro = 0; micro < micro_batches_.size(); ++micro) {
-    const Batch& batch = micro_batches_[micro];
-    const Tensor loss = model_->Loss(batch.inputs, batch.targets,
-                                     batch.batch_size, batch.seq_len);
+    const Tensor loss = BatchLoss(micro_batches_[micro]);
     const double weight =
         static_cast<double>(scored[micro]) / static_cast<double>(step_scored);
     Mul(loss, static_cast<float>(weight)).Backward();
@@ -402,8 +411,7 @@ double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
               : static_cast<int64_t>(std::count_if(
                     batch.targets.begin(), batch.targets.end(),
                     [](TokenId t) { return t != kPasskeyIgnoredTarget; }));
-    const Tensor loss = model_->Loss(batch.inputs, batch.targets,
-                                     batch.batch_size, batch.seq_len);
+    const Tensor loss = BatchLoss(batch);
     const double weight =
         static_cast<double>(piece_scored) / static_cast<double>(step_scored);
     const Tensor weighted = Mul(loss, static_cast<float>(weight));
@@ -496,7 +504,7 @@ ValidationResult Trainer::Validate() {
   if (distributed()) {
     const ValidationSums sums = ValidationShareSums(
         *model_, val_tokens_, t.batch_size, t.seq_len, config_.eval.max_batches,
-        communicator_.rank(), communicator_.size());
+        communicator_.rank(), communicator_.size(), config_.data.documents);
     double totals[2] = {sums.loss_times_tokens,
                         static_cast<double>(sums.tokens)};
     communicator_.Sum(
@@ -505,7 +513,7 @@ ValidationResult Trainer::Validate() {
                              {totals[0], static_cast<int64_t>(totals[1])});
   } else {
     val = Evaluate(*model_, val_tokens_, t.batch_size, t.seq_len,
-                   config_.eval.max_batches);
+                   config_.eval.max_batches, config_.data.documents);
   }
   model_->SetSequenceLength(t.seq_len);
   state_.best_val_loss = std::min(state_.best_val_loss, val.loss);

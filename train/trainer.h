@@ -38,7 +38,6 @@
 #include "train/checkpoint.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
-#include "train/tokenizer/tokenizer.h"
 #include "train/data/token_file.h"
 #include "train/distributed/batch_split.h"
 #include "train/distributed/communicator.h"
@@ -46,6 +45,7 @@
 #include "train/distributed/optimizer_shards.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -90,6 +90,8 @@ class Trainer {
 
  private:
   // One optimizer step's pieces, in the order Run calls them.
+  // The mean loss of one batch (or a rank's piece of one).
+  Tensor BatchLoss(const Batch& batch);
   double ForwardBackward();  // returns the step's loss
   // This rank's share of ForwardBackward in a data-parallel job.
   double RankForwardBackward(const std::vector<int64_t>& scored,
@@ -117,7 +119,7 @@ class Trainer {
   std::ostream& log_;
   std::unique_ptr<nn::Transformer> model_;
   std::unique_ptr<AdamW> optimizer_;
-  std::string data_dir_;  // data.path resolved (before the token files)
+  std::string data_dir_;        // data.path resolved (before the token files)
   std::string tokenizer_spec_;  // the data's: "byte" or its tokenizer.json
   std::unique_ptr<Tokenizer> tokenizer_;
   TokenFile train_tokens_;

@@ -10,6 +10,10 @@
 //   ScoreRowDirect         the same from the untransposed tile (decoding)
 //   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
 //   AccumulateWeightedRows acc += sum_j w_j * row_j (p v, ds k, p^T dout, ...)
+// Masks (causal, and the optional lower bound key_start of packed
+// documents): VisibleKeys and FirstVisibleKey bound the keys of one query;
+// FirstKeyTile, FirstRowSeeing and RowsSeeingBefore pick the key tiles and
+// the rows a task visits; VisibleInTile is a row's range of keys in a tile.
 // Tasks:
 //   ForwardTask   one query tile of one head: online softmax over key tiles
 //   QueryGradTask one query tile of one head: delta, then dq
@@ -54,6 +58,21 @@ size_t VisibleKeys(const AttentionShape& s, size_t i) {
   return s.causal ? std::min(s.kv_len, s.q_offset + i + 1) : s.kv_len;
 }
 
+// The first key visible to query i of batch element b: keys before it are
+// masked by the optional lower bound s.key_start (see attention.h).
+size_t FirstVisibleKey(const AttentionShape& s, size_t b, size_t i) {
+  if (s.key_start == nullptr) return 0;
+  return static_cast<size_t>(s.key_start[b * s.kv_len + s.q_offset + i]);
+}
+
+// The start of the key tile holding FirstVisibleKey(s, b, i). Key tiles stay
+// aligned to multiples of kKeyTile with or without a lower bound, so every
+// task splits a row's keys at the same places and the two backward schemes
+// sum dq in the same blocks (the same bits).
+size_t FirstKeyTile(const AttentionShape& s, size_t b, size_t i) {
+  return FirstVisibleKey(s, b, i) / kKeyTile * kKeyTile;
+}
+
 // The first of the query rows q0 .. q0 + rows - 1 that sees key k0 (rows
 // when none does): visibility only grows with the row.
 size_t FirstRowSeeing(const AttentionShape& s, size_t q0, size_t rows,
@@ -61,6 +80,34 @@ size_t FirstRowSeeing(const AttentionShape& s, size_t q0, size_t rows,
   size_t r = 0;
   while (r < rows && VisibleKeys(s, q0 + r) <= k0) ++r;
   return r;
+}
+
+// How many of the query rows q0 .. q0 + rows - 1 of batch element b see a
+// key before k_end: all of them without a lower bound; with one, the rows
+// whose first visible key is below k_end, a prefix since key_start does not
+// decrease.
+size_t RowsSeeingBefore(const AttentionShape& s, size_t b, size_t q0,
+                        size_t rows, size_t k_end) {
+  if (s.key_start == nullptr) return rows;
+  const int32_t* first = s.key_start + b * s.kv_len + s.q_offset + q0;
+  return static_cast<size_t>(
+      std::lower_bound(first, first + rows, static_cast<int64_t>(k_end)) -
+      first);
+}
+
+// The keys [begin, end) of the tile [k0, k0 + count) that query i of batch
+// element b sees, as offsets into the tile. Non-empty for every row a task
+// visits: such a row sees a key at or after k0 and one before k0 + count,
+// and its visible keys are contiguous.
+struct TileKeys {
+  size_t begin;
+  size_t end;
+  size_t count() const { return end - begin; }
+};
+TileKeys VisibleInTile(const AttentionShape& s, size_t b, size_t i, size_t k0,
+                       size_t count) {
+  const size_t first = FirstVisibleKey(s, b, i);
+  return {first > k0 ? first - k0 : 0, std::min(count, VisibleKeys(s, i) - k0)};
 }
 
 // The key/value head read by query head `head` (= b * q_heads + h): the
@@ -383,24 +430,30 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
   std::fill(row_sum, row_sum + rows, 0.0f);
   const bool transpose_keys = rows > kDirectScoreRows;
-  // The tile's last row sees the most keys.
+  const size_t b = head / s.q_heads;
+  // The tile's first row sees the earliest key, its last row the latest.
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
-  for (size_t k0 = 0; k0 < keys; k0 += kKeyTile) {
+  for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
     const size_t cols = DivCeil(count, lanes) * lanes;
-    // Rows before first_row see none of this tile's keys.
+    // Only rows first_row .. end_row - 1 see keys of this tile.
     const size_t first_row = FirstRowSeeing(s, q0, rows, k0);
+    const size_t end_row = RowsSeeingBefore(s, b, q0, rows, k0 + count);
     if (transpose_keys) {
       TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
-      ScoreTile(q_tile + first_row * dim, rows - first_row, scratch.keys_t, dim,
-                cols, s.scale, scratch.probs + first_row * kKeyTile);
+      ScoreTile(q_tile + first_row * dim, end_row - first_row, scratch.keys_t,
+                dim, cols, s.scale, scratch.probs + first_row * kKeyTile);
     }
-    for (size_t r = first_row; r < rows; ++r) {
-      const size_t n = std::min(count, VisibleKeys(s, q0 + r) - k0);
-      float* scores = scratch.probs + r * kKeyTile;
+    for (size_t r = first_row; r < end_row; ++r) {
+      // Masking is a range of the tile's keys, not a -inf sentinel: masked
+      // scores are never exponentiated.
+      const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
+      const size_t n = seen.count();
+      float* scores = scratch.probs + r * kKeyTile + seen.begin;
+      const float* values = v_head + (k0 + seen.begin) * dim;
       if (!transpose_keys) {
-        ScoreRowDirect(q_tile + r * dim, k_head + k0 * dim, n, dim, s.scale,
-                       scores);
+        ScoreRowDirect(q_tile + r * dim, k_head + (k0 + seen.begin) * dim, n,
+                       dim, s.scale, scores);
       }
       const float new_max = std::max(row_max[r], Max(scores, n));
       const float tile_sum = ExpShift(scores, n, new_max);
@@ -409,8 +462,7 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       const float correction = std::exp(row_max[r] - new_max);
       row_sum[r] = row_sum[r] * correction + tile_sum;
       if (correction != 1.0f) ScaleRow(correction, acc + r * dim, dim);
-      AccumulateWeightedRows(scores, 1, v_head + k0 * dim, n, dim,
-                             acc + r * dim);
+      AccumulateWeightedRows(scores, 1, values, n, dim, acc + r * dim);
       row_max[r] = new_max;
     }
   }
@@ -467,26 +519,30 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
     delta[row] = Dot(dout + row * dim, out + row * dim, dim);
   }
   std::fill(dq + first_row * dim, dq + (first_row + rows) * dim, 0.0f);
+  const size_t b = head / s.q_heads;
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
-  for (size_t k0 = 0; k0 < keys; k0 += kKeyTile) {
+  for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
     const size_t cols = DivCeil(count, lanes) * lanes;
     TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
     TransposeTile(v_head + k0 * dim, count, dim, cols, scratch.values_t);
+    // Only rows r0 .. r1 - 1 see keys of this tile.
     const size_t r0 = FirstRowSeeing(s, q0, rows, k0);
+    const size_t r1 = RowsSeeingBefore(s, b, q0, rows, k0 + count);
     const size_t row0 = first_row + r0;
-    ScoreTile(q + row0 * dim, rows - r0, scratch.keys_t, dim, cols, s.scale,
+    ScoreTile(q + row0 * dim, r1 - r0, scratch.keys_t, dim, cols, s.scale,
               scratch.probs);
-    ScoreTile(dout + row0 * dim, rows - r0, scratch.values_t, dim, cols, 1.0f,
+    ScoreTile(dout + row0 * dim, r1 - r0, scratch.values_t, dim, cols, 1.0f,
               scratch.grads);
-    for (size_t r = r0; r < rows; ++r) {
-      const size_t n = std::min(count, VisibleKeys(s, q0 + r) - k0);
+    for (size_t r = r0; r < r1; ++r) {
+      const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
+      const size_t n = seen.count();
       const size_t row = first_row + r;
-      float* probs = scratch.probs + (r - r0) * kKeyTile;
-      float* grads = scratch.grads + (r - r0) * kKeyTile;
+      float* probs = scratch.probs + (r - r0) * kKeyTile + seen.begin;
+      float* grads = scratch.grads + (r - r0) * kKeyTile + seen.begin;
       ExpShift(probs, n, lse[row]);
       SoftmaxGrad(probs, delta[row], grads, n);
-      AccumulateWeightedRows(grads, 1, k_head + k0 * dim, n, dim,
+      AccumulateWeightedRows(grads, 1, k_head + (k0 + seen.begin) * dim, n, dim,
                              dq + row * dim);
     }
   }
@@ -526,13 +582,14 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
   std::fill(dv_tile, dv_tile + count * dim, 0.0f);
   TransposeTile(k + key_row * dim, count, dim, cols, scratch.keys_t);
   TransposeTile(v + key_row * dim, count, dim, cols, scratch.values_t);
-  // Queries before first_query see none of these keys.
+  // Only queries first_query .. end_query - 1 see any of these keys.
   const size_t first_query =
       (s.causal && k0 > s.q_offset) ? k0 - s.q_offset : 0;
+  const size_t end_query = RowsSeeingBefore(s, b, 0, s.q_len, k0 + count);
   for (size_t h = g * group; h < (g + 1) * group; ++h) {
     const size_t head = b * s.q_heads + h;
-    for (size_t i0 = first_query; i0 < s.q_len; i0 += kQueryTile) {
-      const size_t rows = std::min(kQueryTile, s.q_len - i0);
+    for (size_t i0 = first_query; i0 < end_query; i0 += kQueryTile) {
+      const size_t rows = std::min(kQueryTile, end_query - i0);
       const size_t first_row = head * s.q_len + i0;
       ScoreTile(q + first_row * dim, rows, scratch.keys_t, dim, cols, s.scale,
                 scratch.probs);
@@ -540,18 +597,23 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
                 scratch.grads);
       for (size_t r = 0; r < rows; ++r) {
         const size_t row = first_row + r;
-        // >= 1 since i0 + r >= first_query.
-        const size_t n = std::min(count, VisibleKeys(s, i0 + r) - k0);
+        // At least one key, since first_query <= i0 + r < end_query.
+        const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
+        const size_t n = seen.count();
         float* p = scratch.probs + r * kKeyTile;
         float* ds = scratch.grads + r * kKeyTile;
-        ExpShift(p, n, lse[row]);
-        SoftmaxGrad(p, delta[row], ds, n);
+        ExpShift(p + seen.begin, n, lse[row]);
+        SoftmaxGrad(p + seen.begin, delta[row], ds + seen.begin, n);
         if (dq_unscaled != nullptr) {
-          AccumulateWeightedRows(ds, 1, k + key_row * dim, n, dim,
+          AccumulateWeightedRows(ds + seen.begin, 1,
+                                 k + (key_row + seen.begin) * dim, n, dim,
                                  dq_unscaled + row * dim);
         }
-        std::fill(p + n, p + count, 0.0f);  // masked keys
-        std::fill(ds + n, ds + count, 0.0f);
+        // Masked keys.
+        std::fill(p, p + seen.begin, 0.0f);
+        std::fill(ds, ds + seen.begin, 0.0f);
+        std::fill(p + seen.end, p + count, 0.0f);
+        std::fill(ds + seen.end, ds + count, 0.0f);
       }
       // Four keys at a time, then one by one.
       size_t c = 0;

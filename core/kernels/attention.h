@@ -19,6 +19,11 @@
 // absolute position q_offset + i and sees keys 0 .. q_offset + i. Training
 // uses q_offset = 0 with q_len == kv_len; decoding with a KV cache uses
 // q_offset = kv_len - q_len. Non-causal attention sees every key.
+// Key lower bound (causal only, optional): with key_start, query i of batch
+// b sees keys key_start[b * kv_len + q_offset + i] .. q_offset + i instead,
+// e.g. only its own document when several are packed into one row. Key
+// tiles that no row of a query tile sees are skipped, so the work is the
+// number of visible (query, key) pairs, not q_len * kv_len / 2.
 //
 // Memory: neither kernel stores the [q_len, kv_len] score matrix. Forward
 // keeps per task (one query tile of one head) a query-tile x key-tile score
@@ -36,6 +41,7 @@
 #define ROTOR_CORE_KERNELS_ATTENTION_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace rotor {
 namespace kernels {
@@ -52,6 +58,14 @@ struct AttentionShape {
   size_t q_offset = 0;
   bool causal = true;
   float scale = 1.0f;  // usually 1 / sqrt(head_dim)
+  // Causal only. Null: no lower bound (keys 0 .. p visible to position p).
+  // Else [batch, kv_len]: position p of batch row b sees keys
+  // key_start[b * kv_len + p] .. p. Along each row it must satisfy
+  // 0 <= key_start[p] <= p and be non-decreasing in p (the kernels rely on
+  // both: a query tile's visible keys are then one contiguous range).
+  // Packed documents: key_start[p] is where p's document begins. A sliding
+  // window of w keys: key_start[p] = max(0, p - w + 1). Not owned.
+  const int32_t* key_start = nullptr;
 };
 
 // Query rows and key rows handled per tile (see docs/attention.md).

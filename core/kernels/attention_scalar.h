@@ -1,7 +1,8 @@
 // Scalar reference for core/kernels/attention.h: plain softmax attention that
 // materialises each query's row of scores, templated on the element type so
 // tests run it in double and in std::complex<double> (complex-step
-// derivatives). Same layout, masking and grouped-query rules as the kernels.
+// derivatives). Same layout, masking (key_start included) and grouped-query
+// rules as the kernels.
 #ifndef ROTOR_CORE_KERNELS_ATTENTION_SCALAR_H_
 #define ROTOR_CORE_KERNELS_ATTENTION_SCALAR_H_
 
@@ -24,35 +25,43 @@ namespace attention_ref_internal {
 inline double RealPart(double x) { return x; }
 inline double RealPart(const std::complex<double>& x) { return x.real(); }
 
-// Keys 0 .. VisibleKeys() - 1 are visible to query i.
+// Keys FirstVisibleKey() .. VisibleKeys() - 1 are visible to query i of
+// batch element b.
 inline size_t VisibleKeys(const AttentionShape& s, size_t i) {
   return s.causal ? std::min(s.kv_len, s.q_offset + i + 1) : s.kv_len;
 }
+inline size_t FirstVisibleKey(const AttentionShape& s, size_t b, size_t i) {
+  return s.key_start == nullptr
+             ? 0
+             : static_cast<size_t>(s.key_start[b * s.kv_len + s.q_offset + i]);
+}
 
-// p[j] = softmax_j(scale * <q_row, k_j>) over the visible keys of query i,
-// with the rows of one kv head at k_head. Returns the logsumexp L_i.
+// p[j] = softmax_j(scale * <q_row, k_j>) over the visible keys of query i of
+// batch element b, and p[j] = 0 for the masked keys before them, with the
+// rows of one kv head at k_head. Returns the logsumexp L_i.
 template <typename T>
-T SoftmaxRow(const AttentionShape& s, size_t i, const T* q_row, const T* k_head,
-             std::vector<T>& p) {
+T SoftmaxRow(const AttentionShape& s, size_t b, size_t i, const T* q_row,
+             const T* k_head, std::vector<T>& p) {
   using std::exp;
   using std::log;
+  const size_t first = FirstVisibleKey(s, b, i);
   const size_t visible = VisibleKeys(s, i);
   const size_t dim = s.head_dim;
   p.assign(visible, T(0));
   double max = -std::numeric_limits<double>::infinity();
-  for (size_t j = 0; j < visible; ++j) {
+  for (size_t j = first; j < visible; ++j) {
     T dot = T(0);
     for (size_t d = 0; d < dim; ++d) dot += q_row[d] * k_head[j * dim + d];
     p[j] = T(s.scale) * dot;
     max = std::max(max, RealPart(p[j]));
   }
-  if (visible == 0) return T(-std::numeric_limits<double>::infinity());
+  if (visible <= first) return T(-std::numeric_limits<double>::infinity());
   T sum = T(0);
-  for (size_t j = 0; j < visible; ++j) {
+  for (size_t j = first; j < visible; ++j) {
     p[j] = exp(p[j] - T(max));
     sum += p[j];
   }
-  for (size_t j = 0; j < visible; ++j) p[j] /= sum;
+  for (size_t j = first; j < visible; ++j) p[j] /= sum;
   return T(max) + log(sum);
 }
 
@@ -71,7 +80,7 @@ void AttentionForwardRef(const AttentionShape& s, const T* q, const T* k,
       const size_t kv_head = (b * s.kv_heads + h / group) * s.kv_len * dim;
       for (size_t i = 0; i < s.q_len; ++i) {
         const size_t row = (b * s.q_heads + h) * s.q_len + i;
-        lse[row] = attention_ref_internal::SoftmaxRow(s, i, q + row * dim,
+        lse[row] = attention_ref_internal::SoftmaxRow(s, b, i, q + row * dim,
                                                       k + kv_head, p);
         T* out_row = out + row * dim;
         std::fill(out_row, out_row + dim, T(0));
@@ -104,7 +113,7 @@ void AttentionBackwardRef(const AttentionShape& s, const T* q, const T* k,
         const size_t row = (b * s.q_heads + h) * s.q_len + i;
         const T* q_row = q + row * dim;
         const T* dout_row = dout + row * dim;
-        attention_ref_internal::SoftmaxRow(s, i, q_row, k + kv_head, p);
+        attention_ref_internal::SoftmaxRow(s, b, i, q_row, k + kv_head, p);
         dp.assign(p.size(), T(0));
         T p_dot_dp = T(0);
         for (size_t j = 0; j < p.size(); ++j) {

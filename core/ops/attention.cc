@@ -8,6 +8,7 @@
 #include "core/ops/attention.h"
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "core/autograd.h"
@@ -79,11 +80,20 @@ Tensor ContiguousData(const Tensor& x) {
   return copy;
 }
 
+// key_start: empty (no lower bound) or checked by CheckKeyStart.
 Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
                    const Tensor& v_in, bool causal, int64_t q_offset,
-                   float scale) {
-  const kernels::AttentionShape shape =
+                   float scale, const std::vector<int32_t>& key_start = {}) {
+  kernels::AttentionShape shape =
       CheckedShape(op, q_in, k_in, v_in, causal, q_offset, scale);
+  // Shared by the backward closure, which must see the same mask.
+  std::shared_ptr<const std::vector<int32_t>> saved_key_start;
+  if (!key_start.empty()) {
+    CheckKeyStart(op, key_start, static_cast<int64_t>(shape.batch),
+                  static_cast<int64_t>(shape.kv_len));
+    saved_key_start = std::make_shared<const std::vector<int32_t>>(key_start);
+    shape.key_start = saved_key_start->data();
+  }
   const Tensor q = ContiguousData(q_in);
   const Tensor k = ContiguousData(k_in);
   const Tensor v = ContiguousData(v_in);
@@ -100,7 +110,8 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
   // output itself would own this node (a reference cycle).
   const Tensor saved_out = out.Detach();
   return RecordOp(out, op, {q_in, k_in, v_in},
-                  [shape, q, k, v, saved_out, lse](const Tensor& grad_out) {
+                  [shape, saved_key_start, q, k, v, saved_out,
+                   lse](const Tensor& grad_out) {
                     const Tensor dout = ContiguousData(grad_out);
                     Tensor delta = Tensor::Empty(lse.shape());  // workspace
                     Tensor dq = Tensor::Empty(q.shape());
@@ -136,6 +147,58 @@ Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v) {
               ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()));
   return CausalAttention(q, k, v, DefaultAttentionScale(q.size(3)),
                          k.size(2) - q.size(2));
+}
+
+Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                       float scale, int64_t q_offset,
+                       const std::vector<int32_t>& key_start) {
+  return AttentionOp("CausalAttention", q, k, v, /*causal=*/true, q_offset,
+                     scale, key_start);
+}
+
+void CheckKeyStart(const char* caller, const std::vector<int32_t>& key_start,
+                   int64_t batch, int64_t len) {
+  ROTOR_CHECK(static_cast<int64_t>(key_start.size()) == batch * len, caller,
+              ": key_start has ", key_start.size(),
+              " entries, expected batch * kv_len = ", batch, " * ", len);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* row = key_start.data() + b * len;
+    for (int64_t p = 0; p < len; ++p) {
+      ROTOR_CHECK(row[p] >= 0 && row[p] <= p, caller,
+                  ": key_start of batch row ", b, " at position ", p, " is ",
+                  row[p], ", expected 0 .. ", p,
+                  " (a query sees keys from key_start up to itself)");
+      ROTOR_CHECK(p == 0 || row[p] >= row[p - 1], caller,
+                  ": key_start of batch row ", b, " decreases at position ", p,
+                  " (", row[p - 1], " then ", row[p],
+                  "); it must not decrease along a row");
+    }
+  }
+}
+
+std::vector<int32_t> DocumentKeyStarts(
+    const std::vector<std::vector<int64_t>>& document_starts, int64_t seq) {
+  ROTOR_CHECK(seq >= 0, "DocumentKeyStarts: seq must be >= 0, got ", seq);
+  std::vector<int32_t> key_start;
+  key_start.reserve(document_starts.size() * static_cast<size_t>(seq));
+  for (size_t b = 0; b < document_starts.size(); ++b) {
+    const std::vector<int64_t>& starts = document_starts[b];
+    for (size_t d = 0; d < starts.size(); ++d) {
+      ROTOR_CHECK(starts[d] >= 0 && starts[d] < seq, "DocumentKeyStarts: row ",
+                  b, " has a document start ", starts[d], " outside 0 .. ",
+                  seq - 1);
+      ROTOR_CHECK(d == 0 || starts[d] > starts[d - 1],
+                  "DocumentKeyStarts: row ", b, "'s document starts ",
+                  starts[d - 1], " then ", starts[d], " are not increasing");
+    }
+    int64_t current = 0;
+    size_t next = 0;
+    for (int64_t t = 0; t < seq; ++t) {
+      if (next < starts.size() && starts[next] == t) current = starts[next++];
+      key_start.push_back(static_cast<int32_t>(current));
+    }
+  }
+  return key_start;
 }
 
 Tensor FullAttention(const Tensor& q, const Tensor& k, const Tensor& v,

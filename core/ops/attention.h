@@ -19,6 +19,7 @@
 #define ROTOR_CORE_OPS_ATTENTION_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -36,6 +37,33 @@ Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
 // The same with scale = DefaultAttentionScale(D) and q_offset = kv_len -
 // q_len (the queries are the last q_len positions).
 Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v);
+
+// Causal attention with a lower bound on the keys, e.g. for documents packed
+// into one row that must not attend to each other: the query at absolute
+// position p = q_offset + i of batch row b sees keys
+// key_start[b * kv_len + p] .. p. key_start has batch * kv_len entries and
+// along each row 0 <= key_start[p] <= p, non-decreasing in p (checked). For
+// packed documents key_start[p] is the position where p's document begins
+// (DocumentKeyStarts); for a sliding window of w keys, max(0, p - w + 1).
+// Empty: no lower bound, the same bits as the overload above. Key tiles no
+// query of a tile sees are skipped, so the cost is that of the visible pairs.
+Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                       float scale, int64_t q_offset,
+                       const std::vector<int32_t>& key_start);
+
+// Throws unless key_start holds batch * len entries that follow the rules
+// above (0 <= key_start[p] <= p, non-decreasing along each row); the error
+// names `caller`, the row and the position.
+void CheckKeyStart(const char* caller, const std::vector<int32_t>& key_start,
+                   int64_t batch, int64_t len);
+
+// key_start for CausalAttention from where each row's documents begin:
+// document_starts[b] lists row b's document starts in increasing order; a
+// row that does not list 0 begins mid-document, and that document starts at
+// 0. Returns [batch * seq] entries, key_start[b * seq + t] = the last start
+// <= t. Throws on starts out of [0, seq) or not increasing.
+std::vector<int32_t> DocumentKeyStarts(
+    const std::vector<std::vector<int64_t>>& document_starts, int64_t seq);
 
 // Non-causal attention: every query sees every key.
 Tensor FullAttention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -14,6 +14,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/ops/attention.h"
 #include "nn/rope_scaling.h"
 #include "tests/test_util.h"
 #include "train/optim/adamw.h"
@@ -325,6 +326,149 @@ TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
   // 0.01 and every token right in 150 steps (below 0.6 s on one thread).
   EXPECT_LT(loss, 0.05f);
   EXPECT_GT(accuracy, 0.99) << correct << " of " << scored;
+}
+
+// Packed documents: a row of two documents (lengths 5 and 7, the second
+// starting at position 5) against each document run alone.
+struct TwoDocuments {
+  static constexpr int64_t kFirst = 5, kSecond = 7, kSeq = kFirst + kSecond;
+  std::vector<int32_t> ids = RandomIds(kSeq, 11, 30);
+  std::vector<int32_t> targets = RandomIds(kSeq, 11, 31);
+  nn::PackedDocuments Documents(bool mask, bool positions) const {
+    nn::PackedDocuments documents;
+    documents.document_start = DocumentKeyStarts({{0, kFirst}}, kSeq);
+    documents.mask_attention = mask;
+    documents.restart_positions = positions;
+    return documents;
+  }
+  // Tokens [start, start + length) of v.
+  static std::vector<int32_t> Part(const std::vector<int32_t>& v, int64_t start,
+                                   int64_t length) {
+    return std::vector<int32_t>(v.begin() + start, v.begin() + start + length);
+  }
+};
+
+// Largest |a - b| over the logits rows of a document.
+float MaxDifference(const std::vector<float>& packed, int64_t first_row,
+                    const std::vector<float>& alone) {
+  float worst = 0.0f;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    worst = std::max(worst, std::abs(packed[first_row * 11 + i] - alone[i]));
+  }
+  return worst;
+}
+
+// With the document mask and restarted positions each document's logits are
+// those of the document alone (to float rounding: the matrix products group
+// rows differently); with the mask alone too, since RoPE scores depend only
+// on the distance between positions (to rounding of the rotations); without
+// the mask the second document sees the first and its logits differ.
+TEST(Transformer, PackedDocumentsLogitsEqualDocumentsAlone) {
+  const TwoDocuments row;
+  nn::TransformerConfig config = SmallConfig(false);
+  config.initializer_range = 0.3;
+  nn::Transformer model(config, 11);
+  NoGradGuard no_grad;
+  const std::vector<float> first =
+      model.Logits(TwoDocuments::Part(row.ids, 0, row.kFirst), 1, row.kFirst)
+          .ToVector();
+  const std::vector<float> second =
+      model
+          .Logits(TwoDocuments::Part(row.ids, row.kFirst, row.kSecond), 1,
+                  row.kSecond)
+          .ToVector();
+  auto packed_logits = [&](bool mask, bool positions) {
+    const nn::PackedDocuments documents = row.Documents(mask, positions);
+    return model.Logits(row.ids, 1, row.kSeq, 0, nullptr, &documents)
+        .ToVector();
+  };
+  const std::vector<float> both = packed_logits(true, true);
+  EXPECT_LT(MaxDifference(both, 0, first), 1e-5f);
+  EXPECT_LT(MaxDifference(both, row.kFirst, second), 1e-5f);
+  const std::vector<float> mask_only = packed_logits(true, false);
+  EXPECT_LT(MaxDifference(mask_only, 0, first), 1e-5f);
+  EXPECT_LT(MaxDifference(mask_only, row.kFirst, second), 1e-4f);
+  const std::vector<float> unmasked = packed_logits(false, false);
+  EXPECT_EQ(MaxDifference(unmasked, 0, first), 0.0f);
+  EXPECT_GT(MaxDifference(unmasked, row.kFirst, second), 1e-3f);
+  // Restarted positions without the mask: the first document is unchanged,
+  // the second sees the first at the wrong distances.
+  const std::vector<float> positions_only = packed_logits(false, true);
+  EXPECT_LT(MaxDifference(positions_only, 0, first), 1e-5f);
+  EXPECT_GT(MaxDifference(positions_only, row.kFirst, second), 1e-3f);
+}
+
+// The packed row's loss is the token-weighted mean of the documents' losses
+// (each scoring the same targets), and so are its gradients, to float
+// rounding.
+TEST(Transformer, PackedDocumentsLossAndGradientsEqualDocumentsAlone) {
+  const TwoDocuments row;
+  nn::TransformerConfig config = SmallConfig(true);
+  config.initializer_range = 0.3;
+  nn::Transformer model(config, 12);
+  const nn::PackedDocuments documents = row.Documents(true, true);
+  model.ZeroGrad();
+  const Tensor packed = model.Loss(row.ids, row.targets, 1, row.kSeq,
+                                   nn::Transformer::kIgnoreIndex, &documents);
+  packed.Backward();
+  std::vector<std::vector<float>> packed_grads;
+  for (const Tensor& p : model.Parameters()) {
+    packed_grads.push_back(p.grad().ToVector());
+  }
+  model.ZeroGrad();
+  double alone_loss = 0.0;
+  for (const auto& [start, length] :
+       {std::pair{int64_t{0}, row.kFirst}, {row.kFirst, row.kSecond}}) {
+    const Tensor loss =
+        model.Loss(TwoDocuments::Part(row.ids, start, length),
+                   TwoDocuments::Part(row.targets, start, length), 1, length);
+    const float weight = static_cast<float>(length) / row.kSeq;
+    Mul(loss, weight).Backward();  // gradients accumulate
+    alone_loss += weight * loss.item();
+  }
+  EXPECT_NEAR(packed.item(), alone_loss, 1e-5);
+  const std::vector<Tensor> parameters = model.Parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const std::vector<float> alone = parameters[i].grad().ToVector();
+    test::ExpectNear(packed_grads[i].data(), alone.data(), alone.size(), 1e-5,
+                     1e-4, "gradient of parameter " + std::to_string(i));
+  }
+}
+
+// Recomputed layers (activation checkpointing) see the same documents in
+// backward: bitwise the gradients of keeping every activation.
+TEST(Transformer, PackedDocumentsWithActivationCheckpointing) {
+  const TwoDocuments row;
+  const nn::PackedDocuments documents = row.Documents(true, true);
+  auto gradients = [&](int64_t every_k) {
+    nn::Transformer model(SmallConfig(false), 13);
+    model.SetActivationCheckpointing(every_k);
+    model
+        .Loss(row.ids, row.targets, 1, row.kSeq, nn::Transformer::kIgnoreIndex,
+              &documents)
+        .Backward();
+    std::vector<std::vector<float>> grads;
+    for (const Tensor& p : model.Parameters()) {
+      grads.push_back(p.grad().ToVector());
+    }
+    return grads;
+  };
+  EXPECT_TRUE(gradients(1) == gradients(0));
+}
+
+TEST(Transformer, PackedDocumentsErrorsNameTheProblem) {
+  nn::Transformer model(SmallConfig(false), 14);
+  nn::PackedDocuments documents;
+  documents.document_start = {0, 0, 2};
+  ROTOR_EXPECT_ERROR(model.Logits({1, 2, 3, 4}, 1, 4, 0, nullptr, &documents),
+                     "Transformer::Logits", "key_start has 3 entries", "1 * 4");
+  documents.document_start = {0, 1, 1, 0};
+  ROTOR_EXPECT_ERROR(model.Logits({1, 2, 3, 4}, 1, 4, 0, nullptr, &documents),
+                     "decreases at position 3");
+  nn::KvCache cache = model.NewKvCache();
+  documents.document_start = {0, 0, 2, 2};
+  ROTOR_EXPECT_ERROR(model.Logits({1, 2, 3, 4}, 1, 4, 0, &cache, &documents),
+                     "packed documents need offset 0 and no KV cache");
 }
 
 }  // namespace

@@ -68,6 +68,33 @@ class TrainerTest : public test::PreparedDataTest {
   std::ostringstream log_;
 };
 
+// Documents packed into rows (data.document_mask, data.document_positions)
+// on documents of about 60 bytes, so most rows of 32 tokens hold several:
+// training learns, and validation runs its rows as training does (the same
+// loss as Evaluate with the packing, not the one without).
+TEST_F(TrainerTest, DocumentPackingTrainsAndValidatesTheSameWay) {
+  const test::TempDir short_documents;
+  const std::string data = test::PrepareTextData(short_documents, 80, 2);
+  const TrainConfig config =
+      test::TinyConfig(data, dir_.Path("run"),
+                       {"train.max_steps=20", "data.document_mask=true",
+                        "data.document_positions=true"});
+  Trainer trainer(config, log_);
+  const TrainSummary summary = trainer.Run();
+  EXPECT_LT(summary.val_loss, std::log(257.0) - 1.0) << log_.str();
+  const TokenFile val(data + "/val.bin");
+  const TrainSection& t = config.train;
+  const DocumentPacking packing{true, true};
+  EXPECT_EQ(Evaluate(trainer.model(), val, t.batch_size, t.seq_len,
+                     config.eval.max_batches, packing)
+                .loss,
+            summary.val_loss);
+  EXPECT_NE(Evaluate(trainer.model(), val, t.batch_size, t.seq_len,
+                     config.eval.max_batches)
+                .loss,
+            summary.val_loss);
+}
+
 TEST_F(TrainerTest, LossFallsOnText) {
   Trainer trainer(Config("run", {"train.max_steps=30"}), log_);
   const TokenFile val(data_ + "/val.bin");
@@ -299,8 +326,8 @@ TEST_F(TrainerTest, GradientAccumulationMatchesOneLargerBatch) {
 // train.activation_checkpointing changes memory and time, never the run:
 // losses and weights are bitwise those without it.
 TEST_F(TrainerTest, ActivationCheckpointingTrainsBitwiseTheSame) {
-  const std::vector<std::string> common = {"train.max_steps=3",
-                                           "train.gradient_accumulation_steps=2"};
+  const std::vector<std::string> common = {
+      "train.max_steps=3", "train.gradient_accumulation_steps=2"};
   std::vector<std::string> checkpointed = common;
   checkpointed.push_back("train.activation_checkpointing=layers");
   Trainer plain(Config("plain", common), log_);

@@ -116,8 +116,9 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   }
 
   const SectionReader data(root["data"], "data", file, overridden);
-  data.RequireKnownKeys(
-      {"path", "tokenizer", "passkey_fraction", "passkey_loss"});
+  data.RequireKnownKeys({"path", "tokenizer", "passkey_fraction",
+                         "passkey_loss", "document_mask",
+                         "document_positions"});
   data.Read("path", config.data.path);
   data.Read("tokenizer", config.data.tokenizer);
   data.Read("passkey_fraction", config.data.passkey_fraction, 0.0, 1.0);
@@ -128,6 +129,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   } catch (const Error& e) {
     data.Fail(root["data"]["passkey_loss"], "data.passkey_loss", e.what());
   }
+  data.Read("document_mask", config.data.documents.mask_attention);
+  data.Read("document_positions", config.data.documents.restart_positions);
   ROTOR_CHECK(!config.data.path.empty(), file,
               ": data.path is required (a folder written by rotor prepare, "
               "or 'brown')");
@@ -244,6 +247,8 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   }
   root["data"]["passkey_fraction"] = config.data.passkey_fraction;
   root["data"]["passkey_loss"] = PasskeyLossName(config.data.passkey_loss);
+  root["data"]["document_mask"] = config.data.documents.mask_attention;
+  root["data"]["document_positions"] = config.data.documents.restart_positions;
   const TrainSection& t = config.train;
   YAML::Node train(YAML::NodeType::Map);
   train["batch_size"] = t.batch_size;

@@ -28,6 +28,7 @@
 #include "nn/transformer.h"
 #include "train/config/model_config.h"
 #include "train/data/passkey.h"
+#include "train/eval/validation.h"
 
 namespace rotor::train {
 
@@ -48,6 +49,12 @@ struct DataConfig {
   // Which tokens of those rows the loss scores: "retrieval" (the key's
   // second mention and the answer, the default) or "all".
   PasskeyLoss passkey_loss = PasskeyLoss::kRetrieval;
+  // Documents packed into a training row (each begins at the data's
+  // separator token; a row that begins mid-document, at 0): with
+  // data.document_mask they do not attend to each other, with
+  // data.document_positions their RoPE positions restart at 0. Both off by
+  // default (plain causal attention over the row); validation does the same.
+  DocumentPacking documents;
 };
 
 // train.resume: "auto", "none" or a checkpoint folder.

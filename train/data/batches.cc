@@ -80,4 +80,14 @@ bool ValidationBatches::Next(Batch& batch) {
   return true;
 }
 
+std::vector<int32_t> DocumentStarts(const Batch& batch, TokenId separator) {
+  const auto seq = static_cast<size_t>(batch.seq_len);
+  std::vector<int32_t> starts(static_cast<size_t>(batch.batch_size) * seq);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const auto t = static_cast<int32_t>(i % seq);
+    starts[i] = (t == 0 || batch.inputs[i] == separator) ? t : starts[i - 1];
+  }
+  return starts;
+}
+
 }  // namespace rotor::train

@@ -7,7 +7,8 @@
 //
 // - BatchSampler draws windows at uniformly random start positions of the
 //   train stream (windows may cross document boundaries; <|endoftext|> marks
-//   them). Its state is two integers (generator counter, batches drawn), so a
+//   them; DocumentStarts finds them for attention within documents). Its
+//   state is two integers (generator counter, batches drawn), so a
 //   checkpoint resumes the exact same batch sequence.
 // - ValidationBatches walks the validation stream in order with
 //   non-overlapping windows (window k starts at k * seq_len), so every
@@ -30,6 +31,13 @@ struct Batch {
   std::vector<TokenId> inputs;   // [batch_size, seq_len]
   std::vector<TokenId> targets;  // [batch_size, seq_len]
 };
+
+// Where the document holding each input token of `batch` begins, as a
+// position in its row ([batch_size * seq_len], row-major): a document begins
+// at each `separator` token (the token file puts one before every document)
+// and, in a row that begins mid-document, at 0. This is core/ops/
+// attention.h's key_start for attention within documents.
+std::vector<int32_t> DocumentStarts(const Batch& batch, TokenId separator);
 
 // Everything needed to continue the batch sequence after a restart.
 struct SamplerState {

@@ -3,7 +3,11 @@
 //   double-precision scalar reference over odd sizes, head dims, GQA ratios,
 //   decode offsets, non-causal attention and misaligned pointers; a case with
 //   a known answer; decode consistency; bitwise determinism;
-// - the scalar reference's backward against complex-step derivatives;
+// - packed documents (a per-query lower bound on the keys, key_start) and
+//   sliding windows against the reference; one document equal to no mask,
+//   and a tile-aligned packed document equal to it alone, bitwise;
+// - the scalar reference's backward against complex-step derivatives, and
+//   its packed documents against each document alone;
 // - memory: scratch is O(T * D), and a T = 4096 forward + backward runs and
 //   matches the reference on rows it can check cheaply.
 #include "core/kernels/attention.h"
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "core/kernels/attention_scalar.h"
+#include "core/ops/attention.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
 
@@ -127,6 +132,50 @@ void ExpectMatchesReference(const AttentionShape& s, size_t misalign,
   ExpectNear(o.dq.data(), ref_dq.data(), nq, 5e-5, 1e-4, "dq " + what);
   ExpectNear(o.dk.data(), ref_dk.data(), nk, 5e-5, 1e-4, "dk " + what);
   ExpectNear(o.dv.data(), ref_dv.data(), nk, 5e-5, 1e-4, "dv " + what);
+}
+
+// A sliding window of `window` keys as a key_start: max(0, p - window + 1).
+std::vector<int32_t> WindowKeyStarts(size_t batch, size_t kv_len,
+                                     size_t window) {
+  std::vector<int32_t> key_start;
+  for (size_t b = 0; b < batch; ++b) {
+    for (size_t p = 0; p < kv_len; ++p) {
+      key_start.push_back(
+          static_cast<int32_t>(p + 1 > window ? p + 1 - window : 0));
+    }
+  }
+  return key_start;
+}
+
+// Document layouts of two batch rows of length t: documents of length 1
+// (at the start and in the middle), starts on both sides of the 64-key tile
+// boundaries and at the last position; the second row's documents straddle
+// whole tiles.
+std::vector<std::vector<int64_t>> PackedLayouts(size_t t) {
+  std::vector<int64_t> first = {0, 1, 2, 5, 63, 64, 65, 66, 127, 129, 190};
+  std::vector<int64_t> second = {0, 3, 70, 140};
+  first.push_back(static_cast<int64_t>(t) - 1);
+  auto keep = [t](std::vector<int64_t> starts) {
+    std::vector<int64_t> kept;
+    for (int64_t start : starts) {
+      if (start < static_cast<int64_t>(t) &&
+          (kept.empty() || start > kept.back())) {
+        kept.push_back(start);
+      }
+    }
+    return kept;
+  };
+  return {keep(first), keep(second)};
+}
+
+// Every output of a run, concatenated, for bitwise comparisons.
+std::vector<float> AllOutputs(const Outputs& o) {
+  std::vector<float> all;
+  for (const MisalignedFloats* part :
+       {&o.out, &o.lse, &o.delta, &o.dq, &o.dk, &o.dv}) {
+    all.insert(all.end(), part->data(), part->data() + part->size());
+  }
+  return all;
 }
 
 ROTOR_PER_TARGET_SUITE(AttentionKernel);
@@ -250,32 +299,230 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, TwoPassBackwardMatchesReference) {
 // No float is reduced across threads, so results are bitwise identical run
 // to run at 2 threads, and equal to the 1-thread results. With one kv head
 // in all, one thread runs the one-pass backward and two threads the two
-// passes, so this also checks that both give the same bits.
+// passes, so this also checks that both give the same bits. The same with
+// packed documents.
 ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
-  const AttentionShape s = MakeShape(1, 4, 1, 200, 200, 34);
-  std::mt19937 rng(15);
-  const Inputs in(s, 0, rng);
-  auto run = [&] {
-    const Outputs o = RunKernels(s, in, 0);
-    std::vector<float> all;
-    for (const MisalignedFloats* part :
-         {&o.out, &o.lse, &o.delta, &o.dq, &o.dk, &o.dv}) {
-      all.insert(all.end(), part->data(), part->data() + part->size());
+  const std::vector<int32_t> documents =
+      DocumentKeyStarts(PackedLayouts(200), 200);
+  for (const int32_t* key_start :
+       {static_cast<const int32_t*>(nullptr), documents.data()}) {
+    AttentionShape s = MakeShape(1, 4, 1, 200, 200, 34);
+    s.key_start = key_start;
+    std::mt19937 rng(15);
+    const Inputs in(s, 0, rng);
+    auto run = [&] { return AllOutputs(RunKernels(s, in, 0)); };
+    const std::string what = key_start ? "documents" : "no mask";
+    const std::vector<float> first = test::RunAtThreads(2, run);
+    EXPECT_TRUE(first == test::RunAtThreads(2, run))
+        << "two runs at 2 threads differ, " << what;
+    EXPECT_TRUE(first == test::RunAtThreads(1, run))
+        << "1 and 2 threads differ, " << what;
+  }
+}
+
+// Packed documents (a per-query lower bound on the keys) against the
+// reference: training shapes around the tile sizes, GQA groups 1, 2 and 4,
+// head dims around the vector widths, both backward schemes (one pass at
+// one thread; two passes with one kv head on two threads), and misaligned
+// pointers.
+ROTOR_PER_TARGET_TEST(AttentionKernel, DocumentMaskMatchesReference) {
+  std::mt19937 rng(18);
+  for (size_t t : {1, 2, 7, 65, 130, 200}) {
+    const std::vector<int32_t> key_start =
+        DocumentKeyStarts(PackedLayouts(t), t);
+    for (size_t dim : {2, 6, 34, 64}) {
+      for (size_t group : {1, 2, 4}) {
+        AttentionShape s = MakeShape(2, group, 1, t, t, dim);
+        s.key_start = key_start.data();
+        ExpectMatchesReference(s, 0, rng);
+        if (HasFatalFailure()) return;
+      }
     }
-    return all;
+    AttentionShape one_pass = MakeShape(2, 4, 2, t, t, 34);
+    one_pass.key_start = key_start.data();
+    // One kv head in all (the batch row of the first layout).
+    AttentionShape two_passes = MakeShape(1, 4, 1, t, t, 34);
+    two_passes.key_start = key_start.data();
+    for (size_t misalign : test::KernelTestMisalignments()) {
+      {
+        test::ThreadCountGuard guard(1);
+        ExpectMatchesReference(one_pass, misalign, rng);
+      }
+      test::ThreadCountGuard guard(2);
+      ExpectMatchesReference(two_passes, misalign, rng);
+    }
+  }
+}
+
+// The lower bound with a query offset (chunked prefill, decoding: the one-
+// and two-row tiles that score keys directly) and as a sliding window,
+// which is the same machinery: key_start[p] = p - window + 1.
+ROTOR_PER_TARGET_TEST(AttentionKernel, KeyLowerBoundWithOffsetsAndWindows) {
+  std::mt19937 rng(19);
+  for (size_t kv_len : {7, 65, 130}) {
+    const std::vector<int32_t> documents =
+        DocumentKeyStarts(PackedLayouts(kv_len), kv_len);
+    for (size_t q_len : {1, 2, 3, 33}) {
+      if (q_len > kv_len) continue;
+      AttentionShape s = MakeShape(2, 4, 2, q_len, kv_len, 34);
+      s.key_start = documents.data();
+      ExpectMatchesReference(s, 0, rng);
+      if (HasFatalFailure()) return;
+    }
+    for (size_t window : {1, 5, 64, 100}) {
+      const std::vector<int32_t> windowed = WindowKeyStarts(1, kv_len, window);
+      AttentionShape s = MakeShape(1, 2, 1, kv_len, kv_len, 6);
+      s.key_start = windowed.data();
+      ExpectMatchesReference(s, 0, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A row that is one document (key_start all 0) takes the exact path of no
+// lower bound: bitwise the same outputs, in both backward schemes (one kv
+// head: one pass at one thread, two passes at two).
+ROTOR_PER_TARGET_TEST(AttentionKernel, OneDocumentEqualsUnmaskedBitwise) {
+  std::mt19937 rng(20);
+  for (int threads : {1, 2}) {
+    const AttentionShape plain = MakeShape(1, 4, 1, 130, 130, 34);
+    const Inputs in(plain, 0, rng);
+    const std::vector<int32_t> zeros(plain.batch * plain.kv_len, 0);
+    AttentionShape one_document = plain;
+    one_document.key_start = zeros.data();
+    const std::vector<float> expected = test::RunAtThreads(
+        threads, [&] { return AllOutputs(RunKernels(plain, in, 0)); });
+    EXPECT_TRUE(expected == test::RunAtThreads(threads,
+                                               [&] {
+                                                 return AllOutputs(RunKernels(
+                                                     one_document, in, 0));
+                                               }))
+        << threads << " threads";
+  }
+}
+
+// A document that starts on a key-tile boundary, packed after another one,
+// gives bitwise what it gives alone: its query tiles and key tiles line up
+// with those of the document alone, and the keys before it are skipped
+// (not added as zeros). Checked for the second of two documents, 64 + 70
+// positions, with one kv head: at 1 thread (one-pass backward) and at 2
+// (two passes).
+ROTOR_PER_TARGET_TEST(AttentionKernel, TileAlignedDocumentEqualsAloneBitwise) {
+  constexpr size_t kFirst = 64, kSecond = 70, kT = kFirst + kSecond, kDim = 34;
+  std::mt19937 rng(21);
+  const std::vector<int32_t> key_start = DocumentKeyStarts({{0, kFirst}}, kT);
+  AttentionShape packed = MakeShape(1, 4, 1, kT, kT, kDim);
+  packed.key_start = key_start.data();
+  const AttentionShape alone = MakeShape(1, 4, 1, kSecond, kSecond, kDim);
+  const Inputs in(packed, 0, rng);
+  // The second document's rows of each of `heads` heads.
+  auto second_document = [&](const MisalignedFloats& x, size_t heads) {
+    MisalignedFloats part(heads * kSecond * kDim, 0);
+    for (size_t h = 0; h < heads; ++h) {
+      std::copy_n(x.data() + (h * kT + kFirst) * kDim, kSecond * kDim,
+                  part.data() + h * kSecond * kDim);
+    }
+    return part;
   };
-  const std::vector<float> first = test::RunAtThreads(2, run);
-  EXPECT_TRUE(first == test::RunAtThreads(2, run))
-      << "two runs at 2 threads differ";
-  EXPECT_TRUE(first == test::RunAtThreads(1, run)) << "1 and 2 threads differ";
+  Inputs alone_in(alone, 0, rng);
+  alone_in.q = second_document(in.q, 4);
+  alone_in.k = second_document(in.k, 1);
+  alone_in.v = second_document(in.v, 1);
+  alone_in.dout = second_document(in.dout, 4);
+  for (int threads : {1, 2}) {
+    test::ThreadCountGuard guard(threads);
+    const Outputs whole = RunKernels(packed, in, 0);
+    const Outputs expected = RunKernels(alone, alone_in, 0);
+    auto expect_same = [&](const MisalignedFloats& w, const MisalignedFloats& e,
+                           size_t heads, const char* name) {
+      EXPECT_TRUE(ToDoubles(second_document(w, heads)) == ToDoubles(e))
+          << name << " at " << threads << " threads";
+    };
+    expect_same(whole.out, expected.out, 4, "out");
+    expect_same(whole.dq, expected.dq, 4, "dq");
+    expect_same(whole.dk, expected.dk, 1, "dk");
+    expect_same(whole.dv, expected.dv, 1, "dv");
+  }
+}
+
+// Documents packed into a row never interact: with the mask, each document's
+// outputs and gradients are the reference's for that document alone (in
+// double, so to rounding), and the masked reference is checked against
+// itself run per document. Gradients of keys and values of one document
+// come only from its own queries.
+TEST(AttentionReference, PackedDocumentsEqualDocumentsAlone) {
+  const std::vector<int64_t> starts = {0, 1, 4, 9};
+  constexpr size_t kT = 12, kDim = 3, kQHeads = 2, kKvHeads = 1;
+  const std::vector<int32_t> key_start = DocumentKeyStarts({starts}, kT);
+  AttentionShape packed = MakeShape(1, kQHeads, kKvHeads, kT, kT, kDim);
+  packed.key_start = key_start.data();
+  std::mt19937 rng(22);
+  auto random = [&rng](size_t n) {
+    const std::vector<float> f = RandomVector(n, rng);
+    return std::vector<double>(f.begin(), f.end());
+  };
+  const std::vector<double> q = random(kQHeads * kT * kDim),
+                            k = random(kKvHeads * kT * kDim),
+                            v = random(kKvHeads * kT * kDim),
+                            dout = random(kQHeads * kT * kDim);
+  std::vector<double> out(q.size()), lse(kQHeads * kT), dq(q.size()),
+      dk(k.size()), dv(v.size());
+  kernels::AttentionForwardRef<double>(packed, q.data(), k.data(), v.data(),
+                                       out.data(), lse.data());
+  kernels::AttentionBackwardRef<double>(packed, q.data(), k.data(), v.data(),
+                                        dout.data(), dq.data(), dk.data(),
+                                        dv.data());
+  for (size_t d = 0; d < starts.size(); ++d) {
+    const size_t begin = static_cast<size_t>(starts[d]);
+    const size_t len =
+        (d + 1 < starts.size() ? static_cast<size_t>(starts[d + 1]) : kT) -
+        begin;
+    const AttentionShape alone =
+        MakeShape(1, kQHeads, kKvHeads, len, len, kDim);
+    // Rows begin .. begin + len - 1 of every head of x.
+    auto rows = [&](const std::vector<double>& x, size_t heads) {
+      std::vector<double> part;
+      for (size_t h = 0; h < heads; ++h) {
+        part.insert(part.end(), x.begin() + (h * kT + begin) * kDim,
+                    x.begin() + (h * kT + begin + len) * kDim);
+      }
+      return part;
+    };
+    const std::vector<double> dq_d = rows(q, kQHeads);
+    std::vector<double> a_out(dq_d.size()), a_lse(kQHeads * len),
+        a_dq(dq_d.size()), a_dk(kKvHeads * len * kDim),
+        a_dv(kKvHeads * len * kDim);
+    kernels::AttentionForwardRef<double>(
+        alone, rows(q, kQHeads).data(), rows(k, kKvHeads).data(),
+        rows(v, kKvHeads).data(), a_out.data(), a_lse.data());
+    kernels::AttentionBackwardRef<double>(
+        alone, rows(q, kQHeads).data(), rows(k, kKvHeads).data(),
+        rows(v, kKvHeads).data(), rows(dout, kQHeads).data(), a_dq.data(),
+        a_dk.data(), a_dv.data());
+    const std::string what = "document " + std::to_string(d);
+    ExpectNear(rows(out, kQHeads).data(), a_out.data(), a_out.size(), 1e-14,
+               1e-12, "out " + what);
+    ExpectNear(rows(dq, kQHeads).data(), a_dq.data(), a_dq.size(), 1e-14, 1e-12,
+               "dq " + what);
+    ExpectNear(rows(dk, kKvHeads).data(), a_dk.data(), a_dk.size(), 1e-14,
+               1e-12, "dk " + what);
+    ExpectNear(rows(dv, kKvHeads).data(), a_dv.data(), a_dv.size(), 1e-14,
+               1e-12, "dv " + what);
+  }
 }
 
 // The scalar reference's backward is the exact derivative of its forward:
 // complex-step gradient of L = sum(dout * out) with respect to every element
 // of q, k and v, in double, causal with a decode offset and non-causal.
 TEST(AttentionReference, BackwardMatchesComplexStep) {
-  for (bool causal : {true, false}) {
-    const AttentionShape s = MakeShape(2, 4, 2, 3, 5, 3, causal);
+  // Documents in both batch rows, the second row's first document of length
+  // 1 (the queries are positions 2 .. 4).
+  const std::vector<int32_t> documents =
+      DocumentKeyStarts({{0, 3}, {0, 1, 2, 4}}, 5);
+  for (int mask = 0; mask < 3; ++mask) {
+    const bool causal = mask != 1;
+    AttentionShape s = MakeShape(2, 4, 2, 3, 5, 3, causal);
+    if (mask == 2) s.key_start = documents.data();
     const size_t nq = QueryFloats(s), nk = KeyFloats(s);
     std::mt19937 rng(16);
     std::vector<double> x(nq + 2 * nk), dout(nq);
@@ -298,7 +545,9 @@ TEST(AttentionReference, BackwardMatchesComplexStep) {
         s, x.data(), x.data() + nq, x.data() + nq + nk, dout.data(),
         grads.data(), grads.data() + nq, grads.data() + nq + nk);
     ExpectNear(grads.data(), expected.data(), grads.size(), 1e-12, 1e-10,
-               std::string("d(q,k,v) ") + (causal ? "causal" : "full"));
+               std::string("d(q,k,v) ") + (mask == 2 ? "documents"
+                                           : causal  ? "causal"
+                                                     : "full"));
   }
 }
 

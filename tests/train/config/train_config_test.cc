@@ -341,7 +341,10 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
        {"run.yaml:11:18: eval.every_n_steps: must be >= 0, got -1"}},
       {m + "data:\n  path: d\n  format: text\n",
        {"run.yaml:10:3: data.format: unknown key (known keys: "
-        "passkey_fraction, passkey_loss, path, tokenizer)"}},
+        "document_mask, document_positions, passkey_fraction, passkey_loss, "
+        "path, tokenizer)"}},
+      {m + "data:\n  path: d\n  document_mask: packed\n",
+       {"run.yaml:10:18: data.document_mask: expected true or false"}},
       {m + "data:\n  path: d\n  passkey_loss: answers\n",
        {"run.yaml:10:17: data.passkey_loss: passkey loss must be 'retrieval' "
         "or 'all', got 'answers'"}},
@@ -490,6 +493,29 @@ TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
   ROTOR_EXPECT_ERROR(
       test::TinyConfig("data", "out", {"data.passkey_fraction=1.5"}),
       "data.passkey_fraction", "[0, 1]", "1.5");
+}
+
+// data.document_mask and data.document_positions: off by default, read,
+// and kept by the resolved config.
+TEST(TrainConfig, DocumentPackingKeys) {
+  const TrainConfig plain = test::TinyConfig("data", "out");
+  EXPECT_FALSE(plain.data.documents.mask_attention);
+  EXPECT_FALSE(plain.data.documents.restart_positions);
+  EXPECT_CONTAINS(TrainConfigToYaml(plain), "document_mask: false");
+  for (const auto& [mask, positions] :
+       {std::pair{true, false}, {false, true}, {true, true}}) {
+    const TrainConfig config = test::TinyConfig(
+        "data", "out",
+        {std::string("data.document_mask=") + (mask ? "true" : "false"),
+         std::string("data.document_positions=") +
+             (positions ? "true" : "false")});
+    EXPECT_EQ(config.data.documents.mask_attention, mask);
+    EXPECT_EQ(config.data.documents.restart_positions, positions);
+    const TrainConfig round_trip =
+        ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml");
+    EXPECT_EQ(round_trip.data.documents.mask_attention, mask);
+    EXPECT_EQ(round_trip.data.documents.restart_positions, positions);
+  }
 }
 
 // Every size key is bounded (core/limits.h, docs/limits.md), so that no

@@ -149,5 +149,19 @@ TEST(ValidationBatches, NonOverlappingWindowsInOrder) {
   EXPECT_EQ(batch.inputs[0], 0);
 }
 
+// A document begins at each separator (256 here) and, in a row that begins
+// mid-document, at 0; rows are independent.
+TEST(DocumentStarts, BeginAtEachSeparatorAndAtZero) {
+  Batch batch;
+  batch.batch_size = 3;
+  batch.seq_len = 5;
+  batch.inputs = {7,   8,   256, 9, 256,  //
+                  256, 256, 1,   2, 3,    //
+                  4,   5,   6,   7, 8};
+  EXPECT_EQ(DocumentStarts(batch, 256), (std::vector<int32_t>{0, 0, 2, 2, 4,  //
+                                                              0, 1, 1, 1, 1,  //
+                                                              0, 0, 0, 0, 0}));
+}
+
 }  // namespace
 }  // namespace rotor::train
