@@ -5,6 +5,7 @@
 // Building blocks (per target):
 //   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile],
 //                          so a row of scores is D broadcast-FMAs over keys
+//   TransposeKeyTiles      every key tile once, for all the forward's tasks
 //   ScoreRows              s_c = scale * <x, key_c> for the keys of a tile,
 //                          for one or two rows x
 //   ScoreRowDirect         the same from the untransposed tile (decoding)
@@ -410,10 +411,15 @@ void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
 // the key tiles seen so far. A new tile with max m' rescales both by
 // exp(m_i - m') before adding its terms; at the end out_i = acc_i / l_i and
 // L_i = m_i + log l_i.
+//
+// `keys_t` (optional) holds every key tile of every kv head already
+// transposed (TransposeKeyTiles); without it each task transposes the tiles
+// it reads.
 void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                 const float* HWY_RESTRICT v, float* HWY_RESTRICT out,
-                 float* HWY_RESTRICT lse, TaskScratch& scratch) {
+                 const float* HWY_RESTRICT v, const float* HWY_RESTRICT keys_t,
+                 float* HWY_RESTRICT out, float* HWY_RESTRICT lse,
+                 TaskScratch& scratch) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   const size_t dim = s.head_dim;
@@ -440,9 +446,16 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
     const size_t first_row = FirstRowSeeing(s, q0, rows, k0);
     const size_t end_row = RowsSeeingBefore(s, b, q0, rows, k0 + count);
     if (transpose_keys) {
-      TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
-      ScoreTile(q_tile + first_row * dim, end_row - first_row, scratch.keys_t,
-                dim, cols, s.scale, scratch.probs + first_row * kKeyTile);
+      const float* tile_t = scratch.keys_t;
+      if (keys_t != nullptr) {
+        tile_t =
+            keys_t + (kv_head * DivCeil(s.kv_len, kKeyTile) + k0 / kKeyTile) *
+                         dim * kKeyTile;
+      } else {
+        TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+      }
+      ScoreTile(q_tile + first_row * dim, end_row - first_row, tile_t, dim,
+                cols, s.scale, scratch.probs + first_row * kKeyTile);
     }
     for (size_t r = first_row; r < end_row; ++r) {
       // Masking is a range of the tile's keys, not a -inf sentinel: masked
@@ -479,16 +492,47 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   }
 }
 
+// Every key tile of every kv head transposed once, [kv head][tile][D,
+// kKeyTile] (TransposeTile's layout, zero-padded to whole tiles): all the
+// forward's query tiles, of all the group's query heads, read them, so
+// each tile is transposed once instead of once per query tile and head.
+hwy::AlignedFreeUniquePtr<float[]> TransposeKeyTiles(
+    const AttentionShape& s, const float* HWY_RESTRICT k) {
+  const size_t dim = s.head_dim;
+  const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
+  const size_t tiles = s.batch * s.kv_heads * k_tiles;
+  auto keys_t = hwy::AllocateAligned<float>(tiles * dim * kKeyTile);
+  float* out = keys_t.get();
+  ParallelFor(tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const size_t kv_head = t / k_tiles, k0 = (t % k_tiles) * kKeyTile;
+      TransposeTile(k + (kv_head * s.kv_len + k0) * dim,
+                    std::min(kKeyTile, s.kv_len - k0), dim, kKeyTile,
+                    out + t * dim * kKeyTile);
+    }
+  });
+  return keys_t;
+}
+
 void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
                       const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
                       float* HWY_RESTRICT out, float* HWY_RESTRICT lse) {
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   const size_t heads = s.batch * s.q_heads;
+  // Decoding (query tiles of at most kDirectScoreRows rows) scores keys
+  // untransposed, and with one query tile and one query head per kv head
+  // every key tile is read once anyway.
+  const bool shared_tiles =
+      s.q_len > kDirectScoreRows && q_tiles * (s.q_heads / s.kv_heads) > 1;
+  const hwy::AlignedFreeUniquePtr<float[]> keys_t =
+      shared_tiles
+          ? TransposeKeyTiles(s, k)
+          : hwy::AlignedFreeUniquePtr<float[]>(nullptr, hwy::AlignedFreer());
   ParallelFor(heads * q_tiles, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     TaskScratch scratch(s.head_dim);
     for (int64_t task = begin; task < end; ++task) {
       ForwardTask(s, task / q_tiles, (task % q_tiles) * kQueryTile, q, k, v,
-                  out, lse, scratch);
+                  keys_t.get(), out, lse, scratch);
     }
   });
 }

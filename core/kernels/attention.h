@@ -32,7 +32,9 @@
 // tile from q, k and lse, using a caller-provided O(q_len) per head
 // workspace for delta_i = <dout_i, out_i>. Besides that, scratch is
 // O(tile * (tile + D)) per running task: AttentionTaskScratchFloats below is
-// exactly what each task allocates.
+// exactly what each task allocates. The forward of more than one query tile
+// also transposes k once for all its tasks, into a buffer as large as k
+// (padded to whole key tiles).
 //
 // Determinism: every output element is produced by one task in a fixed
 // order, so results are bitwise identical run to run and for any thread
