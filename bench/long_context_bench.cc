@@ -18,6 +18,9 @@
 //                    the step's own linear layers (forward and backward, up
 //                    to 4,096 rows; bench_util.h StepSgemmGflops) at this
 //                    thread count, measured in the same process just before
+//   step in sgemm,   shares of the step's wall time in OpenBLAS and in the
+//   in attention     attention kernels (core/profile.h), recomputation
+//                    included
 //
 // Usage: build/bench/long_context_bench [--seqs 2048,8192,16384,32768]
 //          [--checkpointing none,layers] [--threads 1,2] [--steps N]
@@ -42,6 +45,7 @@
 #include "core/memory_limit.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 #include "core/tensor.h"
 #include "nn/transformer.h"
 #include "train/config/memory_estimate.h"
@@ -137,15 +141,28 @@ int RunCase(int64_t seq, const std::string& checkpointing, int threads,
     optimizer.Step(1e-4);
   };
   for (int i = 0; i < warmup; ++i) step();
+  // Timed under the phase profiler (core/profile.h): its cost, a few
+  // microseconds per op, is nothing next to a step of seconds.
   double best = 1e30;
+  profile::Totals phases;
+  profile::Enable(true);
   for (int i = 0; i < steps; ++i) {
+    profile::Reset();
     const double start = bench::NowSeconds();
     step();
-    best = std::min(best, bench::NowSeconds() - start);
+    const double seconds = bench::NowSeconds() - start;
+    if (seconds < best) {
+      best = seconds;
+      phases = profile::Snapshot();
+    }
   }
-  std::printf("%lld %s %d %.2f %.2f %.2f %.1f\n", static_cast<long long>(seq),
-              checkpointing.c_str(), threads, seq / best, PeakRssGiB(),
-              ModelFlops(config, seq) / 1e12, sgemm);
+  profile::Enable(false);
+  const double matmul = phases.wall(profile::Phase::kMatmul) / best;
+  const double attention = phases.wall(profile::Phase::kAttention) / best;
+  std::printf("%lld %s %d %.2f %.2f %.2f %.1f %.3f %.3f\n",
+              static_cast<long long>(seq), checkpointing.c_str(), threads,
+              seq / best, PeakRssGiB(), ModelFlops(config, seq) / 1e12, sgemm,
+              matmul, attention);
   return 0;
 }
 
@@ -190,8 +207,9 @@ int Main(int argc, char** argv) {
       "rotor fine-tuning step at the SmolLM2-135M shape, batch 1 (forward + "
       "backward + clip + AdamW; %d warm-up, best of %d)\n"
       "| seq | checkpointing | threads | tok/s | peak RSS GiB | model TFLOP | "
-      "model GFLOP/s | sgemm GFLOP/s | %% of sgemm |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+      "model GFLOP/s | sgemm GFLOP/s | %% of sgemm | step in sgemm | step in "
+      "attention |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
       warmup, steps);
   std::fflush(stdout);
   for (const std::string& seq : SplitCommas(seqs)) {
@@ -214,24 +232,24 @@ int Main(int argc, char** argv) {
         long long got_seq;
         char got_mode[16];
         int got_threads;
-        double tok, rss, tflop, sgemm, estimate;
+        double tok, rss, tflop, sgemm, estimate, matmul, attention;
         char word[16];
         if (std::sscanf(line, "%lld %15s %d %15s %lf", &got_seq, got_mode,
                         &got_threads, word, &estimate) == 5 &&
             std::string(word) == "nofit") {
           std::printf(
               "| %lld | %s | %d | does not fit: needs %.1f GiB | | | "
-              "| | |\n",
+              "| | | | |\n",
               got_seq, got_mode, got_threads, estimate);
-        } else if (std::sscanf(line, "%lld %15s %d %lf %lf %lf %lf", &got_seq,
-                               got_mode, &got_threads, &tok, &rss, &tflop,
-                               &sgemm) == 7) {
+        } else if (std::sscanf(line, "%lld %15s %d %lf %lf %lf %lf %lf %lf",
+                               &got_seq, got_mode, &got_threads, &tok, &rss,
+                               &tflop, &sgemm, &matmul, &attention) == 9) {
           const double gflops = tflop * 1e3 * tok / got_seq;
           std::printf(
               "| %lld | %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f | "
-              "%.0f%% |\n",
+              "%.0f%% | %.0f%% | %.0f%% |\n",
               got_seq, got_mode, got_threads, tok, rss, tflop, gflops, sgemm,
-              100 * gflops / sgemm);
+              100 * gflops / sgemm, 100 * matmul, 100 * attention);
         } else {
           std::fprintf(stderr, "long_context_bench: unexpected output '%s'\n",
                        line);
