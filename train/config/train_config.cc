@@ -1,5 +1,6 @@
 #include "train/config/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -18,7 +19,79 @@ namespace rotor::train {
 namespace {
 
 const std::set<std::string> kTopLevelKeys = {
-    "output_dir", "model", "data", "train", "eval", "checkpoint", "logging"};
+    "output_dir", "model",      "data",    "train",
+    "eval",       "checkpoint", "logging", "finetune"};
+
+// Each entry of list `key`, `names` as read, once and one of `allowed`.
+void CheckNameList(const SectionReader& section, const char* key,
+                   const std::vector<std::string>& names,
+                   const std::vector<std::string>& allowed) {
+  std::string allowed_list;
+  for (const std::string& name : allowed) {
+    allowed_list += (allowed_list.empty() ? "" : ", ") + name;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const YAML::Node at = section.Get(key)[i];
+    if (std::find(allowed.begin(), allowed.end(), names[i]) == allowed.end()) {
+      section.Fail(at, section.Join(key),
+                   StrCat("unknown name '", names[i], "' (expected some of ",
+                          allowed_list, ")"));
+    }
+    if (!seen.insert(names[i]).second) {
+      section.Fail(at, section.Join(key),
+                   StrCat("'", names[i], "' is listed twice"));
+    }
+  }
+}
+
+// finetune: {lora: {r, alpha, dropout, target_modules}, trainable: [...]}.
+// Reads after model: and train:, which it is checked against.
+void ReadFinetune(const YAML::Node& root, const std::string& file,
+                  const std::set<std::string>& overridden,
+                  TrainConfig& config) {
+  const YAML::Node node = root["finetune"];
+  const SectionReader finetune(node, "finetune", file, overridden);
+  finetune.RequireKnownKeys({"lora", "trainable"});
+  FinetuneConfig& f = config.finetune;
+  // `lora:` alone (null) or a map turns LoRA on, with PEFT's defaults for
+  // what it leaves out.
+  const bool has_lora = node && node.IsMap() && node["lora"];
+  if (has_lora) {
+    const SectionReader lora(node["lora"], "finetune.lora", file, overridden);
+    lora.RequireKnownKeys({"r", "alpha", "dropout", "target_modules"});
+    f.lora.enabled = true;
+    lora.Read("r", f.lora.r, 1, limits::kMaxHiddenSize);
+    lora.Read("alpha", f.lora.alpha, 1e-6, 1e6);
+    lora.Read("dropout", f.lora.dropout, 0.0, 0.999);
+    lora.ReadList("target_modules", f.lora.target_modules, "module names");
+    if (f.lora.target_modules.empty()) {
+      lora.Fail(lora.Get("target_modules"), "finetune.lora.target_modules",
+                "is empty: name at least one projection to adapt");
+    }
+    CheckNameList(lora, "target_modules", f.lora.target_modules,
+                  LoraTargetModuleNames());
+  }
+  finetune.ReadList("trainable", f.trainable, "parameter group names");
+  CheckNameList(finetune, "trainable", f.trainable,
+                {"embed_tokens", "norm", "lm_head"});
+  const auto lm_head =
+      std::find(f.trainable.begin(), f.trainable.end(), "lm_head");
+  if (lm_head != f.trainable.end() &&
+      config.model.tie_word_embeddings.value_or(false)) {
+    finetune.Fail(finetune.Get("trainable")[lm_head - f.trainable.begin()],
+                  "finetune.trainable",
+                  "'lm_head' matches no parameter: with "
+                  "model.tie_word_embeddings the output projection is "
+                  "embed_tokens (list that instead)");
+  }
+  if (f.freezes_base() && config.train.init_from.empty()) {
+    finetune.Fail(node, "finetune",
+                  "fine-tuning with a frozen base needs the base: set "
+                  "train.init_from to a rotor checkpoint or a Hugging Face "
+                  "model folder");
+  }
+}
 
 // Fine-tuning a Hugging Face model (train.init_from names its folder): the
 // model is config.json's, and the YAML's `model:` section, if any, only
@@ -27,8 +100,7 @@ const std::set<std::string> kTopLevelKeys = {
 // that shape weights must stay as they are (CheckSameArchitecture).
 YAML::Node AmendedHfModelSection(const std::string& folder,
                                  const YAML::Node& amendments) {
-  YAML::Node model =
-      ModelConfigToYaml(LoadHfConfig(folder + "/config.json"));
+  YAML::Node model = ModelConfigToYaml(LoadHfConfig(folder + "/config.json"));
   if (amendments && amendments.IsMap()) {
     for (const auto& entry : amendments) {
       model[entry.first.Scalar()] = entry.second;
@@ -135,13 +207,26 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 
   TrainSection& t = config.train;
   const SectionReader train(root["train"], "train", file, overridden);
-  train.RequireKnownKeys({"batch_size", "seq_len",
-                          "gradient_accumulation_steps", "max_steps", "lr",
-                          "min_lr", "warmup_steps", "weight_decay", "betas",
-                          "eps", "clip_grad_norm", "seed", "threads",
-                          "allreduce_bucket_mb", "collective_timeout_seconds",
-                          "zero_stage", "loss_explosion_ratio", "resume",
-                          "init_from", "activation_checkpointing"});
+  train.RequireKnownKeys({"batch_size",
+                          "seq_len",
+                          "gradient_accumulation_steps",
+                          "max_steps",
+                          "lr",
+                          "min_lr",
+                          "warmup_steps",
+                          "weight_decay",
+                          "betas",
+                          "eps",
+                          "clip_grad_norm",
+                          "seed",
+                          "threads",
+                          "allreduce_bucket_mb",
+                          "collective_timeout_seconds",
+                          "zero_stage",
+                          "loss_explosion_ratio",
+                          "resume",
+                          "init_from",
+                          "activation_checkpointing"});
   train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
   train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
   train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
@@ -211,6 +296,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   logging.RequireKnownKeys({"log_every_n_steps", "progress"});
   logging.Read("log_every_n_steps", config.logging.log_every_n_steps, 1);
   logging.Read("progress", config.logging.progress);
+
+  ReadFinetune(root, file, overridden, config);
   return config;
 }
 
@@ -269,6 +356,23 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   root["checkpoint"]["keep_last_n"] = config.checkpoint.keep_last_n;
   root["logging"]["log_every_n_steps"] = config.logging.log_every_n_steps;
   root["logging"]["progress"] = config.logging.progress;
+  const FinetuneConfig& f = config.finetune;
+  const auto flow_list = [](const std::vector<std::string>& names) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    for (const std::string& name : names) list.push_back(name);
+    return list;
+  };
+  if (f.lora.enabled) {
+    root["finetune"]["lora"]["r"] = f.lora.r;
+    root["finetune"]["lora"]["alpha"] = f.lora.alpha;
+    root["finetune"]["lora"]["dropout"] = f.lora.dropout;
+    root["finetune"]["lora"]["target_modules"] =
+        flow_list(f.lora.target_modules);
+  }
+  if (!f.trainable.empty()) {
+    root["finetune"]["trainable"] = flow_list(f.trainable);
+  }
   YAML::Emitter out;
   out.SetDoublePrecision(17);
   out << root;
