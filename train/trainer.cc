@@ -16,6 +16,8 @@
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "core/random.h"
+#include "nn/lora.h"
 #include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
@@ -142,8 +144,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   model_ = std::make_unique<nn::Transformer>(model_config, t.seed);
   model_->SetActivationCheckpointing(t.activation_checkpointing_every);
   model_->SetSequenceLength(t.seq_len);
+  if (config_.finetune.freezes_base()) SetUpFrozenBase();
+  // Only what trains has gradients and moments: with a frozen base, the
+  // adapters and finetune.trainable.
   optimizer_ = std::make_unique<AdamW>(
-      model_->NamedParameters(),
+      model_->NamedTrainableParameters(),
       AdamWSettings{t.beta1, t.beta2, t.eps, t.weight_decay});
   sampler_ = std::make_unique<BatchSampler>(train_tokens_, t.batch_size,
                                             t.seq_len, t.seed);
@@ -168,7 +173,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     CheckOneHistory(resume_dir, config_, existing);
     CheckResumable(resume_dir, config_);
     CheckSameTokenizer(resume_dir, data_dir_);
-    LoadModelWeights(resume_dir, *model_);
+    if (adapts_base()) {
+      LoadFinetuneWeights(resume_dir, base_, *model_);
+    } else {
+      LoadModelWeights(resume_dir, *model_);
+    }
     LoadOptimizerState(resume_dir, *optimizer_);
     state_ = LoadTrainerState(resume_dir);
     sampler_->set_state(state_.sampler);
@@ -184,7 +193,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     }
     log_ << "\n";
     last_checkpoint_ = resume_dir;
-  } else if (!t.init_from.empty()) {
+  } else if (!t.init_from.empty() && !adapts_base()) {
     const std::string source = InitializeFromCheckpoint(t.init_from, *model_);
     CheckSameTokenizer(source, data_dir_);
     log_ << "initialising the weights from " << source
@@ -208,27 +217,59 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     rank_rows_ = RankRows(t.batch_size, t.gradient_accumulation_steps,
                           communicator_.size(), communicator_.rank());
     gradient_buckets_ = std::make_unique<GradientBuckets>(
-        communicator_, model_->Parameters(),
+        communicator_, model_->TrainableParameters(),
         static_cast<int64_t>(t.allreduce_bucket_mb * (1 << 20)));
     if (t.zero_stage == 1) {
       std::vector<int64_t> sizes;
-      for (const Tensor& p : model_->Parameters()) sizes.push_back(p.numel());
+      for (const Tensor& p : model_->TrainableParameters()) {
+        sizes.push_back(p.numel());
+      }
       parameter_owners_ = ParameterOwners(sizes, communicator_.size());
       optimizer_->ShardMoments(OwnedParameters());
     }
     log_ << "data-parallel: " << communicator_.size() << " ranks ("
-         << communicator_.local_size() << " on this machine) x "
-         << NumThreads() << " thread" << (NumThreads() == 1 ? "" : "s")
-         << ", " << t.batch_size * t.gradient_accumulation_steps /
-                        communicator_.size()
+         << communicator_.local_size() << " on this machine) x " << NumThreads()
+         << " thread" << (NumThreads() == 1 ? "" : "s") << ", "
+         << t.batch_size * t.gradient_accumulation_steps / communicator_.size()
          << " sequences each per step; gradients summed in "
          << gradient_buckets_->num_buckets() << " bucket"
-         << (gradient_buckets_->num_buckets() == 1 ? "" : "s") << " of <= "
-         << t.allreduce_bucket_mb << " MiB"
-         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)"
-                                : "")
+         << (gradient_buckets_->num_buckets() == 1 ? "" : "s")
+         << " of <= " << t.allreduce_bucket_mb << " MiB"
+         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)" : "")
          << "\n";
   }
+}
+
+// The base comes from train.init_from whether the run resumes or not (a
+// checkpoint holds only what trains); its hash goes into every checkpoint.
+void Trainer::SetUpFrozenBase() {
+  base_ = LoadFinetuneBase(config_, *model_);
+  CheckSameTokenizer(base_.folder, data_dir_);
+  const int64_t trainable = [this] {
+    int64_t count = 0;
+    for (const Tensor& p : model_->TrainableParameters()) count += p.numel();
+    return count;
+  }();
+  log_ << "fine-tuning " << base_.folder << " (" << base_.weights_hash
+       << ") with a frozen base: ";
+  if (config_.finetune.lora.enabled) {
+    log_ << "LoRA r=" << config_.finetune.lora.r << " on "
+         << nn::CountLoraLayers(*model_) << " projections, ";
+  }
+  log_ << trainable << " of " << model_->NumParameters()
+       << " parameters train\n";
+}
+
+// The mask of the adapters' dropout in micro-batch `micro` of the coming
+// step: a function of the seed and the position in the run alone.
+void Trainer::SeedLoraDropout(int64_t micro) {
+  if (config_.finetune.lora.dropout == 0.0) return;
+  const TrainSection& t = config_.train;
+  Rng mixer(t.seed ^ 0x10ad5eedull);
+  nn::SetLoraDropoutSeed(
+      *model_, mixer.NextU64() +
+                   static_cast<uint64_t>(
+                       state_.step * t.gradient_accumulation_steps + micro));
 }
 
 // The ranks hold the same config, but read output_dir, data.path and
@@ -271,7 +312,7 @@ std::vector<bool> Trainer::OwnedParameters() const {
 }
 
 void Trainer::ShareUpdatedWeights() {
-  std::vector<Tensor> parameters = model_->Parameters();
+  std::vector<Tensor> parameters = model_->TrainableParameters();
   const std::string what =
       StrCat("sharing the updated weights of step ", state_.step + 1);
   for (size_t i = 0; i < parameters.size(); ++i) {
@@ -293,8 +334,8 @@ void Trainer::GatherMomentsOnRankZero() {
   for (size_t i = 0; i < parameters.size(); ++i) {
     const Tensor& parameter = parameters[i].second;
     const size_t count = static_cast<size_t>(parameter.numel());
-    for (std::vector<Tensor>* moments : {&optimizer_->first_moments(),
-                                         &optimizer_->second_moments()}) {
+    for (std::vector<Tensor>* moments :
+         {&optimizer_->first_moments(), &optimizer_->second_moments()}) {
       Tensor& moment = (*moments)[i];
       float* data = nullptr;
       if (optimizer_->owns(i)) {
@@ -318,18 +359,18 @@ void Trainer::GatherMomentsOnRankZero() {
 void Trainer::SaveAndPrune() {
   state_.sampler = sampler_->state();
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
-  const std::string barrier =
-      StrCat("waiting for every rank to reach the checkpoint of step ",
-             state_.step);
+  const std::string barrier = StrCat(
+      "waiting for every rank to reach the checkpoint of step ", state_.step);
   if (shards_optimizer()) GatherMomentsOnRankZero();
   if (!writes_files()) {
     communicator_.Barrier(barrier);
   } else if (distributed()) {
-    SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
-                   tokenizer_spec_, [&] { communicator_.Barrier(barrier); });
+    SaveCheckpoint(
+        dir, *model_, optimizer_.get(), state_, config_yaml_, tokenizer_spec_,
+        [&] { communicator_.Barrier(barrier); }, base_);
   } else {
     SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
-                   tokenizer_spec_);
+                   tokenizer_spec_, nullptr, base_);
   }
   if (writes_files()) {
     PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
@@ -364,6 +405,7 @@ double Trainer::ForwardBackward() {
   double step_loss = 0.0;
   for (size_t micro = 0; micro < micro_batches_.size(); ++micro) {
     const Batch& batch = micro_batches_[micro];
+    SeedLoraDropout(static_cast<int64_t>(micro));
     const Tensor loss = model_->Loss(batch.inputs, batch.targets,
                                      batch.batch_size, batch.seq_len);
     const double weight =
@@ -399,6 +441,7 @@ double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
                             micro.targets.begin() + end);
     }
     const Batch& batch = whole ? micro : piece_;
+    SeedLoraDropout(range.micro);
     const int64_t piece_scored =
         whole ? scored[static_cast<size_t>(range.micro)]
               : static_cast<int64_t>(std::count_if(
@@ -406,8 +449,8 @@ double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
                     [](TokenId t) { return t != kPasskeyIgnoredTarget; }));
     const Tensor loss = model_->Loss(batch.inputs, batch.targets,
                                      batch.batch_size, batch.seq_len);
-    const double weight = static_cast<double>(piece_scored) /
-                          static_cast<double>(step_scored);
+    const double weight =
+        static_cast<double>(piece_scored) / static_cast<double>(step_scored);
     const Tensor weighted = Mul(loss, static_cast<float>(weight));
     if (p + 1 < rank_rows_.size()) {
       weighted.Backward();
@@ -495,21 +538,22 @@ void Trainer::ReportStep(const StepMetrics& step) {
 ValidationResult Trainer::Validate() {
   const TrainSection& t = config_.train;
   ValidationResult val;
+  model_->Eval();  // no dropout
   if (distributed()) {
     const ValidationSums sums = ValidationShareSums(
-        *model_, val_tokens_, t.batch_size, t.seq_len,
-        config_.eval.max_batches, communicator_.rank(), communicator_.size());
+        *model_, val_tokens_, t.batch_size, t.seq_len, config_.eval.max_batches,
+        communicator_.rank(), communicator_.size());
     double totals[2] = {sums.loss_times_tokens,
                         static_cast<double>(sums.tokens)};
-    communicator_.Sum(totals, 2,
-                      StrCat("summing the validation loss of step ",
-                             state_.step));
+    communicator_.Sum(
+        totals, 2, StrCat("summing the validation loss of step ", state_.step));
     val = ValidationFromSums(val_tokens_, t.seq_len,
                              {totals[0], static_cast<int64_t>(totals[1])});
   } else {
     val = Evaluate(*model_, val_tokens_, t.batch_size, t.seq_len,
                    config_.eval.max_batches);
   }
+  model_->Train();
   model_->SetSequenceLength(t.seq_len);
   state_.best_val_loss = std::min(state_.best_val_loss, val.loss);
   state_.val_loss = val.loss;
@@ -532,7 +576,7 @@ int64_t Trainer::StepTokens() const {
 TrainSummary Trainer::Run(int64_t stop_after_steps) {
   const TrainSection& t = config_.train;
   const CosineSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.max_steps};
-  const std::vector<Tensor> parameters = model_->Parameters();
+  const std::vector<Tensor> parameters = model_->TrainableParameters();
   const auto every = [this](int64_t n) {
     return n > 0 && state_.step % n == 0;
   };

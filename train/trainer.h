@@ -38,7 +38,6 @@
 #include "train/checkpoint.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
-#include "train/tokenizer/tokenizer.h"
 #include "train/data/token_file.h"
 #include "train/distributed/batch_split.h"
 #include "train/distributed/communicator.h"
@@ -46,6 +45,7 @@
 #include "train/distributed/optimizer_shards.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -99,6 +99,12 @@ class Trainer {
   ValidationResult Validate();
   void SaveAndPrune();
 
+  // Fine-tuning with a frozen base (finetune:): the base, adapters and
+  // trainables, set up before the optimizer sees the trainable parameters.
+  void SetUpFrozenBase();
+  bool adapts_base() const { return !base_.path.empty(); }
+  void SeedLoraDropout(int64_t micro);
+
   void LogLine(const std::string& line);
   int64_t StepTokens() const;  // tokens per optimizer step
   bool writes_files() const { return communicator_.rank() == 0; }
@@ -116,8 +122,9 @@ class Trainer {
   std::string config_yaml_;
   std::ostream& log_;
   std::unique_ptr<nn::Transformer> model_;
+  BaseReference base_;  // empty unless the run freezes a base
   std::unique_ptr<AdamW> optimizer_;
-  std::string data_dir_;  // data.path resolved (before the token files)
+  std::string data_dir_;        // data.path resolved (before the token files)
   std::string tokenizer_spec_;  // the data's: "byte" or its tokenizer.json
   std::unique_ptr<Tokenizer> tokenizer_;
   TokenFile train_tokens_;
