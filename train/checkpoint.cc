@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -322,7 +323,11 @@ BaseReference LoadFinetuneBase(const TrainConfig& config,
   BaseReference base;
   base.path = config.train.init_from;
   base.folder = InitializeFromCheckpoint(base.path, model);
+  const auto hash_start = std::chrono::steady_clock::now();
   base.weights_hash = WeightsHash(model.NamedParameters());
+  base.hash_seconds = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - hash_start)
+                          .count();
   nn::FinetuneSettings settings;
   settings.lora = f.lora.enabled;
   settings.lora_settings = {f.lora.r, f.lora.alpha, f.lora.dropout};

@@ -73,9 +73,10 @@ std::vector<std::string> ListCheckpoints(const std::string& output_dir);
 
 // The base a frozen-base run adapts (see above).
 struct BaseReference {
-  std::string path;          // train.init_from as given
-  std::string weights_hash;  // of its weights as loaded
-  std::string folder;        // the folder `path` resolved to
+  std::string path;           // train.init_from as given
+  std::string weights_hash;   // of its weights as loaded
+  std::string folder;         // the folder `path` resolved to
+  double hash_seconds = 0.0;  // the time WeightsHash took (for the log)
 };
 
 // Writes a complete checkpoint folder atomically. `optimizer` may be null

@@ -251,7 +251,8 @@ void Trainer::SetUpFrozenBase() {
     return count;
   }();
   log_ << "fine-tuning " << base_.folder << " (" << base_.weights_hash
-       << ") with a frozen base: ";
+       << ", hashed in " << std::fixed << std::setprecision(2)
+       << base_.hash_seconds << std::defaultfloat << " s) with a frozen base: ";
   if (config_.finetune.lora.enabled) {
     log_ << "LoRA r=" << config_.finetune.lora.r << " on "
          << nn::CountLoraLayers(*model_) << " projections, ";
