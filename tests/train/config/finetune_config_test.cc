@@ -9,8 +9,11 @@
 
 #include "nn/lora.h"
 #include "nn/transformer.h"
+#include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "train/config/hf_config.h"
 #include "train/config/memory_estimate.h"
+#include "train/config/model_config.h"
 #include "train/config/train_config.h"
 
 namespace rotor::train {
@@ -169,6 +172,37 @@ TEST(FinetuneConfig, MemoryEstimateCountsGradientsAndMomentsOfTrainablesOnly) {
         4.0 * static_cast<double>(model.NumParameters()) + 12.0 * trainable);
     EXPECT_EQ(lora.activation_bytes, full.activation_bytes);
   }
+}
+
+// configs/extend/hf-yarn-4x-lora.yaml is configs/extend/hf-yarn-4x.yaml
+// with LoRA r 8 on every projection, embeddings and norms trained, every
+// layer recomputed and a LoRA learning rate: the same model and data.
+TEST(FinetuneConfig, TheLoraExampleIsTheHfExtensionWithLora) {
+  const test::TempDir dir;
+  const std::string configs = std::string(ROTOR_SOURCE_DIR) + "/configs/";
+  dir.Write("base/config.json",
+            HfConfigJson(LoadModelConfig(configs + "models/smollm2-135m.yaml"),
+                         "bfloat16"));
+  const std::vector<std::string> base = {"train.init_from=" + dir.Path("base")};
+  const TrainConfig full =
+      LoadTrainConfig(configs + "extend/hf-yarn-4x.yaml", base);
+  const TrainConfig lora =
+      LoadTrainConfig(configs + "extend/hf-yarn-4x-lora.yaml", base);
+  const FinetuneConfig& f = lora.finetune;
+  EXPECT_TRUE(f.lora.enabled);
+  EXPECT_EQ(f.lora.r, 8);
+  EXPECT_EQ(f.lora.alpha, 16.0);
+  EXPECT_EQ(f.lora.target_modules, LoraTargetModuleNames());
+  EXPECT_EQ(f.trainable, (std::vector<std::string>{"embed_tokens", "norm"}));
+  EXPECT_EQ(lora.train.activation_checkpointing_every, 1);
+  EXPECT_EQ(lora.data.path, full.data.path);
+  TrainConfig same = lora;
+  same.output_dir = full.output_dir;
+  same.finetune = full.finetune;
+  same.train.activation_checkpointing_every = 0;
+  same.train.lr = full.train.lr;
+  same.train.min_lr = full.train.min_lr;
+  EXPECT_EQ(TrainConfigToYaml(same), TrainConfigToYaml(full));
 }
 
 }  // namespace
