@@ -316,7 +316,7 @@ std::string InitializeFromCheckpoint(const std::string& path,
 
 BaseReference LoadFinetuneBase(const TrainConfig& config,
                                nn::Transformer& model) {
-  const FinetuneConfig& f = config.finetune;
+  const FinetuneSection& f = config.finetune;
   ROTOR_CHECK(f.freezes_base() && !config.train.init_from.empty(), config.file,
               ": LoadFinetuneBase needs finetune: and "
               "train.init_from");

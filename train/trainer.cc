@@ -32,16 +32,23 @@ namespace {
 
 // Resuming replays the interrupted run's data stream (the sampler position
 // and the passkey mix), which only means the same thing with the same batch
-// shape, seed and mix: a checkpoint whose run had other values is refused
-// with the differences named, instead of resuming into a different run.
+// shape, seed and mix, and continues its adapters, which only means the
+// same thing with the same finetune: section: a checkpoint whose run had
+// other values is refused with the differences named, instead of resuming
+// into a different run.
 void CheckResumable(const std::string& dir, const TrainConfig& config) {
-  const std::string differences =
-      DataStreamDifferences(LoadCheckpointTrainConfig(dir), config);
-  ROTOR_CHECK(differences.empty(), config.file, ": cannot resume from ", dir,
-              ": its run used other data settings: ", differences,
-              ". Restore them to continue that run, or start a new run "
-              "(another output_dir) from its weights with train.init_from=",
-              dir);
+  const TrainConfig saved = LoadCheckpointTrainConfig(dir);
+  std::string differences = DataStreamDifferences(saved, config);
+  const std::string finetune = FinetuneDifferences(saved, config);
+  if (!finetune.empty()) {
+    differences += (differences.empty() ? "" : ", ") + finetune;
+  }
+  ROTOR_CHECK(
+      differences.empty(), config.file, ": cannot resume from ", dir,
+      ": its run used other data or fine-tuning settings: ", differences,
+      ". Restore them to continue that run, or start a new run "
+      "(another output_dir) from its weights with train.init_from=",
+      dir);
 }
 
 // One run's history per output_dir. Pruning keeps the newest steps, so

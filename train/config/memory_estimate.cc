@@ -36,7 +36,7 @@ double ParameterCount(const nn::TransformerConfig& m) {
 }
 
 double LoraParameterCount(const nn::TransformerConfig& m,
-                          const FinetuneConfig& finetune) {
+                          const FinetuneSection& finetune) {
   if (!finetune.lora.enabled) return 0.0;
   const double h = static_cast<double>(m.hidden_size);
   const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
@@ -53,7 +53,7 @@ double LoraParameterCount(const nn::TransformerConfig& m,
 }
 
 double TrainableParameterCount(const nn::TransformerConfig& m,
-                               const FinetuneConfig& finetune) {
+                               const FinetuneSection& finetune) {
   if (!finetune.freezes_base()) return ParameterCount(m);
   const double h = static_cast<double>(m.hidden_size);
   const double table = static_cast<double>(m.vocab_size) * h;
@@ -71,7 +71,7 @@ double TrainableParameterCount(const nn::TransformerConfig& m,
 
 MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
                                       const TrainSection& train,
-                                      const FinetuneConfig& finetune) {
+                                      const FinetuneSection& finetune) {
   const double tokens = static_cast<double>(train.batch_size) *
                         static_cast<double>(train.seq_len);
   const double per_layer =

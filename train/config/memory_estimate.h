@@ -53,15 +53,15 @@ struct MemoryEstimate {
 double ParameterCount(const nn::TransformerConfig& model);
 // A above (0 without finetune.lora).
 double LoraParameterCount(const nn::TransformerConfig& model,
-                          const FinetuneConfig& finetune);
+                          const FinetuneSection& finetune);
 // The parameters that get gradients and AdamW moments: P without a frozen
 // base, else T above.
 double TrainableParameterCount(const nn::TransformerConfig& model,
-                               const FinetuneConfig& finetune);
+                               const FinetuneSection& finetune);
 
 MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& model,
                                       const TrainSection& train,
-                                      const FinetuneConfig& finetune = {});
+                                      const FinetuneSection& finetune = {});
 
 // Throws rotor::Error if EstimateTrainingMemory exceeds UsableMemory()
 // (core/memory_limit.h): "FILE: this run needs at least X of memory, more

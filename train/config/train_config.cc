@@ -45,6 +45,30 @@ void CheckNameList(const SectionReader& section, const char* key,
   }
 }
 
+}  // namespace
+
+void ReadLoraKeys(const SectionReader& lora, LoraConfig& out) {
+  out.enabled = true;
+  lora.Read("r", out.r, 1, limits::kMaxHiddenSize);
+  lora.Read("alpha", out.alpha, 1e-6, 1e6);
+  lora.Read("dropout", out.dropout, 0.0, 0.999);
+  lora.ReadList("target_modules", out.target_modules, "module names");
+  if (out.target_modules.empty()) {
+    lora.Fail(lora.Get("target_modules"), lora.Join("target_modules"),
+              "is empty: name at least one projection to adapt");
+  }
+  CheckNameList(lora, "target_modules", out.target_modules,
+                LoraTargetModuleNames());
+}
+
+void ReadTrainableNames(const SectionReader& section,
+                        std::vector<std::string>& out) {
+  section.ReadList("trainable", out, "parameter group names");
+  CheckNameList(section, "trainable", out, {"embed_tokens", "norm", "lm_head"});
+}
+
+namespace {
+
 // finetune: {lora: {r, alpha, dropout, target_modules}, trainable: [...]}.
 // Reads after model: and train:, which it is checked against.
 void ReadFinetune(const YAML::Node& root, const std::string& file,
@@ -53,28 +77,16 @@ void ReadFinetune(const YAML::Node& root, const std::string& file,
   const YAML::Node node = root["finetune"];
   const SectionReader finetune(node, "finetune", file, overridden);
   finetune.RequireKnownKeys({"lora", "trainable"});
-  FinetuneConfig& f = config.finetune;
+  FinetuneSection& f = config.finetune;
   // `lora:` alone (null) or a map turns LoRA on, with PEFT's defaults for
   // what it leaves out.
   const bool has_lora = node && node.IsMap() && node["lora"];
   if (has_lora) {
     const SectionReader lora(node["lora"], "finetune.lora", file, overridden);
     lora.RequireKnownKeys({"r", "alpha", "dropout", "target_modules"});
-    f.lora.enabled = true;
-    lora.Read("r", f.lora.r, 1, limits::kMaxHiddenSize);
-    lora.Read("alpha", f.lora.alpha, 1e-6, 1e6);
-    lora.Read("dropout", f.lora.dropout, 0.0, 0.999);
-    lora.ReadList("target_modules", f.lora.target_modules, "module names");
-    if (f.lora.target_modules.empty()) {
-      lora.Fail(lora.Get("target_modules"), "finetune.lora.target_modules",
-                "is empty: name at least one projection to adapt");
-    }
-    CheckNameList(lora, "target_modules", f.lora.target_modules,
-                  LoraTargetModuleNames());
+    ReadLoraKeys(lora, f.lora);
   }
-  finetune.ReadList("trainable", f.trainable, "parameter group names");
-  CheckNameList(finetune, "trainable", f.trainable,
-                {"embed_tokens", "norm", "lm_head"});
+  ReadTrainableNames(finetune, f.trainable);
   const auto lm_head =
       std::find(f.trainable.begin(), f.trainable.end(), "lm_head");
   if (lm_head != f.trainable.end() &&
@@ -356,7 +368,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   root["checkpoint"]["keep_last_n"] = config.checkpoint.keep_last_n;
   root["logging"]["log_every_n_steps"] = config.logging.log_every_n_steps;
   root["logging"]["progress"] = config.logging.progress;
-  const FinetuneConfig& f = config.finetune;
+  const FinetuneSection& f = config.finetune;
   const auto flow_list = [](const std::vector<std::string>& names) {
     YAML::Node list(YAML::NodeType::Sequence);
     list.SetStyle(YAML::EmitterStyle::Flow);
@@ -389,14 +401,57 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
   return config;
 }
 
+namespace {
+
+// Appends "KEY BEFORE (checkpoint) vs AFTER (config)" to `differences` when
+// the values differ.
+template <typename T>
+void CompareSetting(std::string& differences, const char* key, const T& before,
+                    const T& after) {
+  if (before == after) return;
+  differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
+                        " (checkpoint) vs ", after, " (config)");
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string text = "[";
+  for (const std::string& name : names) {
+    text += (text.size() > 1 ? ", " : "") + name;
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+std::string FinetuneDifferences(const TrainConfig& saved,
+                                const TrainConfig& now) {
+  std::string differences;
+  const FinetuneSection& a = saved.finetune;
+  const FinetuneSection& b = now.finetune;
+  CompareSetting(differences, "finetune.lora",
+                 std::string(a.lora.enabled ? "on" : "off"),
+                 std::string(b.lora.enabled ? "on" : "off"));
+  if (a.lora.enabled && b.lora.enabled) {
+    CompareSetting(differences, "finetune.lora.r", a.lora.r, b.lora.r);
+    CompareSetting(differences, "finetune.lora.alpha", a.lora.alpha,
+                   b.lora.alpha);
+    CompareSetting(differences, "finetune.lora.dropout", a.lora.dropout,
+                   b.lora.dropout);
+    CompareSetting(differences, "finetune.lora.target_modules",
+                   JoinNames(a.lora.target_modules),
+                   JoinNames(b.lora.target_modules));
+  }
+  CompareSetting(differences, "finetune.trainable", JoinNames(a.trainable),
+                 JoinNames(b.trainable));
+  return differences;
+}
+
 std::string DataStreamDifferences(const TrainConfig& saved,
                                   const TrainConfig& now) {
   std::string differences;
   const auto compare = [&differences](const char* key, const auto& before,
                                       const auto& after) {
-    if (before == after) return;
-    differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
-                          " (checkpoint) vs ", after, " (config)");
+    CompareSetting(differences, key, before, after);
   };
   compare("train.batch_size", saved.train.batch_size, now.train.batch_size);
   compare("train.seq_len", saved.train.seq_len, now.train.seq_len);

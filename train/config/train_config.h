@@ -138,7 +138,7 @@ inline const std::vector<std::string>& LoraTargetModuleNames() {
 
 // Fine-tuning with a frozen base (train.init_from's weights): LoRA and/or
 // parameters trained in full. Without the section every parameter trains.
-struct FinetuneConfig {
+struct FinetuneSection {
   LoraConfig lora;
   // Parameters trained in full besides the adapters: "embed_tokens",
   // "norm" (every RMSNorm weight) and "lm_head" (untied embeddings only).
@@ -156,7 +156,7 @@ struct TrainConfig {
   EvalSection eval;
   CheckpointSection checkpoint;
   LoggingSection logging;
-  FinetuneConfig finetune;
+  FinetuneSection finetune;
 };
 
 // The largest config file rotor reads (a training or report config, a
@@ -186,6 +186,12 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
 // none differs.
 std::string DataStreamDifferences(const TrainConfig& saved,
                                   const TrainConfig& now);
+
+// The same for the finetune: section (whether LoRA is on, r, alpha,
+// dropout, target_modules, trainable): a run that adapts its base another
+// way is another run.
+std::string FinetuneDifferences(const TrainConfig& saved,
+                                const TrainConfig& now);
 
 // The resolved config as YAML: every section and key, defaults filled in.
 // Parsing it again gives the same config.

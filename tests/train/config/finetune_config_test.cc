@@ -40,14 +40,14 @@ TrainConfig Parse(const std::string& text,
   return ParseTrainConfig(text, "ft.yaml", overrides);
 }
 
-TEST(FinetuneConfig, AbsentMeansEveryParameterTrains) {
+TEST(FinetuneSection, AbsentMeansEveryParameterTrains) {
   const TrainConfig config = Parse(kBase);
   EXPECT_FALSE(config.finetune.lora.enabled);
   EXPECT_FALSE(config.finetune.freezes_base());
   EXPECT_EQ(TrainConfigToYaml(config).find("finetune"), std::string::npos);
 }
 
-TEST(FinetuneConfig, LoraAloneTakesPeftsDefaults) {
+TEST(FinetuneSection, LoraAloneTakesPeftsDefaults) {
   const TrainConfig config = Parse(kBase + "finetune:\n  lora:\n");
   const LoraConfig& lora = config.finetune.lora;
   EXPECT_TRUE(lora.enabled);
@@ -60,7 +60,7 @@ TEST(FinetuneConfig, LoraAloneTakesPeftsDefaults) {
   EXPECT_TRUE(config.finetune.freezes_base());
 }
 
-TEST(FinetuneConfig, ReadsEveryKeyAndRoundTrips) {
+TEST(FinetuneSection, ReadsEveryKeyAndRoundTrips) {
   const TrainConfig config =
       Parse(kBase +
             "finetune:\n"
@@ -71,7 +71,7 @@ TEST(FinetuneConfig, ReadsEveryKeyAndRoundTrips) {
             "    target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, "
             "up_proj, down_proj]\n"
             "  trainable: [embed_tokens, norm]\n");
-  const FinetuneConfig& f = config.finetune;
+  const FinetuneSection& f = config.finetune;
   EXPECT_EQ(f.lora.r, 4);
   EXPECT_EQ(f.lora.alpha, 16.0);
   EXPECT_EQ(f.lora.dropout, 0.05);
@@ -93,7 +93,7 @@ TEST(FinetuneConfig, ReadsEveryKeyAndRoundTrips) {
   EXPECT_TRUE(partial.finetune.freezes_base());
 }
 
-TEST(FinetuneConfig, ErrorsNameFileLineAndKey) {
+TEST(FinetuneSection, ErrorsNameFileLineAndKey) {
   ROTOR_EXPECT_ERROR(
       Parse(kBase + "finetune:\n  lora:\n    target_modules: [q_proj, qkv]\n"),
       "ft.yaml:17:", "finetune.lora.target_modules: unknown name 'qkv'",
@@ -136,7 +136,7 @@ TEST(FinetuneConfig, ErrorsNameFileLineAndKey) {
 
 // The estimate's A and T are what SetUpFinetuning builds, and a LoRA run's
 // model state keeps 4 bytes per frozen weight instead of 16.
-TEST(FinetuneConfig, MemoryEstimateCountsGradientsAndMomentsOfTrainablesOnly) {
+TEST(FinetuneSection, MemoryEstimateCountsGradientsAndMomentsOfTrainablesOnly) {
   for (const char* tied : {"true", "false"}) {
     SCOPED_TRACE(tied);
     const TrainConfig config = Parse(
@@ -150,7 +150,7 @@ TEST(FinetuneConfig, MemoryEstimateCountsGradientsAndMomentsOfTrainablesOnly) {
         ResolveTransformerConfig(config.model);
     nn::Transformer model(architecture, 1);
     const double base = static_cast<double>(model.NumParameters());
-    const FinetuneConfig& f = config.finetune;
+    const FinetuneSection& f = config.finetune;
     nn::SetUpFinetuning(model,
                         {true,
                          {f.lora.r, f.lora.alpha, f.lora.dropout},
@@ -177,7 +177,7 @@ TEST(FinetuneConfig, MemoryEstimateCountsGradientsAndMomentsOfTrainablesOnly) {
 // configs/extend/hf-yarn-4x-lora.yaml is configs/extend/hf-yarn-4x.yaml
 // with LoRA r 8 on every projection, embeddings and norms trained, every
 // layer recomputed and a LoRA learning rate: the same model and data.
-TEST(FinetuneConfig, TheLoraExampleIsTheHfExtensionWithLora) {
+TEST(FinetuneSection, TheLoraExampleIsTheHfExtensionWithLora) {
   const test::TempDir dir;
   const std::string configs = std::string(ROTOR_SOURCE_DIR) + "/configs/";
   dir.Write("base/config.json",
@@ -188,7 +188,7 @@ TEST(FinetuneConfig, TheLoraExampleIsTheHfExtensionWithLora) {
       LoadTrainConfig(configs + "extend/hf-yarn-4x.yaml", base);
   const TrainConfig lora =
       LoadTrainConfig(configs + "extend/hf-yarn-4x-lora.yaml", base);
-  const FinetuneConfig& f = lora.finetune;
+  const FinetuneSection& f = lora.finetune;
   EXPECT_TRUE(f.lora.enabled);
   EXPECT_EQ(f.lora.r, 8);
   EXPECT_EQ(f.lora.alpha, 16.0);
