@@ -198,6 +198,22 @@ TEST_F(FinetuneTest, LoadCheckpointModelGivesTheTrainedAdapters) {
             loaded->Logits(ids, 2, 16).ToVector());
 }
 
+TEST_F(FinetuneTest, ResumingWithOtherLoraSettingsIsRefused) {
+  const std::string base = TrainBase("base");
+  {
+    Trainer trainer(LoraConfig(base, "lora", 2), log_);
+    trainer.Run();
+  }
+  ROTOR_EXPECT_ERROR(
+      Trainer(LoraConfig(base, "lora", 4,
+                         {"finetune.lora.alpha=4", "finetune.lora.dropout=0"}),
+              log_),
+      "cannot resume from " + dir_.Path("lora/checkpoints/step_00000002"),
+      "other data or fine-tuning settings: finetune.lora.alpha 8 "
+      "(checkpoint) vs 4 (config), finetune.lora.dropout 0.1 (checkpoint) vs "
+      "0 (config)");
+}
+
 TEST_F(FinetuneTest, ALoraCheckpointIsNoInitFrom) {
   const std::string base = TrainBase("base");
   {
