@@ -60,10 +60,20 @@ std::vector<Tensor> Module::TrainableParameters() const {
   return out;
 }
 
-int64_t Module::NumParameters() const {
+namespace {
+
+int64_t CountElements(const std::vector<Tensor>& tensors) {
   int64_t count = 0;
-  for (const Tensor& tensor : Parameters()) count += tensor.numel();
+  for (const Tensor& tensor : tensors) count += tensor.numel();
   return count;
+}
+
+}  // namespace
+
+int64_t Module::NumParameters() const { return CountElements(Parameters()); }
+
+int64_t Module::NumTrainableParameters() const {
+  return CountElements(TrainableParameters());
 }
 
 void Module::ZeroGrad() {

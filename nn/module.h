@@ -35,6 +35,7 @@ class Module {
   // as fine-tuning does: nn/lora.h), in the same order.
   std::vector<std::pair<std::string, Tensor>> NamedTrainableParameters() const;
   std::vector<Tensor> TrainableParameters() const;
+  int64_t NumTrainableParameters() const;
   // Sets every parameter's gradient to zero (keeps the buffers).
   void ZeroGrad();
 

@@ -252,20 +252,17 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
 void Trainer::SetUpFrozenBase() {
   base_ = LoadFinetuneBase(config_, *model_);
   CheckSameTokenizer(base_.folder, data_dir_);
-  const int64_t trainable = [this] {
-    int64_t count = 0;
-    for (const Tensor& p : model_->TrainableParameters()) count += p.numel();
-    return count;
-  }();
-  log_ << "fine-tuning " << base_.folder << " (" << base_.weights_hash
+  std::ostringstream line;
+  line << "fine-tuning " << base_.folder << " (" << base_.weights_hash
        << ", hashed in " << std::fixed << std::setprecision(2)
-       << base_.hash_seconds << std::defaultfloat << " s) with a frozen base: ";
+       << base_.hash_seconds << " s) with a frozen base: ";
   if (config_.finetune.lora.enabled) {
-    log_ << "LoRA r=" << config_.finetune.lora.r << " on "
+    line << "LoRA r=" << config_.finetune.lora.r << " on "
          << nn::CountLoraLayers(*model_) << " projections, ";
   }
-  log_ << trainable << " of " << model_->NumParameters()
-       << " parameters train\n";
+  line << model_->NumTrainableParameters() << " of " << model_->NumParameters()
+       << " parameters train";
+  log_ << line.str() << "\n";
 }
 
 // The mask of the adapters' dropout in micro-batch `micro` of the coming
