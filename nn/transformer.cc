@@ -136,7 +136,7 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
           [layer, &table, offset](const Tensor& x) {
             return layer->Forward(x, table, offset, nullptr);
           },
-          h, layer->Parameters());
+          h, layer->TrainableParameters());
     } else {
       h = layer->Forward(h, table, offset,
                          cache ? &cache->layers[i] : nullptr);
