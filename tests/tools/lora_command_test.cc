@@ -1,10 +1,10 @@
 // LoRA as a user runs it: rotor export --random makes a base (an HF
 // folder), rotor train fine-tunes it with finetune.lora (r 4 on every
 // projection, embeddings and norms trained in full, activation
-// checkpointing, YaRN x2), rotor eval reads the LoRA checkpoint (base +
-// adapters), rotor export merges the adapters into a plain HF folder, and
-// that folder gives the adapter model's logits within float32 rounding and
-// evaluates to the same loss.
+// checkpointing, YaRN x2), rotor eval, generate and score read the LoRA
+// checkpoint (base + adapters), rotor export merges the adapters into a
+// plain HF folder, and that folder gives the adapter model's logits within
+// float32 rounding, the same greedy continuation and the same loss.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,6 +144,21 @@ TEST_F(LoraCli, TrainEvaluateAndExportMerged) {
     EXPECT_EQ(e.status, 0) << e.err;
     return train::ParseJson(e.out, "eval --json").at("loss").get<double>();
   };
+  // Generation and scoring read the LoRA checkpoint as the merged folder.
+  const auto generate = [&](const std::string& checkpoint) {
+    const test::RotorResult g =
+        Run("generate --threads 1 --checkpoint " + Quote(checkpoint) +
+            " --prompt 'The cat' --max-new-tokens 8 --temperature 0 "
+            "--token-ids");
+    EXPECT_EQ(g.status, 0) << g.err;
+    return g.out;
+  };
+  EXPECT_EQ(generate(dir_.Path("run")), generate(exported));
+  const test::RotorResult scored =
+      Run("score --checkpoint " + Quote(dir_.Path("run")) +
+          " --text 'The cat sat' --json");
+  EXPECT_EQ(scored.status, 0) << scored.err;
+
   const double adapter_loss = eval_loss(dir_.Path("run"));
   const double merged_loss = eval_loss(exported);
   EXPECT_NEAR(adapter_loss, merged_loss, 1e-5 * adapter_loss);
