@@ -86,8 +86,15 @@ TEST_F(LoraCli, TrainEvaluateAndExportMerged) {
                             " --seed 3 --output " + Quote(base));
   ASSERT_EQ(r.status, 0) << r.err;
 
-  r = Run("train " + Quote(LoraConfig(base)) + " --samples 0");
+  r = Run("train " + Quote(LoraConfig(base)) + " --samples 1");
   ASSERT_EQ(r.status, 0) << r.err;
+  // The sample after training is the trained model's, without dropout:
+  // what rotor generate writes from the checkpoint with the same settings.
+  const test::RotorResult sample =
+      Run("generate --threads 1 --checkpoint " + Quote(dir_.Path("run")) +
+          " --prompt 'The ' --max-new-tokens 300 --temperature 0.8 --seed 1");
+  ASSERT_EQ(sample.status, 0) << sample.err;
+  EXPECT_CONTAINS(r.out, "--- sample 1 (prompt \"The \") ---\n" + sample.out);
   EXPECT_CONTAINS(r.out, "fine-tuning " + base + " (xxh3-64:");
   EXPECT_CONTAINS(r.out, "LoRA r=4 on 14 projections");
   EXPECT_CONTAINS(r.out, "finetune:");  // the resolved config
