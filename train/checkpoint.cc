@@ -355,7 +355,8 @@ void LoadFinetuneWeights(const std::string& dir, const BaseReference& base,
       saved_hash->second == base.weights_hash, dir, " was trained on the base ",
       saved_path != file.metadata().end() ? saved_path->second : "?",
       " with weights hash ", saved_hash->second, ", but the base ", base.path,
-      " (", base.folder, ") now has weights hash ", base.weights_hash,
+      base.folder == base.path ? "" : " (" + base.folder + ")",
+      " now has weights hash ", base.weights_hash,
       ": it is another model, or its weights changed. Point train.init_from "
       "at the base this checkpoint was trained on");
   const auto params = model.NamedTrainableParameters();
