@@ -322,7 +322,14 @@ BaseReference LoadFinetuneBase(const TrainConfig& config,
               "train.init_from");
   BaseReference base;
   base.path = config.train.init_from;
-  base.folder = InitializeFromCheckpoint(base.path, model);
+  try {
+    base.folder = InitializeFromCheckpoint(base.path, model);
+  } catch (const Error& e) {
+    throw Error(StrCat(config.file,
+                       ": loading the frozen base (train.init_from, relative "
+                       "to the current folder): ",
+                       e.what()));
+  }
   const auto hash_start = std::chrono::steady_clock::now();
   base.weights_hash = WeightsHash(model.NamedParameters());
   base.hash_seconds = std::chrono::duration<double>(

@@ -177,6 +177,14 @@ TEST_F(FinetuneTest, AWrongOrChangedBaseIsRefusedNamingBothHashes) {
   ROTOR_EXPECT_ERROR(LoadCheckpointModel(checkpoint, {}),
                      "with weights hash " + base_hash,
                      "now has weights hash " + other_hash);
+  // A base that is gone.
+  fs::rename(base, dir_.Path("moved"));
+  ROTOR_EXPECT_ERROR(LoadCheckpointModel(checkpoint, {}),
+                     checkpoint +
+                         "/config.yaml: loading the frozen base "
+                         "(train.init_from, relative to the current "
+                         "folder): train.init_from: checkpoint folder " +
+                         base + " does not exist");
 }
 
 TEST_F(FinetuneTest, LoadCheckpointModelGivesTheTrainedAdapters) {
