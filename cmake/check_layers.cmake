@@ -29,7 +29,8 @@ set(private_headers
   "CLI/|tools/"
   "pcre2.h|train/tokenizer/"
   "utf8proc.h|train/tokenizer/"
-  "mpi.h|train/distributed/mpi_communicator.cc")
+  "mpi.h|train/distributed/mpi_communicator.cc"
+  "xxhash.h|train/io/weights_hash.cc")
 
 set(problems "")
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}

@@ -1,7 +1,10 @@
 #include "nn/layers.h"
 
+#include <cmath>
 #include <memory>
 
+#include "core/autograd.h"
+#include "core/error.h"
 #include "core/ops/ops.h"
 
 namespace rotor {
@@ -24,7 +27,55 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias,
 }
 
 Tensor Linear::Forward(const Tensor& x) const {
-  return rotor::Linear(x, weight_, bias_);
+  const Tensor base = rotor::Linear(x, weight_, bias_);
+  if (!has_lora()) return base;
+  const Tensor input = training() && lora_dropout_ > 0.0f
+                           ? Dropout(x, lora_dropout_, lora_dropout_seed_)
+                           : x;
+  // s is applied to the narrow [..., r] product, the cheapest place.
+  const Tensor down = Mul(rotor::Linear(input, lora_a_), lora_scale_);
+  return Add(base, rotor::Linear(down, lora_b_));
+}
+
+void Linear::EnableLora(const LoraSettings& settings, Rng& rng) {
+  ROTOR_CHECK(!has_lora(), "Linear::EnableLora: the layer already has an ",
+              "adapter");
+  ROTOR_CHECK(settings.rank >= 1 && settings.alpha > 0.0 &&
+                  settings.dropout >= 0.0 && settings.dropout < 1.0,
+              "Linear::EnableLora: rank ", settings.rank, ", alpha ",
+              settings.alpha, ", dropout ", settings.dropout,
+              ": expected rank >= 1, alpha > 0 and dropout in [0, 1)");
+  const int64_t out_features = weight_.size(0);
+  const int64_t in_features = weight_.size(1);
+  Tensor a = Tensor::Empty({settings.rank, in_features});
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  float* values = a.data();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    values[i] = static_cast<float>((2.0 * rng.Uniform() - 1.0) * bound);
+  }
+  lora_a_ = RegisterParameter("lora_A.weight", a);
+  lora_b_ = RegisterParameter("lora_B.weight",
+                              Tensor::Zeros({out_features, settings.rank}));
+  lora_scale_ =
+      static_cast<float>(settings.alpha / static_cast<double>(settings.rank));
+  lora_dropout_ = static_cast<float>(settings.dropout);
+}
+
+void Linear::MergeLora() {
+  ROTOR_CHECK(has_lora(), "Linear::MergeLora: the layer has no adapter");
+  NoGradGuard no_grad;
+  const Tensor delta = MatMul(lora_b_, lora_a_);  // [out, in]
+  ROTOR_CHECK(weight_.is_contiguous(), "Linear::MergeLora: the weight is not ",
+              "contiguous");
+  float* weight = weight_.data();
+  const float* update = delta.data();
+  for (int64_t i = 0; i < weight_.numel(); ++i) {
+    weight[i] += lora_scale_ * update[i];
+  }
+  RemoveParameter("lora_A.weight");
+  RemoveParameter("lora_B.weight");
+  lora_a_ = Tensor();
+  lora_b_ = Tensor();
 }
 
 Embedding::Embedding(int64_t vocab_size, int64_t dim, double init_std,
@@ -49,11 +100,11 @@ Tensor RmsNorm::Forward(const Tensor& x) const {
 SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias,
                      double init_std, double output_init_std, Rng* rng)
     : gate_proj_(RegisterModule(
-          "gate_proj", std::make_unique<Linear>(hidden, intermediate, bias,
-                                                init_std, rng))),
+          "gate_proj",
+          std::make_unique<Linear>(hidden, intermediate, bias, init_std, rng))),
       up_proj_(RegisterModule(
-          "up_proj", std::make_unique<Linear>(hidden, intermediate, bias,
-                                              init_std, rng))),
+          "up_proj",
+          std::make_unique<Linear>(hidden, intermediate, bias, init_std, rng))),
       down_proj_(RegisterModule(
           "down_proj", std::make_unique<Linear>(intermediate, hidden, bias,
                                                 output_init_std, rng))) {}

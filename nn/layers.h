@@ -20,7 +20,24 @@ namespace nn {
 // overwrites every parameter. Norm weights start at 1 and biases at 0 either
 // way.
 
+// A low-rank adapter's shape and strength (LoRA, Hu et al. 2021): rank r,
+// scale alpha / r, and the dropout on the adapter's input.
+struct LoraSettings {
+  int64_t rank = 8;
+  double alpha = 8.0;
+  double dropout = 0.0;
+};
+
 // y = x W^T (+ b).  x: [..., in], W: [out, in] ("weight"), b: [out] ("bias").
+//
+// With a LoRA adapter (EnableLora), as PEFT defines it:
+//   y = x W^T + b + s * dropout(x) A^T B^T,   s = alpha / r,
+// A: [r, in] ("lora_A.weight", kaiming-uniform with a = sqrt(5), i.e.
+// U(-1/sqrt(in), 1/sqrt(in)), as PEFT and nn.Linear start it), B: [out, r]
+// ("lora_B.weight", zeros: the adapted layer starts equal to the base).
+// Dropout drops only in training mode, with the mask of
+// set_lora_dropout_seed (core/ops Dropout: a pure function of the seed), so
+// a step recomputed by activation checkpointing sees the same mask.
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, double init_std,
@@ -28,9 +45,22 @@ class Linear : public Module {
   Tensor Forward(const Tensor& x) const;
   const Tensor& weight() const { return weight_; }
 
+  // Adds the adapter (A from `rng`, B zero). Throws if it already has one.
+  void EnableLora(const LoraSettings& settings, Rng& rng);
+  bool has_lora() const { return lora_a_.defined(); }
+  void set_lora_dropout_seed(uint64_t seed) { lora_dropout_seed_ = seed; }
+  // W += s * B A (in float32, under no-grad), then drops the adapter: the
+  // layer computes the same function without it, up to rounding.
+  void MergeLora();
+
  private:
   Tensor weight_;
-  Tensor bias_;  // undefined without bias
+  Tensor bias_;    // undefined without bias
+  Tensor lora_a_;  // [r, in]; undefined without an adapter
+  Tensor lora_b_;  // [out, r]
+  float lora_scale_ = 0.0f;
+  float lora_dropout_ = 0.0f;
+  uint64_t lora_dropout_seed_ = 0;
 };
 
 // Row lookup: ids -> rows of the table [vocab, dim] ("weight").

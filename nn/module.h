@@ -8,6 +8,7 @@
 #ifndef ROTOR_NN_MODULE_H_
 #define ROTOR_NN_MODULE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,11 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> NamedParameters() const;
   std::vector<Tensor> Parameters() const;
   int64_t NumParameters() const;
+  // The parameters that require grad (all of them unless some were frozen,
+  // as fine-tuning does: nn/lora.h), in the same order.
+  std::vector<std::pair<std::string, Tensor>> NamedTrainableParameters() const;
+  std::vector<Tensor> TrainableParameters() const;
+  int64_t NumTrainableParameters() const;
   // Sets every parameter's gradient to zero (keeps the buffers).
   void ZeroGrad();
 
@@ -39,9 +45,17 @@ class Module {
   void Eval() { Train(false); }
   bool training() const { return training_; }
 
+  // Calls visit(path, module) for this module (path "") and every
+  // descendant ("model.layers.0.self_attn.q_proj"), depth first in
+  // registration order.
+  void ForEachModule(const std::function<void(const std::string& path,
+                                              Module& module)>& visit);
+
  protected:
   // Registers a parameter; marks it requires_grad. Returns the stored handle.
   Tensor& RegisterParameter(const std::string& name, Tensor value);
+  // Forgets a parameter registered under `name` (it must exist).
+  void RemoveParameter(const std::string& name);
   // Registers a child; the module keeps ownership. Returns the child.
   template <typename M>
   M& RegisterModule(const std::string& name, std::unique_ptr<M> child) {
@@ -51,6 +65,9 @@ class Module {
   }
 
  private:
+  void VisitModules(
+      const std::string& path,
+      const std::function<void(const std::string&, Module&)>& visit);
   void CollectParameters(
       const std::string& prefix,
       std::vector<std::pair<std::string, Tensor>>& out) const;

@@ -145,7 +145,7 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
           [layer, &table, kept](const Tensor& x) {
             return layer->Forward(x, table, *kept, nullptr);
           },
-          h, layer->Parameters());
+          h, layer->TrainableParameters());
     } else {
       h = layer->Forward(h, table, positions,
                          cache ? &cache->layers[i] : nullptr);

@@ -57,7 +57,7 @@ BUILD_TARGET=all
 PACKAGES=(
   cmake g++ make
   libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
-  nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
+  nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev
   libopenmpi-dev openmpi-bin
 )
 

@@ -3,6 +3,8 @@
 // and llama.cpp's converter read unchanged. `--random CONFIG.yaml` exports a
 // freshly initialised model of a config's `model:` section instead, which is
 // how the tests and examples make HF folders without downloading weights.
+// A LoRA checkpoint (docs/lora.md) is exported merged: its base with each
+// adapter folded into its weight, a plain model.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "nn/lora.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
@@ -32,6 +35,8 @@ constexpr char kExportDetails[] =
     "and the tokenizer (tokenizer.json, tokenizer_config.json). The folder\n"
     "is written whole, then renamed into place; an existing Hugging Face\n"
     "folder at DIR is replaced, any other existing path is refused.\n"
+    "A LoRA checkpoint is written merged: W += (alpha/r) B A for each\n"
+    "adapter, on the base it names (checked by its weights hash).\n"
     "\n"
     "  rotor export --checkpoint runs/extend-hf --output models/extended\n"
     "  rotor export --random configs/models/smollm2-135m.yaml \\\n"
@@ -82,11 +87,13 @@ void RunExport(const ExportOptions& options) {
                               options.tokenizer, export_options);
   } else {
     train::TrainConfig config;
-    const auto model =
-        train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{}, &config);
-    train::WriteHfModelFolder(options.output, *model, config.model,
-                              train::CheckpointTokenizerSpec(options.checkpoint),
-                              export_options);
+    const auto model = train::LoadCheckpointModel(options.checkpoint,
+                                                  /*overrides=*/{}, &config);
+    // A LoRA checkpoint is its base with adapters: W += (alpha/r) B A.
+    nn::MergeLora(*model);
+    train::WriteHfModelFolder(
+        options.output, *model, config.model,
+        train::CheckpointTokenizerSpec(options.checkpoint), export_options);
   }
   std::cout << "wrote " << options.output << "\n";
 }
@@ -94,19 +101,21 @@ void RunExport(const ExportOptions& options) {
 }  // namespace
 
 void AddExportCommand(CLI::App& rotor) {
-  CLI::App* command = AddCommand(
-      rotor, "export", "write a model as a Hugging Face folder",
-      kExportDetails);
+  CLI::App* command =
+      AddCommand(rotor, "export", "write a model as a Hugging Face folder",
+                 kExportDetails);
   auto options = std::make_shared<ExportOptions>();
   CLI::Option* checkpoint =
-      command->add_option("--checkpoint", options->checkpoint,
-                          "a checkpoint, a run's output_dir or an HF folder")
+      command
+          ->add_option("--checkpoint", options->checkpoint,
+                       "a checkpoint, a run's output_dir or an HF folder")
           ->type_name("DIR")
           ->check(NotEmpty());
   CLI::Option* random =
-      command->add_option("--random", options->random_config,
-                          "export a new model of this config's model: "
-                          "section, with random weights (--seed)")
+      command
+          ->add_option("--random", options->random_config,
+                       "export a new model of this config's model: "
+                       "section, with random weights (--seed)")
           ->type_name("CONFIG.yaml")
           ->check(NotEmpty());
   checkpoint->excludes(random);
@@ -114,7 +123,8 @@ void AddExportCommand(CLI::App& rotor) {
       ->type_name("DIR")
       ->required()
       ->check(NotEmpty());
-  command->add_option("--dtype", options->dtype, "float32 (default) or bfloat16")
+  command
+      ->add_option("--dtype", options->dtype, "float32 (default) or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   AddIntegerOption(*command, "--max-shard-size", options->max_shard_bytes,
                    int64_t{1}, "bytes per safetensors shard (default 5e9)");

@@ -3,8 +3,8 @@
 // checkpoint when there is one, then prints two samples.
 #include <exception>
 #include <iostream>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -62,6 +62,7 @@ void Train(const TrainOptions& options, train::Communicator& communicator,
   out << "checkpoint: " << summary.checkpoint << "\n";
   if (communicator.rank() != 0) return;  // rank 0 alone prints samples
 
+  trainer.model().Eval();  // sampling drops nothing (LoRA's dropout)
   const char* prompts[] = {"The ", "In the morning"};
   for (int64_t i = 0; i < options.samples; ++i) {
     train::SamplingOptions sampling;

@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,11 +11,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/lora.h"
 #include "train/config/memory_estimate.h"
 #include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
+#include "train/io/weights_hash.h"
 
 namespace rotor::train {
 
@@ -26,6 +29,8 @@ constexpr char kModelFile[] = "model.safetensors";
 constexpr char kOptimizerFile[] = "optimizer.safetensors";
 constexpr char kStateFile[] = "trainer_state.json";
 constexpr char kConfigFile[] = "config.yaml";
+constexpr char kBaseModelKey[] = "base_model";
+constexpr char kBaseHashKey[] = "base_weights_hash";
 
 SafetensorsEntry Entry(const std::string& name, const Tensor& tensor) {
   return {name, SafetensorsDtype::kF32, tensor.shape(), tensor.data()};
@@ -70,16 +75,25 @@ void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
                     const std::string& config_yaml,
                     const std::string& tokenizer,
-                    const std::function<void()>& before_publish) {
+                    const std::function<void()>& before_publish,
+                    const BaseReference& base) {
   fs::create_directories(fs::path(dir).parent_path());
   const std::string step_text = std::to_string(state.step);
+  const bool adapts_base = !base.path.empty();
   ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
     std::vector<SafetensorsEntry> weights;
-    for (const auto& [name, tensor] : model.NamedParameters()) {
+    for (const auto& [name, tensor] : adapts_base
+                                          ? model.NamedTrainableParameters()
+                                          : model.NamedParameters()) {
       weights.push_back(Entry(name, tensor));
     }
-    WriteSafetensors(temp + "/" + kModelFile, weights,
-                     {{"step", step_text}, {"producer", "rotor"}});
+    std::map<std::string, std::string> metadata = {{"step", step_text},
+                                                   {"producer", "rotor"}};
+    if (adapts_base) {
+      metadata[kBaseModelKey] = base.path;
+      metadata[kBaseHashKey] = base.weights_hash;
+    }
+    WriteSafetensors(temp + "/" + kModelFile, weights, metadata);
 
     if (optimizer != nullptr) {
       std::vector<SafetensorsEntry> moments;
@@ -289,10 +303,76 @@ std::string InitializeFromCheckpoint(const std::string& path,
     return dir;
   }
   const TrainConfig source = LoadCheckpointTrainConfig(dir);
+  ROTOR_CHECK(!source.finetune.freezes_base(), "train.init_from: ", dir,
+              " is a checkpoint of a fine-tuning run with a frozen base (it "
+              "holds adapters, not a model); export it first (rotor export "
+              "merges the adapters into a Hugging Face folder) and start "
+              "from that folder");
   CheckSameArchitecture(ResolveTransformerConfig(source.model), model.config(),
                         "init_from " + dir);
   LoadModelWeights(dir, model);
   return dir;
+}
+
+BaseReference LoadFinetuneBase(const TrainConfig& config,
+                               nn::Transformer& model) {
+  const FinetuneSection& f = config.finetune;
+  ROTOR_CHECK(f.freezes_base() && !config.train.init_from.empty(), config.file,
+              ": LoadFinetuneBase needs finetune: and "
+              "train.init_from");
+  BaseReference base;
+  base.path = config.train.init_from;
+  try {
+    base.folder = InitializeFromCheckpoint(base.path, model);
+  } catch (const Error& e) {
+    throw Error(StrCat(config.file,
+                       ": loading the frozen base (train.init_from, relative "
+                       "to the current folder): ",
+                       e.what()));
+  }
+  const auto hash_start = std::chrono::steady_clock::now();
+  base.weights_hash = WeightsHash(model.NamedParameters());
+  base.hash_seconds = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - hash_start)
+                          .count();
+  nn::FinetuneSettings settings;
+  settings.lora = f.lora.enabled;
+  settings.lora_settings = {f.lora.r, f.lora.alpha, f.lora.dropout};
+  settings.target_modules = f.lora.target_modules;
+  settings.trainable = f.trainable;
+  try {
+    nn::SetUpFinetuning(model, settings, config.train.seed);
+  } catch (const Error& e) {
+    throw Error(StrCat(config.file, ": finetune: ", e.what()));
+  }
+  return base;
+}
+
+void LoadFinetuneWeights(const std::string& dir, const BaseReference& base,
+                         const nn::Module& model) {
+  const SafetensorsFile file = SafetensorsFile::Read(dir + "/" + kModelFile);
+  const auto saved_hash = file.metadata().find(kBaseHashKey);
+  ROTOR_CHECK(saved_hash != file.metadata().end(), file.source(), ": has no \"",
+              kBaseHashKey,
+              "\" in its __metadata__: it is not the checkpoint of a "
+              "fine-tuning run with a frozen base (its config.yaml says it "
+              "is)");
+  const auto saved_path = file.metadata().find(kBaseModelKey);
+  ROTOR_CHECK(
+      saved_hash->second == base.weights_hash, dir, " was trained on the base ",
+      saved_path != file.metadata().end() ? saved_path->second : "?",
+      " with weights hash ", saved_hash->second, ", but the base ", base.path,
+      base.folder == base.path ? "" : " (" + base.folder + ")",
+      " now has weights hash ", base.weights_hash,
+      ": it is another model, or its weights changed. Point train.init_from "
+      "at the base this checkpoint was trained on");
+  const auto params = model.NamedTrainableParameters();
+  for (const auto& [name, tensor] : params) CopyInto(file, name, tensor);
+  ROTOR_CHECK(
+      file.tensors().size() == params.size(), file.source(), ": has ",
+      file.tensors().size(), " tensors, the fine-tuned model trains ",
+      params.size(),
+      " parameters (another finetune: section than its config.yaml's?)");
 }
 
 namespace {
@@ -307,6 +387,14 @@ std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
       ResolveTransformerConfig(config.model);
   CheckSameArchitecture(ResolveTransformerConfig(saved), architecture, what);
   CheckModelFitsInMemory(architecture, "checkpoint " + dir);
+  if (config.finetune.freezes_base()) {
+    auto model = std::make_unique<nn::Transformer>(architecture,
+                                                   nn::WeightsToBeLoaded{});
+    const BaseReference base = LoadFinetuneBase(config, *model);
+    LoadFinetuneWeights(dir, base, *model);
+    model->Eval();
+    return model;
+  }
   auto model =
       std::make_unique<nn::Transformer>(architecture, config.train.seed);
   LoadModelWeights(dir, *model);

@@ -8,6 +8,13 @@
 //                             world_size (the ranks that trained it)
 //     config.yaml             the resolved training config
 //
+// A run with a frozen base (finetune:, LoRA: docs/lora.md) saves in
+// model.safetensors only what it trains (the adapters, <module>.lora_A.weight
+// and <module>.lora_B.weight, and the parameters of finetune.trainable) and,
+// in its __metadata__, the base it adapts: "base_model" (train.init_from as
+// given) and "base_weights_hash" (train/io/weights_hash.h). Loading it loads
+// that base first and refuses a base whose hash differs.
+//
 // Each folder is written into a temporary folder and renamed into place, so
 // a killed run never leaves a half-written checkpoint; resuming from it
 // continues bitwise as the uninterrupted run would have (same thread count).
@@ -33,8 +40,8 @@
 #include "train/config/model_config.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
-#include "train/tokenizer/tokenizer.h"
 #include "train/optim/adamw.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -64,18 +71,28 @@ std::string CheckpointDir(const std::string& output_dir, int64_t step);
 // Checkpoint folders under <output_dir>/checkpoints, oldest first.
 std::vector<std::string> ListCheckpoints(const std::string& output_dir);
 
+// The base a frozen-base run adapts (see above).
+struct BaseReference {
+  std::string path;           // train.init_from as given
+  std::string weights_hash;   // of its weights as loaded
+  std::string folder;         // the folder `path` resolved to
+  double hash_seconds = 0.0;  // the time WeightsHash took (for the log)
+};
+
 // Writes a complete checkpoint folder atomically. `optimizer` may be null
 // (weights only). A `tokenizer` other than "byte" is copied in as
 // DIR/tokenizer.json, so the checkpoint is never paired with another one
 // (LoadCheckpointTokenizer). `before_publish`, when set, runs once every
 // file is written and before the folder is renamed into place; if it
 // throws, nothing is published (data-parallel training waits there for
-// every rank to reach the step).
+// every rank to reach the step). With a `base` (a path), only the trainable
+// parameters are written, with the reference to the base.
 void SaveCheckpoint(const std::string& dir, const nn::Module& model,
                     AdamW* optimizer, const TrainerState& state,
                     const std::string& config_yaml,
                     const std::string& tokenizer = "byte",
-                    const std::function<void()>& before_publish = nullptr);
+                    const std::function<void()>& before_publish = nullptr,
+                    const BaseReference& base = {});
 // Deletes the checkpoint folders other than the newest `keep_last_n`, the
 // best one (the lowest val_loss in its trainer_state.json) and `just_saved`
 // (never deleted, whatever its step), and the temporary folders a run killed
@@ -119,16 +136,32 @@ void CheckSameArchitecture(const nn::TransformerConfig& source,
                            const std::string& source_name);
 
 // Resolves `path`, checks its architecture against `model`'s and copies its
-// weights into `model`. Returns the checkpoint folder used.
+// weights into `model`. Returns the checkpoint folder used. A checkpoint of
+// a frozen-base run is refused (export it first: rotor export merges).
 std::string InitializeFromCheckpoint(const std::string& path,
                                      nn::Transformer& model);
+
+// For a config with a frozen base (config.finetune.freezes_base()): copies
+// train.init_from's weights into `model` (InitializeFromCheckpoint), hashes
+// them, then freezes them and adds the adapters and trainables
+// (nn::SetUpFinetuning, the adapters drawn from train.seed).
+BaseReference LoadFinetuneBase(const TrainConfig& config,
+                               nn::Transformer& model);
+
+// Copies the trainable parameters saved in checkpoint folder `dir` into
+// `model`, set up on `base` by LoadFinetuneBase. Throws, naming the base's
+// path and both hashes, when the checkpoint was trained on another base.
+void LoadFinetuneWeights(const std::string& dir, const BaseReference& base,
+                         const nn::Module& model);
 
 // A trained model for evaluation: the checkpoint `path` names (resolved as
 // above), its saved config with `overrides` ("model.rope_scaling.rope_type=
 // yarn", ...) applied, its weights. This is how a base model is evaluated
 // with a scaling method it was not trained with (zero-shot extension); the
 // overrides may change RoPE settings only (CheckSameArchitecture).
-// `config` (optional) receives the config used.
+// `config` (optional) receives the config used. A frozen-base (LoRA)
+// checkpoint gives its base with the adapters, in evaluation mode (no
+// dropout); nn::MergeLora folds them in.
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config = nullptr);

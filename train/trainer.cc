@@ -17,6 +17,8 @@
 #include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
+#include "core/random.h"
+#include "nn/lora.h"
 #include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
@@ -31,16 +33,23 @@ namespace {
 
 // Resuming replays the interrupted run's data stream (the sampler position
 // and the passkey mix), which only means the same thing with the same batch
-// shape, seed and mix: a checkpoint whose run had other values is refused
-// with the differences named, instead of resuming into a different run.
+// shape, seed and mix, and continues its adapters, which only means the
+// same thing with the same finetune: section: a checkpoint whose run had
+// other values is refused with the differences named, instead of resuming
+// into a different run.
 void CheckResumable(const std::string& dir, const TrainConfig& config) {
-  const std::string differences =
-      DataStreamDifferences(LoadCheckpointTrainConfig(dir), config);
-  ROTOR_CHECK(differences.empty(), config.file, ": cannot resume from ", dir,
-              ": its run used other data settings: ", differences,
-              ". Restore them to continue that run, or start a new run "
-              "(another output_dir) from its weights with train.init_from=",
-              dir);
+  const TrainConfig saved = LoadCheckpointTrainConfig(dir);
+  std::string differences = DataStreamDifferences(saved, config);
+  const std::string finetune = FinetuneDifferences(saved, config);
+  if (!finetune.empty()) {
+    differences += (differences.empty() ? "" : ", ") + finetune;
+  }
+  ROTOR_CHECK(
+      differences.empty(), config.file, ": cannot resume from ", dir,
+      ": its run used other data or fine-tuning settings: ", differences,
+      ". Restore them to continue that run, or start a new run "
+      "(another output_dir) from its weights with train.init_from=",
+      dir);
 }
 
 // One run's history per output_dir. Pruning keeps the newest steps, so
@@ -144,8 +153,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   model_->SetActivationCheckpointing(t.activation_checkpointing_every);
   model_->SetLossChunkRows(t.loss_chunk_rows);
   model_->SetSequenceLength(t.seq_len);
+  if (config_.finetune.freezes_base()) SetUpFrozenBase();
+  // Only what trains has gradients and moments: with a frozen base, the
+  // adapters and finetune.trainable.
   optimizer_ = std::make_unique<AdamW>(
-      model_->NamedParameters(),
+      model_->NamedTrainableParameters(),
       AdamWSettings{t.beta1, t.beta2, t.eps, t.weight_decay});
   sampler_ = std::make_unique<BatchSampler>(train_tokens_, t.batch_size,
                                             t.seq_len, t.seed);
@@ -170,7 +182,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     CheckOneHistory(resume_dir, config_, existing);
     CheckResumable(resume_dir, config_);
     CheckSameTokenizer(resume_dir, data_dir_);
-    LoadModelWeights(resume_dir, *model_);
+    if (adapts_base()) {
+      LoadFinetuneWeights(resume_dir, base_, *model_);
+    } else {
+      LoadModelWeights(resume_dir, *model_);
+    }
     LoadOptimizerState(resume_dir, *optimizer_);
     state_ = LoadTrainerState(resume_dir);
     sampler_->set_state(state_.sampler);
@@ -186,7 +202,7 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     }
     log_ << "\n";
     last_checkpoint_ = resume_dir;
-  } else if (!t.init_from.empty()) {
+  } else if (!t.init_from.empty() && !adapts_base()) {
     const std::string source = InitializeFromCheckpoint(t.init_from, *model_);
     CheckSameTokenizer(source, data_dir_);
     log_ << "initialising the weights from " << source
@@ -210,11 +226,13 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
     rank_rows_ = RankRows(t.batch_size, t.gradient_accumulation_steps,
                           communicator_.size(), communicator_.rank());
     gradient_buckets_ = std::make_unique<GradientBuckets>(
-        communicator_, model_->Parameters(),
+        communicator_, model_->TrainableParameters(),
         static_cast<int64_t>(t.allreduce_bucket_mb * (1 << 20)));
     if (t.zero_stage == 1) {
       std::vector<int64_t> sizes;
-      for (const Tensor& p : model_->Parameters()) sizes.push_back(p.numel());
+      for (const Tensor& p : model_->TrainableParameters()) {
+        sizes.push_back(p.numel());
+      }
       parameter_owners_ = ParameterOwners(sizes, communicator_.size());
       optimizer_->ShardMoments(OwnedParameters());
     }
@@ -229,6 +247,36 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
          << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)" : "")
          << "\n";
   }
+}
+
+// The base comes from train.init_from whether the run resumes or not (a
+// checkpoint holds only what trains); its hash goes into every checkpoint.
+void Trainer::SetUpFrozenBase() {
+  base_ = LoadFinetuneBase(config_, *model_);
+  CheckSameTokenizer(base_.folder, data_dir_);
+  std::ostringstream line;
+  line << "fine-tuning " << base_.folder << " (" << base_.weights_hash
+       << ", hashed in " << std::fixed << std::setprecision(2)
+       << base_.hash_seconds << " s) with a frozen base: ";
+  if (config_.finetune.lora.enabled) {
+    line << "LoRA r=" << config_.finetune.lora.r << " on "
+         << nn::CountLoraLayers(*model_) << " projections, ";
+  }
+  line << model_->NumTrainableParameters() << " of " << model_->NumParameters()
+       << " parameters train";
+  log_ << line.str() << "\n";
+}
+
+// The mask of the adapters' dropout in micro-batch `micro` of the coming
+// step: a function of the seed and the position in the run alone.
+void Trainer::SeedLoraDropout(int64_t micro) {
+  if (config_.finetune.lora.dropout == 0.0) return;
+  const TrainSection& t = config_.train;
+  Rng mixer(t.seed ^ 0x10ad5eedull);
+  nn::SetLoraDropoutSeed(
+      *model_, mixer.NextU64() +
+                   static_cast<uint64_t>(
+                       state_.step * t.gradient_accumulation_steps + micro));
 }
 
 // The ranks hold the same config, but read output_dir, data.path and
@@ -271,7 +319,7 @@ std::vector<bool> Trainer::OwnedParameters() const {
 }
 
 void Trainer::ShareUpdatedWeights() {
-  std::vector<Tensor> parameters = model_->Parameters();
+  std::vector<Tensor> parameters = model_->TrainableParameters();
   const std::string what =
       StrCat("sharing the updated weights of step ", state_.step + 1);
   for (size_t i = 0; i < parameters.size(); ++i) {
@@ -324,11 +372,12 @@ void Trainer::SaveAndPrune() {
   if (!writes_files()) {
     communicator_.Barrier(barrier);
   } else if (distributed()) {
-    SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
-                   tokenizer_spec_, [&] { communicator_.Barrier(barrier); });
+    SaveCheckpoint(
+        dir, *model_, optimizer_.get(), state_, config_yaml_, tokenizer_spec_,
+        [&] { communicator_.Barrier(barrier); }, base_);
   } else {
     SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
-                   tokenizer_spec_);
+                   tokenizer_spec_, nullptr, base_);
   }
   if (writes_files()) {
     PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
@@ -372,6 +421,7 @@ double Trainer::ForwardBackward() {
   if (distributed()) return RankForwardBackward(scored, step_scored);
   double step_loss = 0.0;
   for (size_t micro = 0; micro < micro_batches_.size(); ++micro) {
+    SeedLoraDropout(static_cast<int64_t>(micro));
     const Tensor loss = BatchLoss(micro_batches_[micro]);
     const double weight =
         static_cast<double>(scored[micro]) / static_cast<double>(step_scored);
@@ -406,6 +456,7 @@ double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
                             micro.targets.begin() + end);
     }
     const Batch& batch = whole ? micro : piece_;
+    SeedLoraDropout(range.micro);
     const int64_t piece_scored =
         whole ? scored[static_cast<size_t>(range.micro)]
               : static_cast<int64_t>(std::count_if(
@@ -501,6 +552,7 @@ void Trainer::ReportStep(const StepMetrics& step) {
 ValidationResult Trainer::Validate() {
   const TrainSection& t = config_.train;
   ValidationResult val;
+  model_->Eval();  // no dropout
   if (distributed()) {
     const ValidationSums sums = ValidationShareSums(
         *model_, val_tokens_, t.batch_size, t.seq_len, config_.eval.max_batches,
@@ -515,6 +567,7 @@ ValidationResult Trainer::Validate() {
     val = Evaluate(*model_, val_tokens_, t.batch_size, t.seq_len,
                    config_.eval.max_batches, config_.data.documents);
   }
+  model_->Train();
   model_->SetSequenceLength(t.seq_len);
   state_.best_val_loss = std::min(state_.best_val_loss, val.loss);
   state_.val_loss = val.loss;
@@ -537,7 +590,7 @@ int64_t Trainer::StepTokens() const {
 TrainSummary Trainer::Run(int64_t stop_after_steps) {
   const TrainSection& t = config_.train;
   const CosineSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.max_steps};
-  const std::vector<Tensor> parameters = model_->Parameters();
+  const std::vector<Tensor> parameters = model_->TrainableParameters();
   const auto every = [this](int64_t n) {
     return n > 0 && state_.step % n == 0;
   };

@@ -101,6 +101,12 @@ class Trainer {
   ValidationResult Validate();
   void SaveAndPrune();
 
+  // Fine-tuning with a frozen base (finetune:): the base, adapters and
+  // trainables, set up before the optimizer sees the trainable parameters.
+  void SetUpFrozenBase();
+  bool adapts_base() const { return !base_.path.empty(); }
+  void SeedLoraDropout(int64_t micro);
+
   void LogLine(const std::string& line);
   int64_t StepTokens() const;  // tokens per optimizer step
   bool writes_files() const { return communicator_.rank() == 0; }
@@ -118,6 +124,7 @@ class Trainer {
   std::string config_yaml_;
   std::ostream& log_;
   std::unique_ptr<nn::Transformer> model_;
+  BaseReference base_;  // empty unless the run freezes a base
   std::unique_ptr<AdamW> optimizer_;
   std::string data_dir_;        // data.path resolved (before the token files)
   std::string tokenizer_spec_;  // the data's: "byte" or its tokenizer.json

@@ -29,11 +29,15 @@
 #include <thread>
 #include <vector>
 
+#include "nn/lora.h"
+#include "nn/transformer.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "tests/tools/run_rotor.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
+#include "train/distributed/communicator.h"
+#include "train/distributed/gradient_buckets.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
@@ -159,8 +163,9 @@ TEST_F(MpiTrain, TwoRanksTrainLikeOneProcessOverTheSameMicroBatches) {
     ASSERT_EQ(r.status, 0) << r.err;
     r = Train(2, two, tie);
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_CONTAINS(r.out, "data-parallel: 2 ranks (2 on this machine) x 1 "
-                           "thread, 4 sequences each per step");
+    EXPECT_CONTAINS(r.out,
+                    "data-parallel: 2 ranks (2 on this machine) x 1 "
+                    "thread, 4 sequences each per step");
     EXPECT_EQ(Count(r.out, "step 20/20"), 1u) << "rank 0 alone prints";
     EXPECT_EQ(Count(r.out, "# resolved config"), 1u);
 
@@ -179,7 +184,8 @@ TEST_F(MpiTrain, TwoRanksTrainLikeOneProcessOverTheSameMicroBatches) {
     const std::string model = "/model.safetensors";
     if (!tied) {
       EXPECT_EQ(ranks.steps, single.steps);
-      for (const char* file : {"/model.safetensors", "/optimizer.safetensors"}) {
+      for (const char* file :
+           {"/model.safetensors", "/optimizer.safetensors"}) {
         EXPECT_TRUE(train::ReadFile(Checkpoint(one, 20) + file) ==
                     train::ReadFile(Checkpoint(two, 20) + file))
             << file << " differs";
@@ -217,12 +223,12 @@ TEST_F(MpiTrain, ACheckpointResumesOnAnotherRankCountAsTheSameRun) {
     fs::remove_all(Checkpoint(name, 8));
     r = Train(then, name, args);
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_CONTAINS(r.out,
-                    StrCat("resuming from ", Checkpoint(name, 4),
-                           " at step 4 (saved by ", first, " rank",
-                           first == 1 ? "" : "s", ", continued by ", then,
-                           ": the global batch is the same, so is the data "
-                           "stream)"));
+    EXPECT_CONTAINS(
+        r.out,
+        StrCat("resuming from ", Checkpoint(name, 4), " at step 4 (saved by ",
+               first, " rank", first == 1 ? "" : "s", ", continued by ", then,
+               ": the global batch is the same, so is the data "
+               "stream)"));
     EXPECT_TRUE(train::ReadFile(Checkpoint(name, 8) + "/model.safetensors") ==
                 uninterrupted);
     EXPECT_EQ(train::LoadTrainerState(Checkpoint(name, 8)).world_size, then);
@@ -254,6 +260,51 @@ TEST_F(MpiTrain, ShardedOptimizerStateGivesTheSameRun) {
               train::ReadFile(Checkpoint("sharded", 8) + "/model.safetensors"));
 }
 
+// A LoRA run (docs/lora.md): the gradient buckets and the ZeRO shards hold
+// the trainable parameters only (adapters and norms; the base has no
+// gradients), and two ranks, sharded or not, train the single process's
+// bits (untied embeddings, no dropout: one micro-batch per rank).
+TEST_F(MpiTrain, LoraRunsSumAndShardOnlyTheTrainableParameters) {
+  const std::string untied = "model.tie_word_embeddings=false ";
+  ASSERT_EQ(Train(1, "base", untied + "train.max_steps=2").status, 0);
+  const std::string lora =
+      untied + "train.max_steps=6 train.gradient_accumulation_steps=2 " +
+      Quote("train.init_from=" + dir_.Path("base")) +
+      " 'finetune.lora={r: 4, target_modules: [q_proj, v_proj, down_proj]}'"
+      " 'finetune.trainable=[norm]' train.zero_stage=";
+  RotorResult r = Train(1, "one", lora + "0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Buckets of 0.001 MiB: the trainable parameters make fewer than all would.
+  const auto buckets = [this](bool trainable_only) {
+    const train::TrainConfig config = test::TinyConfig(
+        data_, dir_.Path("unused"), {"model.tie_word_embeddings=false"});
+    nn::Transformer model(train::ResolveTransformerConfig(config.model), 1);
+    nn::SetUpFinetuning(
+        model,
+        {true, {4, 8.0, 0.0}, {"q_proj", "v_proj", "down_proj"}, {"norm"}}, 1);
+    return train::GradientBuckets(train::SingleProcessCommunicator(),
+                                  trainable_only ? model.TrainableParameters()
+                                                 : model.Parameters(),
+                                  static_cast<int64_t>(0.001 * (1 << 20)))
+        .num_buckets();
+  };
+  ASSERT_LT(buckets(true), buckets(false));
+  for (const char* zero : {"0", "1"}) {
+    SCOPED_TRACE(StrCat("zero_stage ", zero));
+    const std::string name = StrCat("two", zero);
+    r = Train(2, name, lora + zero + " train.allreduce_bucket_mb=0.001");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "LoRA r=4 on 6 projections");
+    EXPECT_CONTAINS(r.out, StrCat("gradients summed in ", buckets(true),
+                                  " buckets of <= 0.001 MiB"));
+    for (const char* file : {"/model.safetensors", "/optimizer.safetensors"}) {
+      EXPECT_TRUE(train::ReadFile(Checkpoint("one", 6) + file) ==
+                  train::ReadFile(Checkpoint(name, 6) + file))
+          << file << " differs";
+    }
+  }
+}
+
 TEST_F(MpiTrain, ABatchTheRanksCannotShareEquallyIsRefused) {
   const RotorResult r = Train(3, "three", "train.max_steps=2");
   EXPECT_NE(r.status, 0);
@@ -273,13 +324,15 @@ TEST_F(MpiTrain, RanksThatStartFromDifferentStatesAreRefused) {
   const std::string args = "train.max_steps=4 checkpoint.every_n_steps=2";
   ASSERT_EQ(Train(1, "trained", args).status, 0);
   const std::string resumed = TrainArgs("trained", "train.max_steps=6");
-  const RotorResult r = test::RunRotor(
-      dir_, TrainArgs("fresh", "train.max_steps=6"),
-      Launcher(1) + " '" + ROTOR_BINARY_DIR + "/rotor' " + resumed + " : -np 1");
+  const RotorResult r =
+      test::RunRotor(dir_, TrainArgs("fresh", "train.max_steps=6"),
+                     Launcher(1) + " '" + ROTOR_BINARY_DIR + "/rotor' " +
+                         resumed + " : -np 1");
   EXPECT_NE(r.status, 0);
   EXPECT_CONTAINS(r.err, "the ranks start from different states (step ");
-  EXPECT_CONTAINS(r.err, "every rank must see the same output_dir, data.path "
-                         "and train.init_from");
+  EXPECT_CONTAINS(r.err,
+                  "every rank must see the same output_dir, data.path "
+                  "and train.init_from");
   EXPECT_FALSE(fs::exists(Checkpoint("trained", 6)));
 }
 
@@ -293,8 +346,7 @@ std::vector<std::pair<pid_t, int>> RanksOf(const std::string& output_dir) {
     std::ifstream cmdline(entry.path() / "cmdline");
     std::ifstream environ(entry.path() / "environ");
     const std::string command((std::istreambuf_iterator<char>(cmdline)), {});
-    const std::string variables((std::istreambuf_iterator<char>(environ)),
-                                {});
+    const std::string variables((std::istreambuf_iterator<char>(environ)), {});
     const std::string key = std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=";
     const size_t at = variables.find(key);
     if (command.find(output_dir) == std::string::npos ||
@@ -353,8 +405,9 @@ TEST_F(MpiTrain, AKilledRankEndsTheJobAndTheSameCommandResumes) {
   // the lost peer first) the error that ended the job.
   const std::string err = train::ReadFile(dir_.Path("err"));
   const bool told =
-      err.find("rotor: rank 0 of 2 stopped by SIGTERM: the launcher ends "
-               "every rank when one of them fails") != std::string::npos ||
+      err.find(
+          "rotor: rank 0 of 2 stopped by SIGTERM: the launcher ends "
+          "every rank when one of them fails") != std::string::npos ||
       err.find("rotor train: error on rank 0 of 2: ") != std::string::npos;
   EXPECT_TRUE(told) << err;
   EXPECT_CONTAINS(err, "rank 1");  // mpiexec names the rank that died

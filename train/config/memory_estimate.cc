@@ -36,8 +36,43 @@ double ParameterCount(const nn::TransformerConfig& m) {
          static_cast<double>(m.num_hidden_layers) * layer + h;
 }
 
+double LoraParameterCount(const nn::TransformerConfig& m,
+                          const FinetuneSection& finetune) {
+  if (!finetune.lora.enabled) return 0.0;
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_key_value_heads * m.head_dim);
+  const double i = static_cast<double>(m.intermediate_size);
+  double per_layer = 0.0;  // sum of in + out over the targets
+  for (const std::string& target : finetune.lora.target_modules) {
+    per_layer += target == "q_proj" || target == "o_proj"   ? h + q
+                 : target == "k_proj" || target == "v_proj" ? h + kv
+                                                            : h + i;
+  }
+  return static_cast<double>(m.num_hidden_layers) *
+         static_cast<double>(finetune.lora.r) * per_layer;
+}
+
+double TrainableParameterCount(const nn::TransformerConfig& m,
+                               const FinetuneSection& finetune) {
+  if (!finetune.freezes_base()) return ParameterCount(m);
+  const double h = static_cast<double>(m.hidden_size);
+  const double table = static_cast<double>(m.vocab_size) * h;
+  double count = LoraParameterCount(m, finetune);
+  for (const std::string& entry : finetune.trainable) {
+    if (entry == "norm") {
+      count += (2.0 * static_cast<double>(m.num_hidden_layers) + 1.0) * h;
+    } else if (entry == "embed_tokens" ||
+               (entry == "lm_head" && !m.tie_word_embeddings)) {
+      count += table;
+    }
+  }
+  return count;
+}
+
 MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
-                                      const TrainSection& train) {
+                                      const TrainSection& train,
+                                      const FinetuneSection& finetune) {
   const double tokens = static_cast<double>(train.batch_size) *
                         static_cast<double>(train.seq_len);
   const double per_layer =
@@ -56,7 +91,11 @@ MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
       checkpointed * static_cast<double>(m.hidden_size) +
       (checkpointed > 0 ? per_layer : 0.0);
   MemoryEstimate estimate;
-  estimate.model_state_bytes = 4.0 * kFloatBytes * ParameterCount(m);
+  // Weights (the adapters too), then a gradient and two moments for each
+  // trainable parameter.
+  estimate.model_state_bytes =
+      kFloatBytes * (ParameterCount(m) + LoraParameterCount(m, finetune) +
+                     3.0 * TrainableParameterCount(m, finetune));
   // The loss holds one chunk of logits (its gradient in place) and the
   // gradient of the final hidden states.
   const double logit_rows =
@@ -72,7 +111,8 @@ MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& m,
 
 void CheckTrainingFitsInMemory(const TrainConfig& config,
                                const nn::TransformerConfig& model) {
-  const MemoryEstimate estimate = EstimateTrainingMemory(model, config.train);
+  const MemoryEstimate estimate =
+      EstimateTrainingMemory(model, config.train, config.finetune);
   const MemoryLimit limit = UsableMemory();
   const TrainSection& t = config.train;
   ROTOR_CHECK(

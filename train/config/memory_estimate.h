@@ -7,7 +7,13 @@
 //
 //   parameters P   = V*H (+ H*V untied) + L*(2*H*h*D + 2*H*g*D + 3*H*I + 2*H)
 //                    + H
-//   model state    = 4 * 4P bytes: weights, gradients, AdamW's two moments
+//   model state    = 4 * 4P bytes: weights, gradients, AdamW's two moments;
+//                    fine-tuning with a frozen base (finetune:) keeps 4P
+//                    of weights plus 4A of adapters, and gradients and
+//                    moments only for the T trainable ones: 4 * (P + A) +
+//                    12T bytes, T = A + the parameters trained in full.
+//                    A = L * r * sum over the targeted projections of
+//                    (in + out), e.g. r * (H + h*D) for q_proj
 //   activations    = 4 * (N * (L*(4H + 2hD + 2gD + 3I) + H) + min(N, R) * V)
 //                    bytes: what the backward pass keeps of one
 //                    micro-batch: per layer the two norms' inputs and
@@ -47,9 +53,17 @@ struct MemoryEstimate {
 
 // P above.
 double ParameterCount(const nn::TransformerConfig& model);
+// A above (0 without finetune.lora).
+double LoraParameterCount(const nn::TransformerConfig& model,
+                          const FinetuneSection& finetune);
+// The parameters that get gradients and AdamW moments: P without a frozen
+// base, else T above.
+double TrainableParameterCount(const nn::TransformerConfig& model,
+                               const FinetuneSection& finetune);
 
 MemoryEstimate EstimateTrainingMemory(const nn::TransformerConfig& model,
-                                      const TrainSection& train);
+                                      const TrainSection& train,
+                                      const FinetuneSection& finetune = {});
 
 // Throws rotor::Error if EstimateTrainingMemory exceeds UsableMemory()
 // (core/memory_limit.h): "FILE: this run needs at least X of memory, more

@@ -73,7 +73,8 @@ void ReadBase(const SectionReader& base,
 
 void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
   finetune.RequireKnownKeys({"steps", "lr", "min_lr", "warmup_steps",
-                             "tokens_per_step", "passkey_fraction", "skip"});
+                             "tokens_per_step", "passkey_fraction", "skip",
+                             "lora"});
   finetune.Read("steps", config.finetune_steps, 0, limits::kMaxSteps);
   finetune.Read("lr", config.finetune_lr, 0.0, 10.0);
   finetune.Read("min_lr", config.finetune_min_lr, 0.0, 10.0);
@@ -98,6 +99,16 @@ void ReadFinetune(const SectionReader& finetune, ExtendReportConfig& config) {
                   "fine-tuned at a longer seq_len (it is meant for use "
                   "without fine-tuning)");
   }
+}
+
+// finetune.lora: the training config's finetune.lora keys, its trainable
+// list, and the adapters' learning rate.
+void ReadLoraComparison(const SectionReader& lora, ExtendReportConfig& config) {
+  lora.RequireKnownKeys(
+      {"r", "alpha", "dropout", "target_modules", "trainable", "lr"});
+  ReadLoraKeys(lora, config.lora_finetune.lora);
+  ReadTrainableNames(lora, config.lora_finetune.trainable);
+  lora.Read("lr", config.lora_lr, 0.0, 10.0);
 }
 
 void ReadEval(const SectionReader& eval, ExtendReportConfig& config) {
@@ -181,6 +192,12 @@ ExtendReportConfig ParseExtendReportConfig(
   top.Read("threads", config.threads, 0, limits::kMaxThreads);
   ReadFinetune(SectionReader(root["finetune"], "finetune", file, overridden),
                config);
+  const YAML::Node finetune = root["finetune"];
+  if (finetune && finetune.IsMap() && finetune["lora"]) {
+    ReadLoraComparison(
+        SectionReader(finetune["lora"], "finetune.lora", file, overridden),
+        config);
+  }
   ReadEval(SectionReader(root["eval"], "eval", file, overridden), config);
   ReadChecks(SectionReader(root["checks"], "checks", file, overridden),
              config.checks);

@@ -10,7 +10,8 @@
 //   methods: [default, linear, ntk, dynamic, yarn, llama3, longrope]
 //   finetune: { steps: 200, lr: 5e-4, min_lr: 5e-5, warmup_steps: 20,
 //               tokens_per_step: 8192, passkey_fraction: 0.5,
-//               skip: [dynamic] }
+//               skip: [dynamic],
+//               lora: { r, alpha, dropout, target_modules, trainable, lr } }
 //   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
 //           passkey_lengths: [], depths: [0, 0.25, 0.5, 0.75, 1],
 //           trials: 10 }
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "nn/rope_scaling.h"
+#include "train/config/train_config.h"
 #include "train/eval/length_eval.h"
 
 namespace rotor::train {
@@ -68,6 +70,13 @@ struct ExtendReportConfig {
   // data.passkey_fraction of the fine-tunes; < 0 = the base config's.
   double finetune_passkey_fraction = -1.0;
   std::vector<RopeType> finetune_skip = {RopeType::kDynamic};
+  // finetune.lora: each fine-tuned method is fine-tuned a second time with
+  // LoRA on the same budget (steps, tokens per step, warm-up and cosine):
+  // these frozen-base settings (lora_finetune.lora.enabled when the key is
+  // given), at peak rate lora_lr (0: finetune_lr; the minimum keeps
+  // finetune's ratio).
+  FinetuneSection lora_finetune;
+  double lora_lr = 0.0;
   // Evaluation. Empty lengths mean {L, 2L, s*L, 2*s*L} (sorted, unique).
   std::vector<int64_t> lengths;
   int64_t documents = 10;

@@ -1,5 +1,6 @@
 #include "train/config/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -18,7 +19,91 @@ namespace rotor::train {
 namespace {
 
 const std::set<std::string> kTopLevelKeys = {
-    "output_dir", "model", "data", "train", "eval", "checkpoint", "logging"};
+    "output_dir", "model",      "data",    "train",
+    "eval",       "checkpoint", "logging", "finetune"};
+
+// Each entry of list `key`, `names` as read, once and one of `allowed`.
+void CheckNameList(const SectionReader& section, const char* key,
+                   const std::vector<std::string>& names,
+                   const std::vector<std::string>& allowed) {
+  std::string allowed_list;
+  for (const std::string& name : allowed) {
+    allowed_list += (allowed_list.empty() ? "" : ", ") + name;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const YAML::Node at = section.Get(key)[i];
+    if (std::find(allowed.begin(), allowed.end(), names[i]) == allowed.end()) {
+      section.Fail(at, section.Join(key),
+                   StrCat("unknown name '", names[i], "' (expected some of ",
+                          allowed_list, ")"));
+    }
+    if (!seen.insert(names[i]).second) {
+      section.Fail(at, section.Join(key),
+                   StrCat("'", names[i], "' is listed twice"));
+    }
+  }
+}
+
+}  // namespace
+
+void ReadLoraKeys(const SectionReader& lora, LoraConfig& out) {
+  out.enabled = true;
+  lora.Read("r", out.r, 1, limits::kMaxHiddenSize);
+  lora.Read("alpha", out.alpha, 1e-6, 1e6);
+  lora.Read("dropout", out.dropout, 0.0, 0.999);
+  lora.ReadList("target_modules", out.target_modules, "module names");
+  if (out.target_modules.empty()) {
+    lora.Fail(lora.Get("target_modules"), lora.Join("target_modules"),
+              "is empty: name at least one projection to adapt");
+  }
+  CheckNameList(lora, "target_modules", out.target_modules,
+                LoraTargetModuleNames());
+}
+
+void ReadTrainableNames(const SectionReader& section,
+                        std::vector<std::string>& out) {
+  section.ReadList("trainable", out, "parameter group names");
+  CheckNameList(section, "trainable", out, {"embed_tokens", "norm", "lm_head"});
+}
+
+namespace {
+
+// finetune: {lora: {r, alpha, dropout, target_modules}, trainable: [...]}.
+// Reads after model: and train:, which it is checked against.
+void ReadFinetune(const YAML::Node& root, const std::string& file,
+                  const std::set<std::string>& overridden,
+                  TrainConfig& config) {
+  const YAML::Node node = root["finetune"];
+  const SectionReader finetune(node, "finetune", file, overridden);
+  finetune.RequireKnownKeys({"lora", "trainable"});
+  FinetuneSection& f = config.finetune;
+  // `lora:` alone (null) or a map turns LoRA on, with PEFT's defaults for
+  // what it leaves out.
+  const bool has_lora = node && node.IsMap() && node["lora"];
+  if (has_lora) {
+    const SectionReader lora(node["lora"], "finetune.lora", file, overridden);
+    lora.RequireKnownKeys({"r", "alpha", "dropout", "target_modules"});
+    ReadLoraKeys(lora, f.lora);
+  }
+  ReadTrainableNames(finetune, f.trainable);
+  const auto lm_head =
+      std::find(f.trainable.begin(), f.trainable.end(), "lm_head");
+  if (lm_head != f.trainable.end() &&
+      config.model.tie_word_embeddings.value_or(false)) {
+    finetune.Fail(finetune.Get("trainable")[lm_head - f.trainable.begin()],
+                  "finetune.trainable",
+                  "'lm_head' matches no parameter: with "
+                  "model.tie_word_embeddings the output projection is "
+                  "embed_tokens (list that instead)");
+  }
+  if (f.freezes_base() && config.train.init_from.empty()) {
+    finetune.Fail(node, "finetune",
+                  "fine-tuning with a frozen base needs the base: set "
+                  "train.init_from to a rotor checkpoint or a Hugging Face "
+                  "model folder");
+  }
+}
 
 // Fine-tuning a Hugging Face model (train.init_from names its folder): the
 // model is config.json's, and the YAML's `model:` section, if any, only
@@ -229,6 +314,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   logging.RequireKnownKeys({"log_every_n_steps", "progress"});
   logging.Read("log_every_n_steps", config.logging.log_every_n_steps, 1);
   logging.Read("progress", config.logging.progress);
+
+  ReadFinetune(root, file, overridden, config);
   return config;
 }
 
@@ -290,6 +377,23 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   root["checkpoint"]["keep_last_n"] = config.checkpoint.keep_last_n;
   root["logging"]["log_every_n_steps"] = config.logging.log_every_n_steps;
   root["logging"]["progress"] = config.logging.progress;
+  const FinetuneSection& f = config.finetune;
+  const auto flow_list = [](const std::vector<std::string>& names) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    for (const std::string& name : names) list.push_back(name);
+    return list;
+  };
+  if (f.lora.enabled) {
+    root["finetune"]["lora"]["r"] = f.lora.r;
+    root["finetune"]["lora"]["alpha"] = f.lora.alpha;
+    root["finetune"]["lora"]["dropout"] = f.lora.dropout;
+    root["finetune"]["lora"]["target_modules"] =
+        flow_list(f.lora.target_modules);
+  }
+  if (!f.trainable.empty()) {
+    root["finetune"]["trainable"] = flow_list(f.trainable);
+  }
   YAML::Emitter out;
   out.SetDoublePrecision(17);
   out << root;
@@ -306,14 +410,57 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
   return config;
 }
 
+namespace {
+
+// Appends "KEY BEFORE (checkpoint) vs AFTER (config)" to `differences` when
+// the values differ.
+template <typename T>
+void CompareSetting(std::string& differences, const char* key, const T& before,
+                    const T& after) {
+  if (before == after) return;
+  differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
+                        " (checkpoint) vs ", after, " (config)");
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string text = "[";
+  for (const std::string& name : names) {
+    text += (text.size() > 1 ? ", " : "") + name;
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+std::string FinetuneDifferences(const TrainConfig& saved,
+                                const TrainConfig& now) {
+  std::string differences;
+  const FinetuneSection& a = saved.finetune;
+  const FinetuneSection& b = now.finetune;
+  CompareSetting(differences, "finetune.lora",
+                 std::string(a.lora.enabled ? "on" : "off"),
+                 std::string(b.lora.enabled ? "on" : "off"));
+  if (a.lora.enabled && b.lora.enabled) {
+    CompareSetting(differences, "finetune.lora.r", a.lora.r, b.lora.r);
+    CompareSetting(differences, "finetune.lora.alpha", a.lora.alpha,
+                   b.lora.alpha);
+    CompareSetting(differences, "finetune.lora.dropout", a.lora.dropout,
+                   b.lora.dropout);
+    CompareSetting(differences, "finetune.lora.target_modules",
+                   JoinNames(a.lora.target_modules),
+                   JoinNames(b.lora.target_modules));
+  }
+  CompareSetting(differences, "finetune.trainable", JoinNames(a.trainable),
+                 JoinNames(b.trainable));
+  return differences;
+}
+
 std::string DataStreamDifferences(const TrainConfig& saved,
                                   const TrainConfig& now) {
   std::string differences;
   const auto compare = [&differences](const char* key, const auto& before,
                                       const auto& after) {
-    if (before == after) return;
-    differences += StrCat(differences.empty() ? "" : ", ", key, " ", before,
-                          " (checkpoint) vs ", after, " (config)");
+    CompareSetting(differences, key, before, after);
   };
   compare("train.batch_size", saved.train.batch_size, now.train.batch_size);
   compare("train.seq_len", saved.train.seq_len, now.train.seq_len);

@@ -8,6 +8,7 @@
 //   eval:       { every_n_steps, max_batches }
 //   checkpoint: { every_n_steps, keep_last_n }
 //   logging:    { log_every_n_steps, progress }
+//   finetune:   { lora: {r, alpha, dropout, target_modules}, trainable }
 // clang-format on
 //
 // Every key has a default except the model sizes and data.path (see
@@ -130,6 +131,35 @@ struct LoggingSection {
   bool progress = true;  // a live progress line when stdout is a terminal
 };
 
+// finetune.lora: LoRA adapters (nn/lora.h, docs/lora.md) on the named
+// projections of every layer; PEFT's LoraConfig defaults and key meanings.
+struct LoraConfig {
+  bool enabled = false;  // the finetune.lora key is given
+  int64_t r = 8;         // rank
+  double alpha = 8.0;    // the adapters' output is scaled by alpha / r
+  double dropout = 0.0;  // on the adapters' input, seeded per micro-batch
+  std::vector<std::string> target_modules = {"q_proj", "v_proj"};
+};
+
+// The projections LoRA may target (finetune.lora.target_modules).
+inline const std::vector<std::string>& LoraTargetModuleNames() {
+  static const std::vector<std::string> names = {
+      "q_proj",    "k_proj",  "v_proj",   "o_proj",
+      "gate_proj", "up_proj", "down_proj"};
+  return names;
+}
+
+// Fine-tuning with a frozen base (train.init_from's weights): LoRA and/or
+// parameters trained in full. Without the section every parameter trains.
+struct FinetuneSection {
+  LoraConfig lora;
+  // Parameters trained in full besides the adapters: "embed_tokens",
+  // "norm" (every RMSNorm weight) and "lm_head" (untied embeddings only).
+  std::vector<std::string> trainable;
+  // True when only the adapters and `trainable` train.
+  bool freezes_base() const { return lora.enabled || !trainable.empty(); }
+};
+
 struct TrainConfig {
   std::string file;  // where it was read from (for messages)
   std::string output_dir = "runs/default";
@@ -139,6 +169,7 @@ struct TrainConfig {
   EvalSection eval;
   CheckpointSection checkpoint;
   LoggingSection logging;
+  FinetuneSection finetune;
 };
 
 // The largest config file rotor reads (a training or report config, a
@@ -168,6 +199,12 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
 // none differs.
 std::string DataStreamDifferences(const TrainConfig& saved,
                                   const TrainConfig& now);
+
+// The same for the finetune: section (whether LoRA is on, r, alpha,
+// dropout, target_modules, trainable): a run that adapts its base another
+// way is another run.
+std::string FinetuneDifferences(const TrainConfig& saved,
+                                const TrainConfig& now);
 
 // The resolved config as YAML: every section and key, defaults filled in.
 // Parsing it again gives the same config.

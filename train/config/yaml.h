@@ -111,6 +111,16 @@ class SectionReader {
   const std::set<std::string>& overridden_;
 };
 
+// The LoRA keys r, alpha, dropout and target_modules of map `lora` (the
+// training config's finetune.lora, the report's finetune.lora), checked
+// (train/config/train_config.h LoraConfig); sets out.enabled. The caller
+// checks for unknown keys.
+void ReadLoraKeys(const SectionReader& lora, LoraConfig& out);
+// The list `trainable` of `section`: each of embed_tokens, norm, lm_head
+// at most once.
+void ReadTrainableNames(const SectionReader& section,
+                        std::vector<std::string>& out);
+
 // How ParseModelConfig reads a map: a rotor YAML `model:` section (every key
 // must be known; errors name "model.KEY" at its line), or a Hugging Face
 // config.json converted to YAML by train/config/hf_config.cc (errors name

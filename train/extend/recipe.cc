@@ -186,9 +186,10 @@ TrainConfig PracticeConfig(const ExtendReportConfig& report,
 
 TrainConfig FinetuneConfig(const ExtendReportConfig& report,
                            const ReportPlan& plan, RopeType method,
-                           const std::string& base_checkpoint) {
+                           const std::string& base_checkpoint, bool lora) {
   TrainConfig config = plan.base;
-  config.output_dir = report.output_dir + "/finetune/" + RopeTypeName(method);
+  config.output_dir = report.output_dir + "/finetune/" + RopeTypeName(method) +
+                      (lora ? "-lora" : "");
   config.model = ExtendModelConfig(plan.base.model, method, report.factor,
                                    plan.base_length);
   config.data.passkey_fraction = FinetunePasskeyFraction(report, plan.base);
@@ -211,6 +212,14 @@ TrainConfig FinetuneConfig(const ExtendReportConfig& report,
   config.checkpoint.keep_last_n = 1;
   config.logging.log_every_n_steps =
       std::max<int64_t>(1, report.finetune_steps / 10);
+  if (lora) {
+    config.finetune = report.lora_finetune;
+    if (report.lora_lr > 0.0) {
+      train.min_lr =
+          train.lr > 0.0 ? train.min_lr * report.lora_lr / train.lr : 0.0;
+      train.lr = report.lora_lr;
+    }
+  }
   CheckPasskeyRows(config, StrCat(RopeTypeName(method), " fine-tune"));
   return config;
 }

@@ -67,10 +67,13 @@ TrainConfig PracticeConfig(const ExtendReportConfig& report,
 
 // The fine-tune of `method`: from the weights of `base_checkpoint`,
 // report.finetune_steps steps at s*L with the method's model settings, in
-// <report.output_dir>/finetune/<method>.
+// <report.output_dir>/finetune/<method>. With `lora`, the same budget with
+// report.lora_finetune's frozen base and adapters at report.lora_lr, in
+// <report.output_dir>/finetune/<method>-lora.
 TrainConfig FinetuneConfig(const ExtendReportConfig& report,
                            const ReportPlan& plan, RopeType method,
-                           const std::string& base_checkpoint);
+                           const std::string& base_checkpoint,
+                           bool lora = false);
 
 }  // namespace rotor::train
 

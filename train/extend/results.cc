@@ -1,17 +1,16 @@
 #include "train/extend/results.h"
 
-#include "train/io/json.h"
-
 #include <filesystem>
 
 #include "core/error.h"
 #include "train/io/atomic_file.h"
+#include "train/io/json.h"
 
 namespace rotor::train {
 
-std::string VariantName(RopeType method, bool finetuned) {
+std::string VariantName(RopeType method, bool finetuned, bool lora) {
   return std::string(RopeTypeName(method)) +
-         (finetuned ? "-finetuned" : "-zeroshot");
+         (finetuned ? "-finetuned" : "-zeroshot") + (lora ? "-lora" : "");
 }
 
 const LengthPerplexity* PerplexityAt(const VariantResult& result,
@@ -30,9 +29,11 @@ bool HasPasskeyLength(const VariantResult& result, int64_t length) {
 }
 
 const VariantResult* FindVariant(const std::vector<VariantResult>& results,
-                                 RopeType method, bool finetuned) {
+                                 RopeType method, bool finetuned, bool lora) {
   for (const VariantResult& r : results) {
-    if (r.method == method && r.finetuned == finetuned) return &r;
+    if (r.method == method && r.finetuned == finetuned && r.lora == lora) {
+      return &r;
+    }
   }
   return nullptr;
 }
@@ -56,12 +57,14 @@ Json ToJson(const VariantResult& result) {
                        {"num_digits", c.num_digits},
                        {"trials", c.trials}});
   }
-  return {{"method", RopeTypeName(result.method)},
-          {"finetuned", result.finetuned},
-          {"perplexity", std::move(perplexity)},
-          {"passkey", std::move(passkey)},
-          {"eval_seconds", result.eval_seconds},
-          {"finetune_seconds", result.finetune_seconds}};
+  Json json = {{"method", RopeTypeName(result.method)},
+               {"finetuned", result.finetuned},
+               {"perplexity", std::move(perplexity)},
+               {"passkey", std::move(passkey)},
+               {"eval_seconds", result.eval_seconds},
+               {"finetune_seconds", result.finetune_seconds}};
+  if (result.lora) json["lora"] = true;
+  return json;
 }
 
 VariantResult VariantResultFromJson(const Json& json,
@@ -72,6 +75,7 @@ VariantResult VariantResultFromJson(const Json& json,
   ROTOR_CHECK(type.has_value(), source, ": unknown method \"", method, "\"");
   r.method = *type;
   r.finetuned = JsonMember<bool>(json, "finetuned", source);
+  r.lora = json.contains("lora") && JsonMember<bool>(json, "lora", source);
   for (const Json& item : json.at("perplexity")) {
     LengthPerplexity p;
     p.length = JsonMember<int64_t>(item, "length", source);
@@ -99,8 +103,9 @@ VariantResult VariantResultFromJson(const Json& json,
 }  // namespace
 
 std::string VariantResultPath(const std::string& output_dir, RopeType method,
-                              bool finetuned) {
-  return output_dir + "/results/" + VariantName(method, finetuned) + ".json";
+                              bool finetuned, bool lora) {
+  return output_dir + "/results/" + VariantName(method, finetuned, lora) +
+         ".json";
 }
 
 std::optional<VariantResult> LoadVariantResult(const std::string& path) {

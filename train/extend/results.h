@@ -1,5 +1,6 @@
 // The measurements of rotor extend-report (train/extend/runner.h), one
-// VariantResult per method and zero-shot/fine-tuned, and their JSON files:
+// VariantResult per method and zero-shot/fine-tuned (in full, or with LoRA
+// when the report asks for both), and their JSON files:
 // <output_dir>/results/<variant>.json, written as each evaluation finishes
 // so that a rerun reuses it, and <output_dir>/results.json with all of them.
 #ifndef ROTOR_TRAIN_EXTEND_RESULTS_H_
@@ -19,6 +20,8 @@ namespace rotor::train {
 struct VariantResult {
   RopeType method = RopeType::kDefault;
   bool finetuned = false;
+  bool lora =
+      false;  // fine-tuned with LoRA (finetune.lora) rather than in full
   std::vector<LengthPerplexity> perplexity;
   std::vector<PasskeyCell> passkey;  // lengths outer, depths inner
   double eval_seconds = 0.0;
@@ -27,8 +30,9 @@ struct VariantResult {
   double finetune_seconds = 0.0;
 };
 
-// "yarn-zeroshot", "yarn-finetuned": the name of a variant's files.
-std::string VariantName(RopeType method, bool finetuned);
+// "yarn-zeroshot", "yarn-finetuned", "yarn-finetuned-lora": the name of a
+// variant's files.
+std::string VariantName(RopeType method, bool finetuned, bool lora = false);
 
 // The perplexity measured at `length`, or null.
 const LengthPerplexity* PerplexityAt(const VariantResult& result,
@@ -37,11 +41,12 @@ const LengthPerplexity* PerplexityAt(const VariantResult& result,
 bool HasPasskeyLength(const VariantResult& result, int64_t length);
 // The result of a variant, or null.
 const VariantResult* FindVariant(const std::vector<VariantResult>& results,
-                                 RopeType method, bool finetuned);
+                                 RopeType method, bool finetuned,
+                                 bool lora = false);
 
 // <output_dir>/results/<VariantName>.json.
 std::string VariantResultPath(const std::string& output_dir, RopeType method,
-                              bool finetuned);
+                              bool finetuned, bool lora = false);
 // The result stored at `path`, or nullopt if there is none.
 std::optional<VariantResult> LoadVariantResult(const std::string& path);
 void SaveVariantResult(const std::string& path, const VariantResult& result);

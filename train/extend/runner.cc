@@ -38,6 +38,10 @@ void CheckReusedRun(const std::string& checkpoint, const TrainConfig& wanted,
                           saved.train.init_from, "' (checkpoint) vs '",
                           wanted.train.init_from, "' (report)");
   }
+  const std::string finetune = FinetuneDifferences(saved, wanted);
+  if (!finetune.empty()) {
+    differences += (differences.empty() ? "" : ", ") + finetune;
+  }
   if (saved.train.max_steps != wanted.train.max_steps) {
     differences += StrCat(differences.empty() ? "" : ", ", "train.max_steps ",
                           saved.train.max_steps, " (checkpoint) vs ",
@@ -89,9 +93,9 @@ class ReportRunner {
   VariantResult Evaluate(nn::Transformer& model, RopeType method,
                          bool finetuned);
   VariantResult ZeroShot(RopeType method);
-  VariantResult Finetuned(RopeType method);
+  VariantResult Finetuned(RopeType method, bool lora);
   // The stored result if there is one, else ZeroShot or Finetuned, stored.
-  VariantResult RunVariant(RopeType method, bool finetuned);
+  VariantResult RunVariant(RopeType method, bool finetuned, bool lora = false);
 
   const ExtendReportConfig& config_;
   std::ostream& log_;
@@ -174,31 +178,35 @@ VariantResult ReportRunner::ZeroShot(RopeType method) {
   return Evaluate(*model, method, false);
 }
 
-VariantResult ReportRunner::Finetuned(RopeType method) {
-  const std::string name = VariantName(method, true);
+VariantResult ReportRunner::Finetuned(RopeType method, bool lora) {
+  const std::string name = VariantName(method, true, lora);
   const TrainConfig train =
-      FinetuneConfig(config_, plan_, method, run_.base_checkpoint);
+      FinetuneConfig(config_, plan_, method, run_.base_checkpoint, lora);
   const std::string checkpoint = TrainOrReuse(
       train, name + " fine-tune",
-      StrCat("finetune-", RopeTypeName(method), ".log"),
+      StrCat("finetune-", RopeTypeName(method), lora ? "-lora" : "", ".log"),
       StrCat(name, ": fine-tuning ", train.train.max_steps, " steps at length ",
-             train.train.seq_len, " (batch ", train.train.batch_size));
+             train.train.seq_len, lora ? " with LoRA" : "", " (batch ",
+             train.train.batch_size));
   Say(name + ": evaluating " + checkpoint);
   auto model = LoadCheckpointModel(checkpoint, {});
   VariantResult result = Evaluate(*model, method, true);
+  result.lora = lora;
   result.finetune_seconds = LoadTrainerState(checkpoint).elapsed_seconds;
   return result;
 }
 
-VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned) {
-  const std::string name = VariantName(method, finetuned);
+VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
+                                       bool lora) {
+  const std::string name = VariantName(method, finetuned, lora);
   const std::string path =
-      VariantResultPath(config_.output_dir, method, finetuned);
+      VariantResultPath(config_.output_dir, method, finetuned, lora);
   if (std::optional<VariantResult> done = LoadVariantResult(path)) {
     Say(name + ": done before (" + path + ")");
     return *done;
   }
-  const VariantResult result = finetuned ? Finetuned(method) : ZeroShot(method);
+  const VariantResult result =
+      finetuned ? Finetuned(method, lora) : ZeroShot(method);
   SaveVariantResult(path, result);
   Say(name + ": " + VariantSummary(result, plan_.extended_length));
   return result;
@@ -233,6 +241,10 @@ ExtendReportSummary ReportRunner::Run() {
       continue;
     }
     results.push_back(RunVariant(method, true));
+    // The same budget with LoRA, for the full/LoRA comparison.
+    if (config_.lora_finetune.lora.enabled) {
+      results.push_back(RunVariant(method, true, /*lora=*/true));
+    }
   }
   run_.invocation_seconds = SteadySeconds() - start;
   SaveAllResults(config_.output_dir, run_.base_checkpoint, plan_.base_length,

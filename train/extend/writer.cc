@@ -22,10 +22,25 @@ std::string Percent(double fraction) {
   return Fixed(100.0 * fraction, 0) + "%";
 }
 
-// "yarn + fine-tune", "yarn (zero-shot)": a row of the tables.
+// "yarn + fine-tune", "yarn + LoRA fine-tune", "yarn (zero-shot)": a row
+// of the tables.
 std::string VariantLabel(const VariantResult& r) {
-  return std::string(RopeTypeName(r.method)) +
-         (r.finetuned ? " + fine-tune" : " (zero-shot)");
+  return std::string(RopeTypeName(r.method)) + (!r.finetuned ? " (zero-shot)"
+                                                : r.lora ? " + LoRA fine-tune"
+                                                         : " + fine-tune");
+}
+
+// "r 8, alpha 16, dropout 0.05, q_proj v_proj; trainable: norm".
+std::string LoraSettingsText(const FinetuneSection& finetune) {
+  const LoraConfig& lora = finetune.lora;
+  std::string text = StrCat("r ", lora.r, ", alpha ", lora.alpha, ", dropout ",
+                            lora.dropout, " on");
+  for (const std::string& target : lora.target_modules) text += " " + target;
+  if (!finetune.trainable.empty()) {
+    text += "; trained in full:";
+    for (const std::string& entry : finetune.trainable) text += " " + entry;
+  }
+  return text;
 }
 
 class ReportWriter {
@@ -113,8 +128,9 @@ bool ReportWriter::DrawPerplexityPlots() {
       const bool reference = finetuned && &r == base_;
       if (r.finetuned != finetuned && !reference) continue;
       LineSeries series;
-      series.title =
-          reference ? "base (zero-shot default)" : RopeTypeName(r.method);
+      series.title = reference ? "base (zero-shot default)"
+                     : r.lora  ? RopeTypeName(r.method) + std::string(" LoRA")
+                               : RopeTypeName(r.method);
       series.dashed = reference;
       for (const LengthPerplexity& p : r.perplexity) {
         series.x.push_back(static_cast<double>(p.length));
@@ -168,7 +184,7 @@ std::vector<std::string> ReportWriter::DrawDepthMaps() {
       }
       map.values.push_back(row);
     }
-    const std::string name = VariantName(r.method, r.finetuned);
+    const std::string name = VariantName(r.method, r.finetuned, r.lora);
     const std::string file = config_.output_dir + "/passkey_" + name + ".png";
     if (Drawn(DrawHeatMap(map, file))) drawn.push_back(name);
   }
@@ -190,8 +206,11 @@ void ReportWriter::WriteIntro() {
       << "by **s = " << config_.factor << "** to **" << sl
       << "** tokens with each RoPE scaling method: zero-shot (base weights, "
          "scaled RoPE) and after **"
-      << config_.finetune_steps << "** fine-tuning steps at " << sl
-      << " tokens. Produced by `rotor extend-report " << config_.file
+      << config_.finetune_steps << "** fine-tuning steps at " << sl << " tokens"
+      << (config_.lora_finetune.lora.enabled
+              ? ", each fine-tuned in full and with LoRA on the same budget"
+              : "")
+      << ". Produced by `rotor extend-report " << config_.file
       << "`; docs/context-extension.md explains the methods and how to read "
          "this.\n\n";
 }
@@ -344,14 +363,28 @@ void ReportWriter::WriteTime() {
               ? ", passkey practice: " + FormatDuration(run_.practice_seconds)
               : std::string())
       << ".\n\n| method | fine-tune | evaluate zero-shot | evaluate "
-         "fine-tuned |\n|---|---:|---:|---:|\n";
+         "fine-tuned |";
+  const bool lora = config_.lora_finetune.lora.enabled;
+  md_ << (lora ? " LoRA fine-tune | evaluate LoRA |\n|---|---:|---:|---:|---:|"
+                 "---:|\n"
+               : "\n|---|---:|---:|---:|\n");
+  const auto seconds = [](const VariantResult* r,
+                          double VariantResult::*field) {
+    return r ? FormatDuration(r->*field) : std::string("-");
+  };
   for (RopeType method : config_.methods) {
     const VariantResult* zero = FindVariant(results_, method, false);
     const VariantResult* tuned = FindVariant(results_, method, true);
     md_ << "| " << RopeTypeName(method) << " | "
-        << (tuned ? FormatDuration(tuned->finetune_seconds) : "-") << " | "
-        << (zero ? FormatDuration(zero->eval_seconds) : "-") << " | "
-        << (tuned ? FormatDuration(tuned->eval_seconds) : "-") << " |\n";
+        << seconds(tuned, &VariantResult::finetune_seconds) << " | "
+        << seconds(zero, &VariantResult::eval_seconds) << " | "
+        << seconds(tuned, &VariantResult::eval_seconds) << " |";
+    if (lora) {
+      const VariantResult* adapted = FindVariant(results_, method, true, true);
+      md_ << " " << seconds(adapted, &VariantResult::finetune_seconds) << " | "
+          << seconds(adapted, &VariantResult::eval_seconds) << " |";
+    }
+    md_ << "\n";
   }
   md_ << "\nTotal: " << FormatDuration(AllSeconds())
       << " (this invocation: " << FormatDuration(run_.invocation_seconds)
@@ -370,8 +403,17 @@ void ReportWriter::WriteSettings() {
       << FinetunePasskeyFraction(config_, base) << ", loss on "
       << PasskeyLossName(base.data.passkey_loss) << " tokens). Runs: `"
       << config_.output_dir << "/finetune/<method>`; logs: `"
-      << config_.output_dir << "/logs/`.\n"
-      << "- Methods (`model.*` overrides on the base config):\n";
+      << config_.output_dir << "/logs/`.\n";
+  if (config_.lora_finetune.lora.enabled) {
+    const TrainConfig lora = FinetuneConfig(
+        config_, plan_, RopeType::kYarn, run_.base_checkpoint, /*lora=*/true);
+    md_ << "- LoRA fine-tunes (`finetune.lora`): the same steps, tokens and "
+           "schedule with the base frozen: "
+        << LoraSettingsText(config_.lora_finetune) << "; lr " << lora.train.lr
+        << " -> " << lora.train.min_lr << ". Runs: `" << config_.output_dir
+        << "/finetune/<method>-lora` (docs/lora.md).\n";
+  }
+  md_ << "- Methods (`model.*` overrides on the base config):\n";
   for (RopeType method : config_.methods) {
     md_ << "  - " << RopeTypeName(method) << ":";
     const ModelConfig model = ExtendModelConfig(

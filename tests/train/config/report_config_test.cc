@@ -76,6 +76,45 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
 }
 
 // Sizes beyond rotor's limits (core/limits.h) name the key.
+// finetune.lora asks for a LoRA fine-tune of each method beside the full
+// one: the training config's finetune.lora keys, trainable, and lr.
+TEST(ExtendReportConfig, ReadsTheLoraComparison) {
+  const std::string base = "base: {config: b.yaml}\n";
+  const ExtendReportConfig off = ParseExtendReportConfig(base, "r.yaml");
+  EXPECT_FALSE(off.lora_finetune.lora.enabled);
+  const ExtendReportConfig on = ParseExtendReportConfig(
+      base +
+          "finetune:\n  lora: {r: 4, alpha: 8, target_modules: [q_proj, "
+          "k_proj], trainable: [embed_tokens, norm], lr: 1.0e-3}\n",
+      "r.yaml");
+  const FinetuneSection& f = on.lora_finetune;
+  EXPECT_TRUE(f.lora.enabled);
+  EXPECT_EQ(f.lora.r, 4);
+  EXPECT_EQ(f.lora.alpha, 8.0);
+  EXPECT_EQ(f.lora.target_modules,
+            (std::vector<std::string>{"q_proj", "k_proj"}));
+  EXPECT_EQ(f.trainable, (std::vector<std::string>{"embed_tokens", "norm"}));
+  EXPECT_EQ(on.lora_lr, 1e-3);
+  const ExtendReportConfig defaults =
+      ParseExtendReportConfig(base, "r.yaml", {"finetune.lora={}"});
+  EXPECT_TRUE(defaults.lora_finetune.lora.enabled);
+  EXPECT_EQ(defaults.lora_finetune.lora.r, 8);
+  EXPECT_EQ(defaults.lora_lr, 0.0);
+
+  ROTOR_EXPECT_ERROR(ParseExtendReportConfig(
+                         base + "finetune:\n  lora: {rank: 4}\n", "r.yaml"),
+                     "r.yaml:3:", "finetune.lora.rank: unknown key",
+                     "alpha, dropout, lr, r, target_modules, trainable");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          base + "finetune:\n  lora: {target_modules: [wq]}\n", "r.yaml"),
+      "r.yaml:3:", "finetune.lora.target_modules: unknown name 'wq'");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          base + "finetune:\n  lora: {trainable: [norm, norm]}\n", "r.yaml"),
+      "r.yaml:3:", "finetune.lora.trainable: 'norm' is listed twice");
+}
+
 TEST(ExtendReportConfig, SizesAreBoundedByRotorsLimits) {
   const std::string base = "base: {config: b.yaml}\n";
   for (const auto& [yaml, key] :

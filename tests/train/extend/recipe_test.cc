@@ -201,5 +201,32 @@ TEST(PracticeAndFinetuneConfig, EqualTheOldOverrides) {
       TrainConfigToYaml(LoadTrainConfig(test::TinyConfigPath(), yarn)));
 }
 
+// finetune.lora's fine-tune is the full one's budget with a frozen base, in
+// its own folder, at the LoRA rate (the minimum keeps the full run's ratio).
+TEST(PracticeAndFinetuneConfig, TheLoraFinetuneIsTheSameBudgetWithAFrozenBase) {
+  const ExtendReportConfig report = TinyReport(
+      {"finetune.lora={r: 4, dropout: 0.1, trainable: [norm], lr: 2.0e-3}"});
+  const ReportPlan plan = PlanReport(report);
+  const TrainConfig full =
+      FinetuneConfig(report, plan, RopeType::kYarn, "ckpt");
+  TrainConfig lora =
+      FinetuneConfig(report, plan, RopeType::kYarn, "ckpt", /*lora=*/true);
+  EXPECT_EQ(lora.output_dir, "report/finetune/yarn-lora");
+  EXPECT_TRUE(lora.finetune.lora.enabled);
+  EXPECT_EQ(lora.finetune.lora.r, 4);
+  EXPECT_EQ(lora.finetune.lora.dropout, 0.1);
+  EXPECT_EQ(lora.finetune.lora.target_modules,
+            (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(lora.finetune.trainable, std::vector<std::string>{"norm"});
+  EXPECT_EQ(lora.train.lr, 2e-3);
+  EXPECT_DOUBLE_EQ(lora.train.min_lr, 2e-4);
+  EXPECT_FALSE(full.finetune.freezes_base());
+  lora.output_dir = full.output_dir;
+  lora.finetune = full.finetune;
+  lora.train.lr = full.train.lr;
+  lora.train.min_lr = full.train.min_lr;
+  EXPECT_EQ(TrainConfigToYaml(lora), TrainConfigToYaml(full));
+}
+
 }  // namespace
 }  // namespace rotor::train

@@ -63,6 +63,29 @@ TEST(VariantResult, LookUps) {
   EXPECT_EQ(FindVariant(results, RopeType::kYarn, true), &results[0]);
   EXPECT_EQ(FindVariant(results, RopeType::kYarn, false), nullptr);
   EXPECT_EQ(VariantName(RopeType::kLongRope, false), "longrope-zeroshot");
+  EXPECT_EQ(FindVariant(results, RopeType::kYarn, true, /*lora=*/true),
+            nullptr);
+}
+
+TEST(VariantResult, LoraVariantsHaveTheirOwnFiles) {
+  test::TempDir dir;
+  const std::string path =
+      VariantResultPath(dir.path(), RopeType::kYarn, true, /*lora=*/true);
+  EXPECT_EQ(path, dir.Path("results/yarn-finetuned-lora.json"));
+  std::filesystem::create_directories(dir.Path("results"));
+  VariantResult lora = Example();
+  lora.lora = true;
+  SaveVariantResult(path, lora);
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->lora);
+  // Files of full fine-tunes have no "lora" key and read as full ones.
+  SaveVariantResult(path, Example());
+  EXPECT_EQ(ReadFile(path).find("lora"), std::string::npos);
+  EXPECT_FALSE(LoadVariantResult(path)->lora);
+  const std::vector<VariantResult> results = {Example(), lora};
+  EXPECT_EQ(FindVariant(results, RopeType::kYarn, true, true), &results[1]);
+  EXPECT_EQ(FindVariant(results, RopeType::kYarn, true), &results[0]);
 }
 
 TEST(SaveAllResults, WritesEveryVariant) {

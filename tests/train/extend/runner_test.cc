@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sstream>
 
 #include "tests/temp_dir.h"
@@ -125,6 +126,59 @@ TEST(ExtendReport, TinyModelEndToEnd) {
   EXPECT_NE(again.str().find("yarn-finetuned: done before"), std::string::npos);
   EXPECT_EQ(ReadFile(summary.report_path).substr(0, 200),
             report.substr(0, 200));
+}
+
+// With finetune.lora, each fine-tuned method is fine-tuned a second time
+// with LoRA on the same budget: its own run (a frozen base, adapters only
+// in its checkpoint), its own rows in every table, its settings listed; a
+// finished LoRA run of other LoRA settings is not reused.
+TEST(ExtendReport, ComparesFullAndLoraFineTuning) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  const std::string rest =
+      "factor: 4\n"
+      "methods: [default, yarn]\n"
+      "finetune: {steps: 2, warmup_steps: 1, lr: 1.0e-3, min_lr: 1.0e-4,\n"
+      "           lora: {r: 4, alpha: 8, target_modules: [q_proj, v_proj],\n"
+      "                  trainable: [norm], lr: 2.0e-3}}\n"
+      "eval: {lengths: [32, 128], documents: 2, passkey_lengths: [128],\n"
+      "       depths: [1], trials: 1}\n";
+  const ExtendReportConfig config =
+      TinyReport(dir, data, "train.max_steps=3", "", rest);
+  std::ostringstream log;
+  const ExtendReportSummary summary = RunExtendReport(config, log);
+  const std::string report = ReadFile(summary.report_path);
+  for (const char* part :
+       {"| yarn + fine-tune |", "| yarn + LoRA fine-tune |",
+        "| default + LoRA fine-tune |",
+        "each fine-tuned in full and with LoRA on the same budget",
+        "| LoRA fine-tune | evaluate LoRA |",
+        "LoRA fine-tunes (`finetune.lora`): the same steps, tokens and "
+        "schedule with the base frozen: r 4, alpha 8, dropout 0 on q_proj "
+        "v_proj; trained in full: norm; lr 0.002 -> 0.0002"}) {
+    EXPECT_NE(report.find(part), std::string::npos) << part << "\n" << report;
+  }
+  const std::string run = dir.Path("report/finetune/yarn-lora");
+  const std::string checkpoint = run + "/checkpoints/step_00000002";
+  const std::string yarn_config = ReadFile(checkpoint + "/config.yaml");
+  EXPECT_NE(yarn_config.find("finetune:"), std::string::npos);
+  EXPECT_NE(yarn_config.find("lr: 0.002"), std::string::npos);
+  EXPECT_NE(
+      ReadFile(checkpoint + "/model.safetensors").find("base_weights_hash"),
+      std::string::npos);
+  EXPECT_NE(ReadFile(dir.Path("report/results/yarn-finetuned-lora.json"))
+                .find("\"lora\": true"),
+            std::string::npos);
+
+  // The LoRA run is reused only with its own settings.
+  std::remove(dir.Path("report/results/yarn-finetuned-lora.json").c_str());
+  const ExtendReportConfig other =
+      LoadExtendReportConfig(dir.Path("report.yaml"), {"finetune.lora.r=8"});
+  std::ostringstream again;
+  ROTOR_EXPECT_ERROR(
+      RunExtendReport(other, again),
+      "yarn-finetuned-lora fine-tune: " + run + " holds another run",
+      "finetune.lora.r 4 (checkpoint) vs 8 (config)");
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+#include "train/io/weights_hash.h"
+
+#include <cstdint>
+#include <cstdio>
+
+#include "core/error.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace rotor::train {
+
+std::string WeightsHash(
+    const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  XXH3_state_t* state = XXH3_createState();
+  ROTOR_CHECK(state != nullptr, "WeightsHash: out of memory");
+  XXH3_64bits_reset(state);
+  const auto add = [state](const void* data, size_t bytes) {
+    XXH3_64bits_update(state, data, bytes);
+  };
+  for (const auto& [name, tensor] : tensors) {
+    ROTOR_CHECK(tensor.is_contiguous(), "WeightsHash: tensor ", name,
+                " is not contiguous");
+    const uint64_t name_length = name.size();
+    add(&name_length, sizeof(name_length));
+    add(name.data(), name.size());
+    const int64_t dims = tensor.dim();
+    add(&dims, sizeof(dims));
+    for (int64_t d = 0; d < dims; ++d) {
+      const int64_t size = tensor.size(d);
+      add(&size, sizeof(size));
+    }
+    add(tensor.data(), static_cast<size_t>(tensor.numel()) * sizeof(float));
+  }
+  const XXH64_hash_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  char text[32];
+  std::snprintf(text, sizeof(text), "xxh3-64:%016llx",
+                static_cast<unsigned long long>(hash));
+  return text;
+}
+
+}  // namespace rotor::train
