@@ -4,9 +4,10 @@
 // smollm2-135m.yaml) with random weights, batch 1, one step = forward,
 // backward, gradient clipping and AdamW, built as the trainer builds it.
 //
-// Each row is one (sequence length, activation checkpointing, threads)
-// case in its own process, so its peak RSS (VmHWM: weights, gradients,
-// moments, activations, library code) is its own. Printed per case:
+// Each row is one (sequence length, fine-tuning mode, activation
+// checkpointing, threads) case in its own process, so its peak RSS (VmHWM:
+// weights, gradients, moments, activations, library code) is its own. Printed
+// per case:
 //   tok/s            batch * seq / the step's wall time
 //   peak RSS         the process's peak resident set, in GiB
 //   model TFLOP      per step, 6 * (matmul weights) * T (the matmuls,
@@ -22,10 +23,17 @@
 //   in attention     attention kernels (core/profile.h), recomputation
 //                    included
 //
+// Modes: full (every weight trains: gradients and AdamW moments for all
+// 134.5M) and lora (the issue's LongLoRA setting: a frozen base, adapters
+// of rank 8, alpha 16, on all seven projections of every layer, and the
+// embeddings and every norm trained in full; nn/lora.h). Model FLOPs count
+// the same 6 per weight in both, as MFU does, although the frozen weights
+// take no dW product.
+//
 // Usage: build/bench/long_context_bench [--seqs 2048,8192,16384,32768]
-//          [--checkpointing none,layers] [--threads 1,2] [--steps N]
-//          [--warmup N]
-//        build/bench/long_context_bench --case SEQ CHECKPOINTING THREADS
+//          [--modes full,lora] [--checkpointing none,layers]
+//          [--threads 1,2] [--steps N] [--warmup N]
+//        build/bench/long_context_bench --case SEQ MODE CHECKPOINTING THREADS
 //          (one case, one machine-readable line)
 // A step at 32,768 tokens takes tens of minutes on a 2-core machine: pick
 // the lengths to run with --seqs. Cases that cannot fit the machine's
@@ -47,8 +55,10 @@
 #include "core/parallel.h"
 #include "core/profile.h"
 #include "core/tensor.h"
+#include "nn/lora.h"
 #include "nn/transformer.h"
 #include "train/config/memory_estimate.h"
+#include "train/config/train_config.h"
 #include "train/optim/adamw.h"
 
 namespace rotor {
@@ -105,30 +115,54 @@ double PeakRssGiB() {
   return static_cast<double>(PeakResidentBytes()) / (1024.0 * 1024 * 1024);
 }
 
-// One case; prints "seq checkpointing threads tok/s rss_gib tflop
-// sgemm_gflops" or "seq checkpointing threads nofit estimate_gib".
-int RunCase(int64_t seq, const std::string& checkpointing, int threads,
-            int warmup, int steps) {
+// One case; prints "seq mode checkpointing threads tok/s rss_gib tflop
+// sgemm_gflops matmul_share attention_share", or "seq mode checkpointing
+// threads nofit estimate_gib".
+int RunCase(int64_t seq, const std::string& mode,
+            const std::string& checkpointing, int threads, int warmup,
+            int steps) {
   SetNumThreads(threads);
   const nn::TransformerConfig config = SmolLm2Shape(seq);
   train::TrainSection section;
   section.batch_size = 1;
   section.seq_len = seq;
   section.activation_checkpointing_every = checkpointing == "layers" ? 1 : 0;
+  train::FinetuneSection finetune;
+  if (mode == "lora") {
+    finetune.lora.enabled = true;
+    finetune.lora.r = 8;
+    finetune.lora.alpha = 16.0;
+    finetune.lora.target_modules = train::LoraTargetModuleNames();
+    finetune.trainable = {"embed_tokens", "norm"};
+  }
+  const char* head = "%lld %s %s %d";
+  const auto print_case = [&] {
+    std::printf(head, static_cast<long long>(seq), mode.c_str(),
+                checkpointing.c_str(), threads);
+  };
   const double estimate =
-      train::EstimateTrainingMemory(config, section).total();
+      train::EstimateTrainingMemory(config, section, finetune).total();
   if (estimate > static_cast<double>(UsableMemory().bytes)) {
-    std::printf("%lld %s %d nofit %.1f\n", static_cast<long long>(seq),
-                checkpointing.c_str(), threads,
-                estimate / (1024.0 * 1024 * 1024));
+    print_case();
+    std::printf(" nofit %.1f\n", estimate / (1024.0 * 1024 * 1024));
     return 0;
   }
   const double sgemm = bench::StepSgemmGflops(StepShapes(config, seq));
   nn::Transformer model(config, /*seed=*/1);
+  if (finetune.freezes_base()) {
+    nn::FinetuneSettings settings;
+    settings.lora = finetune.lora.enabled;
+    settings.lora_settings = {finetune.lora.r, finetune.lora.alpha,
+                              finetune.lora.dropout};
+    settings.target_modules = finetune.lora.target_modules;
+    settings.trainable = finetune.trainable;
+    nn::SetUpFinetuning(model, settings, /*seed=*/2);
+  }
   model.SetSequenceLength(seq);
   model.SetActivationCheckpointing(section.activation_checkpointing_every);
-  train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
-  const std::vector<Tensor> parameters = model.Parameters();
+  train::AdamW optimizer(model.NamedTrainableParameters(),
+                         train::AdamWSettings{});
+  const std::vector<Tensor> parameters = model.TrainableParameters();
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
   std::vector<int32_t> inputs(seq), targets(seq);
@@ -157,12 +191,11 @@ int RunCase(int64_t seq, const std::string& checkpointing, int threads,
     }
   }
   profile::Enable(false);
-  const double matmul = phases.wall(profile::Phase::kMatmul) / best;
-  const double attention = phases.wall(profile::Phase::kAttention) / best;
-  std::printf("%lld %s %d %.2f %.2f %.2f %.1f %.3f %.3f\n",
-              static_cast<long long>(seq), checkpointing.c_str(), threads,
-              seq / best, PeakRssGiB(), ModelFlops(config, seq) / 1e12, sgemm,
-              matmul, attention);
+  print_case();
+  std::printf(" %.2f %.2f %.2f %.1f %.3f %.3f\n", seq / best, PeakRssGiB(),
+              ModelFlops(config, seq) / 1e12, sgemm,
+              phases.wall(profile::Phase::kMatmul) / best,
+              phases.wall(profile::Phase::kAttention) / best);
   return 0;
 }
 
@@ -176,21 +209,23 @@ std::vector<std::string> SplitCommas(const std::string& text) {
 }
 
 int Main(int argc, char** argv) {
-  std::string seqs = "2048,8192,16384,32768", modes = "none,layers";
-  std::string thread_counts = "1,2";
+  std::string seqs = "2048,8192,16384,32768", modes = "full,lora";
+  std::string checkpointing = "none,layers", thread_counts = "1,2";
   int warmup = 1, steps = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--case" && i + 3 < argc) {
-      return RunCase(std::atoll(argv[i + 1]), argv[i + 2],
-                     std::atoi(argv[i + 3]), warmup, steps);
+    if (flag == "--case" && i + 4 < argc) {
+      return RunCase(std::atoll(argv[i + 1]), argv[i + 2], argv[i + 3],
+                     std::atoi(argv[i + 4]), warmup, steps);
     }
     if (i + 1 >= argc) break;
     const std::string value = argv[++i];
     if (flag == "--seqs") {
       seqs = value;
-    } else if (flag == "--checkpointing") {
+    } else if (flag == "--modes") {
       modes = value;
+    } else if (flag == "--checkpointing") {
+      checkpointing = value;
     } else if (flag == "--threads") {
       thread_counts = value;
     } else if (flag == "--warmup") {
@@ -206,56 +241,61 @@ int Main(int argc, char** argv) {
   std::printf(
       "rotor fine-tuning step at the SmolLM2-135M shape, batch 1 (forward + "
       "backward + clip + AdamW; %d warm-up, best of %d)\n"
-      "| seq | checkpointing | threads | tok/s | peak RSS GiB | model TFLOP | "
-      "model GFLOP/s | sgemm GFLOP/s | %% of sgemm | step in sgemm | step in "
-      "attention |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+      "| seq | mode | checkpointing | threads | tok/s | peak RSS GiB | model "
+      "TFLOP | model GFLOP/s | sgemm GFLOP/s | %% of sgemm | step in sgemm | "
+      "step in attention |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+      "|\n",
       warmup, steps);
   std::fflush(stdout);
   for (const std::string& seq : SplitCommas(seqs)) {
     for (const std::string& mode : SplitCommas(modes)) {
-      for (const std::string& threads : SplitCommas(thread_counts)) {
-        const std::string command =
-            "'/proc/" + std::to_string(getpid()) + "/exe' --warmup " +
-            std::to_string(warmup) + " --steps " + std::to_string(steps) +
-            " --case " + seq + " " + mode + " " + threads;
-        FILE* pipe = popen(command.c_str(), "r");
-        char line[256] = {0};
-        if (pipe == nullptr ||
-            std::fgets(line, sizeof(line), pipe) == nullptr) {
-          std::fprintf(stderr, "long_context_bench: %s failed\n",
-                       command.c_str());
-          if (pipe) pclose(pipe);
-          return 1;
+      for (const std::string& ckpt : SplitCommas(checkpointing)) {
+        for (const std::string& threads : SplitCommas(thread_counts)) {
+          const std::string command =
+              "'/proc/" + std::to_string(getpid()) + "/exe' --warmup " +
+              std::to_string(warmup) + " --steps " + std::to_string(steps) +
+              " --case " + seq + " " + mode + " " + ckpt + " " + threads;
+          FILE* pipe = popen(command.c_str(), "r");
+          char line[256] = {0};
+          if (pipe == nullptr ||
+              std::fgets(line, sizeof(line), pipe) == nullptr) {
+            std::fprintf(stderr, "long_context_bench: %s failed\n",
+                         command.c_str());
+            if (pipe) pclose(pipe);
+            return 1;
+          }
+          pclose(pipe);
+          long long got_seq;
+          char got_mode[16], got_ckpt[16], word[16];
+          int got_threads;
+          double tok, rss, tflop, sgemm, estimate, matmul, attention;
+          if (std::sscanf(line, "%lld %15s %15s %d %15s %lf", &got_seq,
+                          got_mode, got_ckpt, &got_threads, word,
+                          &estimate) == 6 &&
+              std::string(word) == "nofit") {
+            std::printf(
+                "| %lld | %s | %s | %d | does not fit: needs %.1f GiB | | | | "
+                "| | | |\n",
+                got_seq, got_mode, got_ckpt, got_threads, estimate);
+          } else if (std::sscanf(
+                         line, "%lld %15s %15s %d %lf %lf %lf %lf %lf %lf",
+                         &got_seq, got_mode, got_ckpt, &got_threads, &tok, &rss,
+                         &tflop, &sgemm, &matmul, &attention) == 10) {
+            const double gflops = tflop * 1e3 * tok / got_seq;
+            std::printf(
+                "| %lld | %s | %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f | "
+                "%.0f%% | %.0f%% | %.0f%% |\n",
+                got_seq, got_mode, got_ckpt, got_threads, tok, rss, tflop,
+                gflops, sgemm, 100 * gflops / sgemm, 100 * matmul,
+                100 * attention);
+          } else {
+            std::fprintf(stderr, "long_context_bench: unexpected output '%s'\n",
+                         line);
+            return 1;
+          }
+          std::fflush(stdout);
         }
-        pclose(pipe);
-        long long got_seq;
-        char got_mode[16];
-        int got_threads;
-        double tok, rss, tflop, sgemm, estimate, matmul, attention;
-        char word[16];
-        if (std::sscanf(line, "%lld %15s %d %15s %lf", &got_seq, got_mode,
-                        &got_threads, word, &estimate) == 5 &&
-            std::string(word) == "nofit") {
-          std::printf(
-              "| %lld | %s | %d | does not fit: needs %.1f GiB | | | "
-              "| | | | |\n",
-              got_seq, got_mode, got_threads, estimate);
-        } else if (std::sscanf(line, "%lld %15s %d %lf %lf %lf %lf %lf %lf",
-                               &got_seq, got_mode, &got_threads, &tok, &rss,
-                               &tflop, &sgemm, &matmul, &attention) == 9) {
-          const double gflops = tflop * 1e3 * tok / got_seq;
-          std::printf(
-              "| %lld | %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f | "
-              "%.0f%% | %.0f%% | %.0f%% |\n",
-              got_seq, got_mode, got_threads, tok, rss, tflop, gflops, sgemm,
-              100 * gflops / sgemm, 100 * matmul, 100 * attention);
-        } else {
-          std::fprintf(stderr, "long_context_bench: unexpected output '%s'\n",
-                       line);
-          return 1;
-        }
-        std::fflush(stdout);
       }
     }
   }
