@@ -10,6 +10,9 @@
 // per case:
 //   tok/s            batch * seq / the step's wall time
 //   peak RSS         the process's peak resident set, in GiB
+//   peak live        the peak of bytes held by live tensors (the rest of
+//                    the RSS is code, thread stacks, OpenBLAS's buffers and
+//                    buffers the pool keeps for reuse; core/tensor.h)
 //   model TFLOP      per step, 6 * (matmul weights) * T (the matmuls,
 //                    forward and backward) + 6 * layers * width * T^2
 //                    (causal attention: QK^T and PV over half the T x T
@@ -18,7 +21,8 @@
 //   % sgemm          model FLOP/s over the rate OpenBLAS sgemm reaches on
 //                    the step's own linear layers (forward and backward, up
 //                    to 4,096 rows; bench_util.h StepSgemmGflops) at this
-//                    thread count, measured in the same process just before
+//                    thread count, measured in the same process right after
+//                    the step (so that its operands are not in the peaks)
 //   step in sgemm,   shares of the step's wall time in OpenBLAS and in the
 //   in attention     attention kernels (core/profile.h), recomputation
 //                    included
@@ -147,7 +151,6 @@ int RunCase(int64_t seq, const std::string& mode,
     std::printf(" nofit %.1f\n", estimate / (1024.0 * 1024 * 1024));
     return 0;
   }
-  const double sgemm = bench::StepSgemmGflops(StepShapes(config, seq));
   nn::Transformer model(config, /*seed=*/1);
   if (finetune.freezes_base()) {
     nn::FinetuneSettings settings;
@@ -191,8 +194,13 @@ int RunCase(int64_t seq, const std::string& mode,
     }
   }
   profile::Enable(false);
+  // The step's peaks, then sgemm's rate: its own large operands must not
+  // count in them.
+  const double rss = PeakRssGiB();
+  const double live = GetMemoryStats().peak_live_bytes / (1024.0 * 1024 * 1024);
+  const double sgemm = bench::StepSgemmGflops(StepShapes(config, seq));
   print_case();
-  std::printf(" %.2f %.2f %.2f %.1f %.3f %.3f\n", seq / best, PeakRssGiB(),
+  std::printf(" %.2f %.2f %.2f %.2f %.1f %.3f %.3f\n", seq / best, rss, live,
               ModelFlops(config, seq) / 1e12, sgemm,
               phases.wall(profile::Phase::kMatmul) / best,
               phases.wall(profile::Phase::kAttention) / best);
@@ -241,11 +249,12 @@ int Main(int argc, char** argv) {
   std::printf(
       "rotor fine-tuning step at the SmolLM2-135M shape, batch 1 (forward + "
       "backward + clip + AdamW; %d warm-up, best of %d)\n"
-      "| seq | mode | checkpointing | threads | tok/s | peak RSS GiB | model "
+      "| seq | mode | checkpointing | threads | tok/s | peak RSS GiB | peak "
+      "live GiB | model "
       "TFLOP | model GFLOP/s | sgemm GFLOP/s | %% of sgemm | step in sgemm | "
       "step in attention |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-      "|\n",
+      "| --- |\n",
       warmup, steps);
   std::fflush(stdout);
   for (const std::string& seq : SplitCommas(seqs)) {
@@ -269,24 +278,24 @@ int Main(int argc, char** argv) {
           long long got_seq;
           char got_mode[16], got_ckpt[16], word[16];
           int got_threads;
-          double tok, rss, tflop, sgemm, estimate, matmul, attention;
+          double tok, rss, live, tflop, sgemm, estimate, matmul, attention;
           if (std::sscanf(line, "%lld %15s %15s %d %15s %lf", &got_seq,
                           got_mode, got_ckpt, &got_threads, word,
                           &estimate) == 6 &&
               std::string(word) == "nofit") {
             std::printf(
                 "| %lld | %s | %s | %d | does not fit: needs %.1f GiB | | | | "
-                "| | | |\n",
+                "| | | | |\n",
                 got_seq, got_mode, got_ckpt, got_threads, estimate);
           } else if (std::sscanf(
-                         line, "%lld %15s %15s %d %lf %lf %lf %lf %lf %lf",
+                         line, "%lld %15s %15s %d %lf %lf %lf %lf %lf %lf %lf",
                          &got_seq, got_mode, got_ckpt, &got_threads, &tok, &rss,
-                         &tflop, &sgemm, &matmul, &attention) == 10) {
+                         &live, &tflop, &sgemm, &matmul, &attention) == 11) {
             const double gflops = tflop * 1e3 * tok / got_seq;
             std::printf(
-                "| %lld | %s | %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f | "
-                "%.0f%% | %.0f%% | %.0f%% |\n",
-                got_seq, got_mode, got_ckpt, got_threads, tok, rss, tflop,
+                "| %lld | %s | %s | %d | %.1f | %.2f | %.2f | %.1f | %.1f | "
+                "%.1f | %.0f%% | %.0f%% | %.0f%% |\n",
+                got_seq, got_mode, got_ckpt, got_threads, tok, rss, live, tflop,
                 gflops, sgemm, 100 * gflops / sgemm, 100 * matmul,
                 100 * attention);
           } else {
