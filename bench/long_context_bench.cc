@@ -119,9 +119,9 @@ double PeakRssGiB() {
   return static_cast<double>(PeakResidentBytes()) / (1024.0 * 1024 * 1024);
 }
 
-// One case; prints "seq mode checkpointing threads tok/s rss_gib tflop
-// sgemm_gflops matmul_share attention_share", or "seq mode checkpointing
-// threads nofit estimate_gib".
+// One case; prints "seq mode checkpointing threads tok/s rss_gib live_gib
+// tflop sgemm_gflops matmul_share attention_share", or "seq mode
+// checkpointing threads nofit estimate_gib".
 int RunCase(int64_t seq, const std::string& mode,
             const std::string& checkpointing, int threads, int warmup,
             int steps) {
@@ -139,9 +139,8 @@ int RunCase(int64_t seq, const std::string& mode,
     finetune.lora.target_modules = train::LoraTargetModuleNames();
     finetune.trainable = {"embed_tokens", "norm"};
   }
-  const char* head = "%lld %s %s %d";
   const auto print_case = [&] {
-    std::printf(head, static_cast<long long>(seq), mode.c_str(),
+    std::printf("%lld %s %s %d", static_cast<long long>(seq), mode.c_str(),
                 checkpointing.c_str(), threads);
   };
   const double estimate =
@@ -153,13 +152,8 @@ int RunCase(int64_t seq, const std::string& mode,
   }
   nn::Transformer model(config, /*seed=*/1);
   if (finetune.freezes_base()) {
-    nn::FinetuneSettings settings;
-    settings.lora = finetune.lora.enabled;
-    settings.lora_settings = {finetune.lora.r, finetune.lora.alpha,
-                              finetune.lora.dropout};
-    settings.target_modules = finetune.lora.target_modules;
-    settings.trainable = finetune.trainable;
-    nn::SetUpFinetuning(model, settings, /*seed=*/2);
+    nn::SetUpFinetuning(model, train::FinetuneSettingsOf(finetune),
+                        /*seed=*/2);
   }
   model.SetSequenceLength(seq);
   model.SetActivationCheckpointing(section.activation_checkpointing_every);

@@ -26,6 +26,12 @@ double WallSeconds() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
+double ClockSeconds(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec;
+}
+
 }  // namespace
 
 const char* PhaseName(Phase phase) {
@@ -44,12 +50,6 @@ const char* PhaseName(Phase phase) {
       return "allocator";
   }
   return "?";
-}
-
-double ClockSeconds(clockid_t clock) {
-  timespec now{};
-  clock_gettime(clock, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec;
 }
 
 double ProcessCpuSeconds() { return ClockSeconds(CLOCK_PROCESS_CPUTIME_ID); }

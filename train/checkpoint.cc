@@ -335,13 +335,8 @@ BaseReference LoadFinetuneBase(const TrainConfig& config,
   base.hash_seconds = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - hash_start)
                           .count();
-  nn::FinetuneSettings settings;
-  settings.lora = f.lora.enabled;
-  settings.lora_settings = {f.lora.r, f.lora.alpha, f.lora.dropout};
-  settings.target_modules = f.lora.target_modules;
-  settings.trainable = f.trainable;
   try {
-    nn::SetUpFinetuning(model, settings, config.train.seed);
+    nn::SetUpFinetuning(model, FinetuneSettingsOf(f), config.train.seed);
   } catch (const Error& e) {
     throw Error(StrCat(config.file, ": finetune: ", e.what()));
   }

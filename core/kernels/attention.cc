@@ -412,6 +412,14 @@ void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
 // exp(m_i - m') before adding its terms; at the end out_i = acc_i / l_i and
 // L_i = m_i + log l_i.
 //
+// Where TransposeKeyTiles (below) puts key tile k0 of kv head `kv_head`,
+// in floats from the start of its buffer.
+size_t TransposedKeyTileOffset(const AttentionShape& s, size_t kv_head,
+                               size_t k0) {
+  return (kv_head * DivCeil(s.kv_len, kKeyTile) + k0 / kKeyTile) * s.head_dim *
+         kKeyTile;
+}
+
 // `keys_t` (optional) holds every key tile of every kv head already
 // transposed (TransposeKeyTiles); without it each task transposes the tiles
 // it reads.
@@ -448,9 +456,7 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
     if (transpose_keys) {
       const float* tile_t = scratch.keys_t;
       if (keys_t != nullptr) {
-        tile_t =
-            keys_t + (kv_head * DivCeil(s.kv_len, kKeyTile) + k0 / kKeyTile) *
-                         dim * kKeyTile;
+        tile_t = keys_t + TransposedKeyTileOffset(s, kv_head, k0);
       } else {
         TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
       }
@@ -502,13 +508,12 @@ hwy::AlignedFreeUniquePtr<float[]> TransposeKeyTiles(
   const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
   const size_t tiles = s.batch * s.kv_heads * k_tiles;
   auto keys_t = hwy::AllocateAligned<float>(tiles * dim * kKeyTile);
-  float* out = keys_t.get();
   ParallelFor(tiles, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const size_t kv_head = t / k_tiles, k0 = (t % k_tiles) * kKeyTile;
       TransposeTile(k + (kv_head * s.kv_len + k0) * dim,
                     std::min(kKeyTile, s.kv_len - k0), dim, kKeyTile,
-                    out + t * dim * kKeyTile);
+                    keys_t.get() + TransposedKeyTileOffset(s, kv_head, k0));
     }
   });
   return keys_t;

@@ -476,4 +476,14 @@ std::string DataStreamDifferences(const TrainConfig& saved,
   return differences;
 }
 
+nn::FinetuneSettings FinetuneSettingsOf(const FinetuneSection& finetune) {
+  nn::FinetuneSettings settings;
+  settings.lora = finetune.lora.enabled;
+  settings.lora_settings = {finetune.lora.r, finetune.lora.alpha,
+                            finetune.lora.dropout};
+  settings.target_modules = finetune.lora.target_modules;
+  settings.trainable = finetune.trainable;
+  return settings;
+}
+
 }  // namespace rotor::train

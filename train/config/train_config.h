@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/lora.h"
 #include "nn/transformer.h"
 #include "train/config/model_config.h"
 #include "train/data/passkey.h"
@@ -159,6 +160,9 @@ struct FinetuneSection {
   // True when only the adapters and `trainable` train.
   bool freezes_base() const { return lora.enabled || !trainable.empty(); }
 };
+
+// The section as nn::SetUpFinetuning takes it.
+nn::FinetuneSettings FinetuneSettingsOf(const FinetuneSection& finetune);
 
 struct TrainConfig {
   std::string file;  // where it was read from (for messages)
