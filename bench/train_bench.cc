@@ -1,11 +1,14 @@
 // Training throughput and peak memory of a whole step, forward + backward +
 // gradient clipping + AdamW, built exactly as the trainer builds it
 // (nn::Transformer, AdamW over NamedParameters, ClipGradNorm), on random
-// token batches. Two Llama-style configs, vocabulary 256, head_dim 32, tied
-// embeddings, no grouped-query sharing:
+// token batches. Three Llama-style configs, head_dim 32, tied embeddings:
 //
-//   tiny:  hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8
-//   small: hidden 256, 6 layers, 8 heads, FFN 688, seq 512, batch 8
+//   tiny:    hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8,
+//            vocabulary 256
+//   small:   hidden 256, 6 layers, 8 heads, FFN 688, seq 512, batch 8,
+//            vocabulary 256
+//   default: configs/default.yaml: hidden 192, 4 layers, 6 query heads
+//            sharing 2 kv heads, FFN 512, seq 256, batch 16, vocabulary 257
 //
 // tokens/s counts batch * seq tokens per step; model GF/s is tokens/s times
 // the model FLOPs per token (6 per matmul weight + 6 * layers * hidden * seq
@@ -26,7 +29,8 @@
 // bench/train_torch.py, the same model in PyTorch eager.
 //
 // Usage: build/bench/train_bench [--steps N] [--repeats R]
-//        build/bench/train_bench --config tiny|small --threads T [--steps N]
+//        build/bench/train_bench --config tiny|small|default --threads T
+//        [--steps N]
 //          [--repeats R] [--seq S] [--batch B] [--documents K]
 //          (one pair, one result line; --seq and --batch replace the
 //          config's; --documents K cuts each row into K equal packed
@@ -62,23 +66,24 @@ namespace {
 
 struct BenchConfig {
   const char* name;
-  int64_t hidden, layers, heads, ffn, seq, batch;
+  int64_t hidden, layers, heads, kv_heads, ffn, seq, batch, vocab;
 };
 
 constexpr BenchConfig kConfigs[] = {
-    {"tiny", 128, 4, 4, 344, 256, 8},
-    {"small", 256, 6, 8, 688, 512, 8},
+    {"tiny", 128, 4, 4, 4, 344, 256, 8, 256},
+    {"small", 256, 6, 8, 8, 688, 512, 8, 256},
+    // configs/default.yaml's model and batch (grouped-query attention).
+    {"default", 192, 4, 6, 2, 512, 256, 16, 257},
 };
-constexpr int64_t kVocab = 256;
 
 nn::TransformerConfig ModelConfig(const BenchConfig& c) {
   nn::TransformerConfig config;
-  config.vocab_size = kVocab;
+  config.vocab_size = c.vocab;
   config.hidden_size = c.hidden;
   config.intermediate_size = c.ffn;
   config.num_hidden_layers = c.layers;
   config.num_attention_heads = c.heads;
-  config.num_key_value_heads = c.heads;
+  config.num_key_value_heads = c.kv_heads;
   config.head_dim = c.hidden / c.heads;
   config.tie_word_embeddings = true;
   config.rope.head_dim = config.head_dim;
@@ -90,19 +95,23 @@ nn::TransformerConfig ModelConfig(const BenchConfig& c) {
 // causal attention's 6 * layers * hidden * seq (QK^T and PV over half the
 // square, forward 4 * hidden * seq / 2, backward twice that).
 double ModelFlops(const BenchConfig& c) {
+  const double kv_width = static_cast<double>(c.hidden) / c.heads * c.kv_heads;
   const double matmul_weights =
-      c.layers * (4.0 * c.hidden * c.hidden + 3.0 * c.hidden * c.ffn) +
-      static_cast<double>(kVocab) * c.hidden;
+      c.layers * (2.0 * c.hidden * c.hidden + 2.0 * c.hidden * kv_width +
+                  3.0 * c.hidden * c.ffn) +
+      static_cast<double>(c.vocab) * c.hidden;
   return 6.0 * matmul_weights + 6.0 * c.layers * c.hidden * c.seq;
 }
 
 // The step's linear layers (bench_util.h StepSgemmGflops).
 std::vector<bench::LinearShape> StepShapes(const BenchConfig& c) {
   const int64_t rows = c.batch * c.seq;
-  return {{rows, c.hidden, c.hidden, 4 * c.layers},  // q, k, v, o
+  const int64_t kv_width = c.hidden / c.heads * c.kv_heads;
+  return {{rows, c.hidden, c.hidden, 2 * c.layers},  // q, o
+          {rows, c.hidden, kv_width, 2 * c.layers},  // k, v
           {rows, c.hidden, c.ffn, 2 * c.layers},     // gate, up
           {rows, c.ffn, c.hidden, c.layers},         // down
-          {rows, c.hidden, kVocab, 1}};              // the head
+          {rows, c.hidden, c.vocab, 1}};             // the head
 }
 
 // User + system CPU seconds this process has used so far (all threads).
@@ -148,7 +157,7 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
   train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
   const std::vector<Tensor> parameters = model.Parameters();
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> token(0, kVocab - 1);
+  std::uniform_int_distribution<int32_t> token(0, c.vocab - 1);
   std::vector<int32_t> inputs(c.batch * c.seq), targets(c.batch * c.seq);
   const nn::PackedDocuments packed =
       documents > 0 ? EqualDocuments(c, documents) : nn::PackedDocuments{};
@@ -242,18 +251,18 @@ int Main(int argc, char** argv) {
       }
     }
     std::fprintf(stderr,
-                 "train_bench: --config must be tiny or small, --threads "
+                 "train_bench: --config must be tiny, small or default, "
+                 "--threads "
                  "positive, --seq, --batch and --documents not negative, "
                  "--documents at most the sequence length\n");
     return 2;
   }
 
   std::printf(
-      "rotor training step (forward + backward + clip + AdamW), vocab %lld\n"
-      "%-6s %7s %10s %10s %12s %13s %13s %8s %11s %11s %8s\n",
-      static_cast<long long>(kVocab), "config", "threads", "tok/s", "(slowest)",
-      "tok/CPU-s", "peak RSS MiB", "peak live MiB", "params", "model GF/s",
-      "sgemm GF/s", "% sgemm");
+      "rotor training step (forward + backward + clip + AdamW)\n"
+      "%-7s %7s %10s %10s %12s %13s %13s %8s %11s %11s %8s\n",
+      "config", "threads", "tok/s", "(slowest)", "tok/CPU-s", "peak RSS MiB",
+      "peak live MiB", "params", "model GF/s", "sgemm GF/s", "% sgemm");
   struct Breakdown {
     std::string name;
     int threads;
@@ -291,7 +300,7 @@ int Main(int argc, char** argv) {
       }
       pclose(pipe);
       std::printf(
-          "%-6s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld %11.1f %11.1f "
+          "%-7s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld %11.1f %11.1f "
           "%7.0f%%\n",
           name, got_threads, tok, tok_slow, tok_cpu, rss, live, params,
           model_gflops, sgemm_gflops, 100 * model_gflops / sgemm_gflops);
@@ -311,7 +320,7 @@ int Main(int argc, char** argv) {
       "CPU/wall)\n%-32s",
       "phase");
   for (const Breakdown& b : breakdowns) {
-    std::printf(" %6s/%d     ", b.name.c_str(), b.threads);
+    std::printf(" %7s/%d    ", b.name.c_str(), b.threads);
   }
   std::printf("\n");
   const auto row = [&](const char* label, auto wall_of, auto cpu_of) {
