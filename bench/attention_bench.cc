@@ -20,8 +20,16 @@
 // (key_start) against the plain causal kernel, forward + backward at one
 // thread in CPU time, with the ratio of the visible pairs for comparison.
 //
+// Last, RoPE inside attention (core/ops/attention.h RopeCausalAttention)
+// against what the model ran before: the projections viewed as heads, the
+// Rope op, CausalAttention and the heads merged back (with their layout
+// copies), both as autograd ops, forward + backward at one thread in CPU
+// time, at configs/default.yaml's shape and SmolLM2-135M's at 4k tokens;
+// with the peak bytes of live tensors each needs.
+//
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
 //        build/bench/attention_bench packed      (the packed table only)
+//        build/bench/attention_bench rope        (the RoPE table only)
 #include <time.h>
 
 #include <algorithm>
@@ -37,7 +45,11 @@
 #include "bench/bench_util.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/attention_scalar.h"
+#include "core/ops/attention.h"
+#include "core/ops/ops.h"
+#include "core/ops/rope.h"
 #include "core/parallel.h"
+#include "core/tensor.h"
 
 namespace rotor {
 namespace {
@@ -156,6 +168,66 @@ void RunPacked() {
     const double seconds = time_both(s);
     std::printf("%-34s %12.1f %9.2f %9.2f\n", name, seconds * 1e3,
                 unmasked / seconds, double(kLen) * (kLen + 1) / 2 / pairs);
+  }
+}
+
+// RoPE inside attention against the separate ops, at one thread.
+void RunRope() {
+  SetNumThreads(1);
+  struct Case {
+    const char* name;
+    int64_t batch, q_heads, kv_heads, len, head_dim;
+  };
+  const Case cases[] = {
+      {"default.yaml B16 Hq6 Hkv2 T256 D32", 16, 6, 2, 256, 32},
+      {"SmolLM2 B1 Hq9 Hkv3 T4096 D64", 1, 9, 3, 4096, 64}};
+  std::printf("\n%-36s %12s %12s %7s %13s %13s\n",
+              "RoPE + attention, fwd + bwd (1 thr)", "separate ms", "inside ms",
+              "ratio", "separate MiB", "inside MiB");
+  for (const Case& c : cases) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    auto random = [&](int64_t width) {
+      Tensor t = Tensor::Empty({c.batch, c.len, width}, true);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(rng);
+      return t;
+    };
+    const int64_t d = c.head_dim;
+    Tensor q = random(c.q_heads * d), k = random(c.kv_heads * d),
+           v = random(c.kv_heads * d);
+    RopeTable table = RopeTable::Default(d, 10000.0);
+    AttentionRopeSettings rope;
+    rope.table = &table;
+    auto heads = [&](const Tensor& x, int64_t h) {
+      return Permute(Reshape(x, {c.batch, c.len, h, d}), {0, 2, 1, 3});
+    };
+    auto separate = [&] {
+      auto [q_rot, k_rot] = Rope(heads(q, c.q_heads), heads(k, c.kv_heads),
+                                 table, rope.positions, rope.layout);
+      const Tensor attended =
+          CausalAttention(q_rot, k_rot, Contiguous(heads(v, c.kv_heads)));
+      Sum(Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
+                  {c.batch, c.len, c.q_heads * d}))
+          .Backward();
+    };
+    auto inside = [&] {
+      Sum(RopeCausalAttention(q, k, v, d, rope)).Backward();
+    };
+    // Peak live tensor bytes above what exists before the call.
+    auto peak_mib = [](const std::function<void()>& fn) {
+      ResetPeakMemory();
+      const double before = GetMemoryStats().live_bytes;
+      fn();
+      return (GetMemoryStats().peak_live_bytes - before) / 1048576.0;
+    };
+    const int repeats = c.len >= 4096 ? 3 : 10;
+    const double separate_s = BestThreadCpuSeconds(separate, repeats);
+    const double inside_s = BestThreadCpuSeconds(inside, repeats);
+    const double separate_mib = peak_mib(separate);
+    const double inside_mib = peak_mib(inside);
+    std::printf("%-36s %12.2f %12.2f %7.3f %13.1f %13.1f\n", c.name,
+                separate_s * 1e3, inside_s * 1e3, inside_s / separate_s,
+                separate_mib, inside_mib);
   }
 }
 
@@ -282,6 +354,7 @@ void Run(size_t max_len) {
     }
   }
   RunPacked();
+  RunRope();
 }
 
 }  // namespace
@@ -290,6 +363,10 @@ void Run(size_t max_len) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "packed") == 0) {
     rotor::RunPacked();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "rope") == 0) {
+    rotor::RunRope();
     return 0;
   }
   const size_t max_len = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;

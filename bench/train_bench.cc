@@ -32,10 +32,14 @@
 //        build/bench/train_bench --config tiny|small|default --threads T
 //        [--steps N]
 //          [--repeats R] [--seq S] [--batch B] [--documents K]
+//          [--rope inside|separate]
 //          (one pair, one result line; --seq and --batch replace the
 //          config's; --documents K cuts each row into K equal packed
 //          documents that neither attend to each other nor share positions,
-//          as data.document_mask and data.document_positions do)
+//          as data.document_mask and data.document_positions do; --rope
+//          separate runs RoPE as its own op before attention, with the
+//          layout copies around it, instead of inside the attention kernels:
+//          TransformerConfig::rope_inside_attention)
 // Steps are timed in R groups of N steps after two warm-up steps; the
 // figure is the fastest group (the least disturbed on a shared machine) and
 // the slowest is printed beside it as a noise gauge.
@@ -150,9 +154,11 @@ nn::PackedDocuments EqualDocuments(const BenchConfig& c, int64_t documents) {
 // One (config, threads) measurement; prints one machine-readable line.
 // documents > 0: each row packs that many documents (EqualDocuments).
 void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
-            int64_t documents) {
+            int64_t documents, bool rope_inside_attention) {
   SetNumThreads(threads);
-  nn::Transformer model(ModelConfig(c), /*seed=*/1);
+  nn::TransformerConfig config = ModelConfig(c);
+  config.rope_inside_attention = rope_inside_attention;
+  nn::Transformer model(config, /*seed=*/1);
   model.SetSequenceLength(c.seq);
   train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
   const std::vector<Tensor> parameters = model.Parameters();
@@ -219,6 +225,7 @@ int Main(int argc, char** argv) {
   std::string config_name;
   int threads = 0, steps = 3, repeats = 3;
   int64_t seq = 0, batch = 0, documents = 0;
+  std::string rope = "inside";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--config") {
@@ -235,6 +242,8 @@ int Main(int argc, char** argv) {
       batch = std::atoll(argv[i + 1]);
     } else if (flag == "--documents") {
       documents = std::atoll(argv[i + 1]);
+    } else if (flag == "--rope") {
+      rope = argv[i + 1];
     } else {
       std::fprintf(stderr, "train_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -243,10 +252,11 @@ int Main(int argc, char** argv) {
   if (!config_name.empty()) {
     for (BenchConfig c : kConfigs) {
       if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
-          documents >= 0 && documents <= (seq > 0 ? seq : c.seq)) {
+          documents >= 0 && documents <= (seq > 0 ? seq : c.seq) &&
+          (rope == "inside" || rope == "separate")) {
         if (seq > 0) c.seq = seq;
         if (batch > 0) c.batch = batch;
-        RunOne(c, threads, steps, repeats, documents);
+        RunOne(c, threads, steps, repeats, documents, rope == "inside");
         return 0;
       }
     }
@@ -254,7 +264,8 @@ int Main(int argc, char** argv) {
                  "train_bench: --config must be tiny, small or default, "
                  "--threads "
                  "positive, --seq, --batch and --documents not negative, "
-                 "--documents at most the sequence length\n");
+                 "--documents at most the sequence length, --rope inside or "
+                 "separate\n");
     return 2;
   }
 

@@ -29,6 +29,7 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
       num_kv_heads_(config.num_key_value_heads),
       head_dim_(config.head_dim),
       partial_rotary_factor_(config.rope.partial_rotary_factor),
+      rope_inside_attention_(config.rope_inside_attention),
       layout_(config.rope_layout),
       q_proj_(RegisterModule(
           "q_proj", std::make_unique<Linear>(
@@ -52,8 +53,23 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
                                     LayerKvCache* cache) const {
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
-  // Projections [B, T, heads*D], viewed as [B, heads, T, D] without copying;
-  // RoPE reads the views and writes contiguous rotated q and k.
+  if (cache == nullptr && rope_inside_attention_) {
+    // Training and scoring: the kernels read the projections [B, T,
+    // heads*D] where they are and rotate q and k tiles as they load them;
+    // the result comes out [B, T, heads*D], ready for o_proj.
+    AttentionRopeSettings rope;
+    rope.table = &table;
+    rope.positions = positions.rope;
+    rope.layout = layout_;
+    rope.partial_rotary_factor = partial_rotary_factor_;
+    return o_proj_.Forward(RopeCausalAttention(
+        q_proj_.Forward(x), k_proj_.Forward(x), v_proj_.Forward(x), head_dim_,
+        rope, positions.key_start));
+  }
+  // Decoding with a KV cache (which keeps rotated keys), or RoPE outside
+  // attention: RoPE runs first. Projections [B, T, heads*D], viewed as
+  // [B, heads, T, D] without copying; RoPE reads the views and writes
+  // contiguous rotated q and k.
   auto heads_view = [&](const Tensor& projected, int64_t heads) {
     return Permute(Reshape(projected, {batch, seq, heads, head_dim_}),
                    {0, 2, 1, 3});

@@ -58,6 +58,13 @@ struct TransformerConfig {
   // position, which is the same for sequences no longer than the window, so
   // Logits refuses longer ones rather than compute another model.
   int64_t sliding_window = 0;
+  // How attention applies RoPE without a KV cache: inside the attention
+  // kernels, on the projections where they lie (RopeCausalAttention), or,
+  // when false, as the separate Rope op followed by CausalAttention, with
+  // the layout copies around them, as decoding with a cache does. Both give
+  // the same bits; the switch exists to measure and test one against the
+  // other.
+  bool rope_inside_attention = true;
 };
 
 // Tag for a Transformer whose weights a loader overwrites next: no random
@@ -111,6 +118,7 @@ class CausalSelfAttention : public Module {
  private:
   int64_t num_heads_, num_kv_heads_, head_dim_;
   double partial_rotary_factor_;
+  bool rope_inside_attention_;
   RopeLayout layout_;
   Linear& q_proj_;
   Linear& k_proj_;

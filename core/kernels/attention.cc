@@ -15,6 +15,11 @@
 // documents): VisibleKeys and FirstVisibleKey bound the keys of one query;
 // FirstKeyTile, FirstRowSeeing and RowsSeeingBefore pick the key tiles and
 // the rows a task visits; VisibleInTile is a row's range of keys in a tile.
+// Strided operands and RoPE: RowAt finds a row of any operand;
+// RotateRows rotates query rows (forward) and key rows (in
+// TransposeKeyTiles) as they are loaded; RotatedQueriesAndKeys rotates q
+// and k into a workspace for the backward, which then rotates dq and dk
+// back.
 // Tasks:
 //   ForwardTask   one query tile of one head: online softmax over key tiles
 //   QueryGradTask one query tile of one head: delta, then dq
@@ -35,6 +40,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // Per-target helpers, after highway.h:
+#include "core/kernels/rope-inl.h"
 #include "core/kernels/simd-inl.h"
 #include "core/parallel.h"
 #include "hwy/aligned_allocator.h"
@@ -119,6 +125,32 @@ size_t KvHeadOf(const AttentionShape& s, size_t head) {
   return b * s.kv_heads + (head % s.q_heads) / (s.q_heads / s.kv_heads);
 }
 
+// Offset in floats of row t of flat head `head` (= b * heads + h) of an
+// operand with strides `st` (see AttentionStrides).
+size_t RowAt(const AttentionStrides& st, size_t heads, size_t head, size_t t) {
+  return (head / heads) * st.batch + (head % heads) * st.head + t * st.row;
+}
+
+// RoPE (s.rope): dst row r = R(theta(p)) src row r for r < rows, or
+// R(-theta(p)) with kInverse, where p is the position of token t0 + r of
+// batch row b; src rows lie src_stride floats apart, dst rows dst_stride.
+// The same RotateRow as RopeForward and RopeBackward, so the same bits.
+template <bool kInverse>
+void RotateRows(const AttentionShape& s, size_t b, size_t t0, size_t rows,
+                const float* HWY_RESTRICT src, size_t src_stride,
+                float* HWY_RESTRICT dst, size_t dst_stride) {
+  const size_t dim = s.head_dim;
+  const size_t half = s.rope.rotary_dim / 2;
+  const size_t pass = dim - s.rope.rotary_dim;
+  for (size_t r = 0; r < rows; ++r) {
+    const int64_t position = RopePositionOf(
+        *s.rope.positions, static_cast<int64_t>(b),
+        static_cast<int64_t>(t0 + r), static_cast<int64_t>(s.kv_len));
+    RotateRow<kInverse>(s.rope.layout, s.rope.rows->row(position), half, pass,
+                        src + r * src_stride, dst + r * dst_stride);
+  }
+}
+
 // One task's scratch, carved out of a single aligned allocation of
 // AttentionTaskScratchFloats(head_dim) floats.
 struct TaskScratch {
@@ -136,6 +168,7 @@ struct TaskScratch {
     probs = take(kQueryTile * kKeyTile);
     grads = take(kQueryTile * kKeyTile);
     acc = take(kQueryTile * head_dim);
+    queries = take(kQueryTile * head_dim);
     row_max = take(kQueryTile);
     row_sum = take(kQueryTile);
   }
@@ -145,17 +178,18 @@ struct TaskScratch {
   float* probs;     // [kQueryTile, kKeyTile]: scores, then probabilities
   float* grads;     // [kQueryTile, kKeyTile]: dp, then ds (backward)
   float* acc;       // [kQueryTile, D]: forward output accumulator
+  float* queries;   // [kQueryTile, D]: a rotated query or key tile (RoPE)
   float* row_max;   // [kQueryTile]: running max m_i (forward)
   float* row_sum;   // [kQueryTile]: running sum l_i (forward)
 };
 
-// out[e * kKeyTile + c] = rows[c * dim + e] for c < count, and 0 for
+// out[e * kKeyTile + c] = rows[c * stride + e] for c < count, and 0 for
 // count <= c < cols (padding to whole vectors, so ScoreRows needs no tail).
-void TransposeTile(const float* HWY_RESTRICT rows, size_t count, size_t dim,
-                   size_t cols, float* HWY_RESTRICT out) {
+void TransposeTile(const float* HWY_RESTRICT rows, size_t stride, size_t count,
+                   size_t dim, size_t cols, float* HWY_RESTRICT out) {
   for (size_t e = 0; e < dim; ++e) {
     float* out_row = out + e * kKeyTile;
-    for (size_t c = 0; c < count; ++c) out_row[c] = rows[c * dim + e];
+    for (size_t c = 0; c < count; ++c) out_row[c] = rows[c * stride + e];
     for (size_t c = count; c < cols; ++c) out_row[c] = 0.0f;
   }
 }
@@ -221,30 +255,31 @@ void ScoreRows(const float* HWY_RESTRICT x0, const float* HWY_RESTRICT x1,
   }
 }
 
-// Scores of `rows` consecutive rows x_r = x + r * dim against a transposed
-// key tile: scores[r * kKeyTile + c] = scale * <x_r, key_c>, two rows at a
-// time, an odd last row alone.
-void ScoreTile(const float* HWY_RESTRICT x, size_t rows,
+// Scores of `rows` rows x_r = x + r * stride against a transposed key tile:
+// scores[r * kKeyTile + c] = scale * <x_r, key_c>, two rows at a time, an
+// odd last row alone.
+void ScoreTile(const float* HWY_RESTRICT x, size_t stride, size_t rows,
                const float* HWY_RESTRICT keys_t, size_t dim, size_t cols,
                float scale, float* HWY_RESTRICT scores) {
   size_t r = 0;
   for (; r + 2 <= rows; r += 2) {
-    ScoreRows<2>(x + r * dim, x + (r + 1) * dim, keys_t, dim, cols, scale,
+    ScoreRows<2>(x + r * stride, x + (r + 1) * stride, keys_t, dim, cols, scale,
                  scores + r * kKeyTile, scores + (r + 1) * kKeyTile);
   }
   if (r < rows) {
-    ScoreRows<1>(x + r * dim, nullptr, keys_t, dim, cols, scale,
+    ScoreRows<1>(x + r * stride, nullptr, keys_t, dim, cols, scale,
                  scores + r * kKeyTile, nullptr);
   }
 }
 
-// s[c] = scale * <x, keys[c]> for c < n, straight from the row-major key
-// tile [n, dim]: one Dot (with a horizontal sum) per key. Used for query
-// tiles of at most kDirectScoreRows rows (decoding), for which transposing
-// the key tile would cost as much as scoring it.
+// s[c] = scale * <x, key_c> for c < n, straight from the key rows (key c at
+// keys + c * stride): one Dot (with a horizontal sum) per key. Used for
+// query tiles of at most kDirectScoreRows rows (decoding), for which
+// transposing the key tile would cost as much as scoring it.
 void ScoreRowDirect(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys,
-                    size_t n, size_t dim, float scale, float* HWY_RESTRICT s) {
-  for (size_t c = 0; c < n; ++c) s[c] = scale * Dot(x, keys + c * dim, dim);
+                    size_t stride, size_t n, size_t dim, float scale,
+                    float* HWY_RESTRICT s) {
+  for (size_t c = 0; c < n; ++c) s[c] = scale * Dot(x, keys + c * stride, dim);
 }
 
 // s[c] = exp(s[c] - shift) for c < n; returns sum_c s[c].
@@ -280,16 +315,16 @@ void ScaleRow(float alpha, float* HWY_RESTRICT x, size_t n) {
   });
 }
 
-// acc[e] += sum_{j < n} w[j * w_stride] * rows[j * dim + e] for e < dim:
-// a weighted sum of n contiguous rows (p v, ds k, p^T dout, ds^T q).
+// acc[e] += sum_{j < n} w[j * w_stride] * rows[j * stride + e] for e < dim:
+// a weighted sum of n rows (p v, ds k, p^T dout, ds^T q).
 // Loads are the bottleneck (one vector load per FMA is the most a core
 // sustains), so the main loop keeps four vectors of acc in registers and
 // broadcasts each weight once for all four. What remains of the row (fewer
 // than four vectors, then single lanes) goes one vector at a time, with four
 // partial sums over j, added in a fixed order.
 void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
-                            const float* HWY_RESTRICT rows, size_t n,
-                            size_t dim, float* HWY_RESTRICT acc) {
+                            const float* HWY_RESTRICT rows, size_t stride,
+                            size_t n, size_t dim, float* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> df;
   const size_t lanes = hn::Lanes(df);
   size_t e = 0;
@@ -299,7 +334,7 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
     auto a2 = hn::LoadU(df, acc + e + 2 * lanes);
     auto a3 = hn::LoadU(df, acc + e + 3 * lanes);
     const float* row = rows + e;
-    for (size_t j = 0; j < n; ++j, row += dim) {
+    for (size_t j = 0; j < n; ++j, row += stride) {
       const auto wj = hn::Set(df, w[j * w_stride]);
       a0 = hn::MulAdd(wj, hn::LoadU(df, row), a0);
       a1 = hn::MulAdd(wj, hn::LoadU(df, row + lanes), a1);
@@ -317,16 +352,16 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
     auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
     const float* row = rows + e + i;
     size_t j = 0;
-    for (; j + 4 <= n; j += 4, row += 4 * dim) {
+    for (; j + 4 <= n; j += 4, row += 4 * stride) {
       a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
       a1 = hn::MulAdd(hn::Set(d, w[(j + 1) * w_stride]),
-                      hn::LoadU(d, row + dim), a1);
+                      hn::LoadU(d, row + stride), a1);
       a2 = hn::MulAdd(hn::Set(d, w[(j + 2) * w_stride]),
-                      hn::LoadU(d, row + 2 * dim), a2);
+                      hn::LoadU(d, row + 2 * stride), a2);
       a3 = hn::MulAdd(hn::Set(d, w[(j + 3) * w_stride]),
-                      hn::LoadU(d, row + 3 * dim), a3);
+                      hn::LoadU(d, row + 3 * stride), a3);
     }
-    for (; j < n; ++j, row += dim) {
+    for (; j < n; ++j, row += stride) {
       a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
     }
     hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc_e);
@@ -335,7 +370,7 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
 
 // The same weighted sum for four outputs over the same n rows:
 // clang-format off
-//   acc[o * acc_stride + e] += sum_{j < n} w[o + j * w_stride] * rows[j * dim + e]
+//   acc[o * acc_stride + e] += sum_{j < n} w[o + j * w_stride] * rows[j * stride + e]
 // clang-format on
 // for o < 4 and e < dim (dk and dv of four neighbouring keys, whose weights
 // sit side by side in a [rows, keys] block). Each vector of a row is loaded
@@ -343,8 +378,8 @@ void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
 // roughly halves the loads per FMA of four separate calls. One chain of
 // FMAs per output vector, over j in order.
 void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
-                             const float* HWY_RESTRICT rows, size_t n,
-                             size_t dim, float* HWY_RESTRICT acc,
+                             const float* HWY_RESTRICT rows, size_t stride,
+                             size_t n, size_t dim, float* HWY_RESTRICT acc,
                              size_t acc_stride) {
   const hn::ScalableTag<float> df;
   const size_t lanes = hn::Lanes(df);
@@ -360,7 +395,7 @@ void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
     auto a3 = hn::LoadU(df, acc3 + e), b3 = hn::LoadU(df, acc3 + e + lanes);
     const float* row = rows + e;
     const float* wj = w;
-    for (size_t j = 0; j < n; ++j, row += dim, wj += w_stride) {
+    for (size_t j = 0; j < n; ++j, row += stride, wj += w_stride) {
       const auto x = hn::LoadU(df, row);
       const auto y = hn::LoadU(df, row + lanes);
       const auto w0 = hn::Set(df, wj[0]);
@@ -391,7 +426,7 @@ void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
     auto a2 = hn::LoadU(d, acc2 + at), a3 = hn::LoadU(d, acc3 + at);
     const float* row = rows + at;
     const float* wj = w;
-    for (size_t j = 0; j < n; ++j, row += dim, wj += w_stride) {
+    for (size_t j = 0; j < n; ++j, row += stride, wj += w_stride) {
       const auto x = hn::LoadU(d, row);
       a0 = hn::MulAdd(hn::Set(d, wj[0]), x, a0);
       a1 = hn::MulAdd(hn::Set(d, wj[1]), x, a1);
@@ -405,13 +440,6 @@ void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
   });
 }
 
-// Forward for query rows [q0, q0 + rows) of head `head` (= b * q_heads + h):
-// the online softmax. Per row i it keeps the running max m_i, the running
-// sum l_i = sum_j exp(s_ij - m_i) and acc_i = sum_j exp(s_ij - m_i) v_j over
-// the key tiles seen so far. A new tile with max m' rescales both by
-// exp(m_i - m') before adding its terms; at the end out_i = acc_i / l_i and
-// L_i = m_i + log l_i.
-//
 // Where TransposeKeyTiles (below) puts key tile k0 of kv head `kv_head`,
 // in floats from the start of its buffer.
 size_t TransposedKeyTileOffset(const AttentionShape& s, size_t kv_head,
@@ -420,9 +448,104 @@ size_t TransposedKeyTileOffset(const AttentionShape& s, size_t kv_head,
          kKeyTile;
 }
 
+// The RoPE kernels' view of s.rope's rotation of q and k.
+RopeShape RopeShapeOf(const AttentionShape& s) {
+  RopeShape shape;
+  shape.batch = static_cast<int64_t>(s.batch);
+  shape.seq = static_cast<int64_t>(s.kv_len);
+  shape.head_dim = static_cast<int64_t>(s.head_dim);
+  shape.rotary_dim = static_cast<int64_t>(s.rope.rotary_dim);
+  shape.layout = s.rope.layout;
+  return shape;
+}
+
+// RopeForward's or RopeBackward's operand: `heads` heads read from src and
+// written to dst, each with its own strides.
+RopeOperand RopeOperandOf(const float* src, const AttentionStrides& from,
+                          float* dst, const AttentionStrides& to,
+                          size_t heads) {
+  auto strides = [](const AttentionStrides& st) {
+    return RopeStrides{static_cast<int64_t>(st.batch),
+                       static_cast<int64_t>(st.head),
+                       static_cast<int64_t>(st.row)};
+  };
+  RopeOperand op;
+  op.src = src;
+  op.src_strides = strides(from);
+  op.dst = dst;
+  op.dst_strides = strides(to);
+  op.heads = static_cast<int64_t>(heads);
+  return op;
+}
+
+// True when the operand's rows are laid out contiguous [batch, heads, len,
+// D].
+bool IsContiguous(const AttentionStrides& st, size_t heads, size_t len,
+                  size_t dim) {
+  return st.row == dim && st.head == len * dim && st.batch == heads * len * dim;
+}
+
+// Workspace blocks start on 64-byte boundaries: sizes round up to 16
+// floats.
+size_t BlockFloats(size_t floats) { return DivCeil(floats, 16) * 16; }
+
+// Blocks carved in order off the caller's workspace, or off an allocation
+// of its own of `floats` when the caller gave none.
+class Workspace {
+ public:
+  Workspace(float* given, size_t floats) : next_(given) {
+    if (next_ == nullptr && floats > 0) {
+      owned_ = hwy::AllocateAligned<float>(floats);
+      next_ = owned_.get();
+    }
+  }
+  float* Take(size_t floats) {
+    float* block = next_;
+    next_ += BlockFloats(floats);
+    return block;
+  }
+
+ private:
+  hwy::AlignedFreeUniquePtr<float[]> owned_{nullptr, hwy::AlignedFreer()};
+  float* next_;
+};
+
+size_t QueryFloats(const AttentionShape& s) {
+  return s.batch * s.q_heads * s.q_len * s.head_dim;
+}
+size_t KeyFloats(const AttentionShape& s) {
+  return s.batch * s.kv_heads * s.kv_len * s.head_dim;
+}
+
+// q_rot = R(theta) q and k_rot = R(theta) k written contiguous into q_rot
+// and k_rot by RopeForward (the kernel a separate RoPE op runs). Returns the
+// shape that attends with them: s without RoPE, q and k contiguous.
+AttentionShape RotateQueriesAndKeys(const AttentionShape& s, const float* q,
+                                    const float* k, float* q_rot,
+                                    float* k_rot) {
+  AttentionShape plain = s;
+  plain.rope = AttentionRope();
+  plain.q_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, s.head_dim);
+  plain.k_strides =
+      ContiguousAttentionStrides(s.kv_heads, s.kv_len, s.head_dim);
+  RopeForward(
+      *s.rope.rows, RopeShapeOf(s), *s.rope.positions,
+      RopeOperandOf(q, s.q_strides, q_rot, plain.q_strides, s.q_heads),
+      RopeOperandOf(k, s.k_strides, k_rot, plain.k_strides, s.kv_heads));
+  return plain;
+}
+
+// Forward for query rows [q0, q0 + rows) of head `head` (= b * q_heads + h):
+// the online softmax. Per row i it keeps the running max m_i, the running
+// sum l_i = sum_j exp(s_ij - m_i) and acc_i = sum_j exp(s_ij - m_i) v_j over
+// the key tiles seen so far. A new tile with max m' rescales both by
+// exp(m_i - m') before adding its terms; at the end out_i = acc_i / l_i and
+// L_i = m_i + log l_i.
+//
 // `keys_t` (optional) holds every key tile of every kv head already
-// transposed (TransposeKeyTiles); without it each task transposes the tiles
-// it reads.
+// transposed (TransposeKeyTiles, and with RoPE rotated); without it each
+// task transposes the tiles it reads. With RoPE the task first rotates its
+// query rows into scratch.queries.
 void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                  const float* HWY_RESTRICT v, const float* HWY_RESTRICT keys_t,
@@ -433,9 +556,18 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t dim = s.head_dim;
   const size_t rows = std::min(kQueryTile, s.q_len - q0);
   const size_t kv_head = KvHeadOf(s, head);
-  const float* q_tile = q + (head * s.q_len + q0) * dim;
-  const float* k_head = k + kv_head * s.kv_len * dim;
-  const float* v_head = v + kv_head * s.kv_len * dim;
+  const size_t b = head / s.q_heads;
+  const size_t k_stride = s.k_strides.row;
+  const size_t v_stride = s.v_strides.row;
+  const float* k_head = k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
+  const float* v_head = v + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
+  const float* q_tile = q + RowAt(s.q_strides, s.q_heads, head, q0);
+  size_t q_stride = s.q_strides.row;
+  if (s.rope.rows != nullptr) {
+    RotateRows<false>(s, b, q0, rows, q_tile, q_stride, scratch.queries, dim);
+    q_tile = scratch.queries;
+    q_stride = dim;
+  }
   float* acc = scratch.acc;
   float* row_max = scratch.row_max;
   float* row_sum = scratch.row_sum;
@@ -443,8 +575,8 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   std::fill(acc, acc + rows * dim, 0.0f);
   std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
   std::fill(row_sum, row_sum + rows, 0.0f);
-  const bool transpose_keys = rows > kDirectScoreRows;
-  const size_t b = head / s.q_heads;
+  // With RoPE the keys come rotated in keys_t, so every tile scores from it.
+  const bool transpose_keys = rows > kDirectScoreRows || keys_t != nullptr;
   // The tile's first row sees the earliest key, its last row the latest.
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
   for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
@@ -458,10 +590,12 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       if (keys_t != nullptr) {
         tile_t = keys_t + TransposedKeyTileOffset(s, kv_head, k0);
       } else {
-        TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
+        TransposeTile(k_head + k0 * k_stride, k_stride, count, dim, cols,
+                      scratch.keys_t);
       }
-      ScoreTile(q_tile + first_row * dim, end_row - first_row, tile_t, dim,
-                cols, s.scale, scratch.probs + first_row * kKeyTile);
+      ScoreTile(q_tile + first_row * q_stride, q_stride, end_row - first_row,
+                tile_t, dim, cols, s.scale,
+                scratch.probs + first_row * kKeyTile);
     }
     for (size_t r = first_row; r < end_row; ++r) {
       // Masking is a range of the tile's keys, not a -inf sentinel: masked
@@ -469,10 +603,11 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
       const size_t n = seen.count();
       float* scores = scratch.probs + r * kKeyTile + seen.begin;
-      const float* values = v_head + (k0 + seen.begin) * dim;
+      const float* values = v_head + (k0 + seen.begin) * v_stride;
       if (!transpose_keys) {
-        ScoreRowDirect(q_tile + r * dim, k_head + (k0 + seen.begin) * dim, n,
-                       dim, s.scale, scores);
+        ScoreRowDirect(q_tile + r * q_stride,
+                       k_head + (k0 + seen.begin) * k_stride, k_stride, n, dim,
+                       s.scale, scores);
       }
       const float new_max = std::max(row_max[r], Max(scores, n));
       const float tile_sum = ExpShift(scores, n, new_max);
@@ -481,13 +616,14 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       const float correction = std::exp(row_max[r] - new_max);
       row_sum[r] = row_sum[r] * correction + tile_sum;
       if (correction != 1.0f) ScaleRow(correction, acc + r * dim, dim);
-      AccumulateWeightedRows(scores, 1, values, n, dim, acc + r * dim);
+      AccumulateWeightedRows(scores, 1, values, v_stride, n, dim,
+                             acc + r * dim);
       row_max[r] = new_max;
     }
   }
   for (size_t r = 0; r < rows; ++r) {
     const size_t row = head * s.q_len + q0 + r;
-    float* out_row = out + row * dim;
+    float* out_row = out + RowAt(s.out_strides, s.q_heads, head, q0 + r);
     std::copy(acc + r * dim, acc + (r + 1) * dim, out_row);
     if (row_sum[r] > 0.0f) {
       ScaleRow(1.0f / row_sum[r], out_row, dim);
@@ -502,44 +638,132 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
 // kKeyTile] (TransposeTile's layout, zero-padded to whole tiles): all the
 // forward's query tiles, of all the group's query heads, read them, so
 // each tile is transposed once instead of once per query tile and head.
-hwy::AlignedFreeUniquePtr<float[]> TransposeKeyTiles(
-    const AttentionShape& s, const float* HWY_RESTRICT k) {
+// With RoPE each tile's rows are rotated first (into a scratch tile), so
+// the keys are rotated once and never stored rotated in k's layout.
+size_t KeyTileFloats(const AttentionShape& s) {
+  return s.batch * s.kv_heads * DivCeil(s.kv_len, kKeyTile) * s.head_dim *
+         kKeyTile;
+}
+
+void TransposeKeyTiles(const AttentionShape& s, const float* HWY_RESTRICT k,
+                       float* HWY_RESTRICT keys_t) {
+  static_assert(kKeyTile <= kQueryTile, "a key tile fits scratch.queries");
   const size_t dim = s.head_dim;
   const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
   const size_t tiles = s.batch * s.kv_heads * k_tiles;
-  auto keys_t = hwy::AllocateAligned<float>(tiles * dim * kKeyTile);
-  ParallelFor(tiles, 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(tiles, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+    TaskScratch scratch(dim);
     for (int64_t t = begin; t < end; ++t) {
       const size_t kv_head = t / k_tiles, k0 = (t % k_tiles) * kKeyTile;
-      TransposeTile(k + (kv_head * s.kv_len + k0) * dim,
-                    std::min(kKeyTile, s.kv_len - k0), dim, kKeyTile,
-                    keys_t.get() + TransposedKeyTileOffset(s, kv_head, k0));
+      const size_t count = std::min(kKeyTile, s.kv_len - k0);
+      const float* rows = k + RowAt(s.k_strides, s.kv_heads, kv_head, k0);
+      size_t stride = s.k_strides.row;
+      if (s.rope.rows != nullptr) {
+        RotateRows<false>(s, kv_head / s.kv_heads, k0, count, rows, stride,
+                          scratch.queries, dim);
+        rows = scratch.queries;
+        stride = dim;
+      }
+      TransposeTile(rows, stride, count, dim, kKeyTile,
+                    keys_t + TransposedKeyTileOffset(s, kv_head, k0));
     }
   });
-  return keys_t;
+}
+
+// The forward's short RoPE path (below) runs on at most kDirectScoreRows
+// tokens.
+bool ShortWithRope(const AttentionShape& s) {
+  return s.rope.rows != nullptr && s.q_len <= kDirectScoreRows;
+}
+
+// Whether the forward transposes every key tile once for all its tasks:
+// not when decoding (query tiles of at most kDirectScoreRows rows score
+// keys untransposed), nor with one query tile and one query head per kv
+// head (every key tile is read once anyway). RoPE rotates the keys there,
+// once.
+bool SharesKeyTiles(const AttentionShape& s) {
+  const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
+  return (s.rope.rows != nullptr && !ShortWithRope(s)) ||
+         (s.q_len > kDirectScoreRows && q_tiles * (s.q_heads / s.kv_heads) > 1);
+}
+
+size_t ForwardWorkspaceFloats(const AttentionShape& s) {
+  return SharesKeyTiles(s) ? BlockFloats(KeyTileFloats(s)) : 0;
+}
+
+// Backward with RoPE: q_rot, k_rot, dq_rot and dk_rot, plus contiguous dout
+// when it is not already. Rows far apart in memory cost the backward dearly:
+// every key tile reads every query's rows again, and rows spread over many
+// pages defeat the TLB and the prefetchers (measured at B1 Hq9 Hkv3 T4096
+// D64: out and dout token-major made the backward 13% slower, q and k 21%);
+// one copy costs a pass.
+bool GathersOutputRows(const AttentionShape& s) {
+  return !IsContiguous(s.out_strides, s.q_heads, s.q_len, s.head_dim);
+}
+size_t BackwardWorkspaceFloats(const AttentionShape& s) {
+  if (s.rope.rows == nullptr) return 0;
+  return 2 * BlockFloats(QueryFloats(s)) + 2 * BlockFloats(KeyFloats(s)) +
+         (GathersOutputRows(s) ? BlockFloats(QueryFloats(s)) : 0);
 }
 
 void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
                       const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                      float* HWY_RESTRICT out, float* HWY_RESTRICT lse) {
+                      float* HWY_RESTRICT out, float* HWY_RESTRICT lse,
+                      float* HWY_RESTRICT workspace) {
+  if (ShortWithRope(s)) {
+    // At most kDirectScoreRows tokens score keys without transposed tiles:
+    // from rows rotated into a (small) buffer first, as the separate kernels
+    // do.
+    Workspace rotated(nullptr,
+                      BlockFloats(QueryFloats(s)) + BlockFloats(KeyFloats(s)));
+    float* q_rot = rotated.Take(QueryFloats(s));
+    float* k_rot = rotated.Take(KeyFloats(s));
+    const AttentionShape plain = RotateQueriesAndKeys(s, q, k, q_rot, k_rot);
+    HWY_NAMESPACE::AttentionForward(plain, q_rot, k_rot, v, out, lse,
+                                    /*workspace=*/nullptr);
+    return;
+  }
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   const size_t heads = s.batch * s.q_heads;
-  // Decoding (query tiles of at most kDirectScoreRows rows) scores keys
-  // untransposed, and with one query tile and one query head per kv head
-  // every key tile is read once anyway.
-  const bool shared_tiles =
-      s.q_len > kDirectScoreRows && q_tiles * (s.q_heads / s.kv_heads) > 1;
-  const hwy::AlignedFreeUniquePtr<float[]> keys_t =
-      shared_tiles
-          ? TransposeKeyTiles(s, k)
-          : hwy::AlignedFreeUniquePtr<float[]>(nullptr, hwy::AlignedFreer());
+  Workspace blocks(workspace, ForwardWorkspaceFloats(s));
+  float* keys_t = nullptr;
+  if (SharesKeyTiles(s)) {
+    keys_t = blocks.Take(KeyTileFloats(s));
+    TransposeKeyTiles(s, k, keys_t);
+  }
   ParallelFor(heads * q_tiles, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     TaskScratch scratch(s.head_dim);
     for (int64_t task = begin; task < end; ++task) {
       ForwardTask(s, task / q_tiles, (task % q_tiles) * kQueryTile, q, k, v,
-                  keys_t.get(), out, lse, scratch);
+                  keys_t, out, lse, scratch);
     }
   });
+}
+
+// delta_i = <dout_i, out_i> and dq_i = 0 for rows [t0, t0 + rows) of each
+// head in [head0, head0 + heads). Null out: delta holds them already (the
+// RoPE backward computes them from out where it lies).
+void StartQueryRows(const AttentionShape& s, size_t head0, size_t heads,
+                    size_t t0, size_t rows, const float* HWY_RESTRICT out,
+                    const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
+                    float* HWY_RESTRICT dq) {
+  const size_t dim = s.head_dim;
+  for (size_t head = head0; head < head0 + heads; ++head) {
+    for (size_t t = t0; t < t0 + rows; ++t) {
+      if (out != nullptr) {
+        const size_t at = RowAt(s.out_strides, s.q_heads, head, t);
+        delta[head * s.q_len + t] = Dot(dout + at, out + at, dim);
+      }
+      float* dq_row = dq + RowAt(s.q_strides, s.q_heads, head, t);
+      std::fill(dq_row, dq_row + dim, 0.0f);
+    }
+  }
+}
+
+// row_i *= scale for `rows` rows of `stride` floats from `first`.
+void ScaleRows(float scale, float* HWY_RESTRICT first, size_t stride,
+               size_t rows, size_t dim) {
+  for (size_t r = 0; r < rows; ++r) ScaleRow(scale, first + r * stride, dim);
 }
 
 // Backward, pass 1, for query rows [q0, q0 + rows) of head `head`:
@@ -559,45 +783,45 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t dim = s.head_dim;
   const size_t rows = std::min(kQueryTile, s.q_len - q0);
   const size_t kv_head = KvHeadOf(s, head);
-  const size_t first_row = head * s.q_len + q0;
-  const float* k_head = k + kv_head * s.kv_len * dim;
-  const float* v_head = v + kv_head * s.kv_len * dim;
+  const size_t q_stride = s.q_strides.row;
+  const size_t k_stride = s.k_strides.row;
+  const size_t o_stride = s.out_strides.row;
+  const float* k_head = k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
+  const float* v_head = v + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
+  const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
+  const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
+  float* dq_head = dq + RowAt(s.q_strides, s.q_heads, head, 0);
 
-  for (size_t r = 0; r < rows; ++r) {
-    const size_t row = first_row + r;
-    delta[row] = Dot(dout + row * dim, out + row * dim, dim);
-  }
-  std::fill(dq + first_row * dim, dq + (first_row + rows) * dim, 0.0f);
+  StartQueryRows(s, head, 1, q0, rows, out, dout, delta, dq);
   const size_t b = head / s.q_heads;
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
   for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
     const size_t cols = DivCeil(count, lanes) * lanes;
-    TransposeTile(k_head + k0 * dim, count, dim, cols, scratch.keys_t);
-    TransposeTile(v_head + k0 * dim, count, dim, cols, scratch.values_t);
+    TransposeTile(k_head + k0 * k_stride, k_stride, count, dim, cols,
+                  scratch.keys_t);
+    TransposeTile(v_head + k0 * s.v_strides.row, s.v_strides.row, count, dim,
+                  cols, scratch.values_t);
     // Only rows r0 .. r1 - 1 see keys of this tile.
     const size_t r0 = FirstRowSeeing(s, q0, rows, k0);
     const size_t r1 = RowsSeeingBefore(s, b, q0, rows, k0 + count);
-    const size_t row0 = first_row + r0;
-    ScoreTile(q + row0 * dim, r1 - r0, scratch.keys_t, dim, cols, s.scale,
-              scratch.probs);
-    ScoreTile(dout + row0 * dim, r1 - r0, scratch.values_t, dim, cols, 1.0f,
-              scratch.grads);
+    ScoreTile(q_head + (q0 + r0) * q_stride, q_stride, r1 - r0, scratch.keys_t,
+              dim, cols, s.scale, scratch.probs);
+    ScoreTile(dout_head + (q0 + r0) * o_stride, o_stride, r1 - r0,
+              scratch.values_t, dim, cols, 1.0f, scratch.grads);
     for (size_t r = r0; r < r1; ++r) {
       const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
       const size_t n = seen.count();
-      const size_t row = first_row + r;
+      const size_t row = head * s.q_len + q0 + r;
       float* probs = scratch.probs + (r - r0) * kKeyTile + seen.begin;
       float* grads = scratch.grads + (r - r0) * kKeyTile + seen.begin;
       ExpShift(probs, n, lse[row]);
       SoftmaxGrad(probs, delta[row], grads, n);
-      AccumulateWeightedRows(grads, 1, k_head + (k0 + seen.begin) * dim, n, dim,
-                             dq + row * dim);
+      AccumulateWeightedRows(grads, 1, k_head + (k0 + seen.begin) * k_stride,
+                             k_stride, n, dim, dq_head + (q0 + r) * q_stride);
     }
   }
-  for (size_t r = 0; r < rows; ++r) {
-    ScaleRow(s.scale, dq + (first_row + r) * dim, dim);
-  }
+  ScaleRows(s.scale, dq_head + q0 * q_stride, q_stride, rows, dim);
 }
 
 // Backward, pass 2, for keys [k0, k0 + count) of kv head `kv_head` (=
@@ -624,28 +848,38 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
   const size_t g = kv_head % s.kv_heads;
   const size_t count = std::min(kKeyTile, s.kv_len - k0);
   const size_t cols = DivCeil(count, lanes) * lanes;
-  const size_t key_row = kv_head * s.kv_len + k0;
-  float* dk_tile = dk + key_row * dim;
-  float* dv_tile = dv + key_row * dim;
-  std::fill(dk_tile, dk_tile + count * dim, 0.0f);
-  std::fill(dv_tile, dv_tile + count * dim, 0.0f);
-  TransposeTile(k + key_row * dim, count, dim, cols, scratch.keys_t);
-  TransposeTile(v + key_row * dim, count, dim, cols, scratch.values_t);
+  const size_t q_stride = s.q_strides.row;
+  const size_t k_stride = s.k_strides.row;
+  const size_t v_stride = s.v_strides.row;
+  const size_t o_stride = s.out_strides.row;
+  const size_t k_at = RowAt(s.k_strides, s.kv_heads, kv_head, k0);
+  const size_t v_at = RowAt(s.v_strides, s.kv_heads, kv_head, k0);
+  float* dk_tile = dk + k_at;
+  float* dv_tile = dv + v_at;
+  for (size_t c = 0; c < count; ++c) {
+    std::fill(dk_tile + c * k_stride, dk_tile + c * k_stride + dim, 0.0f);
+    std::fill(dv_tile + c * v_stride, dv_tile + c * v_stride + dim, 0.0f);
+  }
+  TransposeTile(k + k_at, k_stride, count, dim, cols, scratch.keys_t);
+  TransposeTile(v + v_at, v_stride, count, dim, cols, scratch.values_t);
   // Only queries first_query .. end_query - 1 see any of these keys.
   const size_t first_query =
       (s.causal && k0 > s.q_offset) ? k0 - s.q_offset : 0;
   const size_t end_query = RowsSeeingBefore(s, b, 0, s.q_len, k0 + count);
   for (size_t h = g * group; h < (g + 1) * group; ++h) {
     const size_t head = b * s.q_heads + h;
+    const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
+    const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
     for (size_t i0 = first_query; i0 < end_query; i0 += kQueryTile) {
       const size_t rows = std::min(kQueryTile, end_query - i0);
-      const size_t first_row = head * s.q_len + i0;
-      ScoreTile(q + first_row * dim, rows, scratch.keys_t, dim, cols, s.scale,
+      const float* q_rows = q_head + i0 * q_stride;
+      const float* dout_rows = dout_head + i0 * o_stride;
+      ScoreTile(q_rows, q_stride, rows, scratch.keys_t, dim, cols, s.scale,
                 scratch.probs);
-      ScoreTile(dout + first_row * dim, rows, scratch.values_t, dim, cols, 1.0f,
+      ScoreTile(dout_rows, o_stride, rows, scratch.values_t, dim, cols, 1.0f,
                 scratch.grads);
       for (size_t r = 0; r < rows; ++r) {
-        const size_t row = first_row + r;
+        const size_t row = head * s.q_len + i0 + r;
         // At least one key, since first_query <= i0 + r < end_query.
         const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
         const size_t n = seen.count();
@@ -654,9 +888,9 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
         ExpShift(p + seen.begin, n, lse[row]);
         SoftmaxGrad(p + seen.begin, delta[row], ds + seen.begin, n);
         if (dq_unscaled != nullptr) {
-          AccumulateWeightedRows(ds + seen.begin, 1,
-                                 k + (key_row + seen.begin) * dim, n, dim,
-                                 dq_unscaled + row * dim);
+          AccumulateWeightedRows(
+              ds + seen.begin, 1, k + k_at + seen.begin * k_stride, k_stride, n,
+              dim, dq_unscaled + RowAt(s.q_strides, s.q_heads, head, i0 + r));
         }
         // Masked keys.
         std::fill(p, p + seen.begin, 0.0f);
@@ -667,30 +901,29 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
       // Four keys at a time, then one by one.
       size_t c = 0;
       for (; c + 4 <= count; c += 4) {
-        AccumulateWeightedRows4(scratch.probs + c, kKeyTile,
-                                dout + first_row * dim, rows, dim,
-                                dv_tile + c * dim, dim);
-        AccumulateWeightedRows4(scratch.grads + c, kKeyTile,
-                                q + first_row * dim, rows, dim,
-                                dk_tile + c * dim, dim);
+        AccumulateWeightedRows4(scratch.probs + c, kKeyTile, dout_rows,
+                                o_stride, rows, dim, dv_tile + c * v_stride,
+                                v_stride);
+        AccumulateWeightedRows4(scratch.grads + c, kKeyTile, q_rows, q_stride,
+                                rows, dim, dk_tile + c * k_stride, k_stride);
       }
       for (; c < count; ++c) {
-        AccumulateWeightedRows(scratch.probs + c, kKeyTile,
-                               dout + first_row * dim, rows, dim,
-                               dv_tile + c * dim);
-        AccumulateWeightedRows(scratch.grads + c, kKeyTile, q + first_row * dim,
-                               rows, dim, dk_tile + c * dim);
+        AccumulateWeightedRows(scratch.probs + c, kKeyTile, dout_rows, o_stride,
+                               rows, dim, dv_tile + c * v_stride);
+        AccumulateWeightedRows(scratch.grads + c, kKeyTile, q_rows, q_stride,
+                               rows, dim, dk_tile + c * k_stride);
       }
     }
   }
-  for (size_t c = 0; c < count; ++c) ScaleRow(s.scale, dk_tile + c * dim, dim);
+  ScaleRows(s.scale, dk_tile, k_stride, count, dim);
 }
 
 // The one-pass backward of kv head `kv_head` (= b * kv_heads + g) and its
-// group of query heads: delta for all their rows, then KeyGradTask over the
-// key tiles in order, each adding its share to dq. Every p_ij and ds_ij is
-// computed once instead of once per pass, and the results are bitwise those
-// of the two passes (the same sums in the same order).
+// group of query heads b * q_heads + g * group .. + group - 1: delta for
+// all their rows, then KeyGradTask over the key tiles in order, each adding
+// its share to dq. Every p_ij and ds_ij is computed once instead of once
+// per pass, and the results are bitwise those of the two passes (the same
+// sums in the same order).
 void FusedGradTask(const AttentionShape& s, size_t kv_head,
                    const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                    const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
@@ -698,23 +931,16 @@ void FusedGradTask(const AttentionShape& s, size_t kv_head,
                    const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
                    float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
                    float* HWY_RESTRICT dv, TaskScratch& scratch) {
-  const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
-  // The group's query rows are contiguous: heads b * q_heads + g * group ..
-  // + group - 1, q_len rows each.
-  const size_t first_row =
-      ((kv_head / s.kv_heads) * s.q_heads + (kv_head % s.kv_heads) * group) *
-      s.q_len;
-  const size_t rows = group * s.q_len;
-  for (size_t row = first_row; row < first_row + rows; ++row) {
-    delta[row] = Dot(dout + row * dim, out + row * dim, dim);
-  }
-  std::fill(dq + first_row * dim, dq + (first_row + rows) * dim, 0.0f);
+  const size_t first_head =
+      (kv_head / s.kv_heads) * s.q_heads + (kv_head % s.kv_heads) * group;
+  StartQueryRows(s, first_head, group, 0, s.q_len, out, dout, delta, dq);
   for (size_t k0 = 0; k0 < s.kv_len; k0 += kKeyTile) {
     KeyGradTask(s, kv_head, k0, q, k, v, lse, dout, delta, dk, dv, dq, scratch);
   }
-  for (size_t row = first_row; row < first_row + rows; ++row) {
-    ScaleRow(s.scale, dq + row * dim, dim);
+  for (size_t head = first_head; head < first_head + group; ++head) {
+    ScaleRows(s.scale, dq + RowAt(s.q_strides, s.q_heads, head, 0),
+              s.q_strides.row, s.q_len, s.head_dim);
   }
 }
 
@@ -732,13 +958,14 @@ bool OnePassIsFaster(size_t kv_heads, size_t threads) {
   return DivCeil(kv_heads, threads) * 10 * threads <= kv_heads * 14;
 }
 
-void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
-                       const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                       const float* HWY_RESTRICT out,
-                       const float* HWY_RESTRICT lse,
-                       const float* HWY_RESTRICT dout,
-                       float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
-                       float* HWY_RESTRICT dk, float* HWY_RESTRICT dv) {
+// The backward without RoPE. out may be null when delta already holds
+// <dout_i, out_i> (the RoPE path computes them itself).
+void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
+                   const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
+                   const float* HWY_RESTRICT out, const float* HWY_RESTRICT lse,
+                   const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
+                   float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
+                   float* HWY_RESTRICT dv) {
   const size_t kv_heads = s.batch * s.kv_heads;
   if (OnePassIsFaster(kv_heads, static_cast<size_t>(NumThreads()))) {
     ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
@@ -772,6 +999,104 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
               });
 }
 
+// Backward with RoPE, on the plain kernels: q_rot = R(theta) q and k_rot =
+// R(theta) k into the workspace (every query row is read once per key tile,
+// so rotating on each load would repeat the work), and dout there too when
+// it is not contiguous (see GathersOutputRows; delta is then taken from out
+// where it lies), the backward without RoPE into dq_rot and dk_rot, then
+// dq = R(-theta) dq_rot and dk = R(-theta) dk_rot into q's and k's layout.
+// (Staging each kv head's rows inside its one-pass task instead, while they
+// are in cache, measured no faster.)
+void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
+                      const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
+                      const float* HWY_RESTRICT out,
+                      const float* HWY_RESTRICT lse,
+                      const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
+                      float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
+                      float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+  const size_t dim = s.head_dim;
+  Workspace blocks(workspace, BackwardWorkspaceFloats(s));
+  float* q_rot = blocks.Take(QueryFloats(s));
+  float* k_rot = blocks.Take(KeyFloats(s));
+  float* dq_rot = blocks.Take(QueryFloats(s));
+  float* dk_rot = blocks.Take(KeyFloats(s));
+  const bool gather = GathersOutputRows(s);
+  float* dout_rows = gather ? blocks.Take(QueryFloats(s)) : nullptr;
+  AttentionShape plain = s;
+  plain.rope = AttentionRope();
+  plain.q_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, dim);
+  plain.k_strides = ContiguousAttentionStrides(s.kv_heads, s.kv_len, dim);
+  if (gather) {
+    plain.out_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, dim);
+  }
+  const float* plain_out = gather ? nullptr : out;  // null: delta is ready
+  const float* plain_dout = gather ? dout_rows : dout;
+  // Query head `head`'s rows: rotated q, and delta and dout when gathered.
+  auto stage_query_head = [&](size_t head) HWY_ATTR {
+    const size_t b = head / s.q_heads;
+    RotateRows<false>(s, b, 0, s.q_len,
+                      q + RowAt(s.q_strides, s.q_heads, head, 0),
+                      s.q_strides.row, q_rot + head * s.q_len * dim, dim);
+    if (!gather) return;
+    for (size_t t = 0; t < s.q_len; ++t) {
+      const float* dout_row = dout + RowAt(s.out_strides, s.q_heads, head, t);
+      delta[head * s.q_len + t] =
+          Dot(dout_row, out + RowAt(s.out_strides, s.q_heads, head, t), dim);
+      std::copy(dout_row, dout_row + dim,
+                dout_rows + (head * s.q_len + t) * dim);
+    }
+  };
+  auto stage_kv_head = [&](size_t kv_head) HWY_ATTR {
+    RotateRows<false>(s, kv_head / s.kv_heads, 0, s.kv_len,
+                      k + RowAt(s.k_strides, s.kv_heads, kv_head, 0),
+                      s.k_strides.row, k_rot + kv_head * s.kv_len * dim, dim);
+  };
+  auto unrotate_query_head = [&](size_t head) HWY_ATTR {
+    RotateRows<true>(
+        s, head / s.q_heads, 0, s.q_len, dq_rot + head * s.q_len * dim, dim,
+        dq + RowAt(s.q_strides, s.q_heads, head, 0), s.q_strides.row);
+  };
+  auto unrotate_kv_head = [&](size_t kv_head) HWY_ATTR {
+    RotateRows<true>(
+        s, kv_head / s.kv_heads, 0, s.kv_len, dk_rot + kv_head * s.kv_len * dim,
+        dim, dk + RowAt(s.k_strides, s.kv_heads, kv_head, 0), s.k_strides.row);
+  };
+  const size_t kv_heads = s.batch * s.kv_heads;
+  ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t head = begin; head < end; ++head) stage_query_head(head);
+  });
+  ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
+      stage_kv_head(kv_head);
+    }
+  });
+  PlainBackward(plain, q_rot, k_rot, v, plain_out, lse, plain_dout, delta,
+                dq_rot, dk_rot, dv);
+  ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t head = begin; head < end; ++head) unrotate_query_head(head);
+  });
+  ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
+      unrotate_kv_head(kv_head);
+    }
+  });
+}
+
+void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
+                       const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
+                       const float* HWY_RESTRICT out,
+                       const float* HWY_RESTRICT lse,
+                       const float* HWY_RESTRICT dout,
+                       float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
+                       float* HWY_RESTRICT dk, float* HWY_RESTRICT dv,
+                       float* HWY_RESTRICT workspace) {
+  if (s.rope.rows != nullptr) {
+    BackwardWithRope(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+  } else {
+    PlainBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv);
+  }
+}
+
 const char* AttentionTarget() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace
@@ -781,30 +1106,98 @@ const char* AttentionTarget() { return hwy::TargetName(HWY_TARGET); }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/error.h"
+
 namespace rotor {
 namespace kernels {
 
 HWY_EXPORT(AttentionForward);
 HWY_EXPORT(AttentionBackward);
+HWY_EXPORT(ForwardWorkspaceFloats);
+HWY_EXPORT(BackwardWorkspaceFloats);
 HWY_EXPORT(AttentionTarget);
 
 size_t AttentionTaskScratchFloats(size_t head_dim) {
   return 2 * head_dim * kAttentionKeyTile +
          2 * kAttentionQueryTile * kAttentionKeyTile +
-         kAttentionQueryTile * head_dim + 2 * kAttentionQueryTile;
+         2 * kAttentionQueryTile * head_dim + 2 * kAttentionQueryTile;
+}
+
+AttentionStrides ContiguousAttentionStrides(size_t heads, size_t len,
+                                            size_t head_dim) {
+  return {heads * len * head_dim, len * head_dim, head_dim};
+}
+
+AttentionStrides TokenMajorAttentionStrides(size_t len, size_t row_width,
+                                            size_t head_dim) {
+  return {len * row_width, head_dim, row_width};
+}
+
+namespace {
+
+// `shape` with default (all zero) strides made contiguous, and its RoPE
+// checked.
+AttentionShape Resolved(const AttentionShape& shape) {
+  AttentionShape s = shape;
+  auto resolve = [&s](AttentionStrides& st, size_t heads, size_t len) {
+    if (st.batch == 0 && st.head == 0 && st.row == 0) {
+      st = ContiguousAttentionStrides(heads, len, s.head_dim);
+    }
+  };
+  resolve(s.q_strides, s.q_heads, s.q_len);
+  resolve(s.out_strides, s.q_heads, s.q_len);
+  resolve(s.k_strides, s.kv_heads, s.kv_len);
+  resolve(s.v_strides, s.kv_heads, s.kv_len);
+  if (s.rope.rows != nullptr) {
+    ROTOR_CHECK(s.causal && s.q_offset == 0 && s.q_len == s.kv_len,
+                "attention with RoPE inside: causal self-attention only "
+                "(q_offset 0, q_len == kv_len), got q_offset ",
+                s.q_offset, ", q_len ", s.q_len, ", kv_len ", s.kv_len);
+    ROTOR_CHECK(
+        s.rope.positions != nullptr &&
+            s.rope.rotary_dim ==
+                static_cast<size_t>(s.rope.rows->rotary_dim()) &&
+            s.rope.rotary_dim % 2 == 0 && s.rope.rotary_dim <= s.head_dim,
+        "attention with RoPE inside: rotary dim ", s.rope.rotary_dim,
+        " must be even, at most head_dim ", s.head_dim, " and the table's ",
+        s.rope.rows->rotary_dim(), ", with positions");
+    RopeShape rope_shape;
+    rope_shape.batch = static_cast<int64_t>(s.batch);
+    rope_shape.seq = static_cast<int64_t>(s.kv_len);
+    rope_shape.head_dim = static_cast<int64_t>(s.head_dim);
+    rope_shape.rotary_dim = static_cast<int64_t>(s.rope.rotary_dim);
+    const int64_t end = RopePositionsEnd(rope_shape, *s.rope.positions);
+    ROTOR_CHECK(end <= s.rope.rows->num_positions(),
+                "attention with RoPE inside: position ", end - 1,
+                " is past the end of the table (", s.rope.rows->num_positions(),
+                " positions)");
+  }
+  return s;
+}
+
+}  // namespace
+
+size_t AttentionForwardWorkspaceFloats(const AttentionShape& shape) {
+  return HWY_DYNAMIC_DISPATCH(ForwardWorkspaceFloats)(Resolved(shape));
+}
+
+size_t AttentionBackwardWorkspaceFloats(const AttentionShape& shape) {
+  return HWY_DYNAMIC_DISPATCH(BackwardWorkspaceFloats)(Resolved(shape));
 }
 
 void AttentionForward(const AttentionShape& shape, const float* q,
-                      const float* k, const float* v, float* out, float* lse) {
-  HWY_DYNAMIC_DISPATCH(AttentionForward)(shape, q, k, v, out, lse);
+                      const float* k, const float* v, float* out, float* lse,
+                      float* workspace) {
+  HWY_DYNAMIC_DISPATCH(AttentionForward)
+  (Resolved(shape), q, k, v, out, lse, workspace);
 }
 
 void AttentionBackward(const AttentionShape& shape, const float* q,
                        const float* k, const float* v, const float* out,
                        const float* lse, const float* dout, float* delta,
-                       float* dq, float* dk, float* dv) {
+                       float* dq, float* dk, float* dv, float* workspace) {
   HWY_DYNAMIC_DISPATCH(AttentionBackward)
-  (shape, q, k, v, out, lse, dout, delta, dq, dk, dv);
+  (Resolved(shape), q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
 }
 
 const char* AttentionTarget() {

@@ -4,10 +4,14 @@
 // Scalar reference: core/kernels/attention_scalar.h. The idea, derivations
 // and the map from formulas to code: docs/attention.md.
 //
-// Layout (all row-major and contiguous, D = head_dim):
+// Layout (D = head_dim): every operand is a set of rows of D contiguous
+// floats, indexed [batch, heads, len], by default contiguous:
 //   q, out, dq, dout : [batch, q_heads,  q_len,  D]
 //   k, v, dk, dv     : [batch, kv_heads, kv_len, D]
-//   lse              : [batch, q_heads,  q_len]
+//   lse              : [batch, q_heads,  q_len]   (always contiguous)
+// AttentionShape's strides place the rows of q (and dq), k (dk), v (dv) and
+// out (dout) elsewhere, e.g. token-major [batch, len, heads * D] as a
+// projection writes them, so no layout copy is needed around the kernels.
 // Grouped-query attention: kv_heads divides q_heads and query head h reads
 // key/value head h / (q_heads / kv_heads).
 //
@@ -24,6 +28,16 @@
 // e.g. only its own document when several are packed into one row. Key
 // tiles that no row of a query tile sees are skipped, so the work is the
 // number of visible (query, key) pairs, not q_len * kv_len / 2.
+//
+// RoPE inside attention (optional, causal self-attention with q_len ==
+// kv_len): with AttentionShape::rope, q and k hold the projections before
+// rotation, and the kernels attend with q_rot = R(theta) q, k_rot =
+// R(theta) k (core/kernels/rope.h). The forward rotates each query tile as
+// it loads it and each key tile as it transposes it, so no rotated copy of q
+// or k is written; the backward rotates q and k into a workspace that lives
+// for the call, computes dq_rot and dk_rot and rotates them back, dq =
+// R(-theta) dq_rot. Every output is bitwise what RopeForward, the attention
+// kernels and RopeBackward give one after the other.
 //
 // Memory: neither kernel stores the [q_len, kv_len] score matrix. Forward
 // keeps per task (one query tile of one head) a query-tile x key-tile score
@@ -45,8 +59,32 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/kernels/rope.h"
+
 namespace rotor {
 namespace kernels {
+
+// Where the rows of one operand live, in floats: row t of head h of batch
+// element b starts at b * batch + h * head + t * row, and its D channels are
+// contiguous. All zero (the default) means contiguous [batch, heads, len,
+// D]. Token-major [batch, len, heads * D]: {len * heads * D, D, heads * D}.
+struct AttentionStrides {
+  size_t batch = 0;
+  size_t head = 0;
+  size_t row = 0;
+};
+
+// RoPE applied to q and k inside the kernels (see above). Not owned.
+struct AttentionRope {
+  const RopeRows* rows = nullptr;  // null: no rotation
+  RopeLayout layout = RopeLayout::kSplitHalf;
+  // Channels [0, rotary_dim) rotate, the rest pass through; must equal
+  // rows->rotary_dim().
+  size_t rotary_dim = 0;
+  // The positions of the kv_len tokens of each batch row; rows must cover
+  // them (RopeTable::Rows(RopePositionsEnd(...))).
+  const RopePositions* positions = nullptr;
+};
 
 struct AttentionShape {
   size_t batch = 1;
@@ -68,7 +106,22 @@ struct AttentionShape {
   // Packed documents: key_start[p] is where p's document begins. A sliding
   // window of w keys: key_start[p] = max(0, p - w + 1). Not owned.
   const int32_t* key_start = nullptr;
+  // Rows of q and dq, k and dk, v and dv, out and dout; default contiguous.
+  AttentionStrides q_strides;
+  AttentionStrides k_strides;
+  AttentionStrides v_strides;
+  AttentionStrides out_strides;
+  // Causal, q_offset = 0 and q_len == kv_len only. Default: no rotation.
+  AttentionRope rope;
 };
+
+// Strides of a contiguous [batch, heads, len, D] operand.
+AttentionStrides ContiguousAttentionStrides(size_t heads, size_t len,
+                                            size_t head_dim);
+// Strides of a token-major [batch, len, row_width] operand whose head h
+// occupies channels [h * D, (h + 1) * D) of each row.
+AttentionStrides TokenMajorAttentionStrides(size_t len, size_t row_width,
+                                            size_t head_dim);
 
 // Query rows and key rows handled per tile (see docs/attention.md).
 constexpr size_t kAttentionQueryTile = 64;
@@ -77,14 +130,27 @@ constexpr size_t kAttentionKeyTile = 64;
 // Floats of scratch one forward or backward task allocates (the larger of
 // the two): score and probability blocks of kAttentionQueryTile x
 // kAttentionKeyTile, key and value tiles transposed to [head_dim,
-// kAttentionKeyTile], an output accumulator of [kAttentionQueryTile,
-// head_dim] and per-row statistics. Independent of q_len and kv_len.
+// kAttentionKeyTile], an output accumulator and a rotated query tile of
+// [kAttentionQueryTile, head_dim] each and per-row statistics. Independent of
+// q_len and kv_len.
 size_t AttentionTaskScratchFloats(size_t head_dim);
+
+// Floats of workspace AttentionForward and AttentionBackward need for
+// `shape` (64-byte aligned; 0 when they need none): the forward's
+// transposed key tiles, about k's size, and the RoPE backward's rotated q
+// and k and their gradients. A caller that keeps buffers (a tensor pool)
+// passes one this large and spares the kernels an allocation, and the
+// system its page faults, on every call.
+size_t AttentionForwardWorkspaceFloats(const AttentionShape& shape);
+size_t AttentionBackwardWorkspaceFloats(const AttentionShape& shape);
 
 // out = softmax(scale * q k^T, masked) v; lse[i] = L_i (-inf for a query
 // that sees no key, whose output row is then 0). Overwrites out and lse.
+// workspace: null, or AttentionForwardWorkspaceFloats(shape) floats,
+// 64-byte aligned (the kernel allocates its own when null).
 void AttentionForward(const AttentionShape& shape, const float* q,
-                      const float* k, const float* v, float* out, float* lse);
+                      const float* k, const float* v, float* out, float* lse,
+                      float* workspace = nullptr);
 
 // Gradients of L = sum(dout * out) with respect to q, k and v, from the
 // forward's inputs, its output `out` and its `lse`:
@@ -93,11 +159,13 @@ void AttentionForward(const AttentionShape& shape, const float* q,
 //   dq_i = scale sum_j ds_ij k_j,  dk_j = scale sum_i ds_ij q_i,
 //   dv_j = sum_i p_ij dout_i   (dk, dv summed over the group's query heads).
 // delta: [batch, q_heads, q_len] workspace, overwritten with delta_i.
-// Overwrites dq, dk and dv. Outputs must not alias the inputs.
+// Overwrites dq, dk and dv. Outputs must not alias the inputs. workspace:
+// null, or AttentionBackwardWorkspaceFloats(shape) floats, 64-byte aligned.
 void AttentionBackward(const AttentionShape& shape, const float* q,
                        const float* k, const float* v, const float* out,
                        const float* lse, const float* dout, float* delta,
-                       float* dq, float* dk, float* dv);
+                       float* dq, float* dk, float* dv,
+                       float* workspace = nullptr);
 
 // Name of the Highway target the attention dispatch chose ("AVX3", ...).
 const char* AttentionTarget();

@@ -27,6 +27,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // Per-target helpers, after highway.h:
+#include "core/kernels/rope-inl.h"
 #include "core/kernels/simd-inl.h"
 #include "core/parallel.h"
 
@@ -53,45 +54,6 @@ constexpr double kStreamBytes = 16.0 * (1 << 20);
 // (its scratch row lives on the stack).
 constexpr int64_t kMaxStreamRow = 1024;
 
-// (y0, y1) = R(theta) (x0, x1), or R(-theta) = R(theta)^T when kInverse:
-//   forward:  y0 = x0 c - x1 s,   y1 = x1 c + x0 s
-//   inverse:  y0 = x0 c + x1 s,   y1 = x1 c - x0 s
-// where c = a cos theta and s = a sin theta come from the table.
-template <bool kInverse, class V>
-HWY_INLINE void Rotate(V c, V s, V x0, V x1, V& y0, V& y1) {
-  if (kInverse) {
-    y0 = hn::MulAdd(x1, s, hn::Mul(x0, c));
-    y1 = hn::NegMulAdd(x0, s, hn::Mul(x1, c));
-  } else {
-    y0 = hn::NegMulAdd(x1, s, hn::Mul(x0, c));
-    y1 = hn::MulAdd(x0, s, hn::Mul(x1, c));
-  }
-}
-
-// One row, split-half layout: pair i is (x[i], x[i + half]), half = r/2.
-// cos_sin is the table row [cos 0..half-1, sin 0..half-1]. x and y may be
-// the same row.
-template <bool kInverse, bool kAccumulate>
-HWY_INLINE void RotateSplitHalf(const float* cos_sin, size_t half,
-                                const float* x, float* y) {
-  const float* sin = cos_sin + half;
-  ForEachVector(half, [&](auto d, size_t i) HWY_ATTR {
-    const auto c = hn::LoadU(d, cos_sin + i);
-    const auto s = hn::LoadU(d, sin + i);
-    const auto x0 = hn::LoadU(d, x + i);
-    const auto x1 = hn::LoadU(d, x + half + i);
-    auto y0 = x0;
-    auto y1 = x1;
-    Rotate<kInverse>(c, s, x0, x1, y0, y1);
-    if (kAccumulate) {
-      y0 = hn::Add(hn::LoadU(d, y + i), y0);
-      y1 = hn::Add(hn::LoadU(d, y + half + i), y1);
-    }
-    hn::StoreU(y0, d, y + i);
-    hn::StoreU(y1, d, y + half + i);
-  });
-}
-
 // RotateSplitHalf writing with non-temporal (streaming) stores, for
 // out-of-place outputs too large to stay in cache: a plain store first reads
 // the destination line into cache ("write-allocate"), so an out-of-place
@@ -116,53 +78,6 @@ HWY_INLINE void RotateSplitHalfStream(const float* cos_sin, size_t half,
   }
 }
 
-// One row, interleaved layout: pair i is (x[2i], x[2i + 1]). Whole vectors
-// de-interleave with LoadInterleaved2 (even lanes -> x0, odd -> x1); the
-// tail takes one pair at a time with one-lane loads (no masked loads, which
-// may fault on SSE4/AVX2 in Highway 1.0.3).
-template <bool kInverse, bool kAccumulate>
-HWY_INLINE void RotateInterleaved(const float* cos_sin, size_t half,
-                                  const float* x, float* y) {
-  const float* sin = cos_sin + half;
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + lanes <= half; i += lanes) {
-    const auto c = hn::LoadU(d, cos_sin + i);
-    const auto s = hn::LoadU(d, sin + i);
-    auto x0 = hn::Zero(d);
-    auto x1 = hn::Zero(d);
-    hn::LoadInterleaved2(d, x + 2 * i, x0, x1);
-    auto y0 = x0;
-    auto y1 = x1;
-    Rotate<kInverse>(c, s, x0, x1, y0, y1);
-    if (kAccumulate) {
-      auto old0 = hn::Zero(d);
-      auto old1 = hn::Zero(d);
-      hn::LoadInterleaved2(d, y + 2 * i, old0, old1);
-      y0 = hn::Add(old0, y0);
-      y1 = hn::Add(old1, y1);
-    }
-    hn::StoreInterleaved2(y0, y1, d, y + 2 * i);
-  }
-  const hn::CappedTag<float, 1> d1;
-  for (; i < half; ++i) {
-    const auto c = hn::LoadU(d1, cos_sin + i);
-    const auto s = hn::LoadU(d1, sin + i);
-    const auto x0 = hn::LoadU(d1, x + 2 * i);
-    const auto x1 = hn::LoadU(d1, x + 2 * i + 1);
-    auto y0 = x0;
-    auto y1 = x1;
-    Rotate<kInverse>(c, s, x0, x1, y0, y1);
-    if (kAccumulate) {
-      y0 = hn::Add(hn::LoadU(d1, y + 2 * i), y0);
-      y1 = hn::Add(hn::LoadU(d1, y + 2 * i + 1), y1);
-    }
-    hn::StoreU(y0, d1, y + 2 * i);
-    hn::StoreU(y1, d1, y + 2 * i + 1);
-  }
-}
-
 // RotateInterleaved with streaming stores (see RotateSplitHalfStream). The
 // pairs are re-interleaved in registers by StoreInterleaved2 into `row`, an
 // aligned scratch row of 2 * half floats that stays in L1, which is then
@@ -177,19 +92,6 @@ HWY_INLINE void RotateInterleavedStream(const float* cos_sin, size_t half,
   const hn::ScalableTag<float> d;
   for (size_t i = 0; i < 2 * half; i += hn::Lanes(d)) {
     hn::Stream(hn::Load(d, row + i), d, y + i);
-  }
-}
-
-// Channels [r, head_dim) pass through: y = x (nothing to do in place), or
-// y += x when accumulating a gradient.
-template <bool kAccumulate>
-HWY_INLINE void PassThrough(const float* x, float* y, size_t n) {
-  if (kAccumulate) {
-    ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
-      hn::StoreU(hn::Add(hn::LoadU(d, y + i), hn::LoadU(d, x + i)), d, y + i);
-    });
-  } else if (x != y && n > 0) {
-    std::memcpy(y, x, n * sizeof(float));
   }
 }
 
@@ -212,8 +114,6 @@ void ApplyAll(const RopeRows& rows, const RopeShape& shape,
       std::max(kMinTile,
                (shape.seq + tiles_wanted_per_row - 1) / tiles_wanted_per_row));
   const int64_t tiles_per_row = (shape.seq + tile - 1) / tile;
-  const int64_t ids_batch_stride =
-      static_cast<int64_t>(positions.ids.size()) == shape.seq ? 0 : shape.seq;
   const RopeOperand* operands[2] = {&a, &b};
   // Stream the output (see RotateSplitHalfStream) when it is written out of
   // place, overwritten rather than accumulated, and large.
@@ -237,11 +137,8 @@ void ApplyAll(const RopeRows& rows, const RopeShape& shape,
           const int64_t t0 = (item % tiles_per_row) * tile;
           const int64_t t1 = std::min(shape.seq, t0 + tile);
           for (int64_t t = t0; t < t1; ++t) {
-            const int64_t position =
-                positions.ids.empty()
-                    ? positions.offset + t
-                    : positions.ids[batch * ids_batch_stride + t];
-            tile_rows[t - t0] = rows.row(position);
+            tile_rows[t - t0] =
+                rows.row(RopePositionOf(positions, batch, t, shape.seq));
           }
           for (const RopeOperand* op : operands) {
             for (int64_t h = 0; h < op->heads; ++h) {

@@ -181,6 +181,15 @@ struct RopePositions {
   std::vector<int64_t> ids;
 };
 
+// The position of token t of batch row b under `positions` (unchecked; see
+// RopePositionsEnd for the checks), for sequences of `seq` tokens.
+inline int64_t RopePositionOf(const RopePositions& positions, int64_t b,
+                              int64_t t, int64_t seq) {
+  if (positions.ids.empty()) return positions.offset + t;
+  const bool shared = static_cast<int64_t>(positions.ids.size()) == seq;
+  return positions.ids[(shared ? 0 : b * seq) + t];
+}
+
 // Checks `positions` against `shape` (sizes, no negative offset or id) and
 // returns 1 + the largest position: the table length the call needs.
 int64_t RopePositionsEnd(const RopeShape& shape,

@@ -80,13 +80,66 @@ Tensor ContiguousData(const Tensor& x) {
   return copy;
 }
 
+// A workspace of the kernels' size from the tensor pool (none for 0 floats):
+// reused across steps, unlike an allocation inside the kernels.
+Tensor Workspace(size_t floats) {
+  return floats == 0 ? Tensor() : Tensor::Empty({static_cast<int64_t>(floats)});
+}
+float* DataOrNull(Tensor& workspace) {
+  return workspace.defined() ? workspace.data() : nullptr;
+}
+
+// Runs the kernels' forward for the checked `shape` on q_in, k_in and v_in
+// (as contiguous data) and records their backward: q, k, v, the output and
+// its lse are saved. `keep` owns what the shape's pointers point to
+// (key_start, RoPE rows and positions) for as long as the backward may run.
+Tensor RunAttention(const char* op, const kernels::AttentionShape& shape,
+                    const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                    std::shared_ptr<const void> keep) {
+  const Tensor q = ContiguousData(q_in);
+  const Tensor k = ContiguousData(k_in);
+  const Tensor v = ContiguousData(v_in);
+  // The kernel overwrites out and lse completely.
+  Tensor out = Tensor::Empty(q.shape());
+  // lse: [batch, q_heads, q_len], one float per query row.
+  Tensor lse = Tensor::Empty({static_cast<int64_t>(shape.batch),
+                              static_cast<int64_t>(shape.q_heads),
+                              static_cast<int64_t>(shape.q_len)});
+  {
+    Tensor workspace =
+        Workspace(kernels::AttentionForwardWorkspaceFloats(shape));
+    profile::Scope scope(profile::Phase::kAttention);
+    kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
+                              lse.data(), DataOrNull(workspace));
+  }
+  // Backward captures the output's data through a detached handle: the
+  // output itself would own this node (a reference cycle).
+  const Tensor saved_out = out.Detach();
+  return RecordOp(
+      out, op, {q_in, k_in, v_in},
+      [shape, keep, q, k, v, saved_out, lse](const Tensor& grad_out) {
+        const Tensor dout = ContiguousData(grad_out);
+        Tensor delta = Tensor::Empty(lse.shape());  // workspace
+        Tensor dq = Tensor::Empty(q.shape());
+        Tensor dk = Tensor::Empty(k.shape());
+        Tensor dv = Tensor::Empty(v.shape());
+        Tensor workspace =
+            Workspace(kernels::AttentionBackwardWorkspaceFloats(shape));
+        profile::Scope scope(profile::Phase::kAttention);
+        kernels::AttentionBackward(shape, q.data(), k.data(), v.data(),
+                                   saved_out.data(), lse.data(), dout.data(),
+                                   delta.data(), dq.data(), dk.data(),
+                                   dv.data(), DataOrNull(workspace));
+        return std::vector<Tensor>{dq, dk, dv};
+      });
+}
+
 // key_start: empty (no lower bound) or checked by CheckKeyStart.
 Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
                    const Tensor& v_in, bool causal, int64_t q_offset,
                    float scale, const std::vector<int32_t>& key_start = {}) {
   kernels::AttentionShape shape =
       CheckedShape(op, q_in, k_in, v_in, causal, q_offset, scale);
-  // Shared by the backward closure, which must see the same mask.
   std::shared_ptr<const std::vector<int32_t>> saved_key_start;
   if (!key_start.empty()) {
     CheckKeyStart(op, key_start, static_cast<int64_t>(shape.batch),
@@ -94,39 +147,92 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
     saved_key_start = std::make_shared<const std::vector<int32_t>>(key_start);
     shape.key_start = saved_key_start->data();
   }
-  const Tensor q = ContiguousData(q_in);
-  const Tensor k = ContiguousData(k_in);
-  const Tensor v = ContiguousData(v_in);
-  // The kernel overwrites out and lse completely.
-  Tensor out = Tensor::Empty(q.shape());
-  // lse: [batch, q_heads, q_len], one float per query row.
-  Tensor lse = Tensor::Empty({q.size(0), q.size(1), q.size(2)});
-  {
-    profile::Scope scope(profile::Phase::kAttention);
-    kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
-                              lse.data());
-  }
-  // Backward captures the output's data through a detached handle: the
-  // output itself would own this node (a reference cycle).
-  const Tensor saved_out = out.Detach();
-  return RecordOp(out, op, {q_in, k_in, v_in},
-                  [shape, saved_key_start, q, k, v, saved_out,
-                   lse](const Tensor& grad_out) {
-                    const Tensor dout = ContiguousData(grad_out);
-                    Tensor delta = Tensor::Empty(lse.shape());  // workspace
-                    Tensor dq = Tensor::Empty(q.shape());
-                    Tensor dk = Tensor::Empty(k.shape());
-                    Tensor dv = Tensor::Empty(v.shape());
-                    profile::Scope scope(profile::Phase::kAttention);
-                    kernels::AttentionBackward(
-                        shape, q.data(), k.data(), v.data(), saved_out.data(),
-                        lse.data(), dout.data(), delta.data(), dq.data(),
-                        dk.data(), dv.data());
-                    return std::vector<Tensor>{dq, dk, dv};
-                  });
+  return RunAttention(op, shape, q_in, k_in, v_in, saved_key_start);
+}
+
+// The checked kernel shape of RopeCausalAttention's token-major operands.
+kernels::AttentionShape RopeAttentionShape(const Tensor& q, const Tensor& k,
+                                           const Tensor& v, int64_t head_dim) {
+  const char* op = "RopeCausalAttention";
+  ROTOR_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, op,
+              ": q, k and v must be [batch, seq, heads * head_dim], got q ",
+              ShapeToString(q.shape()), ", k ", ShapeToString(k.shape()),
+              ", v ", ShapeToString(v.shape()));
+  ROTOR_CHECK(k.shape() == v.shape(), op, ": k ", ShapeToString(k.shape()),
+              " and v ", ShapeToString(v.shape()), " must have the same shape");
+  ROTOR_CHECK(q.size(0) == k.size(0) && q.size(1) == k.size(1), op,
+              ": batch and seq of q ", ShapeToString(q.shape()), " and k ",
+              ShapeToString(k.shape()), " differ");
+  ROTOR_CHECK(head_dim > 0 && q.size(2) % head_dim == 0 &&
+                  k.size(2) % head_dim == 0 && k.size(2) > 0,
+              op, ": the widths of q ", ShapeToString(q.shape()), " and k ",
+              ShapeToString(k.shape()), " must be positive multiples of ",
+              "head_dim ", head_dim);
+  const int64_t q_heads = q.size(2) / head_dim;
+  const int64_t kv_heads = k.size(2) / head_dim;
+  ROTOR_CHECK(q_heads % kv_heads == 0, op, ": q_heads ", q_heads,
+              " must be a multiple of kv_heads ", kv_heads, " (q ",
+              ShapeToString(q.shape()), ", k ", ShapeToString(k.shape()), ")");
+  kernels::AttentionShape s;
+  s.batch = q.size(0);
+  s.q_heads = q_heads;
+  s.kv_heads = kv_heads;
+  s.q_len = q.size(1);
+  s.kv_len = q.size(1);
+  s.head_dim = head_dim;
+  s.scale = DefaultAttentionScale(head_dim);
+  s.q_strides = s.out_strides =
+      kernels::TokenMajorAttentionStrides(s.q_len, q.size(2), head_dim);
+  s.k_strides = s.v_strides =
+      kernels::TokenMajorAttentionStrides(s.kv_len, k.size(2), head_dim);
+  return s;
 }
 
 }  // namespace
+
+Tensor RopeCausalAttention(const Tensor& q_in, const Tensor& k_in,
+                           const Tensor& v_in, int64_t head_dim,
+                           const AttentionRopeSettings& rope,
+                           const std::vector<int32_t>& key_start) {
+  const char* op = "RopeCausalAttention";
+  kernels::AttentionShape shape =
+      RopeAttentionShape(q_in, k_in, v_in, head_dim);
+  ROTOR_CHECK(rope.table != nullptr, op, ": no RoPE table");
+  const int64_t rotary_dim =
+      kernels::RopeRotaryDim(head_dim, rope.partial_rotary_factor);
+  ROTOR_CHECK(rope.table->rotary_dim() == rotary_dim, op,
+              ": the table rotates ", rope.table->rotary_dim(),
+              " channels but head_dim ", head_dim,
+              " with partial_rotary_factor ", rope.partial_rotary_factor,
+              " needs rotary dim ", rotary_dim);
+  kernels::RopeShape rope_shape;
+  rope_shape.batch = q_in.size(0);
+  rope_shape.seq = q_in.size(1);
+  rope_shape.head_dim = head_dim;
+  rope_shape.rotary_dim = rotary_dim;
+  // The table rows and positions the backward must use too, even if the
+  // table is rebuilt in between.
+  const auto rows =
+      rope.table->Rows(kernels::RopePositionsEnd(rope_shape, rope.positions));
+  // What the shape points to, kept for the backward.
+  struct Kept {
+    std::shared_ptr<const kernels::RopeRows> rows;
+    RopePositions positions;
+    std::vector<int32_t> key_start;
+  };
+  const auto kept =
+      std::make_shared<const Kept>(Kept{rows, rope.positions, key_start});
+  shape.rope.rows = kept->rows.get();
+  shape.rope.layout = rope.layout;
+  shape.rope.rotary_dim = static_cast<size_t>(rotary_dim);
+  shape.rope.positions = &kept->positions;
+  if (!key_start.empty()) {
+    CheckKeyStart(op, key_start, static_cast<int64_t>(shape.batch),
+                  static_cast<int64_t>(shape.kv_len));
+    shape.key_start = kept->key_start.data();
+  }
+  return RunAttention(op, shape, q_in, k_in, v_in, kept);
+}
 
 float DefaultAttentionScale(int64_t head_dim) {
   ROTOR_CHECK(head_dim > 0, "DefaultAttentionScale: head_dim must be > 0, got ",

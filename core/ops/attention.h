@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/ops/rope.h"
 #include "core/tensor.h"
 
 namespace rotor {
@@ -64,6 +65,34 @@ void CheckKeyStart(const char* caller, const std::vector<int32_t>& key_start,
 // <= t. Throws on starts out of [0, seq) or not increasing.
 std::vector<int32_t> DocumentKeyStarts(
     const std::vector<std::vector<int64_t>>& document_starts, int64_t seq);
+
+// RoPE applied inside RopeCausalAttention: the table, the positions of the
+// sequence's tokens and the pairing of channels, as for Rope (core/ops/rope.h).
+struct AttentionRopeSettings {
+  RopeTable* table = nullptr;  // grows to cover the positions
+  RopePositions positions;
+  RopeLayout layout = RopeLayout::kSplitHalf;
+  double partial_rotary_factor = 1.0;
+};
+
+// Causal self-attention on the projections as they come out of the linear
+// layers, token-major, with RoPE applied inside the attention kernels:
+//   q: [batch, seq, q_heads * D]   k, v: [batch, seq, kv_heads * D]
+//   result: [batch, seq, q_heads * D], the heads side by side, ready for the
+//   output projection.
+// It computes what
+//   Rope(q as [batch, q_heads, seq, D], k likewise, ...), then
+//   CausalAttention(q_rot, k_rot, v, DefaultAttentionScale(D), 0, key_start)
+// compute, bitwise, without the layout copies around them and without
+// storing rotated q or k: the forward rotates each tile as the kernel loads
+// it, and the backward rotates q and k into a workspace for its own
+// duration (docs/attention.md). Backward saves q, k, v, the result and one
+// logsumexp per query row. key_start: as for CausalAttention (empty: plain
+// causal). Throws rotor::Error on shapes that do not fit, a table built for
+// another rotary dim, bad positions or a bad key_start.
+Tensor RopeCausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                           int64_t head_dim, const AttentionRopeSettings& rope,
+                           const std::vector<int32_t>& key_start = {});
 
 // Non-causal attention: every query sees every key.
 Tensor FullAttention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -435,6 +435,44 @@ TEST(Transformer, PackedDocumentsLossAndGradientsEqualDocumentsAlone) {
   }
 }
 
+// RoPE inside the attention kernels and the separate Rope op give the same
+// loss and gradients, bitwise: grouped-query heads, partial rotary, both
+// pair layouts, with and without packed documents, at 1 and 2 threads.
+TEST(Transformer, RopeInsideAttentionEqualsSeparateRopeBitwise) {
+  const TwoDocuments row;
+  for (RopeLayout layout : {RopeLayout::kSplitHalf, RopeLayout::kInterleaved}) {
+    for (bool packed : {false, true}) {
+      for (int threads : {1, 2}) {
+        auto run = [&](bool inside) {
+          nn::TransformerConfig config = Config(11, 32, 12, 2, 4, 2, 32, true);
+          config.rope_layout = layout;
+          config.rope.partial_rotary_factor = 0.5;
+          config.rope_inside_attention = inside;
+          nn::Transformer model(config, 13);
+          const nn::PackedDocuments documents = row.Documents(true, true);
+          model.ZeroGrad();
+          const Tensor loss = model.Loss(row.ids, row.targets, 1, row.kSeq,
+                                         nn::Transformer::kIgnoreIndex,
+                                         packed ? &documents : nullptr);
+          loss.Backward();
+          std::vector<std::vector<float>> result = {loss.ToVector()};
+          for (const Tensor& p : model.Parameters()) {
+            result.push_back(p.grad().ToVector());
+          }
+          return result;
+        };
+        const auto inside =
+            test::RunAtThreads(threads, [&] { return run(true); });
+        const auto separate =
+            test::RunAtThreads(threads, [&] { return run(false); });
+        EXPECT_TRUE(inside == separate)
+            << RopeLayoutName(layout) << (packed ? " packed" : "")
+            << " threads=" << threads;
+      }
+    }
+  }
+}
+
 // Recomputed layers (activation checkpointing) see the same documents in
 // backward: bitwise the gradients of keeping every activation.
 TEST(Transformer, PackedDocumentsWithActivationCheckpointing) {

@@ -15,11 +15,15 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/kernels/attention_scalar.h"
+#include "core/kernels/rope.h"
+#include "core/kernels/rope_scalar.h"
 #include "core/ops/attention.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
@@ -605,6 +609,301 @@ TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
              1e-6, 1e-4, "last row of dv");
   ExpectNear(o.dk.data() + (kT - 1) * dim, ref_dk.data() + (kT - 1) * dim, dim,
              1e-6, 1e-4, "last row of dk");
+}
+
+// ---------------------------------------------------------------------------
+// Strided operands and RoPE inside the kernels.
+
+// A [batch, heads, len, D] operand stored token-major inside rows of
+// `width` floats (width >= heads * D; the extra floats are padding another
+// operand might own, e.g. a fused qkv projection) at channel `column`.
+struct TokenMajor {
+  size_t batch, heads, len, dim, width, column;
+  size_t floats() const { return batch * len * width; }
+  kernels::AttentionStrides strides() const {
+    return {len * width, dim, width};
+  }
+  size_t at(size_t b, size_t h, size_t t) const {
+    return b * len * width + t * width + column + h * dim;
+  }
+  // Contiguous [batch, heads, len, D] copy of the operand at `x`.
+  std::vector<float> Gather(const float* x) const {
+    std::vector<float> out;
+    for (size_t b = 0; b < batch; ++b) {
+      for (size_t h = 0; h < heads; ++h) {
+        for (size_t t = 0; t < len; ++t) {
+          out.insert(out.end(), x + at(b, h, t), x + at(b, h, t) + dim);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+// One training-shaped case: the kernels on token-major operands (q, k and v
+// side by side in one fused row of width (q_heads + 2 kv_heads) * D + 3,
+// out and dout in their own rows), with or without RoPE, against the
+// separate path: contiguous copies, RopeForward, the kernels without RoPE
+// and RopeBackward. Every output must be bitwise equal.
+struct RopeCase {
+  size_t batch, q_heads, kv_heads, len, dim;
+  size_t rotary_dim;  // 0: no RoPE
+  kernels::RopeLayout layout = kernels::RopeLayout::kSplitHalf;
+  bool documents = false;  // packed documents, positions restarting
+  int64_t offset = 0;      // RoPE position of token 0 (without documents)
+};
+
+void ExpectRopeInsideEqualsSeparate(const RopeCase& c, size_t misalign,
+                                    std::mt19937& rng) {
+  const size_t width = (c.q_heads + 2 * c.kv_heads) * c.dim + 3;
+  const TokenMajor qm{c.batch, c.q_heads, c.len, c.dim, width, 0};
+  const TokenMajor km{c.batch, c.kv_heads, c.len,
+                      c.dim,   width,      c.q_heads * c.dim};
+  const TokenMajor vm{c.batch, c.kv_heads, c.len,
+                      c.dim,   width,      (c.q_heads + c.kv_heads) * c.dim};
+  const TokenMajor om{c.batch, c.q_heads, c.len, c.dim, c.q_heads * c.dim, 0};
+  const std::string what =
+      "B=" + std::to_string(c.batch) + " Hq=" + std::to_string(c.q_heads) +
+      " Hkv=" + std::to_string(c.kv_heads) + " T=" + std::to_string(c.len) +
+      " D=" + std::to_string(c.dim) + " r=" + std::to_string(c.rotary_dim) +
+      (c.layout == kernels::RopeLayout::kSplitHalf ? " split"
+                                                   : " interleaved") +
+      (c.documents ? " documents" : "") +
+      " misalign=" + std::to_string(misalign);
+  const MisalignedFloats qkv(qm.floats(), misalign, rng);
+  const MisalignedFloats dout(om.floats(), misalign, rng);
+
+  std::vector<int32_t> key_start;
+  kernels::RopePositions positions;
+  positions.offset = c.offset;
+  if (c.documents) {
+    key_start = DocumentKeyStarts(PackedLayouts(c.len), c.len);
+    key_start.resize(c.batch * c.len, 0);
+    positions.offset = 0;
+    for (size_t i = 0; i < key_start.size(); ++i) {
+      positions.ids.push_back(static_cast<int64_t>(i % c.len) - key_start[i]);
+    }
+  }
+  std::shared_ptr<const kernels::RopeRows> rows;
+  if (c.rotary_dim > 0) {
+    kernels::RopeTable table = kernels::RopeTable::Default(
+        static_cast<int64_t>(c.rotary_dim), 10000.0);
+    rows = table.Rows(c.offset + static_cast<int64_t>(c.len));
+  }
+
+  AttentionShape s =
+      MakeShape(c.batch, c.q_heads, c.kv_heads, c.len, c.len, c.dim);
+  if (!key_start.empty()) s.key_start = key_start.data();
+
+  // The separate path, contiguous throughout.
+  std::vector<float> q = qm.Gather(qkv.data()), k = km.Gather(qkv.data()),
+                     v = vm.Gather(qkv.data()), g = om.Gather(dout.data());
+  kernels::RopeShape rope_shape;
+  rope_shape.batch = static_cast<int64_t>(c.batch);
+  rope_shape.seq = static_cast<int64_t>(c.len);
+  rope_shape.head_dim = static_cast<int64_t>(c.dim);
+  rope_shape.rotary_dim = static_cast<int64_t>(c.rotary_dim);
+  rope_shape.layout = c.layout;
+  auto in_place = [&](std::vector<float>& x, size_t heads) {
+    kernels::RopeOperand op;
+    op.src = op.dst = x.data();
+    op.src_strides = op.dst_strides = kernels::ContiguousRopeStrides(
+        static_cast<int64_t>(heads), static_cast<int64_t>(c.len),
+        static_cast<int64_t>(c.dim));
+    op.heads = static_cast<int64_t>(heads);
+    return op;
+  };
+  if (rows) {
+    kernels::RopeForward(*rows, rope_shape, positions, in_place(q, c.q_heads),
+                         in_place(k, c.kv_heads));
+  }
+  std::vector<float> out(q.size()), lse(c.batch * c.q_heads * c.len),
+      delta(lse.size()), dq(q.size()), dk(k.size()), dv(v.size());
+  kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
+                            lse.data());
+  kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
+                             lse.data(), g.data(), delta.data(), dq.data(),
+                             dk.data(), dv.data());
+  if (rows) {
+    kernels::RopeBackward(*rows, rope_shape, positions, in_place(dq, c.q_heads),
+                          in_place(dk, c.kv_heads),
+                          /*accumulate=*/false);
+  }
+
+  // Token-major, RoPE inside.
+  AttentionShape fused = s;
+  fused.q_strides = qm.strides();
+  fused.k_strides = km.strides();
+  fused.v_strides = vm.strides();
+  fused.out_strides = om.strides();
+  if (rows) {
+    fused.rope.rows = rows.get();
+    fused.rope.layout = c.layout;
+    fused.rope.rotary_dim = c.rotary_dim;
+    fused.rope.positions = &positions;
+  }
+  const float* base = qkv.data();
+  MisalignedFloats f_out(om.floats(), misalign, 7.0f);
+  MisalignedFloats f_lse(lse.size(), misalign), f_delta(lse.size(), misalign);
+  MisalignedFloats f_dqkv(qm.floats(), misalign, 7.0f);
+  kernels::AttentionForward(fused, base + qm.column, base + km.column,
+                            base + vm.column, f_out.data(), f_lse.data());
+  float* dqkv = f_dqkv.data();
+  kernels::AttentionBackward(fused, base + qm.column, base + km.column,
+                             base + vm.column, f_out.data(), f_lse.data(),
+                             dout.data(), f_delta.data(), dqkv + qm.column,
+                             dqkv + km.column, dqkv + vm.column);
+  EXPECT_TRUE(om.Gather(f_out.data()) == out) << "out " << what;
+  EXPECT_TRUE(std::vector<float>(f_lse.data(), f_lse.data() + lse.size()) ==
+              lse)
+      << "lse " << what;
+  EXPECT_TRUE(qm.Gather(dqkv) == dq) << "dq " << what;
+  EXPECT_TRUE(km.Gather(dqkv) == dk) << "dk " << what;
+  EXPECT_TRUE(vm.Gather(dqkv) == dv) << "dv " << what;
+  // The padding of the fused gradient rows is left as it was.
+  for (size_t row = 0; row < c.batch * c.len; ++row) {
+    for (size_t e = width - 3; e < width; ++e) {
+      ASSERT_EQ(dqkv[row * width + e], 7.0f) << "padding written, " << what;
+    }
+  }
+}
+
+// Token-major strided operands without RoPE: the same bits as contiguous.
+ROTOR_PER_TARGET_TEST(AttentionKernel, StridedOperandsEqualContiguous) {
+  std::mt19937 rng(31);
+  for (size_t t : {1, 3, 65, 130}) {
+    for (size_t dim : {6, 34}) {
+      ExpectRopeInsideEqualsSeparate({2, 4, 2, t, t == 1 ? 6 : dim, 0}, 1, rng);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// RoPE inside the kernels against RopeForward + attention + RopeBackward,
+// bitwise: both layouts, partial rotary dims, grouped-query heads, lengths
+// of 1 and 2 (the short path), across the 64-row tiles, position offsets,
+// packed documents with restarting positions, both backward schemes (one
+// pass at one thread, two passes with one kv head on two threads) and
+// misaligned pointers.
+ROTOR_PER_TARGET_TEST(AttentionKernel, RopeInsideEqualsSeparateKernels) {
+  using kernels::RopeLayout;
+  std::mt19937 rng(32);
+  for (RopeLayout layout : {RopeLayout::kSplitHalf, RopeLayout::kInterleaved}) {
+    for (size_t t : {1, 2, 3, 64, 65, 130}) {
+      for (size_t misalign : {0, 1}) {
+        ExpectRopeInsideEqualsSeparate({2, 4, 2, t, 34, 34, layout}, misalign,
+                                       rng);
+        ExpectRopeInsideEqualsSeparate({1, 3, 1, t, 64, 64, layout}, misalign,
+                                       rng);
+        // Partial rotary (16 of 34 channels) and odd rotary halves.
+        ExpectRopeInsideEqualsSeparate({2, 2, 2, t, 34, 16, layout}, misalign,
+                                       rng);
+        ExpectRopeInsideEqualsSeparate({1, 2, 1, t, 6, 6, layout, false, 5},
+                                       misalign, rng);
+        ExpectRopeInsideEqualsSeparate({2, 4, 2, t, 34, 34, layout, true},
+                                       misalign, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  // Both backward schemes at two threads: one pass (4 kv heads), two
+  // passes (1 kv head).
+  test::RunAtThreads(2, [&] {
+    ExpectRopeInsideEqualsSeparate({2, 4, 2, 130, 34, 34}, 0, rng);
+    ExpectRopeInsideEqualsSeparate({1, 4, 1, 130, 34, 34}, 0, rng);
+    ExpectRopeInsideEqualsSeparate(
+        {1, 4, 1, 130, 34, 34, RopeLayout::kSplitHalf, true}, 0, rng);
+    return 0;
+  });
+}
+
+// RoPE inside attention against the double-precision scalar twins composed:
+// RopeForwardRef, then AttentionForwardRef and AttentionBackwardRef, then
+// RopeBackwardRef.
+ROTOR_PER_TARGET_TEST(AttentionKernel, RopeInsideMatchesReference) {
+  std::mt19937 rng(33);
+  for (size_t t : {2, 65, 130}) {
+    const size_t batch = 2, hq = 4, hkv = 2, dim = 34, rotary = 34;
+    AttentionShape s = MakeShape(batch, hq, hkv, t, t, dim);
+    const Inputs in(s, 1, rng);
+    kernels::RopeTable table = kernels::RopeTable::Default(rotary, 10000.0);
+    const auto rows = table.Rows(static_cast<int64_t>(t));
+    const kernels::RopePositions positions;
+    s.rope.rows = rows.get();
+    s.rope.rotary_dim = rotary;
+    s.rope.positions = &positions;
+    const Outputs o = RunKernels(s, in, 1);
+
+    kernels::RopeShape rope_shape;
+    rope_shape.batch = batch;
+    rope_shape.seq = static_cast<int64_t>(t);
+    rope_shape.head_dim = dim;
+    rope_shape.rotary_dim = rotary;
+    const std::vector<double> table_ref = kernels::RopeRowsRef<double>(
+        table.inv_freq(), 1.0, static_cast<int64_t>(t));
+    auto rotate = [&](const std::vector<double>& x, size_t heads,
+                      bool inverse) {
+      std::vector<double> y(x.size());
+      kernels::RopeOperandRef<double> op;
+      op.src = x.data();
+      op.dst = y.data();
+      op.heads = static_cast<int64_t>(heads);
+      op.src_strides = op.dst_strides = kernels::ContiguousRopeStrides(
+          op.heads, static_cast<int64_t>(t), dim);
+      if (inverse) {
+        kernels::RopeBackwardRef(table_ref.data(), rope_shape, positions, op,
+                                 /*accumulate=*/false);
+      } else {
+        kernels::RopeForwardRef(table_ref.data(), rope_shape, positions, op);
+      }
+      return y;
+    };
+    const std::vector<double> q = rotate(ToDoubles(in.q), hq, false);
+    const std::vector<double> k = rotate(ToDoubles(in.k), hkv, false);
+    const std::vector<double> v = ToDoubles(in.v), dout = ToDoubles(in.dout);
+    std::vector<double> out(q.size()), lse(QueryRows(s)), dq(q.size()),
+        dk(k.size()), dv(v.size());
+    AttentionShape plain = s;
+    plain.rope = kernels::AttentionRope();
+    kernels::AttentionForwardRef<double>(plain, q.data(), k.data(), v.data(),
+                                         out.data(), lse.data());
+    kernels::AttentionBackwardRef<double>(plain, q.data(), k.data(), v.data(),
+                                          dout.data(), dq.data(), dk.data(),
+                                          dv.data());
+    dq = rotate(dq, hq, true);
+    dk = rotate(dk, hkv, true);
+    const std::string what = "T=" + std::to_string(t);
+    ExpectNear(o.out.data(), out.data(), out.size(), 2e-5, 1e-4, "out " + what);
+    ExpectNear(o.lse.data(), lse.data(), lse.size(), 2e-5, 1e-5, "lse " + what);
+    ExpectNear(o.dq.data(), dq.data(), dq.size(), 5e-5, 1e-4, "dq " + what);
+    ExpectNear(o.dk.data(), dk.data(), dk.size(), 5e-5, 1e-4, "dk " + what);
+    ExpectNear(o.dv.data(), dv.data(), dv.size(), 5e-5, 1e-4, "dv " + what);
+  }
+}
+
+// RoPE inside is for causal self-attention: anything else is refused.
+TEST(AttentionKernelRope, RefusesDecodingShapes) {
+  kernels::RopeTable table = kernels::RopeTable::Default(4, 10000.0);
+  const auto rows = table.Rows(8);
+  const kernels::RopePositions positions;
+  AttentionShape s = MakeShape(1, 1, 1, 2, 6, 4);  // q_offset 4
+  s.rope.rows = rows.get();
+  s.rope.rotary_dim = 4;
+  s.rope.positions = &positions;
+  std::vector<float> q(8), k(24), v(24), out(8), lse(2);
+  EXPECT_THROW(kernels::AttentionForward(s, q.data(), k.data(), v.data(),
+                                         out.data(), lse.data()),
+               Error);
+  // Positions past the end of the table's rows.
+  s = MakeShape(1, 1, 1, 2, 2, 4);
+  s.rope.rows = rows.get();
+  s.rope.rotary_dim = 4;
+  kernels::RopePositions far;
+  far.offset = rows->num_positions();
+  s.rope.positions = &far;
+  EXPECT_THROW(kernels::AttentionForward(s, q.data(), k.data(), v.data(),
+                                         out.data(), lse.data()),
+               Error);
 }
 
 }  // namespace

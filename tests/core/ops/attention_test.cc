@@ -270,5 +270,150 @@ TEST(AttentionOp, DocumentKeyStartsPerPosition) {
                                   0, 0, 0}));
 }
 
+// ---------------------------------------------------------------------------
+// RopeCausalAttention: RoPE inside the kernels, token-major projections.
+
+// The RoPE settings of a test: a plain table for `rotary_dim` channels.
+struct RopeFixture {
+  explicit RopeFixture(int64_t rotary_dim)
+      : table(RopeTable::Default(rotary_dim, 10000.0)) {}
+  AttentionRopeSettings Settings(double partial_rotary_factor = 1.0,
+                                 RopeLayout layout = RopeLayout::kSplitHalf) {
+    AttentionRopeSettings rope;
+    rope.table = &table;
+    rope.layout = layout;
+    rope.partial_rotary_factor = partial_rotary_factor;
+    return rope;
+  }
+  RopeTable table;
+};
+
+// What the model computed before RoPE moved inside attention: views of the
+// projections as heads, Rope, CausalAttention, and the heads merged back.
+Tensor SeparateRopeAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                             int64_t head_dim,
+                             const AttentionRopeSettings& rope,
+                             const std::vector<int32_t>& key_start) {
+  const int64_t batch = q.size(0), seq = q.size(1);
+  auto heads = [&](const Tensor& x) {
+    return Permute(Reshape(x, {batch, seq, x.size(2) / head_dim, head_dim}),
+                   {0, 2, 1, 3});
+  };
+  auto [q_rot, k_rot] = Rope(heads(q), heads(k), *rope.table, rope.positions,
+                             rope.layout, rope.partial_rotary_factor);
+  const Tensor attended =
+      CausalAttention(q_rot, k_rot, Contiguous(heads(v)),
+                      DefaultAttentionScale(head_dim), 0, key_start);
+  return Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
+                 {batch, seq, q.size(2)});
+}
+
+// Gradients through autograd against finite differences: grouped-query
+// heads, partial rotary, interleaved pairs, packed documents with
+// restarting positions.
+TEST(RopeAttentionOp, GradCheck) {
+  std::mt19937 rng(41);
+  RopeFixture full(4), partial(2);
+  GradCheck(
+      [&](const std::vector<Tensor>& x) {
+        return RopeCausalAttention(x[0], x[1], x[2], 4, full.Settings());
+      },
+      RandomQkv({2, 5, 16}, {2, 5, 8}, rng));
+  GradCheck(
+      [&](const std::vector<Tensor>& x) {
+        return RopeCausalAttention(
+            x[0], x[1], x[2], 4,
+            partial.Settings(0.5, RopeLayout::kInterleaved));
+      },
+      RandomQkv({1, 6, 8}, {1, 6, 4}, rng));
+  const std::vector<int32_t> key_start =
+      DocumentKeyStarts({{0, 3, 4}, {2, 6}}, 7);
+  AttentionRopeSettings documents = full.Settings();
+  for (size_t i = 0; i < key_start.size(); ++i) {
+    documents.positions.ids.push_back(static_cast<int64_t>(i % 7) -
+                                      key_start[i]);
+  }
+  GradCheck(
+      [&](const std::vector<Tensor>& x) {
+        return RopeCausalAttention(x[0], x[1], x[2], 4, documents, key_start);
+      },
+      RandomQkv({2, 7, 16}, {2, 7, 8}, rng));
+}
+
+// The same bits as the separate ops, forward and every gradient, at 1 and 2
+// threads, with and without packed documents, and at a position offset.
+TEST(RopeAttentionOp, EqualsSeparateRopeAndAttentionBitwise) {
+  constexpr int64_t kD = 34;
+  for (int threads : {1, 2}) {
+    for (bool documents : {false, true}) {
+      test::RunAtThreads(threads, [&] {
+        std::mt19937 rng(42);
+        RopeFixture fixture(kD);
+        AttentionRopeSettings rope = fixture.Settings();
+        std::vector<int32_t> key_start;
+        if (documents) {
+          key_start = DocumentKeyStarts({{0, 5, 70}, {0, 64, 65}}, 130);
+          for (size_t i = 0; i < key_start.size(); ++i) {
+            rope.positions.ids.push_back(static_cast<int64_t>(i % 130) -
+                                         key_start[i]);
+          }
+        } else {
+          rope.positions.offset = 3;
+        }
+        std::mt19937 same_rng = rng;  // the same values for both paths
+        const std::vector<Tensor> fused_in =
+            RandomQkv({2, 130, 4 * kD}, {2, 130, 2 * kD}, rng);
+        const std::vector<Tensor> separate_in =
+            RandomQkv({2, 130, 4 * kD}, {2, 130, 2 * kD}, same_rng);
+        const Tensor dy =
+            RandomTensor({2, 130, 4 * kD}, rng, -1, 1, /*requires_grad=*/false);
+        const Tensor fused = RopeCausalAttention(
+            fused_in[0], fused_in[1], fused_in[2], kD, rope, key_start);
+        const Tensor separate =
+            SeparateRopeAttention(separate_in[0], separate_in[1],
+                                  separate_in[2], kD, rope, key_start);
+        Sum(Mul(fused, dy)).Backward();
+        Sum(Mul(separate, dy)).Backward();
+        const std::string what = "threads=" + std::to_string(threads) +
+                                 (documents ? " documents" : " offset 3");
+        EXPECT_TRUE(fused.ToVector() == separate.ToVector()) << what;
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_TRUE(fused_in[i].grad().ToVector() ==
+                      separate_in[i].grad().ToVector())
+              << "gradient of input " << i << ", " << what;
+        }
+        return 0;
+      });
+    }
+  }
+}
+
+TEST(RopeAttentionOp, ErrorsNameTheProblem) {
+  std::mt19937 rng(43);
+  RopeFixture fixture(4);
+  const AttentionRopeSettings rope = fixture.Settings();
+  const Tensor q = RandomTensor({1, 3, 8}, rng);
+  const Tensor k = RandomTensor({1, 3, 4}, rng);
+  ROTOR_EXPECT_ERROR(
+      RopeCausalAttention(q, k, RandomTensor({1, 3, 8}, rng), 4, rope),
+      "RopeCausalAttention", "must have the same shape");
+  ROTOR_EXPECT_ERROR(RopeCausalAttention(q, RandomTensor({1, 2, 4}, rng),
+                                         RandomTensor({1, 2, 4}, rng), 4, rope),
+                     "RopeCausalAttention", "batch and seq");
+  ROTOR_EXPECT_ERROR(RopeCausalAttention(q, k, k, 3, rope),
+                     "multiples of head_dim 3");
+  ROTOR_EXPECT_ERROR(RopeCausalAttention(RandomTensor({1, 3, 12}, rng),
+                                         RandomTensor({1, 3, 8}, rng),
+                                         RandomTensor({1, 3, 8}, rng), 4, rope),
+                     "q_heads 3 must be a multiple of kv_heads 2");
+  ROTOR_EXPECT_ERROR(RopeCausalAttention(q, k, k, 4, fixture.Settings(0.5)),
+                     "the table rotates 4 channels", "needs rotary dim 2");
+  AttentionRopeSettings bad_ids = rope;
+  bad_ids.positions.ids = {0, 1};
+  ROTOR_EXPECT_ERROR(RopeCausalAttention(q, k, k, 4, bad_ids), "ids");
+  ROTOR_EXPECT_ERROR(RopeCausalAttention(q, k, k, 4, rope, {0, 0}),
+                     "key_start has 2 entries");
+}
+
 }  // namespace
 }  // namespace rotor
