@@ -24,11 +24,16 @@ Tensor ContiguousValues(const Tensor& src) {
   return copy;
 }
 
-// A leaf's gradient: dst += src (dst contiguous, same shape), or an owned
-// copy of src when dst is still undefined. The leaf owns its gradient
-// (clipping and ZeroGrad write into it), so src is never adopted here.
-void AccumulateIntoLeaf(Tensor& dst, const Tensor& src) {
+// A leaf's gradient: dst += src (dst contiguous, same shape). When dst is
+// still undefined (none yet, or ZeroGrad dropped it), src itself if nothing
+// else can see its data, else an owned copy: the leaf owns its gradient
+// (clipping writes into it), so a shared tensor is never adopted.
+void AccumulateIntoLeaf(Tensor& dst, Tensor src) {
   if (!dst.defined()) {
+    if (src.IsSoleOwner()) {
+      dst = std::move(src);
+      return;
+    }
     dst = Tensor::Empty(src.shape());
     dst.CopyFrom(src);
     return;
@@ -269,7 +274,7 @@ void RunBackward(const Tensor& root, const Tensor& grad_root,
                 inputs.size(), " inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor input = inputs[i];
-      const Tensor& g = input_grads[i];
+      Tensor& g = input_grads[i];
       if (!input.defined() || !input.requires_grad() || !g.defined()) continue;
       ROTOR_CHECK(g.shape() == input.shape(), node->name(),
                   " backward: gradient of shape ", ShapeToString(g.shape()),
@@ -277,7 +282,8 @@ void RunBackward(const Tensor& root, const Tensor& grad_root,
       if (input.grad_fn()) {
         AccumulateIntoPending(pending[input.grad_fn().get()], g);
       } else {
-        AccumulateIntoLeaf(input.mutable_grad(), g);
+        // Moved: the vector's copy would keep g from being adopted.
+        AccumulateIntoLeaf(input.mutable_grad(), std::move(g));
       }
     }
     if (on_leaf_ready) leaf_edges.NodeDone(*node, on_leaf_ready);

@@ -78,7 +78,7 @@ float Dot3(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
 }
 
 // One row of the backward pass, with s = rstd of the row:
-//   dx += s * w * dy - (s^3 / n) * (sum_j dy_j w_j x_j) * x
+//   dx = s * w * dy - (s^3 / n) * (sum_j dy_j w_j x_j) * x
 //   partial += dy * x * s          (this row's share of dweight)
 void RmsNormBackwardRow(const float* HWY_RESTRICT x,
                         const float* HWY_RESTRICT weight, float s,
@@ -90,9 +90,7 @@ void RmsNormBackwardRow(const float* HWY_RESTRICT x,
     const auto dyv = hn::LoadU(d, dy + i);
     const auto g =
         hn::Mul(hn::Mul(hn::Set(d, s), hn::LoadU(d, weight + i)), dyv);
-    const auto dxv =
-        hn::Add(hn::LoadU(d, dx + i), hn::NegMulAdd(hn::Set(d, k), xv, g));
-    hn::StoreU(dxv, d, dx + i);
+    hn::StoreU(hn::NegMulAdd(hn::Set(d, k), xv, g), d, dx + i);
     const auto p =
         hn::MulAdd(hn::Mul(dyv, xv), hn::Set(d, s), hn::LoadU(d, partial + i));
     hn::StoreU(p, d, partial + i);
@@ -104,7 +102,11 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
                      const float* HWY_RESTRICT rstd,
                      const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
                      float* HWY_RESTRICT dweight, size_t rows, size_t cols) {
-  if (rows == 0 || cols == 0) return;
+  if (cols == 0) return;
+  if (rows == 0) {
+    std::fill(dweight, dweight + cols, 0.0f);
+    return;
+  }
   const size_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   // partial[b * cols + i] = sum over the rows of block b of dy * x * rstd.
   auto partial = hwy::AllocateAligned<float>(blocks * cols);
@@ -123,7 +125,7 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
       std::max<int64_t>(1, kMinFloatsPerTask / (kRowsPerBlock * cols));
   ParallelFor(blocks, blocks_per_task, block_body);
 
-  // dweight += partial_0 + partial_1 + ... in block order; columns are
+  // dweight = partial_0 + partial_1 + ... in block order; columns are
   // independent, so splitting them over threads changes nothing.
   const int64_t cols_per_task =
       std::max<int64_t>(1, kMinFloatsPerTask / blocks);
@@ -134,7 +136,7 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
       for (size_t b = 1; b < blocks; ++b) {
         total = hn::Add(total, hn::LoadU(d, partial.get() + b * cols + i));
       }
-      hn::StoreU(hn::Add(hn::LoadU(d, dweight + i), total), d, dweight + i);
+      hn::StoreU(total, d, dweight + i);
     });
   });
 }

@@ -19,11 +19,11 @@ namespace kernels {
 void RmsNormForward(const float* x, const float* weight, float* y, float* rstd,
                     size_t rows, size_t cols, float eps);
 
-// Given dy = dL/dy and the forward's rstd, accumulates
+// Given dy = dL/dy and the forward's rstd, writes
 // clang-format off
-//   dx[r, i]   += rstd[r] * weight[i] * dy[r, i]
-//                 - rstd[r]^3 / cols * x[r, i] * sum_j dy[r, j] weight[j] x[r, j]
-//   dweight[i] += sum_r dy[r, i] * x[r, i] * rstd[r]
+//   dx[r, i]   = rstd[r] * weight[i] * dy[r, i]
+//                - rstd[r]^3 / cols * x[r, i] * sum_j dy[r, j] weight[j] x[r, j]
+//   dweight[i] = sum_r dy[r, i] * x[r, i] * rstd[r]
 // clang-format on
 // dweight is a sum across rows: rows are grouped in fixed blocks of 32 whose
 // partial sums are computed in parallel and then added in block order, so

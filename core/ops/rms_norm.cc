@@ -41,8 +41,8 @@ Tensor RmsNorm(const Tensor& x, const Tensor& weight, float eps) {
       y, "RmsNorm", {x, weight},
       [saved_x, saved_w, rstd, rows = rows, cols = cols](const Tensor& dy) {
         const Tensor grad = ContiguousOrCopy(dy);
-        Tensor dx = Tensor::Zeros(saved_x.shape());
-        Tensor dweight = Tensor::Zeros(saved_w.shape());
+        Tensor dx = Tensor::Empty(saved_x.shape());
+        Tensor dweight = Tensor::Empty(saved_w.shape());
         kernels::RmsNormBackward(saved_x.data(), saved_w.data(), rstd.data(),
                                  grad.data(), dx.data(), dweight.data(), rows,
                                  cols);
