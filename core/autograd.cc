@@ -164,6 +164,32 @@ Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
   return output;
 }
 
+std::pair<Tensor, Tensor> RecordPairOp(Tensor first, Tensor second,
+                                       const char* name,
+                                       std::vector<Tensor> inputs,
+                                       PairBackwardFn backward) {
+  if (!AnyRequiresGrad(inputs)) return {first, second};
+  // dL/dsecond, from second's node (which runs first) to first's.
+  auto handed_over = std::make_shared<Tensor>();
+  const size_t num_inputs = inputs.size();
+  first = RecordOp(first, name, std::move(inputs),
+                   [backward = std::move(backward), handed_over,
+                    num_inputs](const Tensor& grad_first) {
+                     const Tensor grad_second = std::move(*handed_over);
+                     *handed_over = Tensor();
+                     if (!grad_first.defined() && !grad_second.defined()) {
+                       return std::vector<Tensor>(num_inputs);
+                     }
+                     return backward(grad_first, grad_second);
+                   });
+  first.grad_fn()->set_runs_without_gradient();
+  second = RecordOp(second, name, {first}, [handed_over](const Tensor& grad) {
+    *handed_over = grad;
+    return std::vector<Tensor>(1);  // first's gradient is first's own
+  });
+  return {first, second};
+}
+
 Tensor Checkpointed(const std::function<Tensor(const Tensor&)>& fn,
                     const Tensor& x, const std::vector<Tensor>& parameters) {
   std::vector<Tensor> inputs = {x};
@@ -260,12 +286,14 @@ void RunBackward(const Tensor& root, const Tensor& grad_root,
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = it->get();
     auto grad_it = pending.find(node);
-    if (grad_it == pending.end()) {  // no gradient reached it
+    Tensor grad_out;  // undefined when no gradient reached the node
+    if (grad_it != pending.end()) {
+      grad_out = std::move(grad_it->second);
+      pending.erase(grad_it);
+    } else if (!node->runs_without_gradient()) {
       if (on_leaf_ready) leaf_edges.NodeDone(*node, on_leaf_ready);
       continue;
     }
-    const Tensor grad_out = std::move(grad_it->second);
-    pending.erase(grad_it);
 
     std::vector<Tensor> input_grads = node->Apply(grad_out);
     const std::vector<Tensor>& inputs = node->inputs();

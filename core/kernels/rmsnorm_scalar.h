@@ -41,6 +41,22 @@ void RmsNormBackwardRef(const T* x, const T* weight, const T* rstd, const T* dy,
   }
 }
 
+template <typename T>
+void AddRmsNormForwardRef(const T* x, const T* residual, const T* weight,
+                          T* sum, T* y, T* rstd, size_t rows, size_t cols,
+                          double eps) {
+  for (size_t i = 0; i < rows * cols; ++i) sum[i] = x[i] + residual[i];
+  RmsNormForwardRef(sum, weight, y, rstd, rows, cols, eps);
+}
+
+template <typename T>
+void AddRmsNormBackwardRef(const T* sum, const T* weight, const T* rstd,
+                           const T* dy, const T* dsum, T* dh, T* dweight,
+                           size_t rows, size_t cols) {
+  RmsNormBackwardRef(sum, weight, rstd, dy, dh, dweight, rows, cols);
+  for (size_t i = 0; i < rows * cols; ++i) dh[i] = dsum[i] + dh[i];
+}
+
 }  // namespace kernels
 }  // namespace rotor
 
