@@ -302,8 +302,8 @@ TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
     CopyTask::Make(kRows, data_rng, inputs, targets);
     model.ZeroGrad();
     model.Loss(inputs, targets, kRows, CopyTask::kSeq).Backward();
-    train::ClipGradNorm(parameters, 1.0);
-    optimizer.Step(step < 20 ? 1e-2 * (step + 1) / 20 : 1e-2);
+    optimizer.Step(step < 20 ? 1e-2 * (step + 1) / 20 : 1e-2,
+                   train::ClipScale(train::GlobalGradNorm(parameters), 1.0));
   }
 
   // Held-out sequences: loss and greedy accuracy on the copied half.
