@@ -168,8 +168,8 @@ int RunCase(int64_t seq, const std::string& mode,
     for (int32_t& id : targets) id = token(rng);
     model.ZeroGrad();
     Mul(model.Loss(inputs, targets, 1, seq), 1.0f).Backward();
-    train::ClipGradNorm(parameters, 1.0);
-    optimizer.Step(1e-4);
+    optimizer.Step(1e-4,
+                   train::ClipScale(train::GlobalGradNorm(parameters), 1.0));
   };
   for (int i = 0; i < warmup; ++i) step();
   // Timed under the phase profiler (core/profile.h): its cost, a few

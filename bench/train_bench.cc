@@ -1,6 +1,6 @@
 // Training throughput and peak memory of a whole step, forward + backward +
 // gradient clipping + AdamW, built exactly as the trainer builds it
-// (nn::Transformer, AdamW over NamedParameters, ClipGradNorm), on random
+// (nn::Transformer, AdamW over NamedParameters, clipping), on random
 // token batches. Three Llama-style configs, head_dim 32, tied embeddings:
 //
 //   tiny:    hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8,
@@ -176,8 +176,8 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
                                    nn::Transformer::kIgnoreIndex,
                                    documents > 0 ? &packed : nullptr);
     Mul(loss, 1.0f).Backward();  // as the trainer (micro-batch weight 1)
-    train::ClipGradNorm(parameters, 1.0);
-    optimizer.Step(1e-3);
+    optimizer.Step(1e-3,
+                   train::ClipScale(train::GlobalGradNorm(parameters), 1.0));
   };
   step();
   step();

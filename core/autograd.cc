@@ -24,11 +24,16 @@ Tensor ContiguousValues(const Tensor& src) {
   return copy;
 }
 
-// A leaf's gradient: dst += src (dst contiguous, same shape), or an owned
-// copy of src when dst is still undefined. The leaf owns its gradient
-// (clipping and ZeroGrad write into it), so src is never adopted here.
-void AccumulateIntoLeaf(Tensor& dst, const Tensor& src) {
+// A leaf's gradient: dst += src (dst contiguous, same shape). When dst is
+// still undefined (none yet, or ZeroGrad dropped it), src itself if nothing
+// else can see its data, else an owned copy: the leaf owns its gradient
+// (clipping writes into it), so a shared tensor is never adopted.
+void AccumulateIntoLeaf(Tensor& dst, Tensor src) {
   if (!dst.defined()) {
+    if (src.IsSoleOwner()) {
+      dst = std::move(src);
+      return;
+    }
     dst = Tensor::Empty(src.shape());
     dst.CopyFrom(src);
     return;
@@ -159,6 +164,32 @@ Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
   return output;
 }
 
+std::pair<Tensor, Tensor> RecordPairOp(Tensor first, Tensor second,
+                                       const char* name,
+                                       std::vector<Tensor> inputs,
+                                       PairBackwardFn backward) {
+  if (!AnyRequiresGrad(inputs)) return {first, second};
+  // dL/dsecond, from second's node (which runs first) to first's.
+  auto handed_over = std::make_shared<Tensor>();
+  const size_t num_inputs = inputs.size();
+  first = RecordOp(first, name, std::move(inputs),
+                   [backward = std::move(backward), handed_over,
+                    num_inputs](const Tensor& grad_first) {
+                     const Tensor grad_second = std::move(*handed_over);
+                     *handed_over = Tensor();
+                     if (!grad_first.defined() && !grad_second.defined()) {
+                       return std::vector<Tensor>(num_inputs);
+                     }
+                     return backward(grad_first, grad_second);
+                   });
+  first.grad_fn()->set_runs_without_gradient();
+  second = RecordOp(second, name, {first}, [handed_over](const Tensor& grad) {
+    *handed_over = grad;
+    return std::vector<Tensor>(1);  // first's gradient is first's own
+  });
+  return {first, second};
+}
+
 Tensor Checkpointed(const std::function<Tensor(const Tensor&)>& fn,
                     const Tensor& x, const std::vector<Tensor>& parameters) {
   std::vector<Tensor> inputs = {x};
@@ -255,12 +286,14 @@ void RunBackward(const Tensor& root, const Tensor& grad_root,
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = it->get();
     auto grad_it = pending.find(node);
-    if (grad_it == pending.end()) {  // no gradient reached it
+    Tensor grad_out;  // undefined when no gradient reached the node
+    if (grad_it != pending.end()) {
+      grad_out = std::move(grad_it->second);
+      pending.erase(grad_it);
+    } else if (!node->runs_without_gradient()) {
       if (on_leaf_ready) leaf_edges.NodeDone(*node, on_leaf_ready);
       continue;
     }
-    const Tensor grad_out = std::move(grad_it->second);
-    pending.erase(grad_it);
 
     std::vector<Tensor> input_grads = node->Apply(grad_out);
     const std::vector<Tensor>& inputs = node->inputs();
@@ -269,7 +302,7 @@ void RunBackward(const Tensor& root, const Tensor& grad_root,
                 inputs.size(), " inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor input = inputs[i];
-      const Tensor& g = input_grads[i];
+      Tensor& g = input_grads[i];
       if (!input.defined() || !input.requires_grad() || !g.defined()) continue;
       ROTOR_CHECK(g.shape() == input.shape(), node->name(),
                   " backward: gradient of shape ", ShapeToString(g.shape()),
@@ -277,7 +310,8 @@ void RunBackward(const Tensor& root, const Tensor& grad_root,
       if (input.grad_fn()) {
         AccumulateIntoPending(pending[input.grad_fn().get()], g);
       } else {
-        AccumulateIntoLeaf(input.mutable_grad(), g);
+        // Moved: the vector's copy would keep g from being adopted.
+        AccumulateIntoLeaf(input.mutable_grad(), std::move(g));
       }
     }
     if (on_leaf_ready) leaf_edges.NodeDone(*node, on_leaf_ready);

@@ -35,6 +35,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -54,6 +55,11 @@ class Node {
   const std::string& name() const { return name_; }
   const std::vector<Tensor>& inputs() const { return inputs_; }
   bool released() const { return !backward_; }
+  // Backward calls this node even when no gradient reached its output
+  // (with an undefined grad_out): RecordPairOp's first node, whose backward
+  // may still have the second output's gradient to pass on.
+  bool runs_without_gradient() const { return runs_without_gradient_; }
+  void set_runs_without_gradient() { runs_without_gradient_ = true; }
   std::vector<Tensor> Apply(const Tensor& grad_out) const;
   // Drops inputs and everything the backward function captured.
   void Release();
@@ -62,6 +68,7 @@ class Node {
   std::string name_;
   std::vector<Tensor> inputs_;
   BackwardFn backward_;
+  bool runs_without_gradient_ = false;
 };
 
 // Grad mode is per thread and on by default.
@@ -88,6 +95,21 @@ bool AnyRequiresGrad(const std::vector<Tensor>& inputs);
 // requiring grad and attaches a Node. Returns `output` for chaining.
 Tensor RecordOp(Tensor output, const char* name, std::vector<Tensor> inputs,
                 Node::BackwardFn backward);
+
+// An op with two outputs whose backward needs both of their gradients at
+// once (AddRmsNorm: the residual sum and its norm, backward in one pass).
+// `backward` gets dL/dfirst and dL/dsecond, either undefined when no
+// gradient reached that output (never both), and returns one gradient per
+// input. It is recorded as two nodes: `second`'s node, whose only input is
+// `first`, runs before `first`'s (a consumer before its producer) and hands
+// its gradient over; `first`'s node then runs the backward, even when only
+// `second` got a gradient.
+using PairBackwardFn = std::function<std::vector<Tensor>(
+    const Tensor& grad_first, const Tensor& grad_second)>;
+std::pair<Tensor, Tensor> RecordPairOp(Tensor first, Tensor second,
+                                       const char* name,
+                                       std::vector<Tensor> inputs,
+                                       PairBackwardFn backward);
 
 // Activation checkpointing: y = fn(x), keeping none of fn's intermediate
 // activations. The forward runs fn with grad mode off and saves only x. The

@@ -369,9 +369,13 @@ Tensor& Tensor::set_requires_grad(bool value) {
 const Tensor& Tensor::grad() const { return checked_impl().grad; }
 Tensor& Tensor::mutable_grad() { return checked_impl().grad; }
 
-void Tensor::ZeroGrad() {
-  TensorImpl& impl = checked_impl();
-  if (impl.grad.defined()) impl.grad.Fill(0.0f);
+void Tensor::ZeroGrad() { checked_impl().grad = Tensor(); }
+
+bool Tensor::IsSoleOwner() const {
+  return impl_ != nullptr && impl_.use_count() == 1 && impl_->storage &&
+         impl_->storage.use_count() == 1 && impl_->offset == 0 &&
+         is_contiguous() &&
+         static_cast<size_t>(numel()) == impl_->storage->size();
 }
 
 const std::shared_ptr<Node>& Tensor::grad_fn() const {

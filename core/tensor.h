@@ -134,6 +134,10 @@ class Tensor {
   // Accumulated gradient (undefined until a Backward() reaches this leaf).
   const Tensor& grad() const;
   Tensor& mutable_grad();
+  // Drops the gradient (grad() becomes undefined, as PyTorch's
+  // zero_grad(set_to_none=True)): the next Backward writes it instead of
+  // zero-filling and adding. Readers treat an undefined gradient as zero;
+  // AdamW skips the parameter.
   void ZeroGrad();
   // The op that produced this tensor (null for leaves and in no-grad mode).
   const std::shared_ptr<Node>& grad_fn() const;
@@ -149,6 +153,11 @@ class Tensor {
 
   // Identity of the underlying handle (for graph bookkeeping).
   const TensorImpl* impl() const { return impl_.get(); }
+  // True when no other handle or view can see this tensor's data: this is
+  // the only handle on its TensorImpl, which is the only one on its storage
+  // and spans all of it contiguously. Autograd then adopts the tensor as a
+  // leaf's gradient instead of copying it.
+  bool IsSoleOwner() const;
 
   std::string ToString(int64_t max_elements = 16) const;
 

@@ -27,10 +27,10 @@
 #include "nn/transformer.h"
 #include "train/data/batches.h"
 #include "train/data/token_file.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/eval/generate.h"
 #include "train/optim/adamw.h"
 #include "train/optim/lr_schedule.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace {
 
@@ -146,9 +146,11 @@ int main() {
     model.ZeroGrad();
     loss.Backward();
     // Scale all gradients down together if their global norm exceeds 1, so
-    // one unlucky batch cannot throw the weights far (train/optim/adamw.h).
-    rotor::train::ClipGradNorm(parameters, /*max_norm=*/1.0);
-    optimizer.Step(schedule.At(step));
+    // one unlucky batch cannot throw the weights far (train/optim/adamw.h):
+    // the update applies the factor.
+    const double norm = rotor::train::GlobalGradNorm(parameters);
+    optimizer.Step(schedule.At(step),
+                   rotor::train::ClipScale(norm, /*max_norm=*/1.0));
     if (step == 0 || (step + 1) % 25 == 0) {
       std::printf("step %3d  loss %.4f  lr %.2e\n", step + 1, loss_value,
                   schedule.At(step));
@@ -166,8 +168,10 @@ int main() {
   sampling.temperature = 0.5;
   sampling.seed = 3;
   const std::string prompt = "the small ";
-  std::printf("\nsample: %s%s\n\n", prompt.c_str(),
-              rotor::train::GenerateText(model, ByteTokenizer(), prompt, sampling).c_str());
+  std::printf(
+      "\nsample: %s%s\n\n", prompt.c_str(),
+      rotor::train::GenerateText(model, ByteTokenizer(), prompt, sampling)
+          .c_str());
 
   const bool learned = loss_value < kTargetLoss;
   std::printf("final loss %.4f %s %.2f: %s\n", loss_value,

@@ -97,6 +97,11 @@ Tensor RmsNorm::Forward(const Tensor& x) const {
   return rotor::RmsNorm(x, weight_, eps_);
 }
 
+std::pair<Tensor, Tensor> RmsNorm::AddForward(const Tensor& x,
+                                              const Tensor& residual) const {
+  return rotor::AddRmsNorm(x, residual, weight_, eps_);
+}
+
 SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias,
                      double init_std, double output_init_std, Rng* rng)
     : gate_proj_(RegisterModule(

@@ -5,6 +5,7 @@
 #define ROTOR_NN_LAYERS_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/random.h"
@@ -81,6 +82,9 @@ class RmsNorm : public Module {
  public:
   RmsNorm(int64_t dim, float eps);
   Tensor Forward(const Tensor& x) const;
+  // {x + residual, Forward(x + residual)} in one op (rotor::AddRmsNorm).
+  std::pair<Tensor, Tensor> AddForward(const Tensor& x,
+                                       const Tensor& residual) const;
 
  private:
   Tensor weight_;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -120,9 +122,21 @@ DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng* rng)
 Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table,
                              const TokenPositions& positions,
                              LayerKvCache* cache) const {
-  const Tensor h = Add(x, self_attn_.Forward(input_layernorm_.Forward(x), table,
-                                             positions, cache));
-  return Add(h, mlp_.Forward(post_attention_layernorm_.Forward(h)));
+  const auto [h, mlp] = ForwardTerms(x, Tensor(), table, positions, cache);
+  return Add(h, mlp);
+}
+
+// s = x + delta, h = s + attn(norm1(s)), out = h + mlp(norm2(h)), with
+// each add fused into the norm that reads its result.
+std::pair<Tensor, Tensor> DecoderLayer::ForwardTerms(
+    const Tensor& x, const Tensor& delta, RopeTable& table,
+    const TokenPositions& positions, LayerKvCache* cache) const {
+  const auto [s, normed] = delta.defined()
+                               ? input_layernorm_.AddForward(x, delta)
+                               : std::pair{x, input_layernorm_.Forward(x)};
+  const Tensor attn = self_attn_.Forward(normed, table, positions, cache);
+  const auto [h, h_normed] = post_attention_layernorm_.AddForward(s, attn);
+  return {h, mlp_.Forward(h_normed)};
 }
 
 // ---------------------------------------------------------------------------
@@ -149,7 +163,10 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
                              int64_t seq, RopeTable& table,
                              const TokenPositions& positions,
                              KvCache* cache) const {
+  // The residual stream is h + delta: each layer returns its two terms
+  // unsummed (DecoderLayer::ForwardTerms).
   Tensor h = embed_tokens_.Forward(ids, {batch, seq});
+  Tensor delta;
   // Recomputed layers run again in backward, after `positions` is gone.
   std::shared_ptr<const TokenPositions> kept;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -157,17 +174,20 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
     if (cache == nullptr && checkpoint_every_ > 0 &&
         static_cast<int64_t>(i) % checkpoint_every_ == 0) {
       if (!kept) kept = std::make_shared<const TokenPositions>(positions);
+      // A recomputed layer takes one tensor: the stream summed.
+      if (delta.defined()) h = Add(h, delta);
       h = Checkpointed(
           [layer, &table, kept](const Tensor& x) {
             return layer->Forward(x, table, *kept, nullptr);
           },
           h, layer->TrainableParameters());
+      delta = Tensor();
     } else {
-      h = layer->Forward(h, table, positions,
-                         cache ? &cache->layers[i] : nullptr);
+      std::tie(h, delta) = layer->ForwardTerms(
+          h, delta, table, positions, cache ? &cache->layers[i] : nullptr);
     }
   }
-  return norm_.Forward(h);
+  return delta.defined() ? norm_.AddForward(h, delta).second : norm_.Forward(h);
 }
 
 // ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/ops/rope.h"
@@ -131,6 +132,15 @@ class DecoderLayer : public Module {
   DecoderLayer(const TransformerConfig& config, Rng* rng);
   Tensor Forward(const Tensor& x, RopeTable& table,
                  const TokenPositions& positions, LayerKvCache* cache) const;
+  // The same layer on a residual stream kept as two terms, x + delta
+  // (delta undefined: x alone), returning the output's two terms {h, mlp}
+  // unsummed, so that each residual add runs fused with the norm after it
+  // (AddRmsNorm): the input norm's here, the last one in the next layer
+  // or the final norm. Forward(x) is the sum of ForwardTerms(x, {}).
+  std::pair<Tensor, Tensor> ForwardTerms(const Tensor& x, const Tensor& delta,
+                                         RopeTable& table,
+                                         const TokenPositions& positions,
+                                         LayerKvCache* cache) const;
 
  private:
   RmsNorm& input_layernorm_;

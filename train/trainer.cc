@@ -603,9 +603,9 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     const double lr = schedule.At(state_.step);
     model_->ZeroGrad();
     const double loss = ForwardBackward();
-    const double grad_norm = ClipGradNorm(parameters, t.clip_grad_norm);
+    const double grad_norm = GlobalGradNorm(parameters);
     CheckWatchdog(loss, grad_norm);
-    optimizer_->Step(lr);
+    optimizer_->Step(lr, ClipScale(grad_norm, t.clip_grad_norm));
     if (shards_optimizer()) ShareUpdatedWeights();
     ++state_.step;
     state_.val_loss = std::numeric_limits<double>::quiet_NaN();

@@ -45,8 +45,7 @@ void SiluBackward(const float* HWY_RESTRICT x, const float* HWY_RESTRICT dy,
       const size_t i = begin + offset;
       const auto xv = hn::LoadU(d, x + i);
       const auto grad = SiluDerivative(d, xv, Sigmoid(d, xv));
-      hn::StoreU(hn::MulAdd(hn::LoadU(d, dy + i), grad, hn::LoadU(d, dx + i)),
-                 d, dx + i);
+      hn::StoreU(hn::Mul(hn::LoadU(d, dy + i), grad), d, dx + i);
     });
   });
 }
@@ -74,11 +73,8 @@ void SwiGluBackward(const float* HWY_RESTRICT gate,
       const auto s = Sigmoid(d, g);
       const auto dout_v = hn::LoadU(d, dout + i);
       const auto dout_up = hn::Mul(dout_v, hn::LoadU(d, up + i));
-      hn::StoreU(
-          hn::MulAdd(dout_up, SiluDerivative(d, g, s), hn::LoadU(d, dgate + i)),
-          d, dgate + i);
-      hn::StoreU(hn::MulAdd(dout_v, hn::Mul(g, s), hn::LoadU(d, dup + i)), d,
-                 dup + i);
+      hn::StoreU(hn::Mul(dout_up, SiluDerivative(d, g, s)), d, dgate + i);
+      hn::StoreU(hn::Mul(dout_v, hn::Mul(g, s)), d, dup + i);
     });
   });
 }

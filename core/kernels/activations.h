@@ -17,13 +17,14 @@ namespace kernels {
 
 // y[i] = silu(x[i])
 void SiluForward(const float* x, float* y, size_t n);
-// dx[i] += dy[i] * silu'(x[i])          (the forward input x is the state)
+// dx[i] = dy[i] * silu'(x[i])           (the forward input x is the state)
 void SiluBackward(const float* x, const float* dy, float* dx, size_t n);
 
 // The gated unit of a Llama MLP: out[i] = silu(gate[i]) * up[i]
 void SwiGluForward(const float* gate, const float* up, float* out, size_t n);
-// dgate[i] += dout[i] * up[i] * silu'(gate[i])
-// dup[i]   += dout[i] * silu(gate[i])
+// dgate[i] = dout[i] * up[i] * silu'(gate[i])
+// dup[i]   = dout[i] * silu(gate[i])
+// Both in one pass over the arrays (sigmoid(gate) computed once).
 void SwiGluBackward(const float* gate, const float* up, const float* dout,
                     float* dgate, float* dup, size_t n);
 

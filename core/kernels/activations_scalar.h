@@ -19,7 +19,7 @@ template <typename T>
 void SiluBackwardRef(const T* x, const T* dy, T* dx, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const T s = SigmoidRef(x[i]);
-    dx[i] += dy[i] * s * (T(1) + x[i] * (T(1) - s));
+    dx[i] = dy[i] * s * (T(1) + x[i] * (T(1) - s));
   }
 }
 
@@ -33,8 +33,8 @@ void SwiGluBackwardRef(const T* gate, const T* up, const T* dout, T* dgate,
                        T* dup, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const T s = SigmoidRef(gate[i]);
-    dgate[i] += dout[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
-    dup[i] += dout[i] * gate[i] * s;
+    dgate[i] = dout[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
+    dup[i] = dout[i] * gate[i] * s;
   }
 }
 

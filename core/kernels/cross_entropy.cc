@@ -31,14 +31,13 @@ float LogSumExpRow(const float* row, size_t n, const float* next_row) {
          std::log(SumExpShifted<false>(row, nullptr, n, shift, next_row));
 }
 
-// drow += scale * (exp(row - lse) - onehot(target))
+// drow = scale * (exp(row - lse) - onehot(target))
 void CrossEntropyBackwardRow(const float* HWY_RESTRICT row, float lse,
                              int32_t target, float scale,
                              float* HWY_RESTRICT drow, size_t n) {
   ForEachVector(n, [&](auto d, size_t j) HWY_ATTR {
     const auto p = ExpShifted(d, hn::LoadU(d, row + j), lse);
-    hn::StoreU(hn::MulAdd(p, hn::Set(d, scale), hn::LoadU(d, drow + j)), d,
-               drow + j);
+    hn::StoreU(hn::Mul(p, hn::Set(d, scale)), d, drow + j);
   });
   drow[target] -= scale;
 }
@@ -68,7 +67,10 @@ void CrossEntropyBackward(const float* HWY_RESTRICT logits,
                           float* HWY_RESTRICT dlogits) {
   const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
     for (int64_t r = begin; r < end; ++r) {
-      if (targets[r] == ignore_index) continue;
+      if (targets[r] == ignore_index) {
+        std::fill(dlogits + r * vocab, dlogits + (r + 1) * vocab, 0.0f);
+        continue;
+      }
       CrossEntropyBackwardRow(logits + r * vocab, logsumexp[r], targets[r],
                               scale, dlogits + r * vocab, vocab);
     }
@@ -77,8 +79,8 @@ void CrossEntropyBackward(const float* HWY_RESTRICT logits,
 }
 
 // The row is read three times (max, sum of exponentials, gradient) while it
-// is in cache; p * scale rounds as MulAdd(p, scale, 0) does in
-// CrossEntropyBackwardRow, so the result is bitwise the same.
+// is in cache; p * scale is the product CrossEntropyBackwardRow stores, so
+// the result is bitwise the same.
 void CrossEntropyForwardBackwardInPlace(float* HWY_RESTRICT logits,
                                         const int32_t* HWY_RESTRICT targets,
                                         size_t rows, size_t vocab,

@@ -27,9 +27,9 @@ void CrossEntropyForward(const float* logits, const int32_t* targets,
                          size_t rows, size_t vocab, int32_t ignore_index,
                          float* losses, float* logsumexp);
 
-// Accumulates the gradient of  scale * sum_r losses[r]:
-//   dlogits[r, j] += scale * (exp(logits[r, j] - logsumexp[r]) - [j == t_r])
-// for every row whose target is not ignore_index (other rows are untouched).
+// Writes the gradient of  scale * sum_r losses[r]:
+//   dlogits[r, j] = scale * (exp(logits[r, j] - logsumexp[r]) - [j == t_r])
+// for every row whose target is not ignore_index (other rows get zeros).
 // For the mean loss, scale = dL/dloss / (number of non-ignored rows).
 void CrossEntropyBackward(const float* logits, const float* logsumexp,
                           const int32_t* targets, size_t rows, size_t vocab,
@@ -41,9 +41,8 @@ void CrossEntropyBackward(const float* logits, const float* logsumexp,
 //   logits[r, j] = scale * exp(logits[r, j] - logsumexp[r]) - scale [j == t_r]
 // so `logits` ends as dloss/dlogits for loss = scale * sum_r losses[r]. Rows
 // whose target is ignore_index get losses[r] = 0 and a zero gradient row.
-// Bitwise the same as CrossEntropyForward, then CrossEntropyBackward into
-// zeros, on every target, for scale > 0 (a negative one may give -0 where
-// that gives +0): the same per-element operations, one fewer pass
+// Bitwise the same as CrossEntropyForward, then CrossEntropyBackward, on
+// every target: the same per-element operations, one fewer pass
 // over memory and no second [rows, vocab] buffer.
 void CrossEntropyForwardBackwardInPlace(float* logits, const int32_t* targets,
                                         size_t rows, size_t vocab,

@@ -33,11 +33,14 @@ void CrossEntropyBackwardRef(const T* logits, const T* logsumexp,
                              const int32_t* targets, size_t rows, size_t vocab,
                              int32_t ignore_index, T scale, T* dlogits) {
   for (size_t r = 0; r < rows; ++r) {
-    if (targets[r] == ignore_index) continue;
     for (size_t j = 0; j < vocab; ++j) {
+      if (targets[r] == ignore_index) {
+        dlogits[r * vocab + j] = T(0);
+        continue;
+      }
       const T p = std::exp(logits[r * vocab + j] - logsumexp[r]);
       const T onehot = j == static_cast<size_t>(targets[r]) ? T(1) : T(0);
-      dlogits[r * vocab + j] += scale * (p - onehot);
+      dlogits[r * vocab + j] = scale * (p - onehot);
     }
   }
 }

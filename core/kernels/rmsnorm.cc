@@ -61,6 +61,29 @@ void RmsNormForward(const float* HWY_RESTRICT x,
   ParallelFor(rows, RowsPerTask(cols), body);
 }
 
+void AddRmsNormForward(const float* HWY_RESTRICT x,
+                       const float* HWY_RESTRICT residual,
+                       const float* HWY_RESTRICT weight,
+                       float* HWY_RESTRICT sum, float* HWY_RESTRICT y,
+                       float* HWY_RESTRICT rstd, size_t rows, size_t cols,
+                       float eps) {
+  const auto body = [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * cols;
+      const float* rr = residual + r * cols;
+      float* hr = sum + r * cols;
+      ForEachVector(cols, [&](auto d, size_t i) HWY_ATTR {
+        hn::StoreU(hn::Add(hn::LoadU(d, xr + i), hn::LoadU(d, rr + i)), d,
+                   hr + i);
+      });
+      // The row just written is in L1; prefetch the next row of x.
+      rstd[r] = RmsNormRow(hr, weight, y + r * cols, cols, eps,
+                           NextRowOrSelf(x, r, rows, cols));
+    }
+  };
+  ParallelFor(rows, RowsPerTask(cols), body);
+}
+
 // sum_i a[i] * b[i] * c[i].
 float Dot3(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
            const float* HWY_RESTRICT c, size_t n) {
@@ -78,33 +101,44 @@ float Dot3(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
 }
 
 // One row of the backward pass, with s = rstd of the row:
-//   dx += s * w * dy - (s^3 / n) * (sum_j dy_j w_j x_j) * x
+//   dx = [addend +] s * w * dy - (s^3 / n) * (sum_j dy_j w_j x_j) * x
 //   partial += dy * x * s          (this row's share of dweight)
+template <bool kAdd>
 void RmsNormBackwardRow(const float* HWY_RESTRICT x,
                         const float* HWY_RESTRICT weight, float s,
-                        const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
-                        float* HWY_RESTRICT partial, size_t n) {
+                        const float* HWY_RESTRICT dy,
+                        const float* HWY_RESTRICT addend,
+                        float* HWY_RESTRICT dx, float* HWY_RESTRICT partial,
+                        size_t n) {
   const float k = s * s * s * Dot3(dy, weight, x, n) / n;
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
     const auto xv = hn::LoadU(d, x + i);
     const auto dyv = hn::LoadU(d, dy + i);
     const auto g =
         hn::Mul(hn::Mul(hn::Set(d, s), hn::LoadU(d, weight + i)), dyv);
-    const auto dxv =
-        hn::Add(hn::LoadU(d, dx + i), hn::NegMulAdd(hn::Set(d, k), xv, g));
-    hn::StoreU(dxv, d, dx + i);
+    const auto norm_dx = hn::NegMulAdd(hn::Set(d, k), xv, g);
+    hn::StoreU(kAdd ? hn::Add(hn::LoadU(d, addend + i), norm_dx) : norm_dx, d,
+               dx + i);
     const auto p =
         hn::MulAdd(hn::Mul(dyv, xv), hn::Set(d, s), hn::LoadU(d, partial + i));
     hn::StoreU(p, d, partial + i);
   });
 }
 
-void RmsNormBackward(const float* HWY_RESTRICT x,
-                     const float* HWY_RESTRICT weight,
-                     const float* HWY_RESTRICT rstd,
-                     const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
-                     float* HWY_RESTRICT dweight, size_t rows, size_t cols) {
-  if (rows == 0 || cols == 0) return;
+// RmsNormBackward, and with kAdd AddRmsNormBackward (addend = dsum).
+template <bool kAdd>
+void RmsNormBackwardRows(const float* HWY_RESTRICT x,
+                         const float* HWY_RESTRICT weight,
+                         const float* HWY_RESTRICT rstd,
+                         const float* HWY_RESTRICT dy,
+                         const float* HWY_RESTRICT addend,
+                         float* HWY_RESTRICT dx, float* HWY_RESTRICT dweight,
+                         size_t rows, size_t cols) {
+  if (cols == 0) return;
+  if (rows == 0) {
+    std::fill(dweight, dweight + cols, 0.0f);
+    return;
+  }
   const size_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   // partial[b * cols + i] = sum over the rows of block b of dy * x * rstd.
   auto partial = hwy::AllocateAligned<float>(blocks * cols);
@@ -114,8 +148,8 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
       std::fill(pb, pb + cols, 0.0f);
       const size_t row_end = std::min(rows, (b + 1) * kRowsPerBlock);
       for (size_t r = b * kRowsPerBlock; r < row_end; ++r) {
-        RmsNormBackwardRow(x + r * cols, weight, rstd[r], dy + r * cols,
-                           dx + r * cols, pb, cols);
+        RmsNormBackwardRow<kAdd>(x + r * cols, weight, rstd[r], dy + r * cols,
+                                 addend + r * cols, dx + r * cols, pb, cols);
       }
     }
   };
@@ -123,7 +157,7 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
       std::max<int64_t>(1, kMinFloatsPerTask / (kRowsPerBlock * cols));
   ParallelFor(blocks, blocks_per_task, block_body);
 
-  // dweight += partial_0 + partial_1 + ... in block order; columns are
+  // dweight = partial_0 + partial_1 + ... in block order; columns are
   // independent, so splitting them over threads changes nothing.
   const int64_t cols_per_task =
       std::max<int64_t>(1, kMinFloatsPerTask / blocks);
@@ -134,9 +168,27 @@ void RmsNormBackward(const float* HWY_RESTRICT x,
       for (size_t b = 1; b < blocks; ++b) {
         total = hn::Add(total, hn::LoadU(d, partial.get() + b * cols + i));
       }
-      hn::StoreU(hn::Add(hn::LoadU(d, dweight + i), total), d, dweight + i);
+      hn::StoreU(total, d, dweight + i);
     });
   });
+}
+
+void RmsNormBackward(const float* HWY_RESTRICT x,
+                     const float* HWY_RESTRICT weight,
+                     const float* HWY_RESTRICT rstd,
+                     const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
+                     float* HWY_RESTRICT dweight, size_t rows, size_t cols) {
+  RmsNormBackwardRows<false>(x, weight, rstd, dy, x, dx, dweight, rows, cols);
+}
+
+void AddRmsNormBackward(const float* HWY_RESTRICT sum,
+                        const float* HWY_RESTRICT weight,
+                        const float* HWY_RESTRICT rstd,
+                        const float* HWY_RESTRICT dy,
+                        const float* HWY_RESTRICT dsum, float* HWY_RESTRICT dh,
+                        float* HWY_RESTRICT dweight, size_t rows, size_t cols) {
+  RmsNormBackwardRows<true>(sum, weight, rstd, dy, dsum, dh, dweight, rows,
+                            cols);
 }
 
 const char* RmsNormTarget() { return hwy::TargetName(HWY_TARGET); }
@@ -153,6 +205,8 @@ namespace kernels {
 
 HWY_EXPORT(RmsNormForward);
 HWY_EXPORT(RmsNormBackward);
+HWY_EXPORT(AddRmsNormForward);
+HWY_EXPORT(AddRmsNormBackward);
 HWY_EXPORT(RmsNormTarget);
 
 void RmsNormForward(const float* x, const float* weight, float* y, float* rstd,
@@ -164,6 +218,18 @@ void RmsNormBackward(const float* x, const float* weight, const float* rstd,
                      size_t cols) {
   HWY_DYNAMIC_DISPATCH(RmsNormBackward)
   (x, weight, rstd, dy, dx, dweight, rows, cols);
+}
+void AddRmsNormForward(const float* x, const float* residual,
+                       const float* weight, float* sum, float* y, float* rstd,
+                       size_t rows, size_t cols, float eps) {
+  HWY_DYNAMIC_DISPATCH(AddRmsNormForward)
+  (x, residual, weight, sum, y, rstd, rows, cols, eps);
+}
+void AddRmsNormBackward(const float* sum, const float* weight,
+                        const float* rstd, const float* dy, const float* dsum,
+                        float* dh, float* dweight, size_t rows, size_t cols) {
+  HWY_DYNAMIC_DISPATCH(AddRmsNormBackward)
+  (sum, weight, rstd, dy, dsum, dh, dweight, rows, cols);
 }
 const char* RmsNormTarget() { return HWY_DYNAMIC_DISPATCH(RmsNormTarget)(); }
 

@@ -26,6 +26,7 @@ void RmsNormForwardRef(const T* x, const T* weight, T* y, T* rstd, size_t rows,
 template <typename T>
 void RmsNormBackwardRef(const T* x, const T* weight, const T* rstd, const T* dy,
                         T* dx, T* dweight, size_t rows, size_t cols) {
+  for (size_t i = 0; i < cols; ++i) dweight[i] = T(0);
   for (size_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     const T* dyr = dy + r * cols;
@@ -34,10 +35,26 @@ void RmsNormBackwardRef(const T* x, const T* weight, const T* rstd, const T* dy,
     const T s = rstd[r];
     const T k = s * s * s * dot / T(double(cols));
     for (size_t i = 0; i < cols; ++i) {
-      dx[r * cols + i] += s * weight[i] * dyr[i] - k * xr[i];
+      dx[r * cols + i] = s * weight[i] * dyr[i] - k * xr[i];
       dweight[i] += dyr[i] * xr[i] * s;
     }
   }
+}
+
+template <typename T>
+void AddRmsNormForwardRef(const T* x, const T* residual, const T* weight,
+                          T* sum, T* y, T* rstd, size_t rows, size_t cols,
+                          double eps) {
+  for (size_t i = 0; i < rows * cols; ++i) sum[i] = x[i] + residual[i];
+  RmsNormForwardRef(sum, weight, y, rstd, rows, cols, eps);
+}
+
+template <typename T>
+void AddRmsNormBackwardRef(const T* sum, const T* weight, const T* rstd,
+                           const T* dy, const T* dsum, T* dh, T* dweight,
+                           size_t rows, size_t cols) {
+  RmsNormBackwardRef(sum, weight, rstd, dy, dh, dweight, rows, cols);
+  for (size_t i = 0; i < rows * cols; ++i) dh[i] = dsum[i] + dh[i];
 }
 
 }  // namespace kernels

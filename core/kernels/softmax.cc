@@ -40,15 +40,14 @@ void SoftmaxRow(const float* x, float* y, size_t n, const float* next_row) {
   });
 }
 
-// dx += y * (dy - sum(dy * y))
+// dx = y * (dy - sum(dy * y))
 void SoftmaxBackwardRow(const float* HWY_RESTRICT y,
                         const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
                         size_t n) {
   const float dot = Dot(dy, y, n);
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
     const auto centered = hn::Sub(hn::LoadU(d, dy + i), hn::Set(d, dot));
-    hn::StoreU(hn::MulAdd(hn::LoadU(d, y + i), centered, hn::LoadU(d, dx + i)),
-               d, dx + i);
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), centered), d, dx + i);
   });
 }
 
@@ -62,7 +61,7 @@ void LogSoftmaxRow(const float* x, float* y, size_t n, const float* next_row) {
   });
 }
 
-// dx += dy - exp(y) * sum(dy)
+// dx = dy - exp(y) * sum(dy)
 void LogSoftmaxBackwardRow(const float* HWY_RESTRICT y,
                            const float* HWY_RESTRICT dy, float* HWY_RESTRICT dx,
                            size_t n) {
@@ -70,7 +69,7 @@ void LogSoftmaxBackwardRow(const float* HWY_RESTRICT y,
   ForEachVector(n, [&](auto d, size_t i) HWY_ATTR {
     const auto p = ExpKeepNaN(d, hn::LoadU(d, y + i));
     const auto g = hn::NegMulAdd(p, hn::Set(d, sum), hn::LoadU(d, dy + i));
-    hn::StoreU(hn::Add(hn::LoadU(d, dx + i), g), d, dx + i);
+    hn::StoreU(g, d, dx + i);
   });
 }
 

@@ -20,16 +20,16 @@ namespace kernels {
 // gives NaN (0/0), as in PyTorch, and a NaN entry makes its row NaN.
 void SoftmaxForward(const float* x, float* y, size_t rows, size_t cols);
 
-// Given y = softmax(x) and dy = dL/dy, accumulates dL/dx:
-//   dx[r, i] += y[r, i] * (dy[r, i] - sum_j dy[r, j] * y[r, j])
+// Given y = softmax(x) and dy = dL/dy, writes dL/dx:
+//   dx[r, i] = y[r, i] * (dy[r, i] - sum_j dy[r, j] * y[r, j])
 void SoftmaxBackward(const float* y, const float* dy, float* dx, size_t rows,
                      size_t cols);
 
 // y[r, i] = x[r, i] - lse_r,  lse_r = m_r + log(sum_j exp(x[r, j] - m_r))
 void LogSoftmaxForward(const float* x, float* y, size_t rows, size_t cols);
 
-// Given y = log_softmax(x) and dy, accumulates dL/dx:
-//   dx[r, i] += dy[r, i] - exp(y[r, i]) * sum_j dy[r, j]
+// Given y = log_softmax(x) and dy, writes dL/dx:
+//   dx[r, i] = dy[r, i] - exp(y[r, i]) * sum_j dy[r, j]
 void LogSoftmaxBackward(const float* y, const float* dy, float* dx, size_t rows,
                         size_t cols);
 

@@ -34,8 +34,7 @@ void SoftmaxBackwardRef(const T* y, const T* dy, T* dx, size_t rows,
     const T* dyr = dy + r * cols;
     T dot = 0;
     for (size_t i = 0; i < cols; ++i) dot += dyr[i] * yr[i];
-    for (size_t i = 0; i < cols; ++i)
-      dx[r * cols + i] += yr[i] * (dyr[i] - dot);
+    for (size_t i = 0; i < cols; ++i) dx[r * cols + i] = yr[i] * (dyr[i] - dot);
   }
 }
 
@@ -60,7 +59,7 @@ void LogSoftmaxBackwardRef(const T* y, const T* dy, T* dx, size_t rows,
     T sum = 0;
     for (size_t i = 0; i < cols; ++i) sum += dyr[i];
     for (size_t i = 0; i < cols; ++i) {
-      dx[r * cols + i] += dyr[i] - std::exp(yr[i]) * sum;
+      dx[r * cols + i] = dyr[i] - std::exp(yr[i]) * sum;
     }
   }
 }

@@ -25,6 +25,7 @@
 // (tests/core/ops/linear_cross_entropy_test.cc states the bound).
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/autograd.h"
@@ -118,7 +119,8 @@ Tensor LinearCrossEntropy(const Tensor& hidden, const Tensor& weight,
                         kernels::Scale(s, g->data(), g->numel());
                       }
                     }
-                    return std::vector<Tensor>{dh, dw};
+                    // Moved out, so a leaf can adopt them (core/autograd.cc).
+                    return std::vector<Tensor>{std::move(dh), std::move(dw)};
                   });
 }
 

@@ -151,12 +151,12 @@ Tensor MatMul(const Tensor& a, const Tensor& b) {
        grad_b](const Tensor& g) {
         const MatrixOperand g_op = MakeOperand(g, batch);
         Tensor da, db;
-        if (grad_a) {  // dA [n, k] = dC [n, m] B^T [m, k]
-          da = Tensor::Zeros(a_shape);
+        if (grad_a) {                   // dA [n, k] = dC [n, m] B^T [m, k]
+          da = Tensor::Empty(a_shape);  // beta 0 on the first write
           BatchedGemm(batch, g_op, Transposed(b_op), da, n, k, m, "MatMul");
         }
         if (grad_b) {  // dB [k, m] = A^T [k, n] dC [n, m]
-          db = Tensor::Zeros(b_shape);
+          db = Tensor::Empty(b_shape);
           BatchedGemm(batch, Transposed(a_op), g_op, db, k, m, n, "MatMul");
         }
         return std::vector<Tensor>{da, db};

@@ -16,6 +16,7 @@
 #define ROTOR_CORE_OPS_OPS_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -128,6 +129,13 @@ Tensor LinearCrossEntropy(const Tensor& hidden, const Tensor& weight,
 // y = x / sqrt(mean(x^2) + eps) * weight, over the last dimension.
 // x: [..., dim], weight: [dim].
 Tensor RmsNorm(const Tensor& x, const Tensor& weight, float eps = 1e-5f);
+// The residual add of a pre-norm block and the norm after it, as one op:
+//   sum = x + residual,  y = RmsNorm(sum, weight, eps)
+// x, residual: [..., dim] (the same shape), weight: [dim] -> {sum, y}.
+// One pass forward and one backward (dsum + the norm's gradient), the same
+// bits as Add then RmsNorm.
+std::pair<Tensor, Tensor> AddRmsNorm(const Tensor& x, const Tensor& residual,
+                                     const Tensor& weight, float eps = 1e-5f);
 // y = (x - mean) / sqrt(var + eps) * weight + bias, over the last dimension.
 Tensor LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  float eps = 1e-5f);

@@ -24,7 +24,7 @@ Tensor Silu(const Tensor& x) {
   const Tensor saved_x = input.Detach();
   return RecordOp(y, "Silu", {x}, [saved_x](const Tensor& dy) {
     const Tensor grad = ContiguousOrCopy(dy);
-    Tensor dx = Tensor::Zeros(saved_x.shape());
+    Tensor dx = Tensor::Empty(saved_x.shape());
     kernels::SiluBackward(saved_x.data(), grad.data(), dx.data(), dx.numel());
     return std::vector<Tensor>{dx};
   });
@@ -47,8 +47,8 @@ Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
   return RecordOp(
       out, "SwiGlu", {gate, up}, [saved_gate, saved_up](const Tensor& dout) {
         const Tensor grad = ContiguousOrCopy(dout);
-        Tensor dgate = Tensor::Zeros(saved_gate.shape());
-        Tensor dup = Tensor::Zeros(saved_up.shape());
+        Tensor dgate = Tensor::Empty(saved_gate.shape());
+        Tensor dup = Tensor::Empty(saved_up.shape());
         kernels::SwiGluBackward(saved_gate.data(), saved_up.data(), grad.data(),
                                 dgate.data(), dup.data(), dgate.numel());
         return std::vector<Tensor>{dgate, dup};

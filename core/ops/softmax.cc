@@ -34,7 +34,7 @@ Tensor Softmax(const Tensor& x) {
   return RecordOp(y, "Softmax", {x},
                   [saved_y, rows = rows, cols = cols](const Tensor& dy) {
                     const Tensor grad = ContiguousOrCopy(dy);
-                    Tensor dx = Tensor::Zeros(saved_y.shape());
+                    Tensor dx = Tensor::Empty(saved_y.shape());
                     kernels::SoftmaxBackward(saved_y.data(), grad.data(),
                                              dx.data(), rows, cols);
                     return std::vector<Tensor>{dx};
@@ -57,7 +57,7 @@ Tensor LogSoftmax(const Tensor& x) {
   return RecordOp(y, "LogSoftmax", {x},
                   [saved_y, rows = rows, cols = cols](const Tensor& dy) {
                     const Tensor grad = ContiguousOrCopy(dy);
-                    Tensor dx = Tensor::Zeros(saved_y.shape());
+                    Tensor dx = Tensor::Empty(saved_y.shape());
                     kernels::LogSoftmaxBackward(saved_y.data(), grad.data(),
                                                 dx.data(), rows, cols);
                     return std::vector<Tensor>{dx};
@@ -100,7 +100,7 @@ Tensor CrossEntropy(const Tensor& logits, const std::vector<int32_t>& targets,
   return RecordOp(loss, "CrossEntropy", {logits},
                   [saved_logits, logsumexp, targets, ignore_index, counted,
                    rows, vocab](const Tensor& dloss) {
-                    Tensor dlogits = Tensor::Zeros(saved_logits.shape());
+                    Tensor dlogits = Tensor::Empty(saved_logits.shape());
                     const float scale =
                         static_cast<float>(dloss.item() / double(counted));
                     kernels::CrossEntropyBackward(

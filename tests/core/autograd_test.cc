@@ -1,7 +1,7 @@
 // The autograd engine (core/autograd.h): gradient summing over a diamond,
-// accumulation across Backward() calls, NoGradGuard, the freed graph, the
-// scalar-loss requirement and requires_grad propagation; the hook that
-// reports each leaf whose gradient is final.
+// accumulation across Backward() calls, adopted first gradients, NoGradGuard,
+// the freed graph, the scalar-loss requirement and requires_grad propagation;
+// the hook that reports each leaf whose gradient is final.
 #include "core/autograd.h"
 
 #include <algorithm>
@@ -65,10 +65,36 @@ TEST(Autograd, GradientsAccumulateUntilZeroGrad) {
   Sum(Mul(x, x)).Backward();
   Sum(Mul(x, x)).Backward();
   EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{4.0f, 8.0f}));
-  x.ZeroGrad();
-  EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{0.0f, 0.0f}));
+  x.ZeroGrad();  // drops the gradient: the next Backward writes it
+  EXPECT_FALSE(x.grad().defined());
   Sum(Mul(x, 5.0f)).Backward();
   EXPECT_EQ(x.grad().ToVector(), (std::vector<float>{5.0f, 5.0f}));
+}
+
+// A leaf's first gradient is the tensor its backward returned when nothing
+// else sees it, and a copy when it is shared (here the same tensor for two
+// leaves): one leaf's gradient never aliases another's.
+TEST(Autograd, FirstLeafGradientIsAdoptedOnlyWhenUnshared) {
+  Tensor a = Tensor::FromVector({2}, {1.0f, 2.0f}, true);
+  Tensor b = Tensor::FromVector({2}, {3.0f, 4.0f}, true);
+  const float* fresh = nullptr;
+  Tensor y =
+      RecordOp(Tensor::Zeros({2}), "Fresh", {a}, [&fresh](const Tensor& g) {
+        Tensor dx = Tensor::Empty(g.shape());
+        dx.CopyFrom(g);
+        fresh = dx.data();
+        return std::vector<Tensor>{dx};
+      });
+  Sum(y).Backward();
+  EXPECT_EQ(a.grad().data(), fresh);
+  EXPECT_EQ(a.grad().ToVector(), (std::vector<float>{1.0f, 1.0f}));
+
+  a.ZeroGrad();
+  Sum(Add(a, b)).Backward();  // Add hands one tensor to both inputs
+  EXPECT_NE(a.grad().data(), b.grad().data());
+  Sum(Mul(a, 2.0f)).Backward();
+  EXPECT_EQ(a.grad().ToVector(), (std::vector<float>{3.0f, 3.0f}));
+  EXPECT_EQ(b.grad().ToVector(), (std::vector<float>{1.0f, 1.0f}));
 }
 
 TEST(Autograd, NoGradGuardRecordsNothing) {
@@ -150,8 +176,7 @@ TEST(Autograd, LeafReadyHookReportsEachLeafOnceAsSoonAsItIsFinal) {
   ASSERT_EQ(reports.leaves.size(), 3u);
   EXPECT_EQ(reports.leaves[0], b.impl());
   EXPECT_EQ(reports.grads[0], (std::vector<float>{3.0f, 8.0f}));  // x * a
-  std::vector<const TensorImpl*> later = {reports.leaves[1],
-                                          reports.leaves[2]};
+  std::vector<const TensorImpl*> later = {reports.leaves[1], reports.leaves[2]};
   std::vector<const TensorImpl*> expected = {x.impl(), a.impl()};
   std::sort(later.begin(), later.end());
   std::sort(expected.begin(), expected.end());

@@ -84,10 +84,18 @@ std::vector<std::vector<float>> HighwayKernelsPass() {
   std::vector<float> grad = test::RandomVector(n, rng);
   std::vector<float> m(n, 0.0f), v(n, 0.0f);
   kernels::AdamWHyperparams hyper;
+  hyper.grad_scale = 0.7f;
+  const kernels::AdamWSegment segment = {param.data(), grad.data(), m.data(),
+                                         v.data(),     n,           true};
   for (int64_t step = 1; step <= 3; ++step) {
-    kernels::AdamWUpdate(param.data(), grad.data(), m.data(), v.data(), n,
-                         hyper, step);
+    kernels::AdamWUpdate(&segment, 1, hyper, step);
   }
+  const kernels::FloatSpan spans[2] = {{grad.data(), n}, {param.data(), 7}};
+  // The double as two floats: its leading bits and what they leave.
+  const double squares = kernels::SumOfSquaresOfSpans(spans, 2);
+  const float squares_hi = static_cast<float>(squares);
+  const std::vector<float> squares_bits = {
+      squares_hi, static_cast<float>(squares - squares_hi)};
   std::vector<float> sum(n);
   kernels::Add(param.data(), grad.data(), sum.data(), n);
   kernels::Axpy(0.25f, grad.data(), sum.data(), n);
@@ -105,6 +113,7 @@ std::vector<std::vector<float>> HighwayKernelsPass() {
           param,
           m,
           v,
+          squares_bits,
           sum,
           from_bf16,
           from_f16};

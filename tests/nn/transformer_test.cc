@@ -287,6 +287,36 @@ struct CopyTask {
   }
 };
 
+// After the first steps, a training step (forward, backward, clipping,
+// AdamW) takes every tensor buffer from the pool: the pool's total (live
+// plus cached) stops growing, so no memory comes from the system.
+TEST(Transformer, TrainingStepReusesBuffersInSteadyState) {
+  ReleaseCachedMemory();  // other tests' buffers would hide growth
+  const nn::TransformerConfig config = Config(17, 32, 64, 2, 4, 2, 16, true);
+  nn::Transformer model(config, 3);
+  train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
+  const std::vector<Tensor> parameters = model.Parameters();
+  std::vector<int32_t> ids(4 * 16), targets(4 * 16);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<int32_t>(i % 17);
+    targets[i] = static_cast<int32_t>((i * 5) % 17);
+  }
+  const auto pool_bytes = [] {
+    const MemoryStats stats = GetMemoryStats();
+    return stats.live_bytes + stats.cached_bytes;
+  };
+  std::vector<size_t> totals;
+  for (int step = 0; step < 4; ++step) {
+    model.ZeroGrad();
+    model.Loss(ids, targets, 4, 16).Backward();
+    optimizer.Step(1e-3,
+                   train::ClipScale(train::GlobalGradNorm(parameters), 1.0));
+    totals.push_back(pool_bytes());
+  }
+  EXPECT_EQ(totals[2], totals[1]);
+  EXPECT_EQ(totals[3], totals[1]);
+}
+
 TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
   test::ThreadCountGuard one_thread(1);
   const nn::TransformerConfig config = Config(9, 32, 64, 2, 4, 2, 16, true);
@@ -302,8 +332,8 @@ TEST(Transformer, TinyModelLearnsToCopyWithinAFixedBudget) {
     CopyTask::Make(kRows, data_rng, inputs, targets);
     model.ZeroGrad();
     model.Loss(inputs, targets, kRows, CopyTask::kSeq).Backward();
-    train::ClipGradNorm(parameters, 1.0);
-    optimizer.Step(step < 20 ? 1e-2 * (step + 1) / 20 : 1e-2);
+    optimizer.Step(step < 20 ? 1e-2 * (step + 1) / 20 : 1e-2,
+                   train::ClipScale(train::GlobalGradNorm(parameters), 1.0));
   }
 
   // Held-out sequences: loss and greedy accuracy on the copied half.

@@ -66,10 +66,10 @@ void GradientBuckets::Start(size_t b) {
     }
     out += n;
   }
-  bucket.pending = communicator_.StartSum(
-      bucket.sums.data(), bucket.sums.size(),
-      StrCat("summing gradient bucket ", b + 1, " of ", buckets_.size(),
-             " of step ", step_));
+  bucket.pending =
+      communicator_.StartSum(bucket.sums.data(), bucket.sums.size(),
+                             StrCat("summing gradient bucket ", b + 1, " of ",
+                                    buckets_.size(), " of step ", step_));
 }
 
 void GradientBuckets::Finish() {
@@ -80,7 +80,7 @@ void GradientBuckets::Finish() {
     for (size_t i : bucket.parameters) {
       Tensor parameter = parameters_[i];
       Tensor& grad = parameter.mutable_grad();
-      if (!grad.defined()) grad = Tensor::Zeros(parameter.shape());
+      if (!grad.defined()) grad = Tensor::Empty(parameter.shape());
       const size_t n = static_cast<size_t>(parameter.numel());
       std::copy(in, in + n, grad.data());
       in += n;

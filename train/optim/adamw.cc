@@ -1,10 +1,10 @@
 #include "train/optim/adamw.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/kernels/adamw.h"
-#include "core/kernels/vector_ops.h"
 #include "core/profile.h"
 
 namespace rotor::train {
@@ -22,23 +22,25 @@ AdamW::AdamW(std::vector<std::pair<std::string, Tensor>> parameters,
   }
 }
 
-void AdamW::Step(double lr) {
+void AdamW::Step(double lr, float grad_scale) {
   profile::Scope scope(profile::Phase::kOptimizer);
   ++step_;
+  std::vector<kernels::AdamWSegment> segments;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Tensor& param = parameters_[i].second;
     const Tensor& grad = param.grad();
     if (!grad.defined() || !owns(i)) continue;
-    kernels::AdamWHyperparams hyper;
-    hyper.lr = static_cast<float>(lr);
-    hyper.beta1 = static_cast<float>(settings_.beta1);
-    hyper.beta2 = static_cast<float>(settings_.beta2);
-    hyper.eps = static_cast<float>(settings_.eps);
-    hyper.weight_decay =
-        decay_[i] ? static_cast<float>(settings_.weight_decay) : 0.0f;
-    kernels::AdamWUpdate(param.data(), grad.data(), m_[i].data(), v_[i].data(),
-                         param.numel(), hyper, step_);
+    segments.push_back({param.data(), grad.data(), m_[i].data(), v_[i].data(),
+                        static_cast<size_t>(param.numel()), decay_[i]});
   }
+  kernels::AdamWHyperparams hyper;
+  hyper.lr = static_cast<float>(lr);
+  hyper.beta1 = static_cast<float>(settings_.beta1);
+  hyper.beta2 = static_cast<float>(settings_.beta2);
+  hyper.eps = static_cast<float>(settings_.eps);
+  hyper.weight_decay = static_cast<float>(settings_.weight_decay);
+  hyper.grad_scale = grad_scale;
+  kernels::AdamWUpdate(segments.data(), segments.size(), hyper, step_);
 }
 
 void AdamW::ShardMoments(const std::vector<bool>& owned) {
@@ -50,40 +52,23 @@ void AdamW::ShardMoments(const std::vector<bool>& owned) {
   }
 }
 
-// sqrt(sum of g^2 over every gradient element), accumulated in double. Four
-// independent partial sums (fixed order, so the same bits every run) let
-// the multiply-adds overlap instead of waiting on one another.
 double GlobalGradNorm(const std::vector<Tensor>& parameters) {
-  double partial[4] = {0.0, 0.0, 0.0, 0.0};
-  double tail = 0.0;
+  profile::Scope scope(profile::Phase::kOptimizer);
+  std::vector<kernels::FloatSpan> grads;
   for (const Tensor& param : parameters) {
     const Tensor& grad = param.grad();
-    if (!grad.defined()) continue;
-    const float* g = grad.data();
-    const int64_t n = grad.numel();
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      for (int j = 0; j < 4; ++j) {
-        partial[j] += static_cast<double>(g[i + j]) * g[i + j];
-      }
+    if (grad.defined()) {
+      grads.push_back({grad.data(), static_cast<size_t>(grad.numel())});
     }
-    for (; i < n; ++i) tail += static_cast<double>(g[i]) * g[i];
   }
-  return std::sqrt((partial[0] + partial[1]) + (partial[2] + partial[3]) +
-                   tail);
+  return std::sqrt(kernels::SumOfSquaresOfSpans(grads.data(), grads.size()));
 }
 
-double ClipGradNorm(const std::vector<Tensor>& parameters, double max_norm) {
-  profile::Scope scope(profile::Phase::kOptimizer);
-  const double norm = GlobalGradNorm(parameters);
+float ClipScale(double norm, double max_norm) {
   if (max_norm > 0.0 && norm > max_norm) {
-    const float scale = static_cast<float>(max_norm / (norm + 1e-6));
-    for (const Tensor& param : parameters) {
-      Tensor grad = param.grad();
-      if (grad.defined()) kernels::Scale(scale, grad.data(), grad.numel());
-    }
+    return static_cast<float>(max_norm / (norm + 1e-6));
   }
-  return norm;
+  return 1.0f;
 }
 
 }  // namespace rotor::train

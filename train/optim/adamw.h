@@ -4,8 +4,10 @@
 // weights, biases) and embedding tables are not decayed, as in nanoGPT and
 // most Llama recipes.
 //
-// Also: the global gradient norm and clipping, both computed in a fixed
-// order in double so they are bitwise reproducible.
+// Also: the global gradient norm, computed in a fixed order in double so it
+// is bitwise reproducible, and clipping, folded into the update as a factor
+// on the gradients (no pass that rescales them in memory). Each of the two
+// is one kernel call over every parameter (core/kernels/adamw.h).
 #ifndef ROTOR_TRAIN_OPTIM_ADAMW_H_
 #define ROTOR_TRAIN_OPTIM_ADAMW_H_
 
@@ -31,10 +33,11 @@ class AdamW {
   AdamW(std::vector<std::pair<std::string, Tensor>> parameters,
         AdamWSettings settings);
 
-  // One update with learning rate `lr` from the parameters' current .grad();
-  // parameters without a gradient, and those this process does not own
-  // (ShardMoments), are skipped. Increments step().
-  void Step(double lr);
+  // One update with learning rate `lr` from the parameters' current
+  // .grad() times grad_scale (ClipScale); parameters without a gradient, and
+  // those this process does not own (ShardMoments), are skipped. Increments
+  // step().
+  void Step(double lr, float grad_scale = 1.0f);
 
   // ZeRO stage 1 (docs/distributed.md): this process updates only the
   // parameters i with owned[i] and keeps only their moments; the others'
@@ -68,9 +71,10 @@ class AdamW {
 // sqrt(sum of squares of every gradient), summed in double in parameter order.
 double GlobalGradNorm(const std::vector<Tensor>& parameters);
 
-// Scales every gradient by max_norm / norm when norm > max_norm (PyTorch's
-// clip_grad_norm_). Returns the norm before clipping.
-double ClipGradNorm(const std::vector<Tensor>& parameters, double max_norm);
+// The factor PyTorch's clip_grad_norm_ scales every gradient by, for the
+// global norm `norm`: max_norm / (norm + 1e-6) when max_norm > 0 and
+// norm > max_norm, else 1. AdamW::Step applies it.
+float ClipScale(double norm, double max_norm);
 
 }  // namespace rotor::train
 

@@ -1,6 +1,8 @@
-// RMSNorm kernels: the Highway versions against the scalar references on
-// every compiled target, the determinism of the cross-row dweight sum, and
-// the reference backward against complex-step derivatives in double.
+// RMSNorm kernels and the fused residual add + RMSNorm: the Highway versions
+// against the scalar references on every compiled target, the fused ones
+// bitwise against the unfused steps, the determinism of the cross-row
+// dweight sum, and the reference backwards against complex-step derivatives
+// in double.
 #include "core/kernels/rmsnorm.h"
 
 #include <complex>
@@ -94,6 +96,78 @@ ROTOR_PER_TARGET_TEST(RmsNormKernel, SpecialRows) {
   EXPECT_FLOAT_EQ(y[0], -2.0f);
 }
 
+ROTOR_PER_TARGET_SUITE(AddRmsNormKernel);
+
+ROTOR_PER_TARGET_TEST(AddRmsNormKernel, MatchesReference) {
+  EXPECT_STREQ(kernels::RmsNormTarget(), TargetName());
+  std::mt19937 rng(24);
+  ForEachShapeAndMisalignment(
+      {1, 3, 70}, "cols",
+      [&](size_t rows, size_t cols, size_t m, const std::string& where) {
+        const size_t n = rows * cols;
+        const MisalignedFloats x(n, m, rng, -3.0f, 3.0f);
+        const MisalignedFloats res(n, m, rng, -3.0f, 3.0f);
+        const MisalignedFloats w(cols, m, rng, 0.5f, 1.5f);
+        const MisalignedFloats dy(n, m, rng), dsum(n, m, rng);
+        MisalignedFloats h(n, m, rng), h_ref(n, m), y(n, m, rng), y_ref(n, m);
+        MisalignedFloats rstd(rows, m), rstd_ref(rows, m);
+        kernels::AddRmsNormForward(x.data(), res.data(), w.data(), h.data(),
+                                   y.data(), rstd.data(), rows, cols, 1e-5f);
+        kernels::AddRmsNormForwardRef(x.data(), res.data(), w.data(),
+                                      h_ref.data(), y_ref.data(),
+                                      rstd_ref.data(), rows, cols, 1e-5f);
+        ExpectNear(h.data(), h_ref.data(), n, 0, 0, "sum " + where);
+        ExpectNear(rstd.data(), rstd_ref.data(), rows, 0, 1e-5,
+                   "rstd " + where);
+        ExpectNear(y.data(), y_ref.data(), n, 1e-6, 1e-5, "y " + where);
+
+        MisalignedFloats dh(n, m, rng), dh_ref(n, m), dw(cols, m, rng),
+            dw_ref(cols, m);
+        kernels::AddRmsNormBackward(h_ref.data(), w.data(), rstd_ref.data(),
+                                    dy.data(), dsum.data(), dh.data(),
+                                    dw.data(), rows, cols);
+        kernels::AddRmsNormBackwardRef(h_ref.data(), w.data(), rstd_ref.data(),
+                                       dy.data(), dsum.data(), dh_ref.data(),
+                                       dw_ref.data(), rows, cols);
+        ExpectNear(dh.data(), dh_ref.data(), n, 1e-5, 1e-5, "dh " + where);
+        ExpectNear(dw.data(), dw_ref.data(), cols, 1e-4, 1e-5,
+                   "dweight " + where);
+      });
+}
+
+// The fused kernels give the bits of the unfused steps: the add, then
+// RmsNormForward; RmsNormBackward, then adding dsum.
+ROTOR_PER_TARGET_TEST(AddRmsNormKernel, BitwiseAddThenNorm) {
+  std::mt19937 rng(25);
+  for (const size_t cols : {1, 7, 64, 67, 1000}) {
+    const size_t rows = 37, n = rows * cols;
+    const std::vector<float> x = RandomVector(n, rng, -3.0f, 3.0f);
+    const std::vector<float> res = RandomVector(n, rng, -3.0f, 3.0f);
+    const std::vector<float> w = RandomVector(cols, rng, 0.5f, 1.5f);
+    const std::vector<float> dy = RandomVector(n, rng);
+    const std::vector<float> dsum = RandomVector(n, rng);
+    std::vector<float> h(n), y(n), rstd(rows);
+    kernels::AddRmsNormForward(x.data(), res.data(), w.data(), h.data(),
+                               y.data(), rstd.data(), rows, cols, 1e-5f);
+    std::vector<float> h2(n), y2(n), rstd2(rows);
+    for (size_t i = 0; i < n; ++i) h2[i] = x[i] + res[i];
+    kernels::RmsNormForward(h2.data(), w.data(), y2.data(), rstd2.data(), rows,
+                            cols, 1e-5f);
+    EXPECT_EQ(h, h2) << cols;
+    EXPECT_EQ(y, y2) << cols;
+    EXPECT_EQ(rstd, rstd2) << cols;
+
+    std::vector<float> dh(n), dw(cols), dh2(n), dw2(cols);
+    kernels::AddRmsNormBackward(h.data(), w.data(), rstd.data(), dy.data(),
+                                dsum.data(), dh.data(), dw.data(), rows, cols);
+    kernels::RmsNormBackward(h.data(), w.data(), rstd.data(), dy.data(),
+                             dh2.data(), dw2.data(), rows, cols);
+    for (size_t i = 0; i < n; ++i) dh2[i] = dsum[i] + dh2[i];
+    EXPECT_EQ(dh, dh2) << cols;
+    EXPECT_EQ(dw, dw2) << cols;
+  }
+}
+
 TEST(RmsNormReference, BackwardMatchesComplexStep) {
   using C = std::complex<double>;
   std::mt19937 rng(23);
@@ -124,6 +198,44 @@ TEST(RmsNormReference, BackwardMatchesComplexStep) {
   ExpectNear(dx.data(), expected.data(), dx.size(), 1e-14, 1e-12, "dx");
   ExpectNear(dw.data(), expected.data() + rows * cols, cols, 1e-14, 1e-12,
              "dweight");
+}
+
+// The fused reference in double: dL/dx = dL/dresidual (L = sum dsum * sum
+// + sum dy * y) against complex-step derivatives.
+TEST(AddRmsNormReference, BackwardMatchesComplexStep) {
+  using C = std::complex<double>;
+  std::mt19937 rng(26);
+  const size_t rows = 3, cols = 5, n = rows * cols;
+  const double eps = 1e-3;
+  const std::vector<double> x = RandomDoubles(n, rng, -2, 2);
+  const std::vector<double> res = RandomDoubles(n, rng, -2, 2);
+  const std::vector<double> w = RandomDoubles(cols, rng, 0.5, 1.5);
+  const std::vector<double> dy = RandomDoubles(n, rng, -1, 1);
+  const std::vector<double> dsum = RandomDoubles(n, rng, -1, 1);
+  std::vector<double> h(n), y(n), rstd(rows), dh(n), dw(cols);
+  kernels::AddRmsNormForwardRef(x.data(), res.data(), w.data(), h.data(),
+                                y.data(), rstd.data(), rows, cols, eps);
+  kernels::AddRmsNormBackwardRef(h.data(), w.data(), rstd.data(), dy.data(),
+                                 dsum.data(), dh.data(), dw.data(), rows, cols);
+
+  // Parameters x, residual, w; outputs sum then y, weighted by dsum, dy.
+  std::vector<double> params = x;
+  params.insert(params.end(), res.begin(), res.end());
+  params.insert(params.end(), w.begin(), w.end());
+  std::vector<double> weights = dsum;
+  weights.insert(weights.end(), dy.begin(), dy.end());
+  const std::vector<double> expected = test::ComplexStepGradientOfWeightedSum(
+      [&](const std::vector<C>& z) {
+        std::vector<C> out(2 * n), r(rows);
+        kernels::AddRmsNormForwardRef(z.data(), z.data() + n, z.data() + 2 * n,
+                                      out.data(), out.data() + n, r.data(),
+                                      rows, cols, eps);
+        return out;
+      },
+      params, weights);
+  ExpectNear(dh.data(), expected.data(), n, 1e-14, 1e-12, "dx");
+  ExpectNear(dh.data(), expected.data() + n, n, 1e-14, 1e-12, "dresidual");
+  ExpectNear(dw.data(), expected.data() + 2 * n, cols, 1e-14, 1e-12, "dweight");
 }
 
 }  // namespace

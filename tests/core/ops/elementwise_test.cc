@@ -139,7 +139,8 @@ TEST(ElementwiseGrad, NonContiguousInputs) {
             in);
   GradCheck([](const Inputs& x) { return Div(x[1], Transpose(x[0], 0, 1)); },
             in);
-  GradCheck([](const Inputs& x) { return Exp(Transpose(x[0], 0, 1)); }, in);
+  GradCheck([](const Inputs& x) { return Exp(Transpose(x[0], 0, 1)); },
+            {in[0]});
 }
 
 TEST(ElementwiseGrad, Unary) {

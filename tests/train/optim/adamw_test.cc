@@ -102,7 +102,7 @@ TEST(AdamW, TwoStepsMatchADoubleReference) {
             std::vector<float>(4, 0.0f));
 }
 
-TEST(ClipGradNorm, ScalesOnlyAboveTheLimitAndReturnsThePreClipNorm) {
+TEST(ClipScale, ScalesOnlyAboveTheLimit) {
   Tensor a = Tensor::Zeros({2}, true);
   Tensor b = Tensor::Zeros({1, 1}, true);
   Tensor no_grad = Tensor::Zeros({3}, true);
@@ -111,23 +111,43 @@ TEST(ClipGradNorm, ScalesOnlyAboveTheLimitAndReturnsThePreClipNorm) {
   SetGrad(b, {12.0f});
   EXPECT_DOUBLE_EQ(GlobalGradNorm(params), 13.0);  // sqrt(9 + 16 + 144)
 
-  // Below the limit, or disabled (0): untouched.
-  EXPECT_DOUBLE_EQ(ClipGradNorm(params, 13.5), 13.0);
-  EXPECT_EQ(a.grad().ToVector(), (std::vector<float>{3.0f, 4.0f}));
-  EXPECT_DOUBLE_EQ(ClipGradNorm(params, 0.0), 13.0);
-  EXPECT_EQ(b.grad().ToVector(), (std::vector<float>{12.0f}));
-
-  // Above: scaled by max_norm / norm, so the new norm is max_norm.
-  EXPECT_DOUBLE_EQ(ClipGradNorm(params, 6.5), 13.0);
-  EXPECT_NEAR(a.grad().ToVector()[0], 1.5, 1e-6);
-  EXPECT_NEAR(a.grad().ToVector()[1], 2.0, 1e-6);
-  EXPECT_NEAR(b.grad().ToVector()[0], 6.0, 1e-6);
-  EXPECT_NEAR(GlobalGradNorm(params), 6.5, 1e-5);
-  EXPECT_FALSE(no_grad.grad().defined());
+  // Below the limit, or disabled (0): 1.
+  EXPECT_EQ(ClipScale(13.0, 13.5), 1.0f);
+  EXPECT_EQ(ClipScale(13.0, 0.0), 1.0f);
+  // Above: max_norm / norm, so the scaled gradients' norm is max_norm.
+  EXPECT_FLOAT_EQ(ClipScale(13.0, 6.5), 0.5f);
 
   // A NaN gradient gives a NaN norm (the trainer's watchdog stops on it).
   SetGrad(a, {NAN, 1.0f});
-  EXPECT_TRUE(std::isnan(ClipGradNorm(params, 1.0)));
+  EXPECT_TRUE(std::isnan(GlobalGradNorm(params)));
+}
+
+// Step with a clip scale is the step on gradients scaled in memory first,
+// to the bit (what clip_grad_norm_ then step does).
+TEST(AdamW, ClipScaleEqualsScaledGradients) {
+  std::vector<std::vector<float>> after[2];
+  for (int folded = 0; folded < 2; ++folded) {
+    Tensor w = Tensor::FromVector({2, 3}, {1, -2, 3, 0.5f, -1, 2}, true);
+    Tensor n = Tensor::FromVector({3}, {1, 1, 1}, true);
+    AdamW optimizer({{"w", w}, {"norm.weight", n}}, AdamWSettings{});
+    for (int step = 0; step < 3; ++step) {
+      SetGrad(w, {0.3f, -4.0f, 1e-3f, 2.0f, -0.7f, 0.1f});
+      SetGrad(n, {0.5f, -0.25f, 3.0f});
+      const float scale = ClipScale(GlobalGradNorm({w, n}), 1.0);
+      if (folded) {
+        optimizer.Step(1e-2, scale);
+      } else {
+        for (Tensor g : {w.grad(), n.grad()}) {
+          for (int64_t i = 0; i < g.numel(); ++i) g.data()[i] *= scale;
+        }
+        optimizer.Step(1e-2);
+      }
+    }
+    after[folded] = {w.ToVector(), n.ToVector(),
+                     optimizer.first_moments()[0].ToVector(),
+                     optimizer.second_moments()[1].ToVector()};
+  }
+  EXPECT_EQ(after[0], after[1]);
 }
 
 }  // namespace
