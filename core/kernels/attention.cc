@@ -17,9 +17,9 @@
 // the rows a task visits; VisibleInTile is a row's range of keys in a tile.
 // Strided operands and RoPE: RowAt finds a row of any operand;
 // RotateRows rotates query rows (forward) and key rows (in
-// TransposeKeyTiles) as they are loaded; RotatedQueriesAndKeys rotates q
-// and k into a workspace for the backward, which then rotates dq and dk
-// back.
+// TransposeKeyTiles) as they are loaded; RotateHeads rotates whole
+// operands, q and k into a workspace for the backward (BackwardWithRope)
+// and dq and dk back out of it.
 // Tasks:
 //   ForwardTask   one query tile of one head: online softmax over key tiles
 //   QueryGradTask one query tile of one head: delta, then dq
@@ -149,6 +149,22 @@ void RotateRows(const AttentionShape& s, size_t b, size_t t0, size_t rows,
     RotateRow<kInverse>(s.rope.layout, s.rope.rows->row(position), half, pass,
                         src + r * src_stride, dst + r * dst_stride);
   }
+}
+
+// RotateRows over every row of the `heads` heads of each batch row of an
+// operand, from src laid out by `from` into dst laid out by `to`, in
+// parallel over the heads.
+template <bool kInverse>
+void RotateHeads(const AttentionShape& s, size_t heads,
+                 const float* HWY_RESTRICT src, const AttentionStrides& from,
+                 float* HWY_RESTRICT dst, const AttentionStrides& to) {
+  ParallelFor(s.batch * heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t head = begin; head < end; ++head) {
+      RotateRows<kInverse>(s, head / heads, 0, s.kv_len,
+                           src + RowAt(from, heads, head, 0), from.row,
+                           dst + RowAt(to, heads, head, 0), to.row);
+    }
+  });
 }
 
 // One task's scratch, carved out of a single aligned allocation of
@@ -448,36 +464,6 @@ size_t TransposedKeyTileOffset(const AttentionShape& s, size_t kv_head,
          kKeyTile;
 }
 
-// The RoPE kernels' view of s.rope's rotation of q and k.
-RopeShape RopeShapeOf(const AttentionShape& s) {
-  RopeShape shape;
-  shape.batch = static_cast<int64_t>(s.batch);
-  shape.seq = static_cast<int64_t>(s.kv_len);
-  shape.head_dim = static_cast<int64_t>(s.head_dim);
-  shape.rotary_dim = static_cast<int64_t>(s.rope.rotary_dim);
-  shape.layout = s.rope.layout;
-  return shape;
-}
-
-// RopeForward's or RopeBackward's operand: `heads` heads read from src and
-// written to dst, each with its own strides.
-RopeOperand RopeOperandOf(const float* src, const AttentionStrides& from,
-                          float* dst, const AttentionStrides& to,
-                          size_t heads) {
-  auto strides = [](const AttentionStrides& st) {
-    return RopeStrides{static_cast<int64_t>(st.batch),
-                       static_cast<int64_t>(st.head),
-                       static_cast<int64_t>(st.row)};
-  };
-  RopeOperand op;
-  op.src = src;
-  op.src_strides = strides(from);
-  op.dst = dst;
-  op.dst_strides = strides(to);
-  op.heads = static_cast<int64_t>(heads);
-  return op;
-}
-
 // True when the operand's rows are laid out contiguous [batch, heads, len,
 // D].
 bool IsContiguous(const AttentionStrides& st, size_t heads, size_t len,
@@ -518,8 +504,8 @@ size_t KeyFloats(const AttentionShape& s) {
 }
 
 // q_rot = R(theta) q and k_rot = R(theta) k written contiguous into q_rot
-// and k_rot by RopeForward (the kernel a separate RoPE op runs). Returns the
-// shape that attends with them: s without RoPE, q and k contiguous.
+// and k_rot. Returns the shape that attends with them: s without RoPE, q
+// and k contiguous.
 AttentionShape RotateQueriesAndKeys(const AttentionShape& s, const float* q,
                                     const float* k, float* q_rot,
                                     float* k_rot) {
@@ -528,10 +514,8 @@ AttentionShape RotateQueriesAndKeys(const AttentionShape& s, const float* q,
   plain.q_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, s.head_dim);
   plain.k_strides =
       ContiguousAttentionStrides(s.kv_heads, s.kv_len, s.head_dim);
-  RopeForward(
-      *s.rope.rows, RopeShapeOf(s), *s.rope.positions,
-      RopeOperandOf(q, s.q_strides, q_rot, plain.q_strides, s.q_heads),
-      RopeOperandOf(k, s.k_strides, k_rot, plain.k_strides, s.kv_heads));
+  RotateHeads<false>(s, s.q_heads, q, s.q_strides, q_rot, plain.q_strides);
+  RotateHeads<false>(s, s.kv_heads, k, s.k_strides, k_rot, plain.k_strides);
   return plain;
 }
 
@@ -1022,64 +1006,26 @@ void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
   float* dk_rot = blocks.Take(KeyFloats(s));
   const bool gather = GathersOutputRows(s);
   float* dout_rows = gather ? blocks.Take(QueryFloats(s)) : nullptr;
-  AttentionShape plain = s;
-  plain.rope = AttentionRope();
-  plain.q_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, dim);
-  plain.k_strides = ContiguousAttentionStrides(s.kv_heads, s.kv_len, dim);
+  AttentionShape plain = RotateQueriesAndKeys(s, q, k, q_rot, k_rot);
   if (gather) {
     plain.out_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, dim);
+    ParallelFor(
+        s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+          for (int64_t head = begin; head < end; ++head) {
+            for (size_t t = 0; t < s.q_len; ++t) {
+              const size_t at = RowAt(s.out_strides, s.q_heads, head, t);
+              delta[head * s.q_len + t] = Dot(dout + at, out + at, dim);
+              std::copy(dout + at, dout + at + dim,
+                        dout_rows + (head * s.q_len + t) * dim);
+            }
+          }
+        });
   }
-  const float* plain_out = gather ? nullptr : out;  // null: delta is ready
-  const float* plain_dout = gather ? dout_rows : dout;
-  // Query head `head`'s rows: rotated q, and delta and dout when gathered.
-  auto stage_query_head = [&](size_t head) HWY_ATTR {
-    const size_t b = head / s.q_heads;
-    RotateRows<false>(s, b, 0, s.q_len,
-                      q + RowAt(s.q_strides, s.q_heads, head, 0),
-                      s.q_strides.row, q_rot + head * s.q_len * dim, dim);
-    if (!gather) return;
-    for (size_t t = 0; t < s.q_len; ++t) {
-      const float* dout_row = dout + RowAt(s.out_strides, s.q_heads, head, t);
-      delta[head * s.q_len + t] =
-          Dot(dout_row, out + RowAt(s.out_strides, s.q_heads, head, t), dim);
-      std::copy(dout_row, dout_row + dim,
-                dout_rows + (head * s.q_len + t) * dim);
-    }
-  };
-  auto stage_kv_head = [&](size_t kv_head) HWY_ATTR {
-    RotateRows<false>(s, kv_head / s.kv_heads, 0, s.kv_len,
-                      k + RowAt(s.k_strides, s.kv_heads, kv_head, 0),
-                      s.k_strides.row, k_rot + kv_head * s.kv_len * dim, dim);
-  };
-  auto unrotate_query_head = [&](size_t head) HWY_ATTR {
-    RotateRows<true>(
-        s, head / s.q_heads, 0, s.q_len, dq_rot + head * s.q_len * dim, dim,
-        dq + RowAt(s.q_strides, s.q_heads, head, 0), s.q_strides.row);
-  };
-  auto unrotate_kv_head = [&](size_t kv_head) HWY_ATTR {
-    RotateRows<true>(
-        s, kv_head / s.kv_heads, 0, s.kv_len, dk_rot + kv_head * s.kv_len * dim,
-        dim, dk + RowAt(s.k_strides, s.kv_heads, kv_head, 0), s.k_strides.row);
-  };
-  const size_t kv_heads = s.batch * s.kv_heads;
-  ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t head = begin; head < end; ++head) stage_query_head(head);
-  });
-  ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
-      stage_kv_head(kv_head);
-    }
-  });
-  PlainBackward(plain, q_rot, k_rot, v, plain_out, lse, plain_dout, delta,
-                dq_rot, dk_rot, dv);
-  ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t head = begin; head < end; ++head) unrotate_query_head(head);
-  });
-  ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
-      unrotate_kv_head(kv_head);
-    }
-  });
+  // With gathered rows, out is null: delta is ready.
+  PlainBackward(plain, q_rot, k_rot, v, gather ? nullptr : out, lse,
+                gather ? dout_rows : dout, delta, dq_rot, dk_rot, dv);
+  RotateHeads<true>(s, s.q_heads, dq_rot, plain.q_strides, dq, s.q_strides);
+  RotateHeads<true>(s, s.kv_heads, dk_rot, plain.k_strides, dk, s.k_strides);
 }
 
 void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
