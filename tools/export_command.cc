@@ -5,7 +5,6 @@
 // how the tests and examples make HF folders without downloading weights.
 // A LoRA checkpoint (docs/lora.md) is exported merged: its base with each
 // adapter folded into its weight, a plain model.
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -33,8 +32,10 @@ constexpr char kExportDetails[] =
     "shards of at most --max-shard-size bytes and their index; no\n"
     "lm_head.weight when the embeddings are tied), generation_config.json\n"
     "and the tokenizer (tokenizer.json, tokenizer_config.json). The folder\n"
-    "is written whole, then renamed into place; an existing Hugging Face\n"
-    "folder at DIR is replaced, any other existing path is refused.\n"
+    "is written whole, then renamed into place, with a .rotor-export file\n"
+    "that lists what it wrote. An existing DIR is replaced only if it is\n"
+    "empty or an earlier export that holds nothing else; any other path\n"
+    "is refused, naming what replacing it would delete.\n"
     "A LoRA checkpoint is written merged: W += (alpha/r) B A for each\n"
     "adapter, on the base it names (checked by its weights hash).\n"
     "\n"
@@ -55,18 +56,10 @@ struct ExportOptions {
   int64_t threads = 0;
 };
 
-void CheckOutputPath(const std::string& output) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  ROTOR_CHECK(!fs::exists(output, error) || train::IsHfModelFolder(output),
-              "rotor export: --output ", output,
-              " exists and is not a Hugging Face model folder; name a new "
-              "folder (an earlier export is replaced, nothing else is)");
-}
-
 void RunExport(const ExportOptions& options) {
   SetNumThreads(static_cast<int>(options.threads));
-  CheckOutputPath(options.output);
+  // Before the slow part; WriteHfModelFolder checks again.
+  train::CheckHfExportOutput(options.output);
   train::HfExportOptions export_options;
   export_options.dtype = options.dtype;
   export_options.max_shard_bytes = options.max_shard_bytes;

@@ -6,6 +6,7 @@
 // that names the problem and write nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,19 @@ constexpr char kBaseModel[] = R"(model:
   attention_bias: true
   mlp_bias: true
 )";
+
+// kBaseModel's config.json, as transformers writes it.
+nlohmann::json HfConfig() {
+  return {{"model_type", "llama"},
+          {"architectures", {"LlamaForCausalLM"}},
+          {"hidden_size", 32},
+          {"intermediate_size", 48},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"vocab_size", 257},
+          {"max_position_embeddings", 32}};
+}
 
 class HfCli : public test::PreparedDataTest {
  protected:
@@ -103,8 +117,8 @@ TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
   EXPECT_EQ(train::ReadFile(base + "/tokenizer.json"),
             train::ByteTokenizerJson());
 
-  Result r = Run("train " + Quote(FineTuneConfig(base, "run")) +
-                 " --samples 0");
+  Result r =
+      Run("train " + Quote(FineTuneConfig(base, "run")) + " --samples 0");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "initialising the weights from " + base);
   EXPECT_CONTAINS(r.out, "step 3/3");
@@ -141,8 +155,8 @@ TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
   EXPECT_LT(worst, 2e-5 * scale) << "scale " << scale;
 
   // The exported byte-level model pairs with byte-level data again.
-  r = Run("eval --checkpoint " + Quote(exported) + " --data " +
-          Quote(data_) + " --seq-len 64 --max-batches 1");
+  r = Run("eval --checkpoint " + Quote(exported) + " --data " + Quote(data_) +
+          " --seq-len 64 --max-batches 1");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "val_loss");
 }
@@ -150,17 +164,8 @@ TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
 TEST_F(HfCli, BadFoldersFailNamingTheProblemAndWriteNothing) {
   test::hf::HfWriteOptions options;
   options.bad.drop_tensor = "model.layers.1.mlp.up_proj.weight";
-  const nlohmann::json config = {{"model_type", "llama"},
-                                 {"architectures", {"LlamaForCausalLM"}},
-                                 {"hidden_size", 32},
-                                 {"intermediate_size", 48},
-                                 {"num_hidden_layers", 2},
-                                 {"num_attention_heads", 4},
-                                 {"num_key_value_heads", 2},
-                                 {"vocab_size", 257},
-                                 {"max_position_embeddings", 32}};
   const std::string bad =
-      test::hf::WriteRandomHfFolder(dir_.Path("bad"), config, options).path;
+      test::hf::WriteRandomHfFolder(dir_.Path("bad"), HfConfig(), options).path;
 
   Result r = Run("export --checkpoint " + Quote(bad) + " --output " +
                  Quote(dir_.Path("out")));
@@ -184,10 +189,78 @@ TEST_F(HfCli, BadFoldersFailNamingTheProblemAndWriteNothing) {
   r = Run("export --checkpoint " + Quote(base) + " --output " +
           Quote(dir_.Path("other")));
   EXPECT_EQ(r.status, 1);
-  EXPECT_CONTAINS(r.err, "is not a Hugging Face model folder");
+  EXPECT_CONTAINS(r.err, "was not written by rotor export");
   EXPECT_EQ(train::ReadFile(other), "keep me");
   r = Run("export --checkpoint " + Quote(base) + " --output " + Quote(base));
   EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// A folder that merely holds a config.json (an app's settings, a git
+// checkout, a downloaded model) is not an earlier export: export refuses
+// it, naming what replacing it would delete, and leaves it as it was. An
+// earlier export with a file added since is refused too; an empty folder
+// and an untouched earlier export are replaced.
+TEST_F(HfCli, ExportReplacesOnlyWhatAnEarlierExportWrote) {
+  const std::string config = dir_.Write("base.yaml", kBaseModel);
+  const auto export_to = [&](const std::string& output) {
+    return Run("export --random " + Quote(config) + " --output " +
+               Quote(output));
+  };
+  const auto files_of = [](const std::string& folder) {
+    std::vector<std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+      files.push_back(entry.path().string() + "=" +
+                      (entry.is_regular_file() ? train::ReadFile(entry.path())
+                                               : std::string("(folder)")));
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+  };
+
+  dir_.Write("settings/.git/HEAD", "ref: refs/heads/main\n");
+  dir_.Write("settings/config.json", R"({"app":"settings"})");
+  dir_.Write("settings/notes.txt", "keep");
+  const std::vector<std::string> settings = files_of(dir_.Path("settings"));
+  Result r = export_to(dir_.Path("settings"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_CONTAINS(r.err, dir_.Path("settings") +
+                             " exists and was not written by rotor export");
+  EXPECT_CONTAINS(r.err, ".git/");
+  EXPECT_CONTAINS(r.err, "notes.txt");
+  EXPECT_EQ(files_of(dir_.Path("settings")), settings);
+
+  // A downloaded model: neither another model nor itself replaces it.
+  const std::string downloaded =
+      test::hf::WriteRandomHfFolder(dir_.Path("downloaded"), HfConfig(), {})
+          .path;
+  const std::vector<std::string> weights = files_of(downloaded);
+  r = export_to(downloaded);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "was not written by rotor export");
+  EXPECT_CONTAINS(r.err, "model.safetensors");
+  r = Run("export --checkpoint " + Quote(downloaded) + " --output " +
+          Quote(downloaded));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "was not written by rotor export");
+  EXPECT_EQ(files_of(downloaded), weights);
+
+  // An earlier export is replaced, unless something was added to it.
+  const std::string exported = dir_.Path("exported");
+  r = export_to(exported);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = export_to(exported);
+  EXPECT_EQ(r.status, 0) << r.err;
+  dir_.Write("exported/README.md", "my notes");
+  const std::vector<std::string> annotated = files_of(exported);
+  r = export_to(exported);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "README.md");
+  EXPECT_EQ(files_of(exported), annotated);
+
+  fs::create_directories(dir_.Path("empty"));
+  r = export_to(dir_.Path("empty"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_.Path("empty/model.safetensors")));
 }
 
 }  // namespace

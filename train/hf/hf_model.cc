@@ -12,8 +12,10 @@
 #include "core/kernels/convert.h"
 #include "core/tensor.h"
 #include "train/config/hf_config.h"
+#include "train/config/train_config.h"  // kMaxConfigBytes
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/message.h"
 #include "train/io/safetensors.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -57,8 +59,9 @@ WeightFiles FindWeightFiles(const std::string& dir) {
       ParseJson(ReadFile(index_path, kMaxHfIndexBytes), index_path);
   const auto map = index.find("weight_map");
   ROTOR_CHECK(index.is_object() && map != index.end() && map->is_object(),
-              index_path, ": weight_map: expected an object of tensor name -> "
-                          "file name");
+              index_path,
+              ": weight_map: expected an object of tensor name -> "
+              "file name");
   std::set<std::string> files;
   for (const auto& [name, file_json] : map->items()) {
     const std::string where = StrCat(index_path, ": weight_map.", name);
@@ -83,6 +86,44 @@ bool IsIgnoredBuffer(const std::string& name) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The names in `dir` (not recursive), sorted; folders end in '/'.
+std::vector<std::string> EntryNames(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    std::error_code error;
+    const bool folder = entry.is_directory(error) && !entry.is_symlink(error);
+    names.push_back(entry.path().filename().string() + (folder ? "/" : ""));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The files the marker of an earlier export in `dir` lists, or why `dir`
+// has no valid marker.
+std::set<std::string> ExportedFiles(const std::string& dir,
+                                    std::string* problem) {
+  const std::string marker = JoinPath(dir, kHfExportMarker);
+  std::error_code error;
+  if (!fs::is_regular_file(fs::symlink_status(marker, error))) {
+    *problem = StrCat("it has no ", kHfExportMarker);
+    return {};
+  }
+  try {
+    const Json json = ParseJson(ReadFile(marker, kMaxConfigBytes), marker);
+    ROTOR_CHECK(
+        json.is_object() && json.value("written_by", "") == "rotor export",
+        marker, ": not written by rotor export");
+    std::set<std::string> files;
+    for (const Json& file : json.at("files")) {
+      files.insert(JsonAs<std::string>(file, marker));
+    }
+    return files;
+  } catch (const std::exception& e) {
+    *problem = e.what();
+    return {};
+  }
+}
+
 }  // namespace
 
 ModelConfig LoadHfModelConfig(const std::string& dir) {
@@ -91,9 +132,9 @@ ModelConfig LoadHfModelConfig(const std::string& dir) {
   const ModelConfig config = LoadHfConfig(path, &ignored);
   if (!ignored.empty()) {
     std::string keys;
-    for (const std::string& key : ignored) keys += (keys.empty() ? "" : ", ") + key;
-    std::cerr << path << ": ignoring keys rotor does not use: " << keys
-              << "\n";
+    for (const std::string& key : ignored)
+      keys += (keys.empty() ? "" : ", ") + key;
+    std::cerr << path << ": ignoring keys rotor does not use: " << keys << "\n";
   }
   return config;
 }
@@ -132,9 +173,10 @@ void LoadHfWeights(const std::string& dir, const nn::Module& model) {
       }
       if (!weights.weight_map.empty()) {
         const auto listed = weights.weight_map.find(info.name);
-        ROTOR_CHECK(listed != weights.weight_map.end() && listed->second == name,
-                    file.source(), ": tensor ", info.name, " is not listed for ",
-                    name, " in ", kIndexFile);
+        ROTOR_CHECK(
+            listed != weights.weight_map.end() && listed->second == name,
+            file.source(), ": tensor ", info.name, " is not listed for ", name,
+            " in ", kIndexFile);
       }
       ROTOR_CHECK(loaded.insert(info.name).second, file.source(), ": tensor ",
                   info.name, " is in more than one file");
@@ -156,13 +198,13 @@ void LoadHfWeights(const std::string& dir, const nn::Module& model) {
   }
   if (!tied_head_source.empty()) {
     const Tensor& embed = parameters.at("model.embed_tokens.weight");
-    ROTOR_CHECK(tied_head.size() == static_cast<size_t>(embed.numel()) &&
-                    std::equal(tied_head.begin(), tied_head.end(),
-                               embed.data()),
-                tied_head_source,
-                ": has lm_head.weight, but config.json ties the output head "
-                "to the embeddings (tie_word_embeddings: true) and the two "
-                "differ; set tie_word_embeddings to false to use it");
+    ROTOR_CHECK(
+        tied_head.size() == static_cast<size_t>(embed.numel()) &&
+            std::equal(tied_head.begin(), tied_head.end(), embed.data()),
+        tied_head_source,
+        ": has lm_head.weight, but config.json ties the output head "
+        "to the embeddings (tie_word_embeddings: true) and the two "
+        "differ; set tie_word_embeddings to false to use it");
     loaded.insert("lm_head.weight");
   }
   for (const auto& [name, file] : weights.weight_map) {
@@ -274,6 +316,34 @@ std::string GenerationConfigJson(const ModelConfig& config) {
 
 }  // namespace
 
+void CheckHfExportOutput(const std::string& dir) {
+  std::error_code error;
+  const fs::file_status status = fs::symlink_status(dir, error);
+  if (!fs::exists(status)) return;
+  ROTOR_CHECK(fs::is_directory(status), dir,
+              " exists and is not a folder; name a new folder");
+  const std::vector<std::string> names = EntryNames(dir);
+  if (names.empty()) return;
+  std::string problem;
+  const std::set<std::string> exported = ExportedFiles(dir, &problem);
+  std::vector<std::string> lost;
+  for (const std::string& name : names) {
+    if (name != kHfExportMarker && exported.count(name) == 0) {
+      lost.push_back(name);
+    }
+  }
+  if (problem.empty() && lost.empty()) return;
+  const std::string why =
+      problem.empty()
+          ? "was written by rotor export, but holds files the export did not "
+            "write"
+          : StrCat("exists and was not written by rotor export (", problem,
+                   ")");
+  throw Error(StrCat(dir, " ", why, "; replacing it would delete ",
+                     ListForMessage(lost),
+                     ". Name a new folder, or move those away first"));
+}
+
 void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
                         const ModelConfig& config,
                         const std::string& tokenizer_spec,
@@ -281,7 +351,8 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
   ModelConfig exported = config;
   // A byte-level model's one special token starts and ends its documents.
   if (tokenizer_spec == ByteTokenizer::kName) {
-    if (!exported.bos_token_id) exported.bos_token_id = ByteTokenizer::kEndOfText;
+    if (!exported.bos_token_id)
+      exported.bos_token_id = ByteTokenizer::kEndOfText;
     if (!exported.eos_token_id) {
       exported.eos_token_id = std::vector<int64_t>{ByteTokenizer::kEndOfText};
     }
@@ -291,6 +362,7 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
   std::vector<std::vector<uint16_t>> storage;
   const std::vector<SafetensorsEntry> entries =
       ExportEntries(model, options.dtype, storage);
+  CheckHfExportOutput(dir);
   if (!fs::path(dir).parent_path().empty()) {
     fs::create_directories(fs::path(dir).parent_path());
   }
@@ -300,6 +372,9 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
                         GenerationConfigJson(exported));
     WriteShards(temp, entries, options.max_shard_bytes);
     WriteHfTokenizerFiles(tokenizer_spec, temp);
+    const Json marker = {{"written_by", "rotor export"},
+                         {"files", EntryNames(temp)}};
+    WriteFileAtomically(JoinPath(temp, kHfExportMarker), marker.dump(2) + "\n");
   });
 }
 

@@ -68,10 +68,22 @@ struct HfExportOptions {
   int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
 };
 
+// The file by which an export knows a folder it wrote: a JSON object
+// {"written_by": "rotor export", "files": [every other file it wrote]}.
+inline constexpr char kHfExportMarker[] = ".rotor-export";
+
+// Throws unless `dir` may be (re)placed by an export: it does not exist, is
+// an empty folder, or is a folder an export wrote (kHfExportMarker) holding
+// nothing but what that export wrote. The message names what replacing it
+// would delete. A config.json alone proves nothing: an app's settings, a
+// git checkout or a downloaded model have one too.
+void CheckHfExportOutput(const std::string& dir);
+
 // Writes `model` (configured by `config`) as an HF folder at `dir`,
 // atomically: config.json, model.safetensors (or shards and their index; no
-// lm_head.weight when the embeddings are tied), generation_config.json and
-// the tokenizer files of `tokenizer_spec`. An existing `dir` is replaced.
+// lm_head.weight when the embeddings are tied), generation_config.json, the
+// tokenizer files of `tokenizer_spec` and kHfExportMarker. An existing
+// `dir` is replaced if CheckHfExportOutput allows it, else refused.
 void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
                         const ModelConfig& config,
                         const std::string& tokenizer_spec,

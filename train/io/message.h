@@ -1,0 +1,34 @@
+// Input quoted in error messages, bounded: a hostile file (a 900 KB number,
+// 60,000 unknown keys) must not turn into an error line as long as itself.
+// Every error that quotes what it read goes through these two helpers.
+//
+//   Excerpt("1234...(900,000 digits)")  -> "1234...(the first 100 bytes)...
+//                                            (900000 bytes)"
+//   ListForMessage({"a", "b", "c"})     -> "a, b and c"
+//   ListForMessage(60,000 names)        -> "k0, k1, k2, k3, k4 and 59995 more"
+#ifndef ROTOR_TRAIN_IO_MESSAGE_H_
+#define ROTOR_TRAIN_IO_MESSAGE_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rotor::train {
+
+// The most bytes of one piece of input a message quotes.
+inline constexpr size_t kMaxQuotedBytes = 100;
+
+// `text` itself when it has at most `max_bytes` bytes; else its first
+// `max_bytes` bytes (cut before a UTF-8 continuation byte, never inside a
+// character) and "... (N bytes)".
+std::string Excerpt(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
+
+// The items joined as "a, b and c", each an Excerpt; past `max_items`, the
+// first `max_items` and "and N more".
+std::string ListForMessage(const std::vector<std::string>& items,
+                           size_t max_items = 5);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_IO_MESSAGE_H_
