@@ -100,6 +100,17 @@ TEST_F(LoraCli, TrainEvaluateAndExportMerged) {
   EXPECT_CONTAINS(r.out, "finetune:");  // the resolved config
   EXPECT_CONTAINS(r.out, "step 4/4");
 
+  // Merged onto its own base, it would destroy the base it was loaded
+  // from (and so itself): refused, the base untouched.
+  const std::string base_weights = train::ReadFile(base + "/model.safetensors");
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
+          Quote(base));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, base +
+                             " holds config.json and model.safetensors, "
+                             "read by this command");
+  EXPECT_EQ(train::ReadFile(base + "/model.safetensors"), base_weights);
+
   const std::string exported = dir_.Path("exported");
   r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
           Quote(exported));

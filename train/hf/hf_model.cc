@@ -16,6 +16,7 @@
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/message.h"
+#include "train/io/output_file.h"
 #include "train/io/safetensors.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -324,6 +325,16 @@ void CheckHfExportOutput(const std::string& dir) {
               " exists and is not a folder; name a new folder");
   const std::vector<std::string> names = EntryNames(dir);
   if (names.empty()) return;
+  std::vector<std::string> inputs;
+  for (const std::string& name : names) {
+    // The marker is read by this check itself.
+    if (name != kHfExportMarker && IsInputFile(JoinPath(dir, name))) {
+      inputs.push_back(name);
+    }
+  }
+  ROTOR_CHECK(inputs.empty(), dir, " holds ", ListForMessage(inputs),
+              ", read by this command (the model, its base or its "
+              "tokenizer); name a new folder");
   std::string problem;
   const std::set<std::string> exported = ExportedFiles(dir, &problem);
   std::vector<std::string> lost;

@@ -76,7 +76,9 @@ inline constexpr char kHfExportMarker[] = ".rotor-export";
 // an empty folder, or is a folder an export wrote (kHfExportMarker) holding
 // nothing but what that export wrote. The message names what replacing it
 // would delete. A config.json alone proves nothing: an app's settings, a
-// git checkout or a downloaded model have one too.
+// git checkout or a downloaded model have one too. Nor may `dir` hold a
+// file this process has read (train/io/output_file.h): exporting a
+// checkpoint onto itself, or a LoRA checkpoint onto its base, is refused.
 void CheckHfExportOutput(const std::string& dir);
 
 // Writes `model` (configured by `config`) as an HF folder at `dir`,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/io/output_file.h"
 
 namespace rotor::train {
 namespace {
@@ -117,6 +118,7 @@ void WriteFileAtomically(const std::string& path, std::string_view contents) {
 std::string ReadFile(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ROTOR_CHECK(fd >= 0, "cannot open ", path, ": ", SystemError());
+  NoteInputFile(fd);
   std::string contents;
   char buffer[1 << 16];
   while (true) {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "train/io/output_file.h"
 
 namespace rotor::train {
 
@@ -22,6 +23,7 @@ MappedFile::MappedFile(const std::string& path) {
     ::close(fd);
     throw Error(StrCat("cannot map ", path, ": not a regular file"));
   }
+  NoteInputFile(fd);
   const size_t size = static_cast<size_t>(info.st_size);
   if (size == 0) {  // mmap refuses a length of 0: no bytes, no mapping
     ::close(fd);

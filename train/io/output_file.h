@@ -1,0 +1,38 @@
+// The one rule for what a command may write over (docs/limits.md,
+// "Outputs"):
+//
+// - a path that does not exist: written;
+// - an existing regular file: replaced only when the user asked for it
+//   (--force), and never when it is an input of the same command;
+// - anything else (a folder, a device such as /dev/full, a FIFO, a socket):
+//   refused, --force or not. Writes go to a temporary file renamed over the
+//   path (train/io/atomic_file.h), which would turn a device into a file.
+//
+// The inputs of a command are the files its process has read: ReadFile and
+// MappedFile note each one by device and inode as they open it, so a hard
+// link or a symbolic link to an input is recognised as well.
+#ifndef ROTOR_TRAIN_IO_OUTPUT_FILE_H_
+#define ROTOR_TRAIN_IO_OUTPUT_FILE_H_
+
+#include <string>
+#include <string_view>
+
+namespace rotor::train {
+
+// Records the open file `fd` as an input of this process.
+void NoteInputFile(int fd);
+
+// Whether `path` (followed through symbolic links) is a file this process
+// has read.
+bool IsInputFile(const std::string& path);
+
+// Throws rotor::Error, naming `flag` (e.g. "--logits") and `path`, unless
+// `path` may be written under the rule above. Call it before the slow work
+// (to fail early) and again just before writing (the inputs read since are
+// then known).
+void CheckOutputFile(const std::string& path, bool force,
+                     std::string_view flag);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_IO_OUTPUT_FILE_H_
