@@ -13,15 +13,32 @@ namespace internal {
 
 namespace {
 
+// How a product is cut into row blocks of C, one single-threaded sgemm each.
+// The cut depends on the shape alone, never on the thread count: OpenBLAS
+// rounds a row of C by where it falls in the call and by how many rows the
+// call has. On the Haswell and Zen kernels nearly every sub-product of a
+// 100-row product gives other bits than the same rows of the whole one, on
+// SkylakeX the small products do, on Sandybridge none
+// (build/bench/gemm_blocks_bench). So the same calls must run whatever the
+// thread count: threads only decide who runs which block.
+//
+// A product smaller than kMinParallelFlops multiply-adds, or with fewer than
+// 2 * kMinBlockRows rows, is one call. Otherwise it is 2, 4, 8 or 16 blocks
+// (a power of two, so 1, 2, 4, 8 or 16 threads share them evenly), the most
+// that leave each block kMinRowsPerManyBlocks rows once there are more than
+// two: every block repacks the other operand, which costs little against
+// 256 rows of work (docs/performance.md measures it) but shows at 64.
+// Blocks are whole multiples of kGemmRowAlign rows (micro-kernel tiles).
+constexpr int64_t kGemmRowAlign = 16;
+constexpr int64_t kMinParallelFlops = int64_t{1} << 18;
+constexpr int64_t kMinBlockRows = 64;
+constexpr int64_t kMinRowsPerManyBlocks = 256;
+constexpr int64_t kMaxGemmBlocks = 16;
+
 int BlasInt(int64_t v, const char* op) {
   ROTOR_CHECK(v <= INT_MAX, op, ": extent ", v, " is too large for BLAS");
   return static_cast<int>(v);
 }
-
-// Row blocks of C are multiples of this many rows (whole micro-kernel tiles),
-// and a product smaller than kMinParallelFlops multiply-adds runs as one call.
-constexpr int64_t kGemmRowAlign = 16;
-constexpr int64_t kMinParallelFlops = int64_t{1} << 18;
 
 // OpenBLAS (0.3.x, as Debian ships it) mallocs a work buffer of BUFFER_SIZE
 // = 128 MiB for each thread on its first sgemm, and when that malloc fails it
@@ -47,6 +64,16 @@ void CheckBlasWorkBufferFits(const char* op) {
 
 }  // namespace
 
+int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k) {
+  if (m * n * k < kMinParallelFlops || m < 2 * kMinBlockRows) return m;
+  int64_t blocks = 2;
+  while (blocks < kMaxGemmBlocks && m >= 2 * blocks * kMinRowsPerManyBlocks) {
+    blocks *= 2;
+  }
+  const int64_t per_block = (m + blocks - 1) / blocks;
+  return (per_block + kGemmRowAlign - 1) / kGemmRowAlign * kGemmRowAlign;
+}
+
 // C [m, n] (ld = n) = op(A) [m, k] op(B) [k, n] + beta C, split over row
 // blocks of C: block [r0, r1) reads rows r0.. of op(A), which start at
 // a + r0 * lda when A is stored as is and at a + r0 when A is stored
@@ -60,12 +87,7 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
     if (beta == 0.0f) std::fill(c, c + m * n, 0.0f);
     return;
   }
-  const int64_t threads = NumThreads();
-  int64_t block = m;
-  if (threads > 1 && m * n * k >= kMinParallelFlops) {
-    const int64_t per_thread = (m + threads - 1) / threads;
-    block = (per_thread + kGemmRowAlign - 1) / kGemmRowAlign * kGemmRowAlign;
-  }
+  const int64_t block = GemmBlockRows(m, n, k);
   const int64_t blocks = (m + block - 1) / block;
   ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {

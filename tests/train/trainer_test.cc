@@ -340,6 +340,34 @@ TEST_F(TrainerTest, ActivationCheckpointingTrainsBitwiseTheSame) {
   for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i], wb[i]) << i;
 }
 
+// train.threads changes the speed, never the run: every op cuts its work by
+// the shapes alone (products of 256 rows here, cut into row blocks), so 1
+// and 2 threads train the same bits, and a run may resume at another count.
+TEST_F(TrainerTest, TrainsBitwiseTheSameAtOneAndTwoThreads) {
+  const std::vector<std::string> common = {"train.max_steps=3",
+                                           "train.batch_size=8"};
+  std::vector<std::string> one = common, two = common;
+  one.push_back("train.threads=1");
+  two.push_back("train.threads=2");
+  Trainer serial(Config("one-thread", one), log_);
+  const TrainSummary a = serial.Run();
+  Trainer parallel(Config("two-threads", two), log_);
+  const TrainSummary b = parallel.Run();
+  EXPECT_EQ(a.train_loss, b.train_loss);
+  EXPECT_EQ(a.val_loss, b.val_loss);
+  const auto wa = Weights(serial.model()), wb = Weights(parallel.model());
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i], wb[i]) << i;
+  {  // stopped at one thread after 2 steps, resumed at two
+    Trainer first(Config("resumed", one), log_);
+    EXPECT_EQ(first.Run(/*stop_after_steps=*/2).steps, 2);
+  }
+  Trainer second(Config("resumed", two), log_);
+  EXPECT_EQ(second.Run().train_loss, a.train_loss);
+  const auto wc = Weights(second.model());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i], wc[i]) << i;
+}
+
 // Resuming with another batch shape, seed or passkey mix would not continue
 // the same run: refused, naming each difference, and nothing is written.
 TEST_F(TrainerTest, ResumeWithOtherDataSettingsIsRefused) {

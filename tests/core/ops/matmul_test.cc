@@ -3,6 +3,7 @@
 // broadcast batches, gradients and shape errors.
 #include <random>
 
+#include "core/ops/gemm.h"
 #include "core/ops/ops.h"
 #include "tests/test_util.h"
 
@@ -188,16 +189,17 @@ TEST(LinearGrad, WithAndWithoutBias) {
   GradCheck([](const Inputs& x) { return Linear(x[0], x[1]); }, v);
 }
 
-// At two threads a large enough product is split over row blocks of the
-// output (one single-threaded sgemm per block, core/ops/matmul.cc), with a
-// last block shorter than the others (100 rows, 90 output features). The
+// A large enough product is split over row blocks of the output (one
+// single-threaded sgemm per block, core/ops/gemm.cc), with a last block
+// shorter than the others (300 rows in blocks of 160 and 140, 150 output
+// features in blocks of 80 and 70 for dW). At two threads the
 // forward (rows of X, also through a transposed view of X) and both
 // gradients (dX over rows of dY; dW over rows of dY^T, a transposed operand)
 // must match double-precision references.
 TEST(Linear, RowBlocksAtTwoThreadsMatchReference) {
   test::ThreadCountGuard two_threads(2);
   std::mt19937 rng(28);
-  const int64_t rows = 100, in = 70, out = 90;
+  const int64_t rows = 300, in = 70, out = 150;
   for (const bool transposed_x : {false, true}) {
     Tensor x_storage = transposed_x
                            ? RandomTensor({in, rows}, rng, -1, 1, true)
@@ -220,6 +222,65 @@ TEST(Linear, RowBlocksAtTwoThreadsMatchReference) {
                      1e-5, 1e-5, "Linear dX");
     test::ExpectNear(w.grad().ToVector().data(), dw.data(), out * in, 1e-5,
                      1e-5, "Linear dW");
+  }
+}
+
+// ParallelGemm cuts a product into row blocks by its shape alone, so every
+// thread count runs the same sgemm calls and gives the same bits, on every
+// OpenBLAS kernel (the coretypes suite runs this once per core type): one
+// block, two with a short last one, 4, 8 and 16 blocks; every operand
+// layout; beta 0 and 1.
+// The cut: one call below 128 rows or 2^18 multiply-adds, then 2 blocks,
+// then 4, 8 and 16 while each keeps 256 rows, in whole 16-row tiles.
+TEST(ParallelGemm, BlocksFollowTheShape) {
+  using internal::GemmBlockRows;
+  EXPECT_EQ(GemmBlockRows(127, 4096, 4096), 127);
+  EXPECT_EQ(GemmBlockRows(4096, 8, 7), 4096);  // 229,376 multiply-adds
+  EXPECT_EQ(GemmBlockRows(128, 64, 64), 64);
+  EXPECT_EQ(GemmBlockRows(300, 90, 70), 160);
+  EXPECT_EQ(GemmBlockRows(1023, 64, 64), 512);
+  EXPECT_EQ(GemmBlockRows(1024, 64, 64), 256);
+  EXPECT_EQ(GemmBlockRows(2048, 64, 64), 256);
+  EXPECT_EQ(GemmBlockRows(4100, 64, 64), 272);    // 16 blocks, last 20 rows
+  EXPECT_EQ(GemmBlockRows(65536, 64, 64), 4096);  // never more than 16
+}
+
+TEST(ParallelGemm, SameBitsAtAnyThreadCount) {
+  std::mt19937 rng(29);
+  struct Size {
+    int64_t m, n, k;
+  };
+  for (const Size size :
+       {Size{100, 90, 70}, Size{300, 90, 70}, Size{150, 257, 64},
+        Size{1100, 33, 40}, Size{2100, 24, 20}, Size{4200, 20, 16}}) {
+    for (const bool a_trans : {false, true}) {
+      for (const bool b_trans : {false, true}) {
+        for (const float beta : {0.0f, 1.0f}) {
+          const std::vector<float> a =
+              RandomTensor({size.m * size.k}, rng).ToVector();
+          const std::vector<float> b =
+              RandomTensor({size.k * size.n}, rng).ToVector();
+          const std::vector<float> c0 =
+              RandomTensor({size.m * size.n}, rng).ToVector();
+          auto product = [&] {
+            std::vector<float> c = c0;
+            internal::ParallelGemm(
+                a_trans ? CblasTrans : CblasNoTrans,
+                b_trans ? CblasTrans : CblasNoTrans, size.m, size.n, size.k,
+                a.data(), a_trans ? size.m : size.k, b.data(),
+                b_trans ? size.k : size.n, beta, c.data(), "test");
+            return c;
+          };
+          const std::vector<float> one = test::RunAtThreads(1, product);
+          for (const int threads : {2, 3, 4}) {
+            EXPECT_TRUE(test::RunAtThreads(threads, product) == one)
+                << size.m << "x" << size.n << "x" << size.k << " a_trans "
+                << a_trans << " b_trans " << b_trans << " beta " << beta
+                << " at " << threads << " threads";
+          }
+        }
+      }
+    }
   }
 }
 
