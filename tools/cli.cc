@@ -73,6 +73,11 @@ CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint) {
       ->required();
 }
 
+CLI::Option* AddForceOption(CLI::App& command, bool& force) {
+  return command.add_flag("--force", force,
+                          "replace an output file that exists");
+}
+
 CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads) {
   return AddIntegerOption(command, "--threads", threads, 0, limits::kMaxThreads,
                           "0 = all cores (default)");

@@ -100,6 +100,10 @@ CLI::Option* AddListOption(CLI::App& command, const std::string& name,
 // --checkpoint DIR (required), as eval and generate take it.
 CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint);
 
+// --force: lets the command replace an existing output file (never an
+// input, a folder or a device: train/io/output_file.h).
+CLI::Option* AddForceOption(CLI::App& command, bool& force);
+
 // --threads N (0 = all cores), for rotor::SetNumThreads.
 CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads);
 

@@ -22,6 +22,7 @@
 #include "train/eval/passkey_eval.h"
 #include "train/eval/validation.h"
 #include "train/io/json.h"
+#include "train/io/output_file.h"
 #include "train/io/plot.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -71,6 +72,7 @@ struct EvalOptions {
   bool passkey = false;
   train::PasskeyEvalOptions passkey_eval;
   std::string passkey_plot = "passkey.png";
+  bool force = false;
   bool json = false;
 };
 
@@ -312,6 +314,14 @@ void RunEval(const EvalOptions& options) {
                        "needs a byte-tokenizer model"));
   }
   const train::TokenFile val(data_dir + "/val.bin");
+  // Every input is open now: check the plots before the slow part.
+  if (!lengths.empty()) {
+    train::CheckOutputFile(options.plot, options.force, "--plot");
+  }
+  if (options.passkey) {
+    train::CheckOutputFile(options.passkey_plot, options.force,
+                           "--passkey-plot");
+  }
   train::Json report = {{"checkpoint", options.checkpoint}};
   if (lengths.empty() && !options.passkey) {
     RunValidation(
@@ -397,6 +407,7 @@ void AddEvalCommand(CLI::App& rotor) {
                    "use the max_position_embeddings, rope_theta and\n"
                    "rope_scaling of FILE's model: section")
       ->type_name("FILE");
+  AddForceOption(*command, options->force);
   command->add_flag("--json", options->json,
                     "print one JSON object instead of the text");
   AddThreadsOption(*command, options->threads);

@@ -20,6 +20,7 @@
 #include "tools/commands.h"
 #include "train/config/model_config.h"
 #include "train/io/json.h"
+#include "train/io/output_file.h"
 #include "train/io/plot.h"
 
 namespace rotor {
@@ -46,6 +47,7 @@ struct RopeOptions {
   int64_t seq_len = 0;             // 0: max_position_embeddings
   bool json = false;
   std::string plot_path;
+  bool force = false;
 };
 
 std::string Number(double value) {
@@ -296,8 +298,12 @@ void AddRopeCommand(CLI::App& rotor) {
                    "unscaled, with gnuplot")
       ->type_name("FILE.png")
       ->check(NotEmpty());
+  AddForceOption(*command, options->force);
   command->callback([options] {
     const RopeReport report = BuildReport(*options);
+    if (!options->plot_path.empty()) {
+      train::CheckOutputFile(options->plot_path, options->force, "--plot");
+    }
     if (options->json) {
       PrintJson(*options, report);
     } else {

@@ -17,6 +17,7 @@
 #include "train/eval/score.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/output_file.h"
 #include "train/io/safetensors.h"
 
 namespace rotor {
@@ -44,7 +45,8 @@ constexpr char kScoreDetails[] =
     "--json prints one object: ids, log_probs (null first), sum_log_prob,\n"
     "mean_nll, perplexity, at full precision. --logits FILE writes the\n"
     "float32 logits [T, vocab] as tensor \"logits\" and the ids as the I32\n"
-    "tensor \"input_ids\" [T] of a safetensors file.";
+    "tensor \"input_ids\" [T] of a safetensors file (an existing FILE\n"
+    "only with --force, and never one the command read).";
 
 struct ScoreOptions {
   std::string checkpoint;
@@ -53,6 +55,7 @@ struct ScoreOptions {
   std::string text;
   bool no_add_special_tokens = false;
   std::string logits;
+  bool force = false;
   bool json = false;
   int64_t threads = 0;
 };
@@ -142,6 +145,9 @@ void RunScore(const ScoreOptions& options) {
           : tokenizer->Encode(options.text, !options.no_add_special_tokens);
   CheckModelInputIds(ids, model->config().vocab_size,
                      from_file ? options.tokens : "--text");
+  if (!options.logits.empty()) {
+    train::CheckOutputFile(options.logits, options.force, "--logits");
+  }
   const train::TokenScores scores =
       train::ScoreTokens(*model, ids, !options.logits.empty());
   if (!options.logits.empty()) {
@@ -189,6 +195,7 @@ void AddScoreCommand(CLI::App& rotor) {
                    "also write the logits to a safetensors file")
       ->type_name("FILE")
       ->check(NotEmpty());
+  AddForceOption(*command, options->force);
   command->add_flag("--json", options->json,
                     "print one JSON object instead of a table");
   AddThreadsOption(*command, options->threads);

@@ -4,7 +4,6 @@
 // a tokenizer.json). docs/tokenizers.md explains the training.
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -19,6 +18,7 @@
 #include "tools/commands.h"
 #include "train/data/text_corpus.h"
 #include "train/io/atomic_file.h"
+#include "train/io/output_file.h"
 #include "train/tokenizer/bpe_trainer.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -61,14 +61,7 @@ void CheckTrainOptions(const TrainOptions& options) {
         "--vocab-size: expects at least ", min_vocab, " (256 bytes + ",
         specials.size(), " special tokens), got ", options.trainer.vocab_size));
   }
-  std::error_code error;
-  const auto status = std::filesystem::status(options.output, error);
-  if (std::filesystem::exists(status)) {
-    ROTOR_CHECK(!std::filesystem::is_directory(status), "output '",
-                options.output, "' is a folder; expected a file name");
-    ROTOR_CHECK(options.force, "output '", options.output,
-                "' already exists; pass --force to replace it");
-  }
+  train::CheckOutputFile(options.output, options.force, "--output");
 }
 
 // Reads the corpus, counts its words, learns the merges and writes the
@@ -78,6 +71,8 @@ void RunTrain(const TrainOptions& options) {
   SetNumThreads(static_cast<int>(options.threads));
   const Clock::time_point start = Clock::now();
   const train::TextCorpus corpus = train::ReadTextCorpus(options.input);
+  // Again now that the inputs are known: never one of them.
+  train::CheckOutputFile(options.output, options.force, "--output");
   const double megabytes = static_cast<double>(corpus.bytes) / 1e6;
   std::cout << std::fixed << std::setprecision(2) << "read "
             << corpus.documents.size() << " documents, " << megabytes << " MB ("
@@ -161,7 +156,7 @@ void AddTrainSubcommand(CLI::App& tokenizer) {
       ->type_name("REGEX")
       ->check(NotEmpty());
   AddThreadsOption(*command, options->threads);
-  command->add_flag("--force", options->force, "replace FILE if it exists");
+  AddForceOption(*command, options->force);
   command->callback([options] { RunTrain(*options); });
 }
 

@@ -5,6 +5,7 @@
 // real run (configs/tiny.yaml trained for 2 steps, made once per suite) and
 // its data, and every file of that copy is compared before and after.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -477,9 +478,75 @@ std::vector<BadInput> DataCases() {
   };
 }
 
+// An output path a command must not write (train/io/output_file.h): an
+// existing file without --force, an input of the same command (even with
+// --force: the weights it just read, or another name of them), a folder or
+// a FIFO (which writing would turn into a regular file).
+BadInput Output(
+    const std::string& name, const std::string& args,
+    const std::string& expected,
+    std::function<void(const test::TempDir&)> setup = [](const test::TempDir&) {
+    }) {
+  return {"Output" + name, std::move(setup), args, expected};
+}
+
+void MakeFifo(const test::TempDir& dir) {
+  ASSERT_EQ(::mkfifo(dir.Path("out.fifo").c_str(), 0600), 0);
+}
+
+std::vector<BadInput> OutputCases() {
+  const std::string checkpoint = "CASE/" + std::string(kCheckpoint);
+  const std::string score = "score --text The --checkpoint " + checkpoint;
+  const std::string eval =
+      "eval --documents 1 --lengths 16 --checkpoint " + checkpoint;
+  const std::string passkey =
+      "eval --passkey --passkey-lengths 64 --depths 0 --trials 1 "
+      "--checkpoint " +
+      checkpoint;
+  const std::string input = "is an input of this command";
+  const std::string exists = "already exists; pass --force to replace it";
+  return {
+      Output("ScoreLogitsOverItsWeights",
+             score + " --force --logits " + checkpoint + "/model.safetensors",
+             input),
+      Output("ScoreLogitsOverAHardLinkToItsWeights",
+             score + " --force --logits CASE/link", input,
+             [](const test::TempDir& dir) {
+               fs::create_hard_link(
+                   dir.Path(std::string(kCheckpoint) + "/model.safetensors"),
+                   dir.Path("link"));
+             }),
+      Output("ScoreLogitsExisting", score + " --logits CASE/run/metrics.jsonl",
+             exists),
+      Output("ScoreLogitsFolder", score + " --force --logits CASE/run",
+             "is a folder; rotor writes only regular files"),
+      Output("ScoreLogitsFifo", score + " --force --logits CASE/out.fifo",
+             "is a FIFO", MakeFifo),
+      Output("EvalPlotOverItsWeights",
+             eval + " --force --plot " + checkpoint + "/model.safetensors",
+             input),
+      Output("EvalPlotExisting", eval + " --plot CASE/run/metrics.jsonl",
+             exists),
+      Output("PasskeyPlotOverItsConfig",
+             passkey + " --force --passkey-plot " + checkpoint + "/config.yaml",
+             input),
+      Output("PasskeyPlotFifo",
+             passkey + " --force --passkey-plot CASE/out.fifo", "is a FIFO",
+             MakeFifo),
+      Output("RopePlotOverItsConfig",
+             "rope --config " + checkpoint + "/config.yaml --force --plot " +
+                 checkpoint + "/config.yaml",
+             input),
+      Output("TokenizerTrainOverItsInput",
+             "tokenizer train --input CASE/data --vocab-size 300 --force "
+             "--output CASE/data/train.bin",
+             input),
+  };
+}
+
 std::vector<BadInput> AllCases() {
   std::vector<BadInput> cases = ConfigCases();
-  for (auto* more : {CheckpointCases, DataCases}) {
+  for (auto* more : {CheckpointCases, DataCases, OutputCases}) {
     for (BadInput& c : more()) cases.push_back(std::move(c));
   }
   return cases;
@@ -532,8 +599,10 @@ TEST_P(BadInputMatrix, ExitsOneNamingTheProblemAndChangesNothing) {
   for (size_t at; (at = args.find("CASE")) != std::string::npos;) {
     args.replace(at, 4, case_dir_.path());
   }
-  const std::string command = std::string(ROTOR_BINARY_DIR) + "/rotor " + args +
-                              " >'" + output_.Path("stdout") + "' 2>'" +
+  // No case may hang (a FIFO opened for writing waits for a reader).
+  const std::string command = "timeout 120 " + std::string(ROTOR_BINARY_DIR) +
+                              "/rotor " + args + " >'" +
+                              output_.Path("stdout") + "' 2>'" +
                               output_.Path("stderr") + "' </dev/null";
   const int raw = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(raw)) << "killed by a signal: " << command;

@@ -269,7 +269,7 @@ TEST_F(CompareOutput, EvalJsonHasTheFiguresOfTheText) {
       Quote(dir_.Path("passkey.png"));
   text = Run(tables);
   ASSERT_EQ(text.status, 0) << text.err;
-  r = Run(tables + " --json");
+  r = Run(tables + " --json --force");  // the plots exist now
   ASSERT_EQ(r.status, 0) << r.err;
   json = train::ParseJson(r.out, "eval --json");
   EXPECT_EQ(json.at("rope"), Json::parse(R"({"rope_type": "default",

@@ -237,7 +237,7 @@ TEST(RopeCommand, PlotWritesAPng) {
   ASSERT_GE(fd, 0);
   close(fd);
   const RunResult run = RunRotor("rope --config '" + ConfigPath("llama3") +
-                                 "' --json --plot " + path);
+                                 "' --json --force --plot " + path);
   EXPECT_EQ(run.status, 0) << run.output;
   std::ifstream png(path, std::ios::binary);
   std::string magic(8, '\0');

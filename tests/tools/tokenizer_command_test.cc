@@ -41,9 +41,9 @@ TEST(TokenizerCommand, TrainsEncodesAndDecodes) {
   r = RunTokenizer(
       dir, "train --input " + in + " --vocab-size 270 --output " + json);
   EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(Contains(r.err, "rotor tokenizer train: error: output '" +
+  EXPECT_TRUE(Contains(r.err, "rotor tokenizer train: error: --output " +
                                   dir.Path("tok.json") +
-                                  "' already exists; pass --force"))
+                                  " already exists; pass --force"))
       << r.err;
   const std::string first = train::ReadFile(dir.Path("tok.json"));
   r = RunTokenizer(dir, "train --input " + in + " --vocab-size 270 --output " +

@@ -491,7 +491,8 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "bits/byte");
   r = Run("eval --checkpoint " + Quote(checkpoint) +
-          " --lengths 8,16 --documents 1 --plot none");
+          " --lengths 8,16 --documents 1 --plot " +
+          Quote(dir_.Path("ppl.png")));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out,
                   "  length      tokens       loss   perplexity  "

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "train/io/atomic_file.h"
+#include "train/io/output_file.h"
 
 namespace rotor::train {
 
@@ -119,6 +120,7 @@ TokenFile::TokenFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw Error(StrCat("token file ", path, ": not a regular file"));
   }
+  NoteInputFile(fd);
   const size_t file_size = static_cast<size_t>(info.st_size);
   if (file_size < kTokenFileHeaderSize) {
     ::close(fd);

@@ -2,16 +2,24 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <mutex>
 #include <set>
-#include <utility>
+#include <tuple>
 
 #include "core/error.h"
 
 namespace rotor::train {
 namespace {
 
-using FileId = std::pair<dev_t, ino_t>;
+// A file as it was read. The modification time tells a new file that
+// reuses the inode of a deleted input from that input.
+using FileId = std::tuple<dev_t, ino_t, int64_t>;
+
+FileId IdOf(const struct stat& info) {
+  return {info.st_dev, info.st_ino,
+          int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec};
+}
 
 struct InputFiles {
   std::mutex mutex;
@@ -38,7 +46,7 @@ void NoteInputFile(int fd) {
   if (::fstat(fd, &info) != 0) return;
   InputFiles& inputs = Inputs();
   const std::lock_guard<std::mutex> lock(inputs.mutex);
-  inputs.ids.insert({info.st_dev, info.st_ino});
+  inputs.ids.insert(IdOf(info));
 }
 
 bool IsInputFile(const std::string& path) {
@@ -46,7 +54,7 @@ bool IsInputFile(const std::string& path) {
   if (::stat(path.c_str(), &info) != 0) return false;
   InputFiles& inputs = Inputs();
   const std::lock_guard<std::mutex> lock(inputs.mutex);
-  return inputs.ids.count({info.st_dev, info.st_ino}) > 0;
+  return inputs.ids.count(IdOf(info)) > 0;
 }
 
 void CheckOutputFile(const std::string& path, bool force,

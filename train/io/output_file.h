@@ -8,9 +8,9 @@
 //   refused, --force or not. Writes go to a temporary file renamed over the
 //   path (train/io/atomic_file.h), which would turn a device into a file.
 //
-// The inputs of a command are the files its process has read: ReadFile and
-// MappedFile note each one by device and inode as they open it, so a hard
-// link or a symbolic link to an input is recognised as well.
+// The inputs of a command are the files its process has read: ReadFile,
+// MappedFile and TokenFile note each one by device and inode as they open
+// it, so a hard link or a symbolic link to an input is recognised as well.
 #ifndef ROTOR_TRAIN_IO_OUTPUT_FILE_H_
 #define ROTOR_TRAIN_IO_OUTPUT_FILE_H_
 
