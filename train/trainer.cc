@@ -162,6 +162,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   sampler_ = std::make_unique<BatchSampler>(train_tokens_, t.batch_size,
                                             t.seq_len, t.seed);
 
+  // output_dir is this run's alone before its checkpoints are read: two
+  // runs on one folder would overwrite each other's. A new output_dir is
+  // made (and locked) only once every check has passed.
+  if (fs::exists(config_.output_dir)) LockOutputDir();
+
   // Where to start: a checkpoint (resume) or from scratch.
   std::string resume_dir;
   const std::vector<std::string> existing = ListCheckpoints(config_.output_dir);
@@ -209,14 +214,15 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
          << " (fresh optimizer, schedule and sampler)\n";
   }
   state_.world_size = communicator_.size();
-  if (writes_files()) {
-    std::error_code error;
-    fs::create_directories(config_.output_dir, error);
-    ROTOR_CHECK(fs::is_directory(config_.output_dir), config_.file,
-                ": output_dir ", config_.output_dir, " is not a folder",
-                error ? " (" + error.message() + ")" : "");
-    metrics_.TrimAfter(state_.step);
+  if (writes_files() && !output_lock_) {
+    LockOutputDir();
+    // Another run that made the folder meanwhile and is already done.
+    ROTOR_CHECK(ListCheckpoints(config_.output_dir).empty(), config_.file,
+                ": output_dir ", config_.output_dir,
+                " gained checkpoints while this run started; run again to "
+                "resume them");
   }
+  if (writes_files()) metrics_.TrimAfter(state_.step);
   // Launchers hand each rank a pseudo-terminal whatever their own output
   // is, so a data-parallel run prints plain lines.
   live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
@@ -579,6 +585,17 @@ ValidationResult Trainer::Validate() {
   LogLine(line.str());
   if (writes_files()) metrics_.LogEvaluation(state_.step, val);
   return val;
+}
+
+void Trainer::LockOutputDir() {
+  if (!writes_files()) return;
+  std::error_code error;
+  fs::create_directories(config_.output_dir, error);
+  ROTOR_CHECK(fs::is_directory(config_.output_dir), config_.file,
+              ": output_dir ", config_.output_dir, " is not a folder",
+              error ? " (" + error.message() + ")" : "");
+  output_lock_ = std::make_unique<FolderLock>(config_.output_dir, "train.lock",
+                                              "output_dir");
 }
 
 int64_t Trainer::StepTokens() const {

@@ -43,6 +43,7 @@
 #include "train/distributed/communicator.h"
 #include "train/distributed/gradient_buckets.h"
 #include "train/distributed/optimizer_shards.h"
+#include "train/io/folder_lock.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
 #include "train/tokenizer/tokenizer.h"
@@ -110,6 +111,8 @@ class Trainer {
   void LogLine(const std::string& line);
   int64_t StepTokens() const;  // tokens per optimizer step
   bool writes_files() const { return communicator_.rank() == 0; }
+  // Rank 0: creates output_dir if needed and takes its train.lock.
+  void LockOutputDir();
   bool distributed() const { return communicator_.size() > 1; }
   // Refuses to train when the ranks start from different states.
   void CheckRanksAgree();
@@ -122,6 +125,8 @@ class Trainer {
 
   TrainConfig config_;
   std::string config_yaml_;
+  // Rank 0 holds output_dir/train.lock for the life of the run.
+  std::unique_ptr<FolderLock> output_lock_;
   std::ostream& log_;
   std::unique_ptr<nn::Transformer> model_;
   BaseReference base_;  // empty unless the run freezes a base

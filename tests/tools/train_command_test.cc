@@ -94,6 +94,64 @@ TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
             greedy);
 }
 
+// One run per output_dir: a second `rotor train` on a folder in use is
+// refused, naming the pid that holds it, and changes nothing; the lock of a
+// run killed with SIGKILL (the kernel drops it) does not block the next.
+TEST_F(RotorCli, OneRunPerOutputDir) {
+  ASSERT_EQ(Train("run").status, 0);
+  const std::string run = dir_.Path("run");
+  // A run in progress, for as long as this test needs it.
+  const std::string endless =
+      "train " + Quote(test::TinyConfigPath()) + " " +
+      Quote("data.path=" + data_) + " " + Quote("output_dir=" + run) +
+      " train.max_steps=100000000 checkpoint.every_n_steps=100000000"
+      " eval.every_n_steps=0 --samples 0";
+  const std::string pid_file = dir_.Path("pid");
+  ASSERT_EQ(std::system(("sh -c 'echo $$ > " + Quote(pid_file) + "; exec " +
+                         ROTOR_BINARY_DIR + "/rotor " + endless +
+                         " >/dev/null 2>&1' &")
+                            .c_str()),
+            0);
+  std::string pid;
+  for (int i = 0; i < 600 && (pid.empty() || pid.back() != '\n'); ++i) {
+    std::system("sleep 0.05");
+    if (fs::exists(pid_file)) pid = train::ReadFile(pid_file);
+  }
+  ASSERT_FALSE(pid.empty());
+  pid.pop_back();
+  struct KillOnExit {  // whatever fails below
+    std::string pid;
+    ~KillOnExit() { std::system(("kill -9 " + pid + " 2>/dev/null").c_str()); }
+  } guard{pid};
+  // Wait until it holds the folder's lock.
+  for (int i = 0;
+       i < 600 && std::system(("grep -q ' " + pid + " ' /proc/locks").c_str());
+       ++i) {
+    std::system("sleep 0.05");
+  }
+  const auto before = Snapshot(dir_.Path("run/checkpoints"));
+  Result r = Train("run");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "output_dir " + run + " is in use by pid " + pid);
+  r = Run("train " + Quote(test::TinyConfigPath()) + " " +
+          Quote("data.path=" + data_) + " " + Quote("output_dir=" + run) +
+          " train.resume=none");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(Snapshot(dir_.Path("run/checkpoints")), before);
+
+  ASSERT_EQ(std::system(("kill -9 " + pid).c_str()), 0);
+  for (int i = 0;
+       i < 600 && std::system(("kill -0 " + pid + " 2>/dev/null").c_str()) == 0;
+       ++i) {
+    std::system("sleep 0.05");
+  }
+  EXPECT_TRUE(fs::exists(run + "/train.lock"));
+  r = Train("run", "--samples 0");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(
+      r.out, "resuming from " + run + "/checkpoints/step_00000008 at step 8");
+}
+
 // Exit status 2 and "rotor CMD: PROBLEM (see 'rotor CMD --help')", naming
 // the flag or argument; CLI11's own texts where CLI11 finds the problem.
 TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {

@@ -356,28 +356,31 @@ TEST(InitFrom, CopiesTheWeightsOnlyAndUsesTheNewRope) {
   const std::string base_checkpoint = ListCheckpoints(dir.Path("base")).back();
   const auto base = LoadCheckpointModel(base_checkpoint, {});
 
-  std::ostringstream log;
-  Trainer finetune(FinetuneConfig(dir, data, {}), log);
-  // The run folder resolved to its newest checkpoint.
-  EXPECT_NE(log.str().find("initialising the weights from " + base_checkpoint),
-            std::string::npos)
-      << log.str();
-  EXPECT_EQ(finetune.state().step, 0);  // fresh schedule and step
-  EXPECT_EQ(finetune.model().config().rope.rope_type, RopeType::kYarn);
-  EXPECT_EQ(finetune.model().config().rope.max_position_embeddings, 64);
-  const auto expected = base->NamedParameters();
-  const auto actual = finetune.model().NamedParameters();
-  ASSERT_EQ(expected.size(), actual.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(expected[i].first, actual[i].first);
-    EXPECT_EQ(expected[i].second.ToVector(), actual[i].second.ToVector())
-        << expected[i].first;
+  {  // one Trainer at a time holds the output_dir
+    std::ostringstream log;
+    Trainer finetune(FinetuneConfig(dir, data, {}), log);
+    // The run folder resolved to its newest checkpoint.
+    EXPECT_NE(
+        log.str().find("initialising the weights from " + base_checkpoint),
+        std::string::npos)
+        << log.str();
+    EXPECT_EQ(finetune.state().step, 0);  // fresh schedule and step
+    EXPECT_EQ(finetune.model().config().rope.rope_type, RopeType::kYarn);
+    EXPECT_EQ(finetune.model().config().rope.max_position_embeddings, 64);
+    const auto expected = base->NamedParameters();
+    const auto actual = finetune.model().NamedParameters();
+    ASSERT_EQ(expected.size(), actual.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(expected[i].first, actual[i].first);
+      EXPECT_EQ(expected[i].second.ToVector(), actual[i].second.ToVector())
+          << expected[i].first;
+    }
+    const TrainSummary summary = finetune.Run();
+    EXPECT_EQ(summary.steps, 2);
+    // The fine-tune's checkpoint records where it started.
+    EXPECT_NE(LoadCheckpointConfig(summary.checkpoint).find("init_from"),
+              std::string::npos);
   }
-  const TrainSummary summary = finetune.Run();
-  EXPECT_EQ(summary.steps, 2);
-  // The fine-tune's checkpoint records where it started.
-  EXPECT_NE(LoadCheckpointConfig(summary.checkpoint).find("init_from"),
-            std::string::npos);
 
   // Rerunning continues the fine-tune itself (resume wins over init_from).
   std::ostringstream again;
