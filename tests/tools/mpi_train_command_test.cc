@@ -314,6 +314,15 @@ TEST_F(MpiTrain, ABatchTheRanksCannotShareEquallyIsRefused) {
                   "1) equally; rotor does not round a share. Run 2 or 4 "
                   "ranks");
   EXPECT_FALSE(fs::exists(dir_.Path("three/checkpoints")));
+  // More ranks than sequences: only fewer ranks can work (this used to spin
+  // forever looking for a larger rank count).
+  const RotorResult more =
+      Train(3, "more", "train.max_steps=2 train.batch_size=2");
+  EXPECT_NE(more.status, 0);
+  EXPECT_CONTAINS(more.err,
+                  "3 ranks cannot share a step's 2 sequences "
+                  "(train.batch_size 2 x train.gradient_accumulation_steps "
+                  "1) equally; rotor does not round a share. Run 2 ranks");
 }
 
 // Each rank reads output_dir itself: a machine that does not share it

@@ -3,6 +3,7 @@
 // of a share that is not whole.
 #include "train/distributed/batch_split.h"
 
+#include <chrono>
 #include <tuple>
 #include <vector>
 
@@ -74,6 +75,35 @@ TEST(BatchSplit, AShareThatIsNotWholeIsRefused) {
                      "ranks");
   ROTOR_EXPECT_ERROR(CheckBatchSplits(5, 1, 2, "run.yaml"), "Run 1 or 5 ranks");
   ROTOR_EXPECT_ERROR(CheckBatchSplits(6, 1, 4, "run.yaml"), "Run 3 or 6 ranks");
+}
+
+// No larger rank count divides fewer rows than ranks: the suggestion names
+// the smaller one alone (this used to loop forever).
+TEST(BatchSplit, MoreRanksThanSequencesSuggestsFewer) {
+  ROTOR_EXPECT_ERROR(CheckBatchSplits(2, 1, 3, "tiny.yaml"),
+                     "tiny.yaml: 3 ranks cannot share a step's 2 sequences "
+                     "(train.batch_size 2 x train.gradient_accumulation_steps "
+                     "1) equally; rotor does not round a share. Run 2 ranks, "
+                     "or choose");
+  ROTOR_EXPECT_ERROR(CheckBatchSplits(1, 1, 2, "run.yaml"), "Run 1 rank, ");
+  ROTOR_EXPECT_ERROR(CheckBatchSplits(3, 1, 64, "run.yaml"), "Run 3 ranks, ");
+  ROTOR_EXPECT_ERROR(CheckBatchSplits(1, 7, 1 << 30, "run.yaml"),
+                     "Run 7 ranks, ");
+}
+
+// The larger suggestion is found among the divisors of the rows, in
+// O(sqrt(rows)) whatever the sizes: 1048573 is prime, so the smallest
+// count above 2 that divides 1048573^2 rows is 1048573 itself.
+TEST(BatchSplit, TheSuggestionIsQuickForLargePrimeSizes) {
+  const auto start = std::chrono::steady_clock::now();
+  ROTOR_EXPECT_ERROR(CheckBatchSplits(1048573, 1048573, 2, "run.yaml"),
+                     "Run 1 or 1048573 ranks");
+  ROTOR_EXPECT_ERROR(CheckBatchSplits(1048573, 1, 1048572, "run.yaml"),
+                     "Run 1 or 1048573 ranks");
+  EXPECT_LT(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count(),
+      1.0);
 }
 
 }  // namespace
