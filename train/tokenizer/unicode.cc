@@ -2,10 +2,10 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
+#include <vector>
 
 #include "core/error.h"
 
@@ -69,11 +69,6 @@ bool IsWhiteSpaceProperty(char32_t c) {
       return c >= 0x2000 && c <= 0x200A;
   }
 }
-
-// Frees what utf8proc allocated.
-struct FreeDeleter {
-  void operator()(utf8proc_uint8_t* p) const { std::free(p); }
-};
 
 }  // namespace
 
@@ -203,6 +198,15 @@ bool IsWordChar(char32_t c) {
   }
 }
 
+// utf8proc_map's normalization, step by step, with its one quadratic step
+// replaced: it puts each run of combining marks in canonical order with a
+// gnome sort (adjacent swaps), O(k^2) in a run of k marks ("a" + 40,000
+// U+0301 + 40,000 U+0316 took 31 s). Here each run of non-starters
+// (canonical combining class > 0) is sorted by class with std::stable_sort.
+// The gnome sort never moves a mark past a starter and never swaps equal
+// classes, so this is the same order, and the result is utf8proc's, in
+// O(n log n): decomposition per code point, canonical ordering, then
+// utf8proc's composition (linear) for NFC and NFKC.
 std::string Normalize(std::string_view text, NormalizationForm form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
@@ -224,16 +228,47 @@ std::string Normalize(std::string_view text, NormalizationForm form) {
   for (const char c : text)
     ascii = ascii && static_cast<unsigned char>(c) < 0x80;
   if (ascii) return std::string(text);
-  utf8proc_uint8_t* result = nullptr;
-  const utf8proc_ssize_t length =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                   static_cast<utf8proc_ssize_t>(text.size()), &result,
-                   static_cast<utf8proc_option_t>(options));
-  std::unique_ptr<utf8proc_uint8_t, FreeDeleter> owned(result);
+  ROTOR_CHECK(IsValidUtf8(text), "Unicode normalization failed: ",
+              utf8proc_errmsg(UTF8PROC_ERROR_INVALIDUTF8));
+  const auto flags = static_cast<utf8proc_option_t>(options);
+  std::vector<utf8proc_int32_t> points;
+  points.reserve(text.size());
+  int boundclass = UTF8PROC_BOUNDCLASS_START;
+  for (size_t pos = 0; pos < text.size();) {
+    const auto c = static_cast<utf8proc_int32_t>(NextCodePoint(text, &pos));
+    const size_t at = points.size();
+    points.resize(at + 32);  // no decomposition is longer (18 at most)
+    const utf8proc_ssize_t written =
+        utf8proc_decompose_char(c, points.data() + at, 32, flags, &boundclass);
+    ROTOR_CHECK(
+        written >= 0 && written <= 32, "Unicode normalization failed: ",
+        written < 0 ? utf8proc_errmsg(written) : "decomposition too long");
+    points.resize(at + static_cast<size_t>(written));
+  }
+  const auto combining_class = [](utf8proc_int32_t c) {
+    return utf8proc_get_property(c)->combining_class;
+  };
+  for (size_t start = 0; start < points.size();) {
+    size_t end = start;
+    while (end < points.size() && combining_class(points[end]) != 0) ++end;
+    if (end - start > 1) {
+      std::stable_sort(points.begin() + start, points.begin() + end,
+                       [&](utf8proc_int32_t a, utf8proc_int32_t b) {
+                         return combining_class(a) < combining_class(b);
+                       });
+    }
+    start = end + 1;
+  }
+  const utf8proc_ssize_t length = utf8proc_normalize_utf32(
+      points.data(), static_cast<utf8proc_ssize_t>(points.size()), flags);
   ROTOR_CHECK(length >= 0,
               "Unicode normalization failed: ", utf8proc_errmsg(length));
-  return std::string(reinterpret_cast<const char*>(result),
-                     static_cast<size_t>(length));
+  std::string out;
+  out.reserve(text.size());
+  for (utf8proc_ssize_t i = 0; i < length; ++i) {
+    AppendUtf8(static_cast<char32_t>(points[i]), out);
+  }
+  return out;
 }
 
 std::string Lowercase(std::string_view text) {
