@@ -269,6 +269,12 @@ void Truncate(const std::string& path, size_t size) {
   train::WriteFileAtomically(path, train::ReadFile(path).substr(0, size));
 }
 
+// `path` (if any) replaced by a FIFO with no writer.
+void ReplaceWithFifo(const std::string& path) {
+  fs::remove_all(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+}
+
 // Resuming the suite's run with its own config.
 const char kResume[] =
     "train CASE/run/checkpoints/step_00000002/config.yaml "
@@ -347,6 +353,29 @@ std::vector<BadInput> CheckpointCases() {
             return Replace(h, "\"format\"", keys + "\"format\"");
           },
           "more than the limit of 65536"),
+      // Not a file: a FIFO would block the open forever, a folder or a
+      // FIFO for tokenizer.json must not mean "the byte tokenizer".
+      Checkpoint(
+          "WeightsAreAFifo", weights, ReplaceWithFifo,
+          "model.safetensors: not a regular file",
+          "score --text The --checkpoint CASE/" + std::string(kCheckpoint)),
+      Checkpoint(
+          "TokenizerIsAFifo", "tokenizer.json", ReplaceWithFifo,
+          "tokenizer.json is not a regular file",
+          "score --text The --checkpoint CASE/" + std::string(kCheckpoint)),
+      Checkpoint(
+          "TokenizerIsAFolder", "tokenizer.json",
+          [](const std::string& path) { fs::create_directory(path); },
+          "tokenizer.json is not a regular file",
+          "score --text The --checkpoint CASE/" + std::string(kCheckpoint)),
+      {"PrepareTokenizerIsAFifo",
+       [](const test::TempDir& dir) {
+         ReplaceWithFifo(dir.Path("tokenizer.json"));
+       },
+       "prepare --input CASE/run/metrics.jsonl --input "
+       "CASE/data/meta.json --tokenizer CASE/tokenizer.json --output "
+       "CASE/prepared",
+       "tokenizer.json is not a regular file"},
       Checkpoint(
           "ConfigMissing", "config.yaml",
           [](const std::string& path) { fs::remove(path); }, "config.yaml"),

@@ -112,7 +112,8 @@ void WriteTokenFile(const std::string& path, const std::vector<int32_t>& tokens,
 }
 
 TokenFile::TokenFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO is refused below instead of blocking the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ROTOR_CHECK(fd >= 0, "token file ", path,
               ": cannot open: ", std::strerror(errno));
   struct stat info;

@@ -116,8 +116,12 @@ void WriteFileAtomically(const std::string& path, std::string_view contents) {
 }
 
 std::string ReadFile(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Opening a FIFO waits for a writer, forever if there is none: open it
+  // without waiting, then read as usual (a FIFO with no writer reads as
+  // empty; a pipe with one, such as bash's <(...), reads its data).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ROTOR_CHECK(fd >= 0, "cannot open ", path, ": ", SystemError());
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   NoteInputFile(fd);
   std::string contents;
   char buffer[1 << 16];

@@ -16,7 +16,9 @@
 namespace rotor::train {
 
 MappedFile::MappedFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer returns at once (and is
+  // refused below) instead of waiting for one forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ROTOR_CHECK(fd >= 0, "cannot open ", path, ": ", std::strerror(errno));
   struct stat info;
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {

@@ -21,9 +21,15 @@ bool IsFolder(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-bool IsFile(const std::string& path) {
+// Whether `path` exists; throws unless it is then a regular file (a folder,
+// FIFO or device named tokenizer.json is a mistake, not "no tokenizer", and
+// a FIFO would block the read).
+bool IsTokenizerFile(const std::string& path) {
   struct stat info;
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+  if (::stat(path.c_str(), &info) != 0) return false;
+  ROTOR_CHECK(S_ISREG(info.st_mode), "tokenizer ", path,
+              " is not a regular file");
+  return true;
 }
 
 }  // namespace
@@ -35,7 +41,7 @@ std::string TokenizerFile(const std::string& spec) {
 
 std::string TokenizerSpecIn(const std::string& dir) {
   const std::string file = dir + "/tokenizer.json";
-  if (!IsFile(file)) return ByteTokenizer::kName;
+  if (!IsTokenizerFile(file)) return ByteTokenizer::kName;
   // An exported byte-level model's tokenizer.json is the byte tokenizer
   // (same ids), so it pairs with byte-level data again after an import.
   const std::string byte_json = ByteTokenizerJson();
@@ -58,6 +64,7 @@ bool SameTokenizer(const std::string& a, const std::string& b) {
 std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec) {
   const std::string file = TokenizerFile(spec);
   if (file.empty()) return std::make_unique<ByteTokenizer>();
+  IsTokenizerFile(file);
   return HfTokenizer::Load(file);
 }
 

@@ -9,6 +9,7 @@
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "train/io/mapped_file.h"
 
 namespace rotor::train {
 namespace {
@@ -81,6 +82,23 @@ TEST(ReplaceDirectoryAtomically, FailureKeepsTheOldDirectory) {
                      "disk full");
   EXPECT_EQ(ReadFile(target + "/weights"), "good");
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"ckpt"}));
+}
+
+}  // namespace
+}  // namespace rotor::train
+
+namespace rotor::train {
+namespace {
+
+// A FIFO with no writer in place of a file must not block the reader
+// forever: ReadFile reads it as empty, MappedFile refuses it.
+TEST(ReadFile, AFifoWithNoWriterDoesNotBlock) {
+  test::TempDir dir;
+  const std::string fifo = dir.Path("model.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ReadFile(fifo), "");
+  ROTOR_EXPECT_ERROR(MappedFile{fifo}, "cannot map " + fifo,
+                     "not a regular file");
 }
 
 }  // namespace
