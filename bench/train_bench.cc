@@ -28,18 +28,20 @@
 // re-runs itself for every pair and prints one table; compare with
 // bench/train_torch.py, the same model in PyTorch eager.
 //
-// Usage: build/bench/train_bench [--steps N] [--repeats R]
+// Usage: build/bench/train_bench [--steps N] [--repeats R] [--simd avx2]
 //        build/bench/train_bench --config tiny|small|default --threads T
 //        [--steps N]
 //          [--repeats R] [--seq S] [--batch B] [--documents K]
-//          [--rope inside|separate]
+//          [--rope inside|separate] [--simd best|avx2]
 //          (one pair, one result line; --seq and --batch replace the
 //          config's; --documents K cuts each row into K equal packed
 //          documents that neither attend to each other nor share positions,
 //          as data.document_mask and data.document_positions do; --rope
 //          separate runs RoPE as its own op before attention, with the
 //          layout copies around it, instead of inside the attention kernels:
-//          TransformerConfig::rope_inside_attention)
+//          TransformerConfig::rope_inside_attention; --simd avx2 runs
+//          Highway's AVX2 code on an AVX-512 CPU, and with
+//          OPENBLAS_CORETYPE=Haswell the whole step is an AVX2 CPU's)
 // Steps are timed in R groups of N steps after two warm-up steps; the
 // figure is the fastest group (the least disturbed on a shared machine) and
 // the slowest is printed beside it as a noise gauge.
@@ -62,6 +64,7 @@
 #include "core/parallel.h"
 #include "core/profile.h"
 #include "core/tensor.h"
+#include "hwy/targets.h"
 #include "nn/transformer.h"
 #include "train/optim/adamw.h"
 
@@ -225,7 +228,7 @@ int Main(int argc, char** argv) {
   std::string config_name;
   int threads = 0, steps = 3, repeats = 3;
   int64_t seq = 0, batch = 0, documents = 0;
-  std::string rope = "inside";
+  std::string rope = "inside", simd = "best";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--config") {
@@ -244,11 +247,21 @@ int Main(int argc, char** argv) {
       documents = std::atoll(argv[i + 1]);
     } else if (flag == "--rope") {
       rope = argv[i + 1];
+    } else if (flag == "--simd") {
+      simd = argv[i + 1];
     } else {
       std::fprintf(stderr, "train_bench: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
+  if (simd != "best" && simd != "avx2") {
+    std::fprintf(stderr, "train_bench: --simd must be best or avx2\n");
+    return 2;
+  }
+  // --simd avx2: Highway's AVX2 code even on an AVX-512 CPU (every target
+  // better than AVX2 disabled), to see what an AVX2-only CPU runs; with
+  // OPENBLAS_CORETYPE=Haswell the matrix products are those of one too.
+  if (simd == "avx2") hwy::DisableTargets(HWY_AVX2 - 1);
   if (!config_name.empty()) {
     for (BenchConfig c : kConfigs) {
       if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
@@ -283,10 +296,11 @@ int Main(int argc, char** argv) {
   std::vector<Breakdown> breakdowns;
   for (const BenchConfig& c : kConfigs) {
     for (int t : {1, 2}) {
-      const std::string command =
-          "'/proc/" + std::to_string(getpid()) + "/exe' --config " + c.name +
-          " --threads " + std::to_string(t) + " --steps " +
-          std::to_string(steps) + " --repeats " + std::to_string(repeats);
+      const std::string command = "'/proc/" + std::to_string(getpid()) +
+                                  "/exe' --config " + c.name + " --threads " +
+                                  std::to_string(t) + " --steps " +
+                                  std::to_string(steps) + " --repeats " +
+                                  std::to_string(repeats) + " --simd " + simd;
       FILE* pipe = popen(command.c_str(), "r");
       char name[16];
       int got_threads;

@@ -26,13 +26,13 @@ namespace {
 // 2 * kMinBlockRows rows, is one call. Otherwise it is 2, 4, 8 or 16 blocks
 // (a power of two, so 1, 2, 4, 8 or 16 threads share them evenly), the most
 // that leave each block kMinRowsPerManyBlocks rows once there are more than
-// two: every block repacks the other operand, which costs little against
-// 256 rows of work (docs/performance.md measures it) but shows at 64.
+// two: every block repacks the other operand, a cost that falls with the
+// rows of work per block (build/bench/gemm_blocks_bench measures it).
 // Blocks are whole multiples of kGemmRowAlign rows (micro-kernel tiles).
 constexpr int64_t kGemmRowAlign = 16;
 constexpr int64_t kMinParallelFlops = int64_t{1} << 18;
 constexpr int64_t kMinBlockRows = 64;
-constexpr int64_t kMinRowsPerManyBlocks = 256;
+constexpr int64_t kMinRowsPerManyBlocks = 512;
 constexpr int64_t kMaxGemmBlocks = 16;
 
 int BlasInt(int64_t v, const char* op) {

@@ -231,17 +231,17 @@ TEST(Linear, RowBlocksAtTwoThreadsMatchReference) {
 // block, two with a short last one, 4, 8 and 16 blocks; every operand
 // layout; beta 0 and 1.
 // The cut: one call below 128 rows or 2^18 multiply-adds, then 2 blocks,
-// then 4, 8 and 16 while each keeps 256 rows, in whole 16-row tiles.
+// then 4, 8 and 16 while each keeps 512 rows, in whole 16-row tiles.
 TEST(ParallelGemm, BlocksFollowTheShape) {
   using internal::GemmBlockRows;
   EXPECT_EQ(GemmBlockRows(127, 4096, 4096), 127);
   EXPECT_EQ(GemmBlockRows(4096, 8, 7), 4096);  // 229,376 multiply-adds
   EXPECT_EQ(GemmBlockRows(128, 64, 64), 64);
   EXPECT_EQ(GemmBlockRows(300, 90, 70), 160);
-  EXPECT_EQ(GemmBlockRows(1023, 64, 64), 512);
-  EXPECT_EQ(GemmBlockRows(1024, 64, 64), 256);
-  EXPECT_EQ(GemmBlockRows(2048, 64, 64), 256);
-  EXPECT_EQ(GemmBlockRows(4100, 64, 64), 272);    // 16 blocks, last 20 rows
+  EXPECT_EQ(GemmBlockRows(2047, 64, 64), 1024);
+  EXPECT_EQ(GemmBlockRows(2048, 64, 64), 512);
+  EXPECT_EQ(GemmBlockRows(4096, 64, 64), 512);
+  EXPECT_EQ(GemmBlockRows(8200, 64, 64), 528);    // 16 blocks, last 280 rows
   EXPECT_EQ(GemmBlockRows(65536, 64, 64), 4096);  // never more than 16
 }
 
@@ -252,7 +252,8 @@ TEST(ParallelGemm, SameBitsAtAnyThreadCount) {
   };
   for (const Size size :
        {Size{100, 90, 70}, Size{300, 90, 70}, Size{150, 257, 64},
-        Size{1100, 33, 40}, Size{2100, 24, 20}, Size{4200, 20, 16}}) {
+        Size{1100, 33, 40}, Size{2100, 24, 20}, Size{4200, 20, 16},
+        Size{8300, 8, 8}}) {
     for (const bool a_trans : {false, true}) {
       for (const bool b_trans : {false, true}) {
         for (const float beta : {0.0f, 1.0f}) {
