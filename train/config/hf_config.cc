@@ -18,12 +18,17 @@ namespace {
 
 // The same tree as YAML nodes, for the one model parser. Scalars keep their
 // JSON spelling's meaning: integers and booleans as such, doubles with every
-// digit (yaml-cpp writes max_digits10), null as null.
+// digit (yaml-cpp writes max_digits10), null as null. Members are appended
+// with force_insert: map[key] searches the map's keys one by one, which made
+// an object of n keys (a classifier's id2label) cost O(n^2); ParseJson has
+// already refused repeated keys.
 YAML::Node ToYaml(const Json& value) {
   switch (value.type()) {
     case Json::value_t::object: {
       YAML::Node map(YAML::NodeType::Map);
-      for (const auto& [key, member] : value.items()) map[key] = ToYaml(member);
+      for (const auto& [key, member] : value.items()) {
+        map.force_insert(key, ToYaml(member));
+      }
       return map;
     }
     case Json::value_t::array: {
@@ -47,6 +52,21 @@ YAML::Node ToYaml(const Json& value) {
     default:
       return YAML::Node(YAML::NodeType::Null);
   }
+}
+
+// The top level of config.json as YAML for the model parser. Of its
+// objects the parser reads only rope_scaling; any other (id2label, a
+// vendor's settings) stands as an empty map, still reported as ignored (or,
+// under a key the parser knows, refused as "a map") without converting what
+// may be tens of thousands of members.
+YAML::Node TopLevelToYaml(const Json& config) {
+  YAML::Node map(YAML::NodeType::Map);
+  for (const auto& [key, member] : config.items()) {
+    map.force_insert(key, member.is_object() && key != "rope_scaling"
+                              ? YAML::Node(YAML::NodeType::Map)
+                              : ToYaml(member));
+  }
+  return map;
 }
 
 // model_type must name an architecture rotor runs, and architectures (when
@@ -169,7 +189,7 @@ ModelConfig ParseHfConfig(const std::string& json_text, const std::string& path,
   ApplyClassDefaults(config);
   ReadLayerTypes(config, path);
   SplitRopeParameters(config, path);
-  return ParseModelConfig(ToYaml(config), path,
+  return ParseModelConfig(TopLevelToYaml(config), path,
                           ModelConfigDialect::kHfConfigJson, ignored_keys);
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -112,6 +113,35 @@ TEST(HfConfig, ReportsUnknownKeysInsteadOfRefusingThem) {
   std::vector<std::string> ignored;
   Parse(Patched({{"my_extra_key", 3}}), &ignored);
   EXPECT_EQ(ignored, std::vector<std::string>{"my_extra_key"});
+}
+
+// A large object of keys rotor ignores (a classifier's id2label, or
+// unknown keys at the top level) is read in linear time: converting it to
+// YAML used to search the map for every key it inserted (50,000 id2label
+// entries took 92 s).
+TEST(HfConfig, ReadsSeventyFiveThousandKeysInLinearTime) {
+  nlohmann::json labels = nlohmann::json::object();
+  nlohmann::json top_level = nlohmann::json::object();
+  for (int i = 0; i < 75'000; ++i) {
+    labels[std::to_string(i)] = "L";
+    top_level["k" + std::to_string(i)] = 0;
+  }
+  for (const nlohmann::json& patch :
+       {nlohmann::json{{"id2label", labels}}, top_level}) {
+    nlohmann::json json = nlohmann::json::parse(kSmolLm2);
+    json.merge_patch(patch);
+    const std::string text = json.dump();  // under 1 MiB, as a file must be
+    EXPECT_LT(text.size(), size_t{1} << 20);
+    std::vector<std::string> ignored;
+    const auto start = std::chrono::steady_clock::now();
+    const ModelConfig config = Parse(text, &ignored);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    EXPECT_LT(seconds, 1.0) << text.size() << " bytes";
+    EXPECT_EQ(config.hidden_size, 576);
+    EXPECT_EQ(ignored.size(), patch.size());
+  }
 }
 
 TEST(HfConfig, BiasesFollowTheArchitecture) {
