@@ -7,8 +7,9 @@
 // - ExpectNear: element-wise comparison that names the first bad index,
 // - TransposedViewAndCopy: a non-contiguous input and its contiguous copy,
 // - ThreadCountGuard and RunAtThreads: a thread count for a scope or a call,
-// - ROTOR_EXPECT_ERROR (a rotor::Error naming what is wrong) and
-//   EXPECT_CONTAINS (a string holds a part),
+// - ROTOR_EXPECT_ERROR (a rotor::Error naming what is wrong),
+//   EXPECT_CONTAINS (a string holds a part) and ReplaceOnce (an edited
+//   copy of a file's text),
 // - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST) and the kernel
 //   sweeps: ForEachSizeAndMisalignment (and ForEachShapeAndMisalignment for
 //   row kernels) over KernelTestSizes() and KernelTestMisalignments(), with
@@ -221,6 +222,16 @@ inline ::testing::AssertionResult ContainsText(const char*, const char*,
   }
   return ::testing::AssertionFailure()
          << "expected \"" << text << "\" to contain \"" << part << "\"";
+}
+
+// `text` with the first `from` replaced by `to`; a failure when `text` has
+// no `from` (the edit a test meant to make would silently not happen).
+inline std::string ReplaceOnce(std::string text, const std::string& from,
+                               const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
 }
 
 // Sizes 0 .. 2N+1 for the widest vector (16 floats on AVX-512) plus a few

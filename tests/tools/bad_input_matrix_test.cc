@@ -52,12 +52,9 @@ constexpr char kBaseConfig[] =
     "logging:\n"
     "  progress: false\n";
 
-std::string Replace(std::string text, const std::string& from,
+std::string Replace(const std::string& text, const std::string& from,
                     const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
+  return test::ReplaceOnce(text, from, to);
 }
 
 // One bad input. `setup` breaks something in the case's folder (which holds

@@ -11,6 +11,7 @@
 #include "train/config/yaml.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/message.h"
 
 namespace rotor::train {
 
@@ -75,11 +76,11 @@ void CheckArchitecture(const Json& config, const std::string& path) {
   const auto type = config.find("model_type");
   ROTOR_CHECK(type != config.end() && type->is_string(), path,
               ": model_type: required (llama, mistral or qwen2), got ",
-              type == config.end() ? "nothing" : type->dump());
+              type == config.end() ? "nothing" : Excerpt(type->dump()));
   const std::optional<ModelType> model_type =
       ModelTypeFromName(type->get<std::string>());
   ROTOR_CHECK(model_type.has_value(), path, ": model_type: '",
-              type->get<std::string>(),
+              Excerpt(type->get<std::string>()),
               "' is not supported (rotor loads llama, mistral and qwen2)");
   const auto architectures = config.find("architectures");
   if (architectures == config.end() || architectures->is_null()) return;
@@ -88,7 +89,7 @@ void CheckArchitecture(const Json& config, const std::string& path) {
                   (*architectures)[0] == expected,
               path, ": architectures: expected [\"", expected,
               "\"] for model_type ", ModelTypeName(*model_type), ", got ",
-              architectures->dump(),
+              Excerpt(architectures->dump()),
               " (rotor loads LlamaForCausalLM, MistralForCausalLM and "
               "Qwen2ForCausalLM)");
 }
@@ -100,7 +101,7 @@ void SplitRopeParameters(Json& config, const std::string& path) {
   if (parameters == config.end() || parameters->is_null()) return;
   ROTOR_CHECK(parameters->is_object(), path,
               ": rope_parameters: expected an object, got ",
-              parameters->dump());
+              Excerpt(parameters->dump()));
   for (const char* key : {"rope_theta", "rope_scaling"}) {
     ROTOR_CHECK(!config.contains(key) || config[key].is_null(), path,
                 ": both rope_parameters and ", key,
@@ -155,8 +156,10 @@ void ReadLayerTypes(Json& config, const std::string& path) {
   for (size_t i = 0; i < types->size(); ++i) {
     const Json& type = (*types)[i];
     ROTOR_CHECK(type == "full_attention" || type == "sliding_attention", path,
-                ": layer_types[", i, "]: expected full_attention or "
-                "sliding_attention, got ", type.dump());
+                ": layer_types[", i,
+                "]: expected full_attention or "
+                "sliding_attention, got ",
+                Excerpt(type.dump()));
     if (type == "sliding_attention" && first_sliding < 0) {
       first_sliding = static_cast<int64_t>(i);
     }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "train/config/yaml.h"
+#include "train/io/message.h"
 
 namespace rotor::train {
 namespace {
@@ -147,7 +148,7 @@ class ModelConfigParser {
       const std::optional<ModelType> type = ModelTypeFromName(name);
       if (!type) {
         Fail(value.Mark(), key,
-             StrCat("'", name,
+             StrCat("'", Excerpt(name),
                     "' is not supported (rotor runs llama, mistral and "
                     "qwen2)"));
       }
@@ -167,7 +168,7 @@ class ModelConfigParser {
       // transformers maps both names to the same SiLU.
       if (act != "silu" && act != "swish") {
         Fail(value.Mark(), key,
-             StrCat("'", act,
+             StrCat("'", Excerpt(act),
                     "' is not supported (rotor's feed-forward block is "
                     "SwiGLU: silu)"));
       }
@@ -203,7 +204,7 @@ class ModelConfigParser {
       const std::string dtype = ReadString(value, key);
       if (dtype != "float32" && dtype != "bfloat16" && dtype != "float16") {
         Fail(value.Mark(), key,
-             StrCat("'", dtype,
+             StrCat("'", Excerpt(dtype),
                     "' is not a dtype rotor reads (float32, bfloat16, "
                     "float16)"));
       }
@@ -323,7 +324,7 @@ class ModelConfigParser {
     if (!mark.is_null()) {
       where += StrCat(":", mark.line + 1, ":", mark.column + 1);
     }
-    throw Error(StrCat(where, ": ", key_prefix_, key, ": ", message));
+    throw Error(StrCat(where, ": ", key_prefix_, Excerpt(key), ": ", message));
   }
 
   // The mark of `key`'s value; for a key that is absent, the map it is
@@ -402,8 +403,8 @@ class ModelConfigParser {
       if (type_node && ReadString(*type_node, "rope_scaling." + type_key) !=
                            ReadString(entry.second, "rope_scaling." + key)) {
         Fail(entry.second.Mark(), "rope_scaling." + key,
-             StrCat("'", entry.second.Scalar(), "' contradicts ", type_key,
-                    " '", type_node->Scalar(),
+             StrCat("'", Excerpt(entry.second.Scalar()), "' contradicts ",
+                    type_key, " '", Excerpt(type_node->Scalar()),
                     "' (type is the legacy name of rope_type; give one)"));
       }
       type_node = entry.second;
@@ -417,7 +418,7 @@ class ModelConfigParser {
     const std::optional<RopeType> type = RopeTypeFromName(*type_name);
     if (!type) {
       Fail(type_node->Mark(), "rope_scaling." + type_key,
-           StrCat("unknown rope_type '", *type_name,
+           StrCat("unknown rope_type '", Excerpt(*type_name),
                   "' (known: ", RopeTypeNames(), ")"));
     }
     return *type;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "train/io/atomic_file.h"
+#include "train/io/message.h"
 
 namespace rotor::train {
 
@@ -219,7 +220,7 @@ std::set<std::string> ApplyYamlOverrides(
 std::string DescribeYaml(const YAML::Node& node) {
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
-  return "'" + node.Scalar() + "'";
+  return "'" + Excerpt(node.Scalar()) + "'";
 }
 
 template <typename T>
@@ -408,7 +409,7 @@ void SectionReader::Fail(const YAML::Node& at, const std::string& key_path,
   } else if (at.IsDefined() && at.Mark().line >= 0) {
     where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
   }
-  throw Error(StrCat(where, ": ", key_path, ": ", message));
+  throw Error(StrCat(where, ": ", Excerpt(key_path), ": ", message));
 }
 
 }  // namespace rotor::train

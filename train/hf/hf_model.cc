@@ -65,13 +65,15 @@ WeightFiles FindWeightFiles(const std::string& dir) {
               "file name");
   std::set<std::string> files;
   for (const auto& [name, file_json] : map->items()) {
-    const std::string where = StrCat(index_path, ": weight_map.", name);
+    const std::string where =
+        StrCat(index_path, ": weight_map.", Excerpt(name));
     const std::string file = JsonAs<std::string>(file_json, where);
     ROTOR_CHECK(!file.empty() && file.find('/') == std::string::npos &&
                     file != "." && file != "..",
-                where, ": '", file, "' is not a file name in the folder");
+                where, ": '", Excerpt(file),
+                "' is not a file name in the folder");
     ROTOR_CHECK(fs::is_regular_file(JoinPath(dir, file)), where, ": names ",
-                file, ", which does not exist in ", dir);
+                Excerpt(file), ", which does not exist in ", dir);
     found.weight_map[name] = file;
     files.insert(file);
   }
@@ -132,10 +134,8 @@ ModelConfig LoadHfModelConfig(const std::string& dir) {
   const std::string path = JoinPath(dir, kConfigFile);
   const ModelConfig config = LoadHfConfig(path, &ignored);
   if (!ignored.empty()) {
-    std::string keys;
-    for (const std::string& key : ignored)
-      keys += (keys.empty() ? "" : ", ") + key;
-    std::cerr << path << ": ignoring keys rotor does not use: " << keys << "\n";
+    std::cerr << path << ": ignoring keys rotor does not use: "
+              << ListForMessage(ignored) << "\n";
   }
   return config;
 }
@@ -166,7 +166,7 @@ void LoadHfWeights(const std::string& dir, const nn::Module& model) {
           file.ReadAsF32(info, tied_head.data());
           continue;
         }
-        throw Error(StrCat(file.source(), ": tensor ", info.name,
+        throw Error(StrCat(file.source(), ": tensor ", Excerpt(info.name),
                            " is not a parameter of this model (",
                            parameters.size(),
                            " parameters from config.json; another "

@@ -6,17 +6,35 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/io/message.h"
 
 namespace rotor::train {
 
 namespace {
 
 // "[json.exception.parse_error.101] parse error at ..." -> "parse error at
-// ...".
+// ...", with the token the library quotes ("number overflow parsing
+// '<900 KB of digits>'", "...; last read: '<token>'; expected ...") cut to
+// an Excerpt.
 std::string WithoutLibraryPrefix(const char* what) {
-  const std::string text = what;
+  std::string text = what;
   const size_t end = text.find("] ");
-  return end == std::string::npos ? text : text.substr(end + 2);
+  if (end != std::string::npos) text = text.substr(end + 2);
+  for (const char* opening : {"last read: '", "parsing '"}) {
+    const size_t start = text.find(opening);
+    if (start == std::string::npos) continue;
+    const size_t begin = start + std::string_view(opening).size();
+    const size_t expected = text.rfind("; expected ");
+    const size_t close =
+        text.rfind('\'', expected == std::string::npos || expected < begin
+                             ? std::string::npos
+                             : expected);
+    if (close == std::string::npos || close < begin) continue;
+    return text.substr(0, begin) +
+           Excerpt(std::string_view(text).substr(begin, close - begin)) +
+           text.substr(close);
+  }
+  return text;
 }
 
 // Builds the document from the parser's SAX events, rejecting repeated keys
@@ -48,7 +66,7 @@ class StrictDomBuilder : public nlohmann::json_sax<Json> {
   bool key(string_t& key) override {
     Container& object = open_.back();
     ROTOR_CHECK(object.keys.insert(key).second, source_, ": duplicate key \"",
-                key, "\" at ", PathOf(open_.size() - 1));
+                Excerpt(key), "\" at ", PathOf(open_.size() - 1));
     object.key = std::move(key);
     return true;
   }
@@ -108,7 +126,7 @@ class StrictDomBuilder : public nlohmann::json_sax<Json> {
     for (size_t i = 0; i < levels; ++i) {
       const Container& open = open_[i];
       if (open.value->is_object()) {
-        path += "/" + open.key;
+        path += "/" + Excerpt(open.key);
       } else {
         const size_t size = open.value->size();
         path += "/" + std::to_string(i + 1 < open_.size() ? size - 1 : size);

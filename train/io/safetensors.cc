@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/message.h"
 
 namespace rotor::train {
 
@@ -248,19 +249,19 @@ void SafetensorsFile::ParseHeader(const std::string& source) {
       ROTOR_CHECK(value.is_object(), source,
                   ": __metadata__ must be an object of strings");
       for (const auto& [key, text] : value.items()) {
-        ROTOR_CHECK(text.is_string(), source, ": __metadata__ value of '", key,
-                    "' is a ", text.type_name(),
+        ROTOR_CHECK(text.is_string(), source, ": __metadata__ value of '",
+                    Excerpt(key), "' is a ", text.type_name(),
                     ", but safetensors metadata must be strings");
         metadata_[key] = text.get<std::string>();
       }
       continue;
     }
-    const std::string where = StrCat(source, ": tensor '", name, "'");
+    const std::string where = StrCat(source, ": tensor '", Excerpt(name), "'");
     ROTOR_CHECK(value.is_object(), where, ": entry is not an object");
     for (const auto& member : value.items()) {
       ROTOR_CHECK(member.key() == "dtype" || member.key() == "shape" ||
                       member.key() == "data_offsets",
-                  where, ": unexpected key '", member.key(), "'");
+                  where, ": unexpected key '", Excerpt(member.key()), "'");
     }
     ROTOR_CHECK(value.contains("dtype") && value.contains("shape") &&
                     value.contains("data_offsets"),
@@ -278,7 +279,7 @@ void SafetensorsFile::ParseHeader(const std::string& source) {
         known = true;
       }
     }
-    ROTOR_CHECK(known, where, ": unsupported dtype ", dtype.dump(),
+    ROTOR_CHECK(known, where, ": unsupported dtype ", Excerpt(dtype.dump()),
                 " (rotor reads F32, I32, I64, U16, BF16, F16)");
     ROTOR_CHECK(shape.is_array(), where, ": shape is not an array");
     for (const Json& extent : shape) {
@@ -345,7 +346,7 @@ void SafetensorsFile::ReadAsF32(const TensorInfo& info, float* out) const {
   ROTOR_CHECK(info.dtype == SafetensorsDtype::kF32 ||
                   info.dtype == SafetensorsDtype::kBF16 ||
                   info.dtype == SafetensorsDtype::kF16,
-              source_, ": tensor '", info.name, "' has dtype ",
+              source_, ": tensor '", Excerpt(info.name), "' has dtype ",
               SafetensorsDtypeName(info.dtype),
               ", which does not convert to float32 (F32, BF16 and F16 do)");
   const size_t element_size = SafetensorsDtypeSize(info.dtype);

@@ -9,20 +9,31 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "train/io/json.h"
+#include "train/io/message.h"
 #include "train/tokenizer/hf_tokenizer.h"
 #include "train/tokenizer/unicode.h"
 
 namespace rotor::train {
 namespace {
 
-// A place in the file, for messages: "<file>: <JSON path>: ...".
+// A part of a message about the file: every string the readers below pass
+// is quoted from the file (a name, a token, a dumped value), so it is cut
+// to an Excerpt; literals and numbers pass as they are.
+std::string Bounded(const std::string& text) { return Excerpt(text); }
+template <typename T>
+const T& Bounded(const T& part) {
+  return part;
+}
+
+// A place in the file, for messages: "<file>: <JSON path>: ...", each key
+// of the path an Excerpt.
 class Where {
  public:
   Where(const std::string& file, std::string path)
       : file_(&file), path_(std::move(path)) {}
   // The member `key` / element `index` of this value.
   Where operator/(std::string_view key) const {
-    return Where(*file_, path_ + "/" + std::string(key));
+    return Where(*file_, path_ + "/" + Excerpt(key));
   }
   Where operator/(size_t index) const {
     return Where(*file_, path_ + "/" + std::to_string(index));
@@ -30,8 +41,8 @@ class Where {
   // Throws rotor::Error with `parts` after the place.
   template <typename... Args>
   [[noreturn]] void Fail(const Args&... parts) const {
-    throw Error(
-        StrCat(*file_, ": ", path_.empty() ? "/" : path_, ": ", parts...));
+    throw Error(StrCat(*file_, ": ", path_.empty() ? "/" : path_, ": ",
+                       Bounded(parts)...));
   }
   const std::string& file() const { return *file_; }
 
