@@ -3,13 +3,16 @@
 # prints text samples from it. Safe to run any number of times, from any
 # directory.
 #
-#   bash scripts/run.sh                        # about 10 minutes on 2 cores
+#   bash scripts/run.sh                        # see README: first build, then
+#                                              # about 6 minutes of training
 #   bash scripts/run.sh train.max_steps=50     # arguments go to rotor train
 #
 # Steps:
-#   1. scripts/setup.sh --with-data --with-plots
+#   1. scripts/setup.sh --with-data --with-plots --rotor-only
 #                                     missing Debian packages (including npm
-#                                     and gnuplot), Release build in build/
+#                                     and gnuplot), Release build of
+#                                     build/rotor alone (scripts/test.sh
+#                                     builds the tests and the rest)
 #   2. scripts/fetch_brown.sh         downloads and prepares the Brown corpus
 #                                     into ~/.cache/rotor (skipped when done)
 #   3. build/rotor train configs/default.yaml [your arguments]
@@ -27,7 +30,7 @@ readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}"
 readonly ROTOR="${BUILD_DIR}/rotor"
 readonly CONFIG="${REPO_ROOT}/configs/default.yaml"
 
-bash "${REPO_ROOT}/scripts/setup.sh" --with-data --with-plots
+bash "${REPO_ROOT}/scripts/setup.sh" --with-data --with-plots --rotor-only
 ROTOR_BIN="${ROTOR}" bash "${REPO_ROOT}/scripts/fetch_brown.sh"
 echo "run.sh: ${ROTOR#"${REPO_ROOT}/"} train ${CONFIG#"${REPO_ROOT}/"}${*:+ $*}"
 exec "${ROTOR}" train "${CONFIG}" "$@"

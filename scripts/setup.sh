@@ -7,6 +7,10 @@
 #                                       # fetch_tokenizers.sh use
 #   bash scripts/setup.sh --with-plots  # also gnuplot, which draws loss.png
 #                                       # and the extend-report plots
+#   bash scripts/setup.sh --rotor-only  # build only build/rotor (and the
+#                                       # libraries it links), not the tests,
+#                                       # benchmarks and examples: what
+#                                       # scripts/run.sh needs
 #   bash scripts/setup.sh --sanitize    # build-sanitize/ instead: ASan and
 #                                       # UBSan (scripts/test.sh --sanitize)
 #   bash scripts/setup.sh --fuzz        # build-fuzz/ instead: clang and the
@@ -29,7 +33,8 @@
 #                        With --fuzz, also clang and libclang-rt-14-dev
 #                        (libFuzzer and clang's sanitizer runtimes).
 #   2. build             Configures build/ at the repository root (Release) on
-#                        first use, then builds every target. Prints nothing
+#                        first use, then builds every target (with
+#                        --rotor-only, the rotor command alone). Prints nothing
 #                        but compile lines, so a build with nothing to do is
 #                        silent. --sanitize configures build-sanitize/ with
 #                        -DROTOR_SANITIZE=ON (no benchmarks or examples);
@@ -139,6 +144,7 @@ main() {
       --with-plots)
         command -v gnuplot >/dev/null 2>&1 || PACKAGES+=(gnuplot-nox)
         ;;
+      --rotor-only) BUILD_TARGET=rotor ;;
       # GCC's own ASan and UBSan runtimes (libasan, libubsan) come with g++.
       # (Without MPI: CMakeLists.txt says why.)
       --sanitize)
@@ -158,7 +164,7 @@ main() {
         ;;
       *)
         echo "setup: unknown option '${arg}' (known: --with-data," \
-          "--with-plots, --sanitize, --fuzz)" >&2
+          "--with-plots, --rotor-only, --sanitize, --fuzz)" >&2
         exit 2
         ;;
     esac

@@ -1,7 +1,11 @@
 // `rotor train CONFIG [key.path=value ...]`: trains a model from a YAML
 // config (train/config/train_config.h), resuming from output_dir's newest
-// checkpoint when there is one, then prints two samples.
+// checkpoint when there is one, then prints two short samples. It prints a
+// three-line summary of the run first; the whole resolved config goes to
+// <output_dir>/resolved_config.yaml, and `--print-config` prints it instead
+// of training.
 #include <exception>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <ostream>
@@ -14,6 +18,8 @@
 #include "tools/commands.h"
 #include "train/distributed/communicator.h"
 #include "train/eval/generate.h"
+#include "train/io/atomic_file.h"
+#include "train/metrics.h"
 #include "train/trainer.h"
 
 namespace rotor {
@@ -28,13 +34,29 @@ constexpr char kTrainDetails[] =
     "Checkpoints go to <output_dir>/checkpoints/step_N/; rerunning the same\n"
     "command resumes from the newest one (train.resume=auto). Metrics are\n"
     "appended to <output_dir>/metrics.jsonl, the loss curve is drawn to\n"
-    "<output_dir>/loss.png when gnuplot is installed.";
+    "<output_dir>/loss.png when gnuplot is installed, and the resolved\n"
+    "config (every key, defaults included) to\n"
+    "<output_dir>/resolved_config.yaml; --print-config prints it and exits.";
 
 struct TrainOptions {
   std::string config_path;
   std::vector<std::string> overrides;
   int64_t samples = 2;
+  int64_t sample_chars = 200;
+  bool print_config = false;
 };
+
+// The first `chars` bytes of `text`, cut at a character boundary, with "..."
+// when something was cut.
+std::string Shortened(const std::string& text, size_t chars) {
+  if (text.size() <= chars) return text;
+  size_t end = chars;
+  // UTF-8 continuation bytes are 10xxxxxx: back up to a character's start.
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return text.substr(0, end) + "...";
+}
 
 // Trains; `out` is std::cout on rank 0 and a stream that prints nothing on
 // the other ranks of a data-parallel job.
@@ -42,21 +64,29 @@ void Train(const TrainOptions& options, train::Communicator& communicator,
            std::ostream& out) {
   const train::TrainConfig config =
       train::LoadTrainConfig(options.config_path, options.overrides);
-  out << "# resolved config (" << options.config_path << ")\n"
-      << train::TrainConfigToYaml(config) << std::flush;
+  const std::string resolved = train::TrainConfigToYaml(config);
+  if (options.print_config) {
+    out << "# " << options.config_path << ", resolved\n" << resolved;
+    return;
+  }
   train::Trainer trainer(config, out, communicator);
-  out << "model: " << trainer.model().NumParameters()
-      << " parameters; output_dir: " << config.output_dir << "\n";
+  out << trainer.Summary() << std::flush;
+  if (communicator.rank() == 0) {
+    train::WriteFileAtomically(config.output_dir + "/resolved_config.yaml",
+                               resolved);
+  }
   const train::TrainSummary summary = trainer.Run();
   if (summary.steps_run == 0) {
     out << "nothing to train: " << config.output_dir << " is already at step "
         << summary.steps << " of " << config.train.max_steps
         << " (raise train.max_steps to continue)\n";
   } else {
-    out << "done: " << summary.steps << " steps, final train loss "
+    out << "done: " << summary.steps << " steps in "
+        << train::FormatDuration(summary.seconds) << " ("
+        << static_cast<int64_t>(summary.tokens_per_second + 0.5)
+        << " tokens/s), train loss " << std::fixed << std::setprecision(4)
         << summary.train_loss << ", validation loss " << summary.val_loss
-        << ", " << summary.tokens_per_second << " tokens/s over "
-        << summary.seconds << " s, peak memory "
+        << std::defaultfloat << ", peak memory "
         << FormatBytes(static_cast<double>(PeakResidentBytes())) << "\n";
   }
   out << "checkpoint: " << summary.checkpoint << "\n";
@@ -66,15 +96,17 @@ void Train(const TrainOptions& options, train::Communicator& communicator,
   const char* prompts[] = {"The ", "In the morning"};
   for (int64_t i = 0; i < options.samples; ++i) {
     train::SamplingOptions sampling;
-    sampling.max_new_tokens = 300;
+    sampling.max_new_tokens = options.sample_chars;
     sampling.temperature = 0.8;
     sampling.seed = static_cast<uint64_t>(i + 1);
     const std::string prompt = prompts[i % 2];
     std::cout << "\n--- sample " << i + 1 << " (prompt \"" << prompt
               << "\") ---\n"
-              << prompt
-              << train::EscapeControlBytes(train::GenerateText(
-                     trainer.model(), trainer.tokenizer(), prompt, sampling))
+              << Shortened(train::EscapeControlBytes(
+                               prompt + train::GenerateText(trainer.model(),
+                                                            trainer.tokenizer(),
+                                                            prompt, sampling)),
+                           static_cast<size_t>(options.sample_chars))
               << "\n";
   }
 }
@@ -114,6 +146,11 @@ void AddTrainCommand(CLI::App& rotor) {
                          "config keys to override, e.g. train.max_steps=200");
   AddIntegerOption(*command, "--samples", options->samples, 0,
                    "text samples printed after training (default 2)");
+  AddIntegerOption(*command, "--sample-chars", options->sample_chars, 1,
+                   "characters of each sample, at most (default 200)");
+  command->add_flag("--print-config", options->print_config,
+                    "print the resolved config (every key, defaults "
+                    "included) and exit without training");
   command->callback([options] { RunTrain(*options); });
 }
 

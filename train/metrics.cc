@@ -77,7 +77,7 @@ void MetricsLog::LogEvaluation(int64_t step,
   AppendToFile(path_, line.dump() + "\n");
 }
 
-std::string MetricsLog::PlotLossCurve() const {
+std::string MetricsLog::PlotLossCurve(const std::string& title) const {
   LineSeries train{"train", {}, {}, false, /*points=*/false};
   LineSeries validation{"validation", {}, {}, false, /*points=*/true};
   int64_t malformed = 0;
@@ -99,7 +99,7 @@ std::string MetricsLog::PlotLossCurve() const {
     }
   }
   LineChart chart;
-  chart.title = "rotor training loss";
+  chart.title = title;
   chart.x_label = "step";
   chart.y_label = "loss (nats/token)";
   chart.series = {train, validation};
@@ -136,6 +136,24 @@ std::string FormatDuration(double seconds) {
                   static_cast<long long>(s / 60),
                   static_cast<long long>(s % 60));
   }
+  return buffer;
+}
+
+std::string FormatCount(int64_t count) {
+  if (count < 10000 && count > -10000) return std::to_string(count);
+  const char* units[] = {"k", "M", "G", "T"};
+  double value = static_cast<double>(count) / 1000.0;
+  int unit = 0;
+  while (std::abs(value) >= 999.5 && unit < 3) {
+    value /= 1000.0;
+    ++unit;
+  }
+  char buffer[32];
+  const int decimals = std::abs(value) >= 99.95   ? 0
+                       : std::abs(value) >= 9.995 ? 1
+                                                  : 2;
+  std::snprintf(buffer, sizeof(buffer), "%.*f %s", decimals, value,
+                units[unit]);
   return buffer;
 }
 

@@ -42,11 +42,12 @@ class MetricsLog {
   void LogStep(const StepMetrics& metrics) const;
   void LogEvaluation(int64_t step, const ValidationResult& result) const;
 
-  // Draws <output_dir>/loss.png (training and validation loss against the
-  // step) and returns a line saying where, or why there is no plot. Never
-  // throws: malformed lines are skipped, and a failed plot is a warning in
-  // the returned line, never a failed run.
-  std::string PlotLossCurve() const;
+  // Draws <output_dir>/loss.png (every step's training loss, and the
+  // validation losses as points, against the step) titled `title` (the run
+  // and its config) and returns a line saying where, or why there is no
+  // plot. Never throws: malformed lines are skipped, and a failed plot is a
+  // warning in the returned line, never a failed run.
+  std::string PlotLossCurve(const std::string& title) const;
 
  private:
   std::string output_dir_;
@@ -58,6 +59,10 @@ double SteadySeconds();
 
 // "4m07s", "1h02m"; "?" for a negative or non-finite duration.
 std::string FormatDuration(double seconds);
+
+// A count for a person to read: exact below 10,000 ("9999"), else three
+// significant digits with k, M or G ("12.3 k", "1.62 M", "6.14 G").
+std::string FormatCount(int64_t count);
 
 }  // namespace rotor::train
 

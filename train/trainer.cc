@@ -539,13 +539,15 @@ void Trainer::ReportStep(const StepMetrics& step) {
     line << "  allreduce wait " << std::setprecision(0) << 100 * wait_share
          << "%";
   }
+  // metrics.jsonl gets every step (the loss curve draws them all), with the
+  // rate since the last printed line.
+  StepMetrics logged = step;
+  logged.tokens_per_second = tokens_per_second;
+  if (distributed()) logged.allreduce_wait_share = wait_share;
+  if (writes_files()) metrics_.LogStep(logged);
   if (step.step % config_.logging.log_every_n_steps == 0 ||
       step.step == t.max_steps) {
     LogLine(line.str());
-    StepMetrics logged = step;
-    logged.tokens_per_second = tokens_per_second;
-    if (distributed()) logged.allreduce_wait_share = wait_share;
-    if (writes_files()) metrics_.LogStep(logged);
     window_ = {now, state_.tokens_seen, 0.0};
   } else if (live_progress_) {
     log_ << "\r\033[K" << line.str() << std::flush;
@@ -596,6 +598,35 @@ void Trainer::LockOutputDir() {
               error ? " (" + error.message() + ")" : "");
   output_lock_ = std::make_unique<FolderLock>(config_.output_dir, "train.lock",
                                               "output_dir");
+}
+
+std::string Trainer::Summary() const {
+  const nn::TransformerConfig& m = model_->config();
+  const TrainSection& t = config_.train;
+  std::ostringstream out;
+  out << "model: " << ModelTypeName(config_.model.model_type) << ", "
+      << FormatCount(model_->NumParameters()) << " parameters";
+  if (model_->NumTrainableParameters() != model_->NumParameters()) {
+    out << " (" << FormatCount(model_->NumTrainableParameters()) << " train)";
+  }
+  out << ": " << m.num_hidden_layers << " layers of " << m.hidden_size << ", "
+      << m.num_attention_heads << " heads";
+  if (m.num_key_value_heads != m.num_attention_heads) {
+    out << " on " << m.num_key_value_heads << " kv";
+  }
+  out << ", vocabulary " << m.vocab_size << ", context "
+      << m.rope.max_position_embeddings << "\n"
+      << "data: " << data_dir_ << " ("
+      << (tokenizer_spec_ == "byte" ? "byte tokenizer" : tokenizer_spec_)
+      << ", " << FormatCount(static_cast<int64_t>(train_tokens_.size()))
+      << " training tokens); " << t.batch_size << " x " << t.seq_len;
+  if (t.gradient_accumulation_steps > 1) {
+    out << " x " << t.gradient_accumulation_steps << " micro-batches";
+  }
+  out << " = " << StepTokens() << " tokens per step, " << t.max_steps
+      << " steps (" << FormatCount(StepTokens() * t.max_steps) << " tokens)\n"
+      << "output: " << config_.output_dir << "\n";
+  return out.str();
 }
 
 int64_t Trainer::StepTokens() const {
@@ -650,7 +681,13 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
       summary.steps_run * StepTokens() / std::max(summary.seconds, 1e-9);
   summary.checkpoint = last_checkpoint_;
   if (summary.steps_run > 0 && writes_files()) {
-    LogLine(metrics_.PlotLossCurve());
+    const TrainSection& t = config_.train;
+    std::ostringstream title;
+    title << config_.output_dir << ": " << config_.file << ", "
+          << FormatCount(model_->NumParameters()) << " parameters, "
+          << t.batch_size << " x " << t.seq_len << " tokens per batch, lr "
+          << t.lr;
+    LogLine(metrics_.PlotLossCurve(title.str()));
   }
   return summary;
 }

@@ -84,6 +84,11 @@ class Trainer {
   // (used to test resuming).
   TrainSummary Run(int64_t stop_after_steps = 0);
 
+  // What the run will do, in three lines for the terminal: the model (type,
+  // parameters, shape), the data and tokens per step, the steps, the output
+  // folder.
+  std::string Summary() const;
+
   nn::Transformer& model() { return *model_; }
   // The data's tokenizer (for samples while training).
   const Tokenizer& tokenizer() const { return *tokenizer_; }

@@ -16,6 +16,7 @@
 #include "tests/test_util.h"
 #include "tests/tools/run_rotor.h"
 #include "tests/train/train_test_util.h"
+#include "train/config/train_config.h"
 #include "train/io/atomic_file.h"
 
 namespace rotor::tools {
@@ -57,10 +58,32 @@ class RotorCli : public test::PreparedDataTest {
 TEST_F(RotorCli, TrainEvalGenerateEndToEnd) {
   Result r = Train("run", "--samples 1");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_CONTAINS(r.out, "# resolved config");
+  // A three-line summary, not the whole config (that goes to a file).
+  EXPECT_CONTAINS(r.out, "model: llama, ");
+  EXPECT_CONTAINS(r.out, " parameters: 2 layers of 32, 4 heads on 2 kv");
+  EXPECT_CONTAINS(r.out, "4 x 32 = 128 tokens per step, 8 steps (1024 tokens)");
+  EXPECT_CONTAINS(r.out, "output: " + dir_.Path("run") + "\n");
+  EXPECT_EQ(r.out.find("rms_norm_eps"), std::string::npos) << r.out;
+  const train::TrainConfig resolved =
+      train::LoadTrainConfig(dir_.Path("run/resolved_config.yaml"), {});
+  EXPECT_EQ(resolved.train.max_steps, 8);
   EXPECT_CONTAINS(r.out, "step 8/8");
   EXPECT_CONTAINS(r.out, "done: 8 steps");
-  EXPECT_CONTAINS(r.out, "--- sample 1 (prompt \"The \") ---");
+  // A sample of at most 200 characters (and "..." when cut).
+  const size_t sample = r.out.find("--- sample 1 (prompt \"The \") ---\n");
+  ASSERT_NE(sample, std::string::npos) << r.out;
+  const size_t text_start = r.out.find('\n', sample) + 1;
+  const std::string text =
+      r.out.substr(text_start, r.out.find('\n', text_start) - text_start);
+  EXPECT_EQ(text.rfind("The ", 0), 0u) << text;
+  EXPECT_LE(text.size(), 200u + 3u) << text;
+  // --print-config prints every key, numbers in their shortest form, and
+  // trains nothing.
+  r = Train("printed", "--print-config train.lr=0.1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "  lr: 0.1\n");
+  EXPECT_CONTAINS(r.out, "rms_norm_eps");
+  EXPECT_FALSE(fs::exists(dir_.Path("printed"))) << r.out;
   const std::string checkpoint = dir_.Path("run/checkpoints/step_00000008");
   EXPECT_TRUE(fs::exists(checkpoint + "/model.safetensors"));
   EXPECT_TRUE(fs::exists(dir_.Path("run/metrics.jsonl")));

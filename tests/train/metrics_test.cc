@@ -100,7 +100,7 @@ TEST(MetricsLog, PlotSkipsMalformedLinesAndNeverThrows) {
       ReadFile(dir.Path("metrics.jsonl")) + "{\"step\":10,\"lo\n[1, 2]\n");
   log.LogStep({15, 1.5, 0.1, 1.0, 100.0, 1920});
   std::string line;
-  ASSERT_NO_THROW(line = log.PlotLossCurve());
+  ASSERT_NO_THROW(line = log.PlotLossCurve("a run"));
   EXPECT_NE(line.find("warning: skipped 2 malformed line(s) of "),
             std::string::npos)
       << line;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -242,11 +243,11 @@ class ModelConfigParser {
              "mlp_bias", "llama");
     only_for(type == ModelType::kLlama && config.sliding_window.has_value(),
              "sliding_window", "mistral, qwen2");
-    only_for(type != ModelType::kQwen2 &&
-                 (config.use_sliding_window || config.max_window_layers),
-             config.use_sliding_window ? "use_sliding_window"
-                                       : "max_window_layers",
-             "qwen2");
+    only_for(
+        type != ModelType::kQwen2 &&
+            (config.use_sliding_window || config.max_window_layers),
+        config.use_sliding_window ? "use_sliding_window" : "max_window_layers",
+        "qwen2");
     // rotor rotates a leading share of the channels; HF's three classes
     // always rotate all of them (their rotate_half spans the head).
     if (dialect_ == ModelConfigDialect::kHfConfigJson &&
@@ -497,9 +498,9 @@ class ModelConfigParser {
 
   // The keys of config.json that describe the file rather than the model.
   inline static const std::set<std::string> kHfBookkeepingKeys = {
-      "architectures", "transformers_version", "_name_or_path", "use_cache",
-      "pretraining_tp", "is_llama_config", "rope_interleaved",
-      "transformers.js_config", "auto_map"};
+      "architectures",    "transformers_version",   "_name_or_path",
+      "use_cache",        "pretraining_tp",         "is_llama_config",
+      "rope_interleaved", "transformers.js_config", "auto_map"};
 
   std::string file_;
   ModelConfigDialect dialect_;
@@ -571,16 +572,30 @@ ModelConfig OverrideModelConfig(const ModelConfig& model,
   YAML::Node root(YAML::NodeType::Map);
   root["model"] = ModelConfigToYaml(model);
   for (const std::string& key : ApplyYamlOverrides(root, overrides)) {
-    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ",
-                source, ": only model.* keys apply to a model");
+    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ", source,
+                ": only model.* keys apply to a model");
   }
   return ParseModelConfig(root["model"], source + " (after overrides)");
 }
 
+namespace {
+
+// A value as the writer emits it: numbers through YamlNumber.
+template <typename T>
+YAML::Node ToYamlValue(const T& value) {
+  if constexpr (std::is_same_v<T, double>) {
+    return YamlNumber(value);
+  } else {
+    return YAML::Node(value);
+  }
+}
+
+}  // namespace
+
 YAML::Node ModelConfigToYaml(const ModelConfig& model) {
   YAML::Node node(YAML::NodeType::Map);
   auto put = [&](const char* key, const auto& value) {
-    if (value.has_value()) node[key] = *value;
+    if (value.has_value()) node[key] = ToYamlValue(*value);
   };
   if (model.model_type != ModelType::kLlama) {
     node["model_type"] = ModelTypeName(model.model_type);
@@ -611,8 +626,8 @@ YAML::Node ModelConfigToYaml(const ModelConfig& model) {
   put("torch_dtype", model.torch_dtype);
   const RopeScalingConfig& rope = model.rope;
   node["max_position_embeddings"] = rope.max_position_embeddings;
-  node["rope_theta"] = rope.rope_theta;
-  node["partial_rotary_factor"] = rope.partial_rotary_factor;
+  node["rope_theta"] = YamlNumber(rope.rope_theta);
+  node["partial_rotary_factor"] = YamlNumber(rope.partial_rotary_factor);
   if (rope.rope_type == RopeType::kDefault) {
     node["rope_scaling"] = YAML::Node(YAML::NodeType::Null);
     return node;
@@ -627,14 +642,14 @@ YAML::Node ModelConfigToYaml(const ModelConfig& model) {
     return false;
   };
   auto put_scaling = [&](const char* key, const auto& value) {
-    if (value.has_value() && applies(key)) scaling[key] = *value;
+    if (value.has_value() && applies(key)) scaling[key] = ToYamlValue(*value);
   };
   put_scaling("factor", rope.factor);
   put_scaling("original_max_position_embeddings",
               rope.original_max_position_embeddings);
   put_scaling("attention_factor", rope.attention_factor);
-  if (applies("beta_fast")) scaling["beta_fast"] = rope.beta_fast;
-  if (applies("beta_slow")) scaling["beta_slow"] = rope.beta_slow;
+  if (applies("beta_fast")) scaling["beta_fast"] = YamlNumber(rope.beta_fast);
+  if (applies("beta_slow")) scaling["beta_slow"] = YamlNumber(rope.beta_slow);
   put_scaling("mscale", rope.mscale);
   put_scaling("mscale_all_dim", rope.mscale_all_dim);
   if (applies("truncate")) scaling["truncate"] = rope.truncate;
@@ -645,7 +660,7 @@ YAML::Node ModelConfigToYaml(const ModelConfig& model) {
     if (!list->has_value() || !applies(key)) continue;
     YAML::Node values(YAML::NodeType::Sequence);
     values.SetStyle(YAML::EmitterStyle::Flow);
-    for (double v : **list) values.push_back(v);
+    for (double v : **list) values.push_back(YamlNumber(v));
     scaling[key] = values;
   }
   node["rope_scaling"] = scaling;

@@ -332,7 +332,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   if (!config.data.tokenizer.empty()) {
     root["data"]["tokenizer"] = config.data.tokenizer;
   }
-  root["data"]["passkey_fraction"] = config.data.passkey_fraction;
+  root["data"]["passkey_fraction"] = YamlNumber(config.data.passkey_fraction);
   root["data"]["passkey_loss"] = PasskeyLossName(config.data.passkey_loss);
   root["data"]["document_mask"] = config.data.documents.mask_attention;
   root["data"]["document_positions"] = config.data.documents.restart_positions;
@@ -342,23 +342,24 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   train["seq_len"] = t.seq_len;
   train["gradient_accumulation_steps"] = t.gradient_accumulation_steps;
   train["max_steps"] = t.max_steps;
-  train["lr"] = t.lr;
-  train["min_lr"] = t.min_lr;
+  train["lr"] = YamlNumber(t.lr);
+  train["min_lr"] = YamlNumber(t.min_lr);
   train["warmup_steps"] = t.warmup_steps;
-  train["weight_decay"] = t.weight_decay;
+  train["weight_decay"] = YamlNumber(t.weight_decay);
   YAML::Node betas(YAML::NodeType::Sequence);
   betas.SetStyle(YAML::EmitterStyle::Flow);
-  betas.push_back(t.beta1);
-  betas.push_back(t.beta2);
+  betas.push_back(YamlNumber(t.beta1));
+  betas.push_back(YamlNumber(t.beta2));
   train["betas"] = betas;
-  train["eps"] = t.eps;
-  train["clip_grad_norm"] = t.clip_grad_norm;
+  train["eps"] = YamlNumber(t.eps);
+  train["clip_grad_norm"] = YamlNumber(t.clip_grad_norm);
   train["seed"] = t.seed;
   train["threads"] = t.threads;
-  train["allreduce_bucket_mb"] = t.allreduce_bucket_mb;
-  train["collective_timeout_seconds"] = t.collective_timeout_seconds;
+  train["allreduce_bucket_mb"] = YamlNumber(t.allreduce_bucket_mb);
+  train["collective_timeout_seconds"] =
+      YamlNumber(t.collective_timeout_seconds);
   train["zero_stage"] = t.zero_stage;
-  train["loss_explosion_ratio"] = t.loss_explosion_ratio;
+  train["loss_explosion_ratio"] = YamlNumber(t.loss_explosion_ratio);
   train["resume"] = t.resume == ResumeMode::kAuto   ? "auto"
                     : t.resume == ResumeMode::kNone ? "none"
                                                     : t.resume_checkpoint;
@@ -386,8 +387,8 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   };
   if (f.lora.enabled) {
     root["finetune"]["lora"]["r"] = f.lora.r;
-    root["finetune"]["lora"]["alpha"] = f.lora.alpha;
-    root["finetune"]["lora"]["dropout"] = f.lora.dropout;
+    root["finetune"]["lora"]["alpha"] = YamlNumber(f.lora.alpha);
+    root["finetune"]["lora"]["dropout"] = YamlNumber(f.lora.dropout);
     root["finetune"]["lora"]["target_modules"] =
         flow_list(f.lora.target_modules);
   }
@@ -395,7 +396,6 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
     root["finetune"]["trainable"] = flow_list(f.trainable);
   }
   YAML::Emitter out;
-  out.SetDoublePrecision(17);
   out << root;
   return std::string(out.c_str()) + "\n";
 }

@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -215,6 +216,15 @@ std::set<std::string> ApplyYamlOverrides(
   std::set<std::string> paths;
   for (const auto& entry : given) paths.insert(entry.first);
   return paths;
+}
+
+YAML::Node YamlNumber(double value) {
+  if (std::isnan(value)) return YAML::Node(".nan");
+  if (std::isinf(value)) return YAML::Node(value > 0 ? ".inf" : "-.inf");
+  char text[32];
+  const std::to_chars_result end =
+      std::to_chars(text, text + sizeof(text), value);
+  return YAML::Node(std::string(text, end.ptr));
 }
 
 std::string DescribeYaml(const YAML::Node& node) {

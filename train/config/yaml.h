@@ -52,6 +52,11 @@ std::set<std::string> ApplyYamlOverrides(
 // "a map", "a list" or the scalar in quotes, for "expected X, got Y".
 std::string DescribeYaml(const YAML::Node& node);
 
+// A number as the YAML writers emit it: the shortest text that reads back
+// as the same double (0.1, not yaml-cpp's 0.10000000000000001), and .inf,
+// -.inf or .nan for the others. Integers keep their own overloads.
+YAML::Node YamlNumber(double value);
+
 // One scalar read as T (int64_t, uint64_t, double, bool or std::string), or
 // nullopt when `node` is not a scalar of that type ("-1" is no uint64_t).
 // Every config reader decodes through it, so "expected an integer" means the

@@ -472,6 +472,15 @@ TEST(TrainConfig, ToYamlRoundTripsExactly) {
     ExpectSameConfig(first, second);
     EXPECT_EQ(TrainConfigToYaml(second), yaml);
   }
+  // Each number in its shortest exact form: no float noise.
+  const std::string yaml = TrainConfigToYaml(Parse(texts[2]));
+  EXPECT_PRED_FORMAT2(test::ContainsText, yaml, "lr: 0.1\n");
+  EXPECT_PRED_FORMAT2(test::ContainsText, yaml,
+                      "min_lr: 0.030000000000000002\n");
+  EXPECT_PRED_FORMAT2(test::ContainsText, yaml, "eps: 3.3e-09\n");
+  EXPECT_PRED_FORMAT2(test::ContainsText, yaml, "betas: [0.1, 0.7]\n");
+  EXPECT_PRED_FORMAT2(test::ContainsText, yaml,
+                      "long_factor: [2, 2.5, 3, 0.1]");
 }
 
 TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
