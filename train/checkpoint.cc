@@ -16,6 +16,7 @@
 #include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/output_file.h"
 #include "train/io/safetensors.h"
 #include "train/io/weights_hash.h"
 
@@ -243,6 +244,14 @@ std::string ResolveCheckpointPath(const std::string& path) {
   ROTOR_CHECK(fs::is_directory(path), "checkpoint folder ", path,
               " does not exist");
   if (IsHfModelFolder(path)) return path;
+  // A folder meant as a Hugging Face one whose config.json is no file would
+  // otherwise be taken for a rotor checkpoint missing its config.yaml.
+  const std::string config_json = (fs::path(path) / "config.json").string();
+  const std::string kind = NonRegularFileKind(config_json);
+  ROTOR_CHECK(kind.empty() || fs::exists(fs::path(path) / kConfigFile),
+              config_json, " is ", kind,
+              ", not a file (a Hugging Face model folder's config.json "
+              "must be a regular file)");
   if (fs::exists(fs::path(path) / "model.safetensors")) return path;
   const std::vector<std::string> checkpoints = ListCheckpoints(path);
   ROTOR_CHECK(!checkpoints.empty(), path,

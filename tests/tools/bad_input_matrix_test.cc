@@ -65,6 +65,8 @@ struct BadInput {
   std::function<void(const test::TempDir&)> setup;
   std::string args;
   std::string expected;  // a part of the error message
+  std::string unexpected = "";     // if given, must not be in the message
+  std::string also_expected = "";  // if given, another part of the message
 };
 
 void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
@@ -80,6 +82,34 @@ BadInput Config(const std::string& name,
             dir.Write("bad.yaml", edit(text));
           },
           "train CASE/bad.yaml " + extra, expected};
+}
+
+// kBaseConfig without its model: section.
+std::string WithoutModelSection(const std::string& base) {
+  const size_t start = base.find("model:\n");
+  const size_t end = base.find("data:\n");
+  return base.substr(0, start) + base.substr(end);
+}
+
+// A config whose model comes from train.init_from, CASE/`folder` (which
+// does not exist), with `model` (amendments, or nothing) and `more`
+// appended; the error holds `where` and then `what`.
+BadInput InitFrom(const std::string& name, const std::string& folder,
+                  const std::string& model, const std::string& where,
+                  const std::string& what, const std::string& more = "") {
+  return {
+      "ConfigInitFrom" + name,
+      [=](const test::TempDir& dir) {
+        std::string text = Replace(kBaseConfig, "OUT", dir.Path("new"));
+        text = Replace(WithoutModelSection(text), "data:\n", model + "data:\n");
+        text = Replace(text, "train:\n",
+                       "train:\n  init_from: " + dir.Path(folder) + "\n");
+        dir.Write("bad.yaml", Replace(text, "DATA", dir.Path("data")) + more);
+      },
+      "train CASE/bad.yaml",
+      where,
+      "the model: section is missing",
+      what};
 }
 
 // kBaseConfig with line `from` replaced by `to`.
@@ -218,6 +248,15 @@ std::vector<BadInput> ConfigCases() {
           "OverrideUnknownKey", [](const std::string& base) { return base; },
           "command-line override train.warmup: train.warmup: unknown key",
           "train.warmup=3"),
+      // The model comes from train.init_from's config.json (the HF
+      // recipe's shape, configs/extend/hf-*.yaml): a mistyped or moved
+      // folder is named, with the config file, not "the model: section is
+      // missing" nor a model key the folder would have given.
+      InitFrom("MissingWithoutModel", "nowhere", "",
+               "bad.yaml:5:14: train.init_from: ", "nowhere does not exist"),
+      InitFrom("OfALoraRunMoved", "moved",
+               "model:\n  max_position_embeddings: 128\n", "train.init_from: ",
+               "moved does not exist", "finetune:\n  lora:\n    r: 4\n"),
   };
 }
 
@@ -246,12 +285,13 @@ BadInput Checkpoint(
     std::function<void(const std::string&)> corrupt,
     const std::string& expected,
     const std::string& command = "eval --max-batches 1 --checkpoint CASE/" +
-                                 std::string(kCheckpoint)) {
+                                 std::string(kCheckpoint),
+    const std::string& unexpected = "") {
   return {"Checkpoint" + name,
           [file, corrupt](const test::TempDir& dir) {
             corrupt(dir.Path(std::string(kCheckpoint) + "/" + file));
           },
-          command, expected};
+          command, expected, unexpected};
 }
 
 BadInput CheckpointHeader(const std::string& name,
@@ -271,6 +311,23 @@ void ReplaceWithFifo(const std::string& path) {
   fs::remove_all(path);
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
 }
+
+// The checkpoint's folder made a Hugging Face folder whose config.json
+// (`path`) is a "folder", a "fifo" or a "device" (a link to /dev/zero):
+// config.yaml removed.
+void HfWithConfigJson(const std::string& path, const std::string& kind) {
+  fs::remove(fs::path(path).parent_path() / "config.yaml");
+  if (kind == "folder") {
+    fs::create_directory(path);
+  } else if (kind == "fifo") {
+    ReplaceWithFifo(path);
+  } else {
+    fs::create_symlink("/dev/zero", path);
+  }
+}
+
+const std::string kScoreCheckpoint =
+    "score --text The --checkpoint CASE/" + std::string(kCheckpoint);
 
 // Resuming the suite's run with its own config.
 const char kResume[] =
@@ -373,6 +430,31 @@ std::vector<BadInput> CheckpointCases() {
        "CASE/data/meta.json --tokenizer CASE/tokenizer.json --output "
        "CASE/prepared",
        "tokenizer.json is not a regular file"},
+      // A Hugging Face folder whose config.json is not a file: the
+      // message names config.json, not the config.yaml it does not have.
+      Checkpoint(
+          "HfConfigJsonIsAFolder", "config.json",
+          [](const std::string& path) { HfWithConfigJson(path, "folder"); },
+          "config.json is a folder", kScoreCheckpoint, "config.yaml"),
+      Checkpoint(
+          "HfConfigJsonIsAFifo", "config.json",
+          [](const std::string& path) { HfWithConfigJson(path, "fifo"); },
+          "config.json is a FIFO", kScoreCheckpoint, "config.yaml"),
+      Checkpoint(
+          "HfConfigJsonIsADevice", "config.json",
+          [](const std::string& path) { HfWithConfigJson(path, "device"); },
+          "config.json is a device", kScoreCheckpoint, "config.yaml"),
+      {"InitFromConfigJsonIsAFolder",
+       [](const test::TempDir& dir) {
+         HfWithConfigJson(dir.Path(std::string(kCheckpoint) + "/config.json"),
+                          "folder");
+         dir.Write("bad.yaml",
+                   WithoutModelSection(
+                       Replace(Replace(kBaseConfig, "OUT", dir.Path("new_run")),
+                               "DATA", dir.Path("data"))));
+       },
+       "train CASE/bad.yaml train.init_from=CASE/" + std::string(kCheckpoint),
+       "config.json is a folder", "config.yaml"},
       Checkpoint(
           "ConfigMissing", "config.yaml",
           [](const std::string& path) { fs::remove(path); }, "config.yaml"),
@@ -635,6 +717,12 @@ TEST_P(BadInputMatrix, ExitsOneNamingTheProblemAndChangesNothing) {
   const std::string err = train::ReadFile(output_.Path("stderr"));
   EXPECT_EQ(WEXITSTATUS(raw), 1) << err;
   EXPECT_CONTAINS(err, input.expected);
+  if (!input.also_expected.empty()) {
+    EXPECT_CONTAINS(err, input.also_expected);
+  }
+  if (!input.unexpected.empty()) {
+    EXPECT_EQ(err.find(input.unexpected), std::string::npos) << err;
+  }
   EXPECT_EQ(Snapshot(case_dir_.path()), before);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "train/config/hf_config.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
+#include "train/io/output_file.h"
 
 namespace rotor::train {
 
@@ -121,6 +123,21 @@ YAML::Node AmendedHfModelSection(const std::string& folder,
   return model;
 }
 
+// Why train.init_from's folder cannot be what it names: "" when it is a
+// folder whose config.json, if any, is a file. Without a model: section
+// the model comes from that config.json, so a mistyped or moved folder
+// must be named rather than reported as a missing section.
+std::string InitFromProblem(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::exists(folder, error)) return folder + " does not exist";
+  if (!fs::is_directory(folder, error)) return folder + " is not a folder";
+  const std::string config_json = (fs::path(folder) / "config.json").string();
+  const std::string kind = NonRegularFileKind(config_json);
+  if (kind.empty()) return "";
+  return StrCat(config_json, " is ", kind, ", not a file");
+}
+
 // train.activation_checkpointing: none | layers | {every_k: K}.
 void ReadActivationCheckpointing(const YAML::Node& train_node,
                                  const std::string& file,
@@ -179,8 +196,21 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
       (!given_model || given_model.IsNull() || given_model.IsMap())) {
     root["model"] = AmendedHfModelSection(init_from.Scalar(), root["model"]);
   }
-  ROTOR_CHECK(root["model"] && !root["model"].IsNull(), file,
-              ": the model: section is missing");
+  const std::string init_from_problem =
+      init_from && init_from.IsScalar() ? InitFromProblem(init_from.Scalar())
+                                        : "";
+  const auto fail_init_from = [&](const std::string& consequence) {
+    SectionReader(root["train"], "train", file, overridden)
+        .Fail(init_from, "train.init_from",
+              StrCat(init_from_problem, " (", consequence, ")"));
+  };
+  if (!root["model"] || root["model"].IsNull()) {
+    if (!init_from_problem.empty()) {
+      fail_init_from(
+          "with no model: section, the model comes from its config.json");
+    }
+    throw Error(StrCat(file, ": the model: section is missing"));
+  }
   if (!root["model"].IsMap()) {
     const std::string got = root["model"].IsSequence() ? "a list" : "a value";
     top.Fail(root["model"], "model",
@@ -191,6 +221,11 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   try {
     config.model = ParseModelConfig(root["model"], file);
   } catch (const Error& e) {
+    // A model: section that only amends the folder's config.json fails
+    // without it: the folder is the problem.
+    if (!init_from_problem.empty()) {
+      fail_init_from(StrCat("the model: section alone fails: ", e.what()));
+    }
     std::string model_overrides;
     for (const std::string& key : overridden) {
       if (key.rfind("model.", 0) == 0) model_overrides += " " + key;

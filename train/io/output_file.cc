@@ -57,6 +57,12 @@ bool IsInputFile(const std::string& path) {
   return inputs.ids.count(IdOf(info)) > 0;
 }
 
+std::string NonRegularFileKind(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return "";
+  return KindOf(info.st_mode);
+}
+
 void CheckOutputFile(const std::string& path, bool force,
                      std::string_view flag) {
   struct stat info;

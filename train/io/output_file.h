@@ -26,6 +26,12 @@ void NoteInputFile(int fd);
 // has read.
 bool IsInputFile(const std::string& path);
 
+// What `path` (followed through symbolic links) is when it exists and is
+// not a regular file: "a folder", "a device", "a FIFO" or "a socket"; ""
+// for a regular file or a path that does not exist. For messages about a
+// file that must be a regular one (config.json, tokenizer.json).
+std::string NonRegularFileKind(const std::string& path);
+
 // Throws rotor::Error, naming `flag` (e.g. "--logits") and `path`, unless
 // `path` may be written under the rule above. Call it before the slow work
 // (to fail early) and again just before writing (the inputs read since are
