@@ -15,8 +15,8 @@
 //   longrope  one factor per pair (here an illustrative smooth rise)
 // Each row: perplexity per byte at 128, 256 and 512 on the same validation
 // documents, and passkey retrieval at 128 and 512 (50 keys each).
-// Zero-shot, none of them retrieves at 512: the model has never practised
-// looking that far back. Rung 08 fine-tunes.
+// (rung 06's model retrieves no key even at 128, so those columns read 0%;
+// they show where to look once a model does). Rung 08 fine-tunes.
 //
 //   ./build/examples/07_zero_shot [runs/learn]     (after 06_tiny_lm)
 #include <cstdio>
