@@ -11,6 +11,8 @@
 #                                       # libraries it links), not the tests,
 #                                       # benchmarks and examples: what
 #                                       # scripts/run.sh needs
+#   bash scripts/setup.sh --with-browser  # also chromium, which the RoPE
+#                                       # explorer's browser tests run headless
 #   bash scripts/setup.sh --sanitize    # build-sanitize/ instead: ASan and
 #                                       # UBSan (scripts/test.sh --sanitize)
 #   bash scripts/setup.sh --fuzz        # build-fuzz/ instead: clang and the
@@ -26,7 +28,11 @@
 #                        reference; Debian's npm brings node, which those
 #                        tests run; with --with-plots, also gnuplot-nox when
 #                        no gnuplot is on the PATH: rotor draws its PNG
-#                        plots with it and prints how to get it otherwise).
+#                        plots with it and prints how to get it otherwise;
+#                        with --with-browser, also chromium when no chromium
+#                        is on the PATH: tests/train/extend/
+#                        rope_explorer_browser_test.cc loads the explorer
+#                        pages in it, and skips without it).
 #                        As root it runs apt-get; otherwise it
 #                        prints the exact apt-get line to run and stops
 #                        (exit 1).
@@ -145,6 +151,9 @@ main() {
         command -v gnuplot >/dev/null 2>&1 || PACKAGES+=(gnuplot-nox)
         ;;
       --rotor-only) BUILD_TARGET=rotor ;;
+      --with-browser)
+        command -v chromium >/dev/null 2>&1 || PACKAGES+=(chromium)
+        ;;
       # GCC's own ASan and UBSan runtimes (libasan, libubsan) come with g++.
       # (Without MPI: CMakeLists.txt says why.)
       --sanitize)
@@ -164,7 +173,8 @@ main() {
         ;;
       *)
         echo "setup: unknown option '${arg}' (known: --with-data," \
-          "--with-plots, --rotor-only, --sanitize, --fuzz)" >&2
+          "--with-plots, --with-browser, --rotor-only, --sanitize," \
+          "--fuzz)" >&2
         exit 2
         ;;
     esac

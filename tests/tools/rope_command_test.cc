@@ -195,7 +195,8 @@ TEST(RopeCommand, HelpAndFlagErrors) {
            Case{"rope --config x.yaml --plot ''", "--plot: needs a value"},
            Case{"rope --config x.yaml --json=1",
                 "json was given a disallowed flag override"},
-           Case{"rope --positions 1", "--config is required"},
+           Case{"rope --positions 1",
+                "--config (or --report with --html) is required"},
        }) {
     const RunResult run = RunRotor(c.args);
     EXPECT_EQ(run.status, 2) << c.args << "\n" << run.output;

@@ -129,4 +129,22 @@ void SaveAllResults(const std::string& output_dir,
   WriteFileAtomically(output_dir + "/results.json", all.dump(2) + "\n");
 }
 
+AllResults LoadAllResults(const std::string& output_dir) {
+  const std::string path = output_dir + "/results.json";
+  ROTOR_CHECK(std::filesystem::exists(path), path,
+              ": no such file (rotor extend-report writes it into its "
+              "output_dir)");
+  const Json json = ParseJson(ReadFile(path), path);
+  AllResults all;
+  all.base_checkpoint = JsonMember<std::string>(json, "base_checkpoint", path);
+  all.base_length = JsonMember<int64_t>(json, "base_length", path);
+  all.factor = JsonMember<double>(json, "factor", path);
+  ROTOR_CHECK(json.contains("variants") && json.at("variants").is_array(), path,
+              ": \"variants\" must be an array of results");
+  for (const Json& variant : json.at("variants")) {
+    all.variants.push_back(VariantResultFromJson(variant, path));
+  }
+  return all;
+}
+
 }  // namespace rotor::train

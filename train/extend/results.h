@@ -56,6 +56,17 @@ void SaveAllResults(const std::string& output_dir,
                     const std::string& base_checkpoint, int64_t base_length,
                     double factor, const std::vector<VariantResult>& results);
 
+// What results.json holds.
+struct AllResults {
+  std::string base_checkpoint;
+  int64_t base_length = 0;  // L
+  double factor = 0.0;      // s
+  std::vector<VariantResult> variants;
+};
+// Reads <output_dir>/results.json; throws rotor::Error naming the file when
+// it is missing or malformed.
+AllResults LoadAllResults(const std::string& output_dir);
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_EXTEND_RESULTS_H_

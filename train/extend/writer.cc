@@ -4,7 +4,9 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/extend/rope_explorer.h"
 #include "train/io/atomic_file.h"
+#include "train/io/markdown_html.h"
 #include "train/io/plot.h"
 #include "train/metrics.h"
 
@@ -99,6 +101,17 @@ std::string ReportWriter::Write() {
   WriteSettings();
   const std::string path = config_.output_dir + "/report.md";
   WriteFileAtomically(path, md_.str());
+  // report.html: the same text and tables, the plots drawn by the RoPE
+  // explorer beside each method's frequencies, in one file.
+  ExplorerModel model;
+  model.name = "the base model of this report";
+  model.model = plan_.base.model;
+  model.original_length = plan_.base_length;
+  model.factor = config_.factor;
+  model.measured = results_;
+  WriteFileAtomically(config_.output_dir + "/report.html",
+                      RopeExplorerPage("Context extension report",
+                                       MarkdownToHtml(md_.str()), {model}));
   return path;
 }
 

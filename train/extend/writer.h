@@ -1,7 +1,8 @@
-// report.md of rotor extend-report (train/extend/runner.h): the perplexity
-// and passkey tables with their plots (gnuplot, train/io/plot.h), the
-// checks of the expected outcome against the thresholds of the report
-// config's `checks:`, the time of each piece and each method's settings.
+// report.md (and report.html) of rotor extend-report (train/extend/runner.h):
+// the perplexity and passkey tables with their plots (gnuplot,
+// train/io/plot.h), the checks of the expected outcome against the thresholds
+// of the report config's `checks:`, the time of each piece and each method's
+// settings.
 #ifndef ROTOR_TRAIN_EXTEND_WRITER_H_
 #define ROTOR_TRAIN_EXTEND_WRITER_H_
 
@@ -25,7 +26,10 @@ struct ReportRun {
 };
 
 // Writes <config.output_dir>/report.md and its plots (a plot gnuplot cannot
-// draw is named in the settings instead); returns the report's path.
+// draw is named in the settings instead), and report.html: the same text
+// and tables with the plots drawn by the RoPE explorer
+// (train/extend/rope_explorer.h), which it embeds, in one self-contained
+// file. Returns report.md's path.
 // `results` in the order of the tables: the zero-shot ones, then the
 // fine-tuned ones.
 std::string WriteReport(const ExtendReportConfig& config,

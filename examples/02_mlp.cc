@@ -1,4 +1,5 @@
-// mlp_xor: the smallest complete training program in rotor. A two-layer
+// Rung 02 of the ladder (docs/learn.md): the smallest complete training
+// program in rotor. A two-layer
 // perceptron learns XOR, the classic function no single linear layer can
 // represent:
 //
@@ -12,7 +13,7 @@
 // pass, loss, Backward, update). It exits with status 0 when the network has
 // learned XOR and 1 otherwise.
 //
-//   ./build/examples/mlp_xor
+//   ./build/examples/02_mlp
 #include <cstdio>
 #include <vector>
 

@@ -1,0 +1,229 @@
+// The RoPE explorer in a real browser: Debian's chromium, headless
+// (scripts/setup.sh --with-browser installs it; without it the tests skip,
+// saying so). Each page is loaded with --dump-dom; the page's script writes
+// its state and any error into #explorer-state, which is read back here:
+// no errors, one curve per method with one point per rotary pair, the
+// script's own numbers equal to rotor's at the starting slider position,
+// and a slider moved through the URL hash (#factor=2) changes the curves to
+// what rotor computes at that factor. A screenshot of each page is written
+// too (kept in $ROTOR_EXPLORER_SCREENSHOTS when set, for a human to look at).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "nn/rope_scaling.h"
+#include "tests/temp_dir.h"
+#include "tests/tools/run_rotor.h"
+#include "train/config/model_config.h"
+#include "train/extend/recipe.h"
+#include "train/extend/rope_explorer.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
+#include "train/io/markdown_html.h"
+
+namespace rotor::train {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// The chromium binary, or empty.
+std::string Chromium() {
+  for (const char* name : {"chromium", "chromium-browser"}) {
+    const std::string probe =
+        std::string("command -v ") + name + " >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return name;
+  }
+  return "";
+}
+
+std::string RopeConfig(const std::string& name) {
+  return std::string(ROTOR_SOURCE_DIR) + "/configs/rope/" + name + ".yaml";
+}
+
+struct Loaded {
+  std::string dom;
+  std::string log;  // chromium's stderr, console messages included
+  Json state;
+};
+
+// Runs chromium headless on file://`page``hash` with a fresh profile.
+Loaded Load(const test::TempDir& dir, const std::string& page,
+            const std::string& hash, const std::string& screenshot) {
+  static int run = 0;
+  const std::string profile = dir.Path("profile-" + std::to_string(++run));
+  const std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-background-networking"
+      " --disable-component-update --disable-sync --no-first-run"
+      " --enable-logging=stderr --v=0 --user-data-dir='" +
+      profile + "' ";
+  const std::string url = "'file://" + page + hash + "'";
+  const std::string dom = dir.Path("dom-" + std::to_string(run) + ".html");
+  const std::string log = dir.Path("log-" + std::to_string(run) + ".txt");
+  std::system((Chromium() + flags + "--dump-dom " + url + " >'" + dom +
+               "' 2>'" + log + "'")
+                  .c_str());
+  std::system((Chromium() + flags + "--window-size=1100,2600 --screenshot='" +
+               screenshot + "' " + url + " >/dev/null 2>&1")
+                  .c_str());
+  Loaded out{ReadFile(dom), ReadFile(log), Json()};
+  std::smatch m;
+  const std::regex state(
+      "<pre id=\"explorer-state\" hidden=\"\">([^<]*)</pre>");
+  if (!std::regex_search(out.dom, m, state)) {
+    ADD_FAILURE() << "no #explorer-state in the DOM:\n" << out.log;
+    return out;
+  }
+  std::string text = m[1];
+  for (const auto& [entity, c] :
+       {std::pair<std::string, std::string>{"&lt;", "<"},
+        {"&gt;", ">"},
+        {"&quot;", "\""},
+        {"&amp;", "&"}}) {
+    for (size_t at; (at = text.find(entity)) != std::string::npos;) {
+      text.replace(at, entity.size(), c);
+    }
+  }
+  out.state = ParseJson(text, "#explorer-state");
+  return out;
+}
+
+// The polylines of the first chart `chart` after offset `from` of the DOM:
+// method -> points.
+std::map<std::string, int> Curves(const std::string& dom, size_t from,
+                                  const std::string& chart) {
+  std::map<std::string, int> curves;
+  const size_t start = dom.find("data-chart=\"" + chart + "\"", from);
+  if (from == std::string::npos || start == std::string::npos) return curves;
+  const std::string svg = dom.substr(start, dom.find("</svg>", start) - start);
+  const std::regex line(
+      "<polyline [^>]*data-method=\"([a-z0-9]+)\"[^>]*"
+      "data-points=\"([0-9]+)\"");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), line), e; it != e;
+       ++it) {
+    curves[(*it)[1]] = std::stoi((*it)[2]);
+  }
+  return curves;
+}
+
+// Where model `index`'s section begins.
+size_t ModelSection(const std::string& dom, int index) {
+  return dom.find("data-model=\"" + std::to_string(index) + "\"");
+}
+
+void ExpectHealthy(const Loaded& page) {
+  EXPECT_TRUE(page.state.value("ready", false));
+  EXPECT_TRUE(page.state["errors"].empty()) << page.state["errors"].dump();
+  EXPECT_EQ(page.log.find("Uncaught"), std::string::npos) << page.log;
+}
+
+std::string Screenshot(const test::TempDir& dir, const std::string& name) {
+  const char* keep = std::getenv("ROTOR_EXPLORER_SCREENSHOTS");
+  return keep ? std::string(keep) + "/" + name : dir.Path(name);
+}
+
+TEST(RopeExplorerBrowser, PairOfConfigsRendersAndFollowsTheSlider) {
+  if (Chromium().empty()) {
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh "
+                    "--with-browser installs Debian's chromium)";
+  }
+  test::TempDir dir;
+  const std::string page = dir.Path("explorer.html");
+  const test::RotorResult made = test::RunRotor(
+      dir, "rope --config '" + RopeConfig("yarn") + "' --compare '" +
+               RopeConfig("llama3") + "' --html '" + page + "'");
+  ASSERT_EQ(made.status, 0) << made.err;
+
+  const std::string shot = Screenshot(dir, "explorer.png");
+  const Loaded start = Load(dir, page, "", shot);
+  ExpectHealthy(start);
+  EXPECT_GT(ReadFile(shot).size(), 10000u) << "no screenshot";
+  ASSERT_EQ(start.state["models"].size(), 2u);
+  for (int m = 0; m < 2; ++m) {
+    // 7 methods, 64 pairs each, in both frequency charts.
+    for (const char* chart : {"wavelength", "scale"}) {
+      const std::map<std::string, int> curves =
+          Curves(start.dom, ModelSection(start.dom, m), chart);
+      EXPECT_EQ(curves.size(), 7u) << chart;
+      for (const auto& [method, points] : curves) {
+        EXPECT_EQ(points, 64) << chart << " " << method;
+      }
+    }
+    EXPECT_LT(start.state["models"][m]["max_rel_diff_vs_rotor"].get<double>(),
+              1e-12);
+  }
+
+  // #factor=2: the linear curve of the yarn config follows rotor at s = 2.
+  const Loaded moved = Load(dir, page, "#factor=2&length=16384",
+                            Screenshot(dir, "explorer-factor2.png"));
+  ExpectHealthy(moved);
+  const Json& yarn = moved.state["models"][0];
+  EXPECT_EQ(yarn["factor"].get<double>(), 2.0);
+  EXPECT_EQ(yarn["length"].get<int64_t>(), 16384);
+  const ModelConfig model = LoadModelConfig(RopeConfig("yarn"));
+  for (RopeType method : {RopeType::kLinear, RopeType::kDynamic,
+                          RopeType::kLongRope, RopeType::kYarn}) {
+    RopeScalingConfig rope =
+        method == RopeType::kYarn
+            ? model.rope
+            : ExtendModelConfig(model, method, 2.0, 8192).rope;
+    if (method == RopeType::kYarn) rope.factor = 2.0;
+    const RopeFrequencies want = ComputeRopeFrequencies(rope, 16384);
+    const std::vector<double> got =
+        yarn["curves"]["wavelength"][RopeTypeName(method)];
+    ASSERT_EQ(got.size(), want.inv_freq.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i] / (2 * kPi / want.inv_freq[i]), 1.0, 1e-12)
+          << RopeTypeName(method) << " pair " << i;
+    }
+    const std::vector<double> before =
+        start.state["models"][0]["curves"]["wavelength"][RopeTypeName(method)];
+    EXPECT_NE(got, before) << RopeTypeName(method) << " did not move";
+  }
+}
+
+TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
+  if (Chromium().empty()) {
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh "
+                    "--with-browser installs Debian's chromium)";
+  }
+  // A report page as rotor extend-report writes it (WriteReport:
+  // MarkdownToHtml of report.md and the explorer), on made-up measurements.
+  ExplorerModel model =
+      ExplorerModelFromConfig("report", LoadModelConfig(RopeConfig("default")));
+  for (RopeType method : {RopeType::kDefault, RopeType::kYarn}) {
+    for (bool finetuned : {false, true}) {
+      VariantResult r;
+      r.method = method;
+      r.finetuned = finetuned;
+      for (int64_t length : {8192, 16384, 32768}) {
+        r.perplexity.push_back({length, 1.0, 3.0 + length / 8192.0, 100});
+        r.passkey.push_back({length, 0.5, 7, 40, 10, 5});
+      }
+      model.measured.push_back(r);
+    }
+  }
+  test::TempDir dir;
+  const std::string page = dir.Path("report.html");
+  WriteFileAtomically(
+      page,
+      RopeExplorerPage("Context extension report",
+                       MarkdownToHtml("# Report\n\n| a | b |\n|---|---:|\n"
+                                      "| x | 1 |\n\n![p](ppl_zeroshot.png)\n"),
+                       {model}));
+  const Loaded loaded = Load(dir, page, "", Screenshot(dir, "report.png"));
+  ExpectHealthy(loaded);
+  // Drawn into the report's own slot, one curve per measured method.
+  const size_t slot = loaded.dom.find("data-rx-plot=\"ppl_zeroshot\"");
+  const size_t chart = loaded.dom.find("data-chart=\"ppl_zeroshot\"");
+  EXPECT_LT(slot, chart);
+  const std::map<std::string, int> zero =
+      Curves(loaded.dom, slot, "ppl_zeroshot");
+  EXPECT_EQ(zero, (std::map<std::string, int>{{"default", 3}, {"yarn", 3}}));
+}
+
+}  // namespace
+}  // namespace rotor::train

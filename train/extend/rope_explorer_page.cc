@@ -1,0 +1,501 @@
+// The RoPE explorer's style and script (train/extend/rope_explorer.h).
+//
+// The script reads the JSON rotor embeds (#explorer-data: per model, the
+// unscaled frequencies and per method its settings and rotor's inv_freq,
+// attention factor and base at the default slider position), draws one
+// section per model with inline SVG, and recomputes on every slider move.
+// Its frequency functions mirror nn/rope_scaling.cc line by line (same
+// formulas, same order of operations, in double), and methodSettings
+// mirrors ExtendModelConfig (train/extend/recipe.cc); at load it checks its
+// own numbers against rotor's and writes the largest relative difference,
+// any error, and every curve into #explorer-state as JSON, which the
+// browser test reads. The URL hash (#factor=8&length=2048) sets the sliders,
+// so a test can move them without a mouse.
+#include "train/extend/rope_explorer_page.h"
+
+namespace rotor::train {
+
+const char kRopeExplorerStyle[] = R"CSS(
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 64em;
+       color: #222; line-height: 1.45; }
+table { border-collapse: collapse; margin: 0.6em 0; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+code { background: #f3f3f3; padding: 0 0.2em; }
+.rx-model { border-top: 2px solid #888; margin-top: 2em; }
+.rx-controls { display: flex; gap: 2em; flex-wrap: wrap; margin: 0.8em 0;
+               align-items: center; }
+.rx-controls input { width: 16em; vertical-align: middle; }
+.rx-chart { width: 100%; max-width: 60em; height: auto; display: block; }
+.rx-chart text { font-size: 12px; fill: #333; }
+.rx-note { color: #555; font-size: 0.92em; }
+.rx-temperature td:last-child { text-align: left; }
+)CSS";
+
+const char kRopeExplorerScript[] = R"JS(
+(function () {
+  'use strict';
+  var stateEl = document.getElementById('explorer-state');
+  var state = { ready: false, errors: [], models: [] };
+  function publish() { stateEl.textContent = JSON.stringify(state); }
+  window.addEventListener('error', function (e) {
+    state.errors.push(String(e.message)); publish();
+  });
+  var consoleError = console.error;
+  console.error = function () {
+    state.errors.push(Array.prototype.join.call(arguments, ' ')); publish();
+    consoleError.apply(console, arguments);
+  };
+
+  var METHODS = ['default', 'linear', 'ntk', 'dynamic', 'yarn', 'llama3',
+                 'longrope'];
+  var COLORS = { default: '#777777', linear: '#d62728', ntk: '#2ca02c',
+                 dynamic: '#9467bd', yarn: '#1f77b4', llama3: '#ff7f0e',
+                 longrope: '#8c564b' };
+  var SVGNS = 'http://www.w3.org/2000/svg';
+
+  // ---- Mirror of nn/rope_scaling.cc (every line in double) ----
+  function rotaryDim(c) { return Math.trunc(c.head_dim * c.partial_rotary_factor); }
+  function originalLength(c) {
+    return c.original_max_position_embeddings !== null
+        ? c.original_max_position_embeddings : c.max_position_embeddings;
+  }
+  function scaleFactor(c) {
+    return c.factor !== null ? c.factor
+        : c.max_position_embeddings / originalLength(c);
+  }
+  function yarnMscale(scale, m) {
+    return scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1;
+  }
+  function unscaledInvFreq(c) {
+    var r = rotaryDim(c), inv = [];
+    for (var i = 0; i < r / 2; ++i) inv.push(1 / Math.pow(c.rope_theta, 2 * i / r));
+    return inv;
+  }
+  function dynamicNtkBase(c, length) {
+    var r = rotaryDim(c), s = c.factor !== null ? c.factor : 1;
+    var original = c.max_position_embeddings;
+    var l = Math.max(length, original);
+    return c.rope_theta * Math.pow(s * l / original - (s - 1), r / (r - 2));
+  }
+  function yarnRampBounds(c) {
+    var r = rotaryDim(c), original = originalLength(c);
+    function correctionDim(n) {
+      return r * Math.log(original / (2 * Math.PI * n)) / (2 * Math.log(c.rope_theta));
+    }
+    var low = correctionDim(c.beta_fast), high = correctionDim(c.beta_slow);
+    if (c.truncate) { low = Math.floor(low); high = Math.ceil(high); }
+    return [Math.max(low, 0), Math.min(high, r - 1)];
+  }
+  // ComputeRopeFrequencies: {inv_freq, attention_factor, base}.
+  function computeFrequencies(c, length) {
+    var r = rotaryDim(c), inv = unscaledInvFreq(c), pairs = inv.length;
+    var out = { inv_freq: inv, attention_factor: 1, base: c.rope_theta };
+    var i, s;
+    switch (c.rope_type) {
+      case 'default': break;
+      case 'linear':
+        for (i = 0; i < pairs; ++i) inv[i] /= c.factor;
+        break;
+      case 'ntk': case 'dynamic':
+        out.base = c.rope_type === 'ntk'
+            ? c.rope_theta * Math.pow(c.factor, r / (r - 2))
+            : dynamicNtkBase(c, length);
+        for (i = 0; i < pairs; ++i) inv[i] = 1 / Math.pow(out.base, 2 * i / r);
+        break;
+      case 'yarn': {
+        s = c.factor;
+        var b = yarnRampBounds(c);
+        if (b[0] === b[1]) b[1] += 0.001;
+        for (i = 0; i < pairs; ++i) {
+          var posFreq = Math.pow(c.rope_theta, 2 * i / r);
+          var extrapolation = 1 / posFreq, interpolation = 1 / (s * posFreq);
+          var ramp = Math.min(Math.max((i - b[0]) / (b[1] - b[0]), 0), 1);
+          var w = 1 - ramp;
+          inv[i] = interpolation * (1 - w) + extrapolation * w;
+        }
+        if (c.attention_factor !== null) out.attention_factor = c.attention_factor;
+        else if ((c.mscale || 0) !== 0 && (c.mscale_all_dim || 0) !== 0)
+          out.attention_factor = yarnMscale(s, c.mscale) / yarnMscale(s, c.mscale_all_dim);
+        else out.attention_factor = yarnMscale(s, 1);
+        break;
+      }
+      case 'llama3': {
+        s = c.factor;
+        var original = c.original_max_position_embeddings;
+        var lo = c.low_freq_factor, hi = c.high_freq_factor;
+        var lowWavelength = original / lo, highWavelength = original / hi;
+        for (i = 0; i < pairs; ++i) {
+          var theta = inv[i], wavelength = 2 * Math.PI / theta;
+          if (wavelength < highWavelength) continue;
+          if (wavelength > lowWavelength) { inv[i] = theta / s; } else {
+            var smooth = (original / wavelength - lo) / (hi - lo);
+            inv[i] = (1 - smooth) * theta / s + smooth * theta;
+          }
+        }
+        break;
+      }
+      case 'longrope': {
+        var orig = originalLength(c);
+        var factors = length > orig ? c.long_factor : c.short_factor;
+        for (i = 0; i < pairs; ++i)
+          inv[i] = 1 / (factors[i] * Math.pow(c.rope_theta, 2 * i / r));
+        s = scaleFactor(c);
+        if (c.attention_factor !== null) out.attention_factor = c.attention_factor;
+        else if (s > 1) out.attention_factor = Math.sqrt(1 + Math.log(s) / Math.log(orig));
+        break;
+      }
+      default: throw new Error('unknown rope_type ' + c.rope_type);
+    }
+    return out;
+  }
+
+  // ---- Mirror of ExtendModelConfig (train/extend/recipe.cc) ----
+  function asShown(v) { return Number(v.toPrecision(6)); }  // StrCat's 6 digits
+  function illustrativeLongFactors(c, factor) {
+    var yarn = Object.assign({}, c, { rope_type: 'yarn' });
+    var pairs = rotaryDim(yarn) / 2, low = yarnRampBounds(yarn)[0], f = [];
+    for (var i = 0; i < pairs; ++i) {
+      var t = pairs - 1 > low
+          ? Math.min(Math.max((i - low) / (pairs - 1 - low), 0), 1) : 1;
+      f.push(asShown(1 + (factor - 1) * 0.5 * (1 - Math.cos(Math.PI * t))));
+    }
+    return f;
+  }
+  // A method's settings at factor s: the config's own method as configured
+  // with its factor moved; every other one as extend-report builds it.
+  function methodSettings(entry, model, s) {
+    var own = entry.settings;
+    if (entry.own) {
+      var c = Object.assign({}, own);
+      if (c.factor !== null) c.factor = s;
+      else if (c.rope_type === 'longrope')
+        c.max_position_embeddings = Math.round(s * model.original_length);
+      return c;
+    }
+    var L0 = model.original_length, m = entry.method;
+    var e = { rope_type: m, rope_theta: own.rope_theta, head_dim: own.head_dim,
+              partial_rotary_factor: own.partial_rotary_factor,
+              max_position_embeddings: m === 'dynamic' ? L0 : Math.round(s * L0),
+              factor: null, original_max_position_embeddings: null,
+              attention_factor: null, beta_fast: 32, beta_slow: 1, mscale: null,
+              mscale_all_dim: null, truncate: true, low_freq_factor: null,
+              high_freq_factor: null, short_factor: null, long_factor: null };
+    if (m === 'default') return e;
+    e.factor = asShown(s);
+    if (m === 'yarn' || m === 'llama3' || m === 'longrope')
+      e.original_max_position_embeddings = L0;
+    if (m === 'llama3') { e.low_freq_factor = 1; e.high_freq_factor = 4; }
+    if (m === 'longrope') {
+      e.long_factor = illustrativeLongFactors(e, s);
+      e.short_factor = e.long_factor.map(function () { return 1; });
+    }
+    return e;
+  }
+
+  // ---- SVG line charts ----
+  function el(name, attrs, parent) {
+    var node = document.createElementNS(SVGNS, name);
+    for (var k in attrs) node.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+  function fmt(v) {
+    if (v === 0) return '0';
+    if (v >= 1e5 || v < 1e-2) return v.toExponential(1).replace('e+', 'e');
+    return String(Math.round(v * 100) / 100);
+  }
+  // spec: {title, xLabel, yLabel, logX, logY, series: [{name, method,
+  // variant, points: [[x, y]], dash}], hlines: [{y, label}], yMin, yMax}
+  function drawChart(svg, spec) {
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var W = 760, H = 330, L = 70, R = 150, T = 28, B = 44;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    var xs = [], ys = [];
+    if (!spec.series.length) {
+      el('text', { x: L, y: 16, 'font-weight': 'bold' }, svg).textContent =
+          spec.title + ': nothing measured';
+      return;
+    }
+    spec.series.forEach(function (s) {
+      s.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); });
+    });
+    (spec.hlines || []).forEach(function (h) { ys.push(h.y); });
+    if (spec.yMin !== undefined) ys.push(spec.yMin);
+    if (spec.yMax !== undefined) ys.push(spec.yMax);
+    var tx = spec.logX ? Math.log10 : function (v) { return v; };
+    var ty = spec.logY ? Math.log10 : function (v) { return v; };
+    var x0 = tx(Math.min.apply(null, xs)), x1 = tx(Math.max.apply(null, xs));
+    var y0 = ty(Math.min.apply(null, ys)), y1 = ty(Math.max.apply(null, ys));
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 - y0 < 1e-9) { y0 -= 0.5; y1 += 0.5; }
+    function X(v) { return L + (tx(v) - x0) / (x1 - x0) * (W - L - R); }
+    function Y(v) { return H - B - (ty(v) - y0) / (y1 - y0) * (H - T - B); }
+    el('text', { x: L, y: 16, 'font-weight': 'bold' }, svg).textContent = spec.title;
+    el('rect', { x: L, y: T, width: W - L - R, height: H - T - B, fill: 'none',
+                 stroke: '#999' }, svg);
+    // y ticks: powers of ten on a log axis, five steps on a linear one.
+    var ticks = [];
+    if (spec.logY) {
+      for (var e = Math.ceil(y0); e <= Math.floor(y1); ++e) ticks.push(Math.pow(10, e));
+    } else {
+      for (var k = 0; k <= 4; ++k) ticks.push(y0 + (y1 - y0) * k / 4);
+    }
+    ticks.forEach(function (v) {
+      el('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: '#eee' }, svg);
+      el('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end' }, svg).textContent = fmt(v);
+    });
+    var xt = [];
+    if (spec.logX) {
+      var lo2 = Math.ceil(x0 / Math.log10(2)), hi2 = Math.floor(x1 / Math.log10(2));
+      for (var p = lo2; p <= hi2; ++p) xt.push(Math.pow(2, p));
+    } else {
+      var step = Math.max(1, Math.ceil((x1 - x0) / 8));
+      for (var q = Math.ceil(x0); q <= x1; q += step) xt.push(q);
+    }
+    xt.forEach(function (v) {
+      el('text', { x: X(v), y: H - B + 16, 'text-anchor': 'middle' }, svg).textContent = fmt(v);
+    });
+    el('text', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle' }, svg).textContent = spec.xLabel;
+    el('text', { x: 14, y: (T + H - B) / 2, 'text-anchor': 'middle',
+                 transform: 'rotate(-90 14 ' + (T + H - B) / 2 + ')' }, svg).textContent = spec.yLabel;
+    (spec.hlines || []).forEach(function (h) {
+      el('line', { x1: L, x2: W - R, y1: Y(h.y), y2: Y(h.y), stroke: '#444',
+                   'stroke-dasharray': '2 3', 'data-hline': h.label }, svg);
+      el('text', { x: W - R + 4, y: Y(h.y) + 4 }, svg).textContent = h.label;
+    });
+    spec.series.forEach(function (s, n) {
+      var pts = s.points.map(function (p) {
+        return X(p[0]).toFixed(2) + ',' + Y(p[1]).toFixed(2);
+      }).join(' ');
+      el('polyline', { points: pts, fill: 'none', stroke: COLORS[s.method],
+                       'stroke-width': 2, 'stroke-dasharray': s.dash || 'none',
+                       'data-method': s.method, 'data-variant': s.variant || '',
+                       'data-points': s.points.length }, svg);
+      var ly = T + 14 + 15 * n;
+      if (ly < H - B) {
+        el('line', { x1: W - R + 60, x2: W - R + 80, y1: ly - 4, y2: ly - 4,
+                     stroke: COLORS[s.method], 'stroke-width': 2,
+                     'stroke-dasharray': s.dash || 'none' }, svg);
+        el('text', { x: W - R + 84, y: ly }, svg).textContent = s.name;
+      }
+    });
+  }
+
+  // ---- One section per model ----
+  var data = JSON.parse(document.getElementById('explorer-data').textContent);
+  var root = document.getElementById('rope-explorer');
+
+  function html(tag, attrs, text, parent) {
+    var node = document.createElement(tag);
+    for (var k in attrs) node.setAttribute(k, attrs[k]);
+    if (text !== undefined) node.textContent = text;
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  function Section(model, index) {
+    var self = this;
+    this.model = model;
+    this.factor = model.factor;
+    this.length = model.length;
+    var div = html('div', { 'class': 'rx-model', 'data-model': index }, undefined, root);
+    html('h2', {}, 'RoPE explorer: ' + model.name, div);
+    html('p', { 'class': 'rx-note' },
+         'head_dim ' + model.head_dim + ', rotary dimension r = ' + model.rotary_dim +
+         ' (' + model.rotary_dim / 2 + ' pairs), rope_theta ' + model.rope_theta +
+         ', original length L0 = ' + model.original_length + '. Pair i turns once every ' +
+         '2\u03c0/inv_freq_i tokens (its wavelength); a method slows a pair down by the ' +
+         'ratio unscaled/scaled inv_freq. Numbers at the starting position are rotor\u2019s ' +
+         '(nn/rope_scaling.h); moving a slider recomputes them here.', div);
+    var controls = html('div', { 'class': 'rx-controls' }, undefined, div);
+    var fl = html('label', {}, 'factor s ', controls);
+    this.factorInput = html('input', { type: 'range', min: 1, max: 32, step: 0.25,
+                                       value: model.factor, 'class': 'rx-factor' }, undefined, fl);
+    this.factorOut = html('output', {}, '', fl);
+    var ll = html('label', {}, ' sequence length (dynamic, longrope) ', controls);
+    this.lengthInput = html('input', { type: 'range', min: 4, step: 0.01,
+                                       max: Math.log2(64 * model.original_length),
+                                       value: Math.log2(model.length), 'class': 'rx-length' }, undefined, ll);
+    this.lengthOut = html('output', {}, '', ll);
+    this.factorInput.addEventListener('input', function () {
+      self.update(Number(self.factorInput.value), self.length);
+    });
+    this.lengthInput.addEventListener('input', function () {
+      self.update(self.factor, Math.round(Math.pow(2, Number(self.lengthInput.value))));
+    });
+    this.wavelengthSvg = el('svg', { 'class': 'rx-chart', 'data-chart': 'wavelength' }, div);
+    this.scaleSvg = el('svg', { 'class': 'rx-chart', 'data-chart': 'scale' }, div);
+    html('h3', {}, 'Attention temperature', div);
+    this.table = html('table', { 'class': 'rx-temperature' }, undefined, div);
+    var measured = model.methods.some(function (m) { return m.measured; });
+    if (measured) {
+      html('h3', {}, 'Measured (rotor extend-report)', div);
+      this.measuredCharts = {};
+      [['ppl_zeroshot', 'zeroshot'], ['ppl_finetuned', 'finetuned'],
+       ['passkey', 'passkey']].forEach(function (c) {
+        var slot = document.querySelector('[data-rx-plot="' + c[0] + '"]') || div;
+        self.measuredCharts[c[1]] = el('svg', { 'class': 'rx-chart', 'data-chart': c[0] }, slot);
+      });
+    }
+  }
+
+  Section.prototype.compute = function (s, length) {
+    var model = this.model, out = {};
+    model.methods.forEach(function (m) {
+      out[m.method] = computeFrequencies(methodSettings(m, model, s), length);
+    });
+    return out;
+  };
+
+  Section.prototype.update = function (s, length) {
+    var model = this.model;
+    this.factor = s; this.length = length;
+    this.factorInput.value = s; this.lengthInput.value = Math.log2(length);
+    this.factorOut.textContent = ' ' + s;
+    this.lengthOut.textContent = ' ' + length;
+    var f = this.compute(s, length), unscaled = model.unscaled_inv_freq;
+    var wavelength = [], scale = [], curves = { wavelength: {}, scale: {} };
+    METHODS.forEach(function (m) {
+      var inv = f[m].inv_freq;
+      var w = inv.map(function (v, i) { return [i, 2 * Math.PI / v]; });
+      var r = inv.map(function (v, i) { return [i, unscaled[i] / v]; });
+      wavelength.push({ name: m, method: m, points: w });
+      scale.push({ name: m, method: m, points: r });
+      curves.wavelength[m] = w.map(function (p) { return p[1]; });
+      curves.scale[m] = r.map(function (p) { return p[1]; });
+    });
+    var L0 = model.original_length, extended = Math.round(s * L0);
+    var hlines = [{ y: L0, label: 'L0 = ' + L0 }, { y: extended, label: 's\u00b7L0 = ' + extended }];
+    if (length !== extended) hlines.push({ y: length, label: 'length ' + length });
+    drawChart(this.wavelengthSvg, { title: 'Wavelength of each rotary pair (tokens per turn)',
+      xLabel: 'pair index i', yLabel: 'wavelength (tokens)', logY: true,
+      series: wavelength, hlines: hlines });
+    drawChart(this.scaleSvg, { title: 'How much each method slows each pair down (unscaled / scaled inv_freq)',
+      xLabel: 'pair index i', yLabel: 'slow-down', logY: true, yMin: 1,
+      series: scale, hlines: [{ y: s, label: 's = ' + s }] });
+    this.drawTemperature(f, s);
+    if (this.measuredCharts) this.drawMeasured();
+    return { name: model.name, factor: s, length: length, curves: curves,
+             attention_factor: METHODS.reduce(function (a, m) {
+               a[m] = f[m].attention_factor; return a; }, {}) };
+  };
+
+  Section.prototype.drawTemperature = function (f, s) {
+    var model = this.model, t = this.table;
+    while (t.firstChild) t.removeChild(t.firstChild);
+    var head = html('tr', {}, undefined, t);
+    ['method', 'attention factor a', 'logits scale a\u00b2', 'base in force', 'what it does']
+        .forEach(function (h) { html('th', {}, h, head); });
+    model.methods.forEach(function (m) {
+      var c = methodSettings(m, model, s), r = f[m.method], note = '';
+      if (m.method === 'yarn') {
+        var b = yarnRampBounds(c);
+        note = 'ramp from pair ' + b[0] + ' (kept) to pair ' + b[1] + ' (divided by s)';
+      } else if (m.method === 'llama3') {
+        note = 'wavelengths < ' + fmt(c.original_max_position_embeddings / c.high_freq_factor) +
+               ' kept, > ' + fmt(c.original_max_position_embeddings / c.low_freq_factor) +
+               ' divided by s';
+      } else if (m.method === 'longrope') {
+        note = (this.length > originalLength(c) ? 'long' : 'short') + '_factor in use';
+      } else if (m.method === 'dynamic') {
+        note = 'NTK base for a sequence of ' + this.length;
+      } else if (m.method === 'linear') { note = 'every pair divided by s'; }
+      else if (m.method === 'ntk') { note = 'base raised so the slowest pair is divided by s'; }
+      else { note = 'unscaled'; }
+      if (m.own) note += ' (this config\u2019s settings)';
+      var row = html('tr', { 'data-method': m.method }, undefined, t);
+      html('td', {}, m.method, row);
+      html('td', {}, r.attention_factor.toFixed(6), row);
+      html('td', {}, (r.attention_factor * r.attention_factor).toFixed(6), row);
+      html('td', {}, fmt(r.base), row);
+      html('td', {}, note, row);
+    }, this);
+  };
+
+  Section.prototype.drawMeasured = function () {
+    var model = this.model, charts = this.measuredCharts;
+    var variants = [['zeroshot', 'zero-shot', 'none'], ['finetuned', 'fine-tuned', 'none'],
+                    ['lora', 'LoRA', '6 3']];
+    var L0 = model.original_length, sl = Math.round(model.factor * L0);
+    function series(kind, which) {
+      var out = [];
+      model.methods.forEach(function (m) {
+        variants.forEach(function (v) {
+          if (which.indexOf(v[0]) < 0 || !m.measured || !m.measured[v[0]]) return;
+          var pts = m.measured[v[0]][kind];
+          if (pts.length) out.push({ name: m.method + ' ' + v[1], method: m.method,
+                                     variant: v[0], points: pts, dash: v[2] });
+        });
+      });
+      return out;
+    }
+    drawChart(charts.zeroshot, { title: 'Perplexity against context length, zero-shot (L = ' +
+        L0 + ', s\u00b7L = ' + sl + ')', xLabel: 'context length (tokens)', yLabel: 'perplexity',
+        logX: true, logY: true, series: series('perplexity', ['zeroshot']) });
+    drawChart(charts.finetuned, { title: 'Perplexity against context length after fine-tuning',
+        xLabel: 'context length (tokens)', yLabel: 'perplexity', logX: true, logY: true,
+        series: series('perplexity', ['finetuned', 'lora']) });
+    drawChart(charts.passkey, { title: 'Passkey retrieval (mean over depths); solid zero-shot, ' +
+        'dashed fine-tuned', xLabel: 'context length (tokens)', yLabel: 'accuracy', logX: true,
+        yMin: 0, yMax: 1, series: series('passkey', ['zeroshot', 'finetuned', 'lora'])
+          .map(function (s) { if (s.variant === 'finetuned') s.dash = '5 3'; return s; }) });
+  };
+
+  // The largest relative difference between this script's numbers and
+  // rotor's at the starting slider position.
+  function checkAgainstRotor(section) {
+    var model = section.model, f = section.compute(model.factor, model.length), worst = 0;
+    function rel(a, b) { return Math.abs(a - b) / Math.max(Math.abs(b), 1e-300); }
+    model.methods.forEach(function (m) {
+      var mine = f[m.method];
+      m.inv_freq.forEach(function (v, i) { worst = Math.max(worst, rel(mine.inv_freq[i], v)); });
+      worst = Math.max(worst, rel(mine.attention_factor, m.attention_factor), rel(mine.base, m.base));
+    });
+    return worst;
+  }
+
+  function fromHash() {
+    var out = {};
+    location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
+      var p = kv.split('=');
+      if (p.length === 2 && p[1] !== '' && isFinite(Number(p[1]))) out[p[0]] = Number(p[1]);
+    });
+    return out;
+  }
+
+  var sections = data.models.map(function (m, i) { return new Section(m, i); });
+  function render() {
+    var h = fromHash();
+    state.models = sections.map(function (s) {
+      var result = s.update(h.factor !== undefined ? h.factor : s.model.factor,
+                            h.length !== undefined ? h.length : s.model.length);
+      result.max_rel_diff_vs_rotor = checkAgainstRotor(s);
+      return result;
+    });
+    state.ready = true;
+    publish();
+  }
+  // A test (or a learner in the console) can move every slider at once.
+  window.rotorExplorer = {
+    set: function (factor, length) { location.hash = 'factor=' + factor + '&length=' + length; },
+    state: function () { return state; }
+  };
+  window.addEventListener('hashchange', render);
+  var refresh = function () {
+    state.models = sections.map(function (s) {
+      var result = s.update(s.factor, s.length);
+      result.max_rel_diff_vs_rotor = checkAgainstRotor(s);
+      return result;
+    });
+    publish();
+  };
+  sections.forEach(function (s) {
+    s.factorInput.addEventListener('change', refresh);
+    s.lengthInput.addEventListener('change', refresh);
+  });
+  render();
+})();
+)JS";
+
+}  // namespace rotor::train
