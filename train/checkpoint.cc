@@ -160,19 +160,9 @@ void PruneCheckpoints(const std::string& output_dir, int64_t keep_last_n,
   // finished left none of its own. Only those whose step_N folder is
   // complete are deleted: a run killed between the two renames of the
   // fallback swap leaves the only copies of step_N in them.
-  const fs::path root = fs::path(output_dir) / "checkpoints";
-  if (!fs::is_directory(root, error)) return;
-  std::vector<fs::path> stale;
-  for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    const size_t tmp = name.find(".tmp-");
-    if (entry.is_directory() && name.rfind("step_", 0) == 0 &&
-        tmp != std::string::npos &&
-        fs::is_directory(root / name.substr(0, tmp), error)) {
-      stale.push_back(entry.path());
-    }
+  for (const std::string& dir : ListCheckpoints(output_dir)) {
+    RemoveStaleTemporaryDirectories(dir);
   }
-  for (const fs::path& path : stale) fs::remove_all(path, error);
 }
 
 void LoadModelWeights(const std::string& dir, const nn::Module& model) {

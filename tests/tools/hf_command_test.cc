@@ -266,5 +266,25 @@ TEST_F(HfCli, ExportReplacesOnlyWhatAnEarlierExportWrote) {
   EXPECT_TRUE(fs::exists(dir_.Path("empty/model.safetensors")));
 }
 
+// An export killed while writing leaves OUT.tmp-XXXXXX (110 MB in one of
+// 16 kills of a real one): the next export of OUT removes it, with or
+// without an earlier OUT, and leaves other folders' alone.
+TEST_F(HfCli, ExportRemovesTheLeftoversOfAKilledExport) {
+  const std::string config = dir_.Write("base.yaml", kBaseModel);
+  for (const bool earlier : {false, true}) {
+    SCOPED_TRACE(earlier ? "over an earlier export" : "a new folder");
+    dir_.Write("out.tmp-AbC123/model.safetensors", "half of it");
+    dir_.Write("out.tmp-Q1w2E3.old/config.json", "{}");
+    dir_.Write("out2.tmp-ZzZ999/model.safetensors", "another output's");
+    const Result r = Run("export --random " + Quote(config) + " --output " +
+                         Quote(dir_.Path("out")));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir_.Path("out/model.safetensors")));
+    EXPECT_FALSE(fs::exists(dir_.Path("out.tmp-AbC123")));
+    EXPECT_FALSE(fs::exists(dir_.Path("out.tmp-Q1w2E3.old")));
+    EXPECT_TRUE(fs::exists(dir_.Path("out2.tmp-ZzZ999")));
+  }
+}
+
 }  // namespace
 }  // namespace rotor::tools

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>  // renameat2 (glibc >= 2.28)
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,45 @@ std::string ParentDirectory(const std::string& path) {
 }
 
 std::string SystemError() { return std::strerror(errno); }
+
+// `dir` without trailing slashes.
+std::string TrimmedDirectory(const std::string& dir) {
+  std::string trimmed = dir;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  ROTOR_CHECK(!trimmed.empty(), "empty directory name");
+  return trimmed;
+}
+
+// An exclusive flock on a folder for the life of the object; `held()` is
+// false when another process holds it (or the folder cannot be opened).
+class FolderFlock {
+ public:
+  FolderFlock(const std::string& dir, bool wait)
+      : fd_(::open(dir.c_str(),
+                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) {
+    held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0;
+  }
+  ~FolderFlock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FolderFlock(const FolderFlock&) = delete;
+  FolderFlock& operator=(const FolderFlock&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  int fd_;
+  bool held_ = false;
+};
+
+// Deletes `old`, the previous contents of `dir` after a swap; an error
+// names both, since the call has replaced `dir` but not cleaned up.
+void RemoveOldContents(const std::string& dir, const std::string& old) {
+  std::error_code error;
+  std::filesystem::remove_all(old, error);
+  ROTOR_CHECK(!error, "replaced ", dir,
+              ", but cannot delete the old contents of ", dir, ", left in ",
+              old, ": ", error.message(), " (delete that folder yourself)");
+}
 
 // Writes all `size` bytes to `fd`, retrying short writes; false (errno set)
 // on failure.
@@ -148,9 +188,8 @@ std::string ReadFile(const std::string& path, size_t max_bytes) {
 void ReplaceDirectoryAtomically(
     const std::string& dir,
     const std::function<void(const std::string& temp_dir)>& fill) {
-  std::string trimmed = dir;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  ROTOR_CHECK(!trimmed.empty(), "empty directory name");
+  const std::string trimmed = TrimmedDirectory(dir);
+  RemoveStaleTemporaryDirectories(trimmed);
   std::vector<char> name(trimmed.begin(), trimmed.end());
   const std::string suffix = ".tmp-XXXXXX";
   name.insert(name.end(), suffix.begin(), suffix.end());
@@ -163,6 +202,7 @@ void ReplaceDirectoryAtomically(
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::chmod(temp_dir.c_str(), 0777 & ~mask);
+  const FolderFlock filling(temp_dir, /*wait=*/true);
   std::error_code ignored;
   try {
     fill(temp_dir);
@@ -177,7 +217,8 @@ void ReplaceDirectoryAtomically(
     if (::renameat2(AT_FDCWD, temp_dir.c_str(), AT_FDCWD, trimmed.c_str(),
                     RENAME_EXCHANGE) == 0) {
       SyncDirectory(parent);
-      std::filesystem::remove_all(temp_dir, ignored);
+      RemoveOldContents(trimmed, temp_dir);
+      RemoveStaleTemporaryDirectories(trimmed);
       return;
     }
     // File systems without RENAME_EXCHANGE (EINVAL): move the old directory
@@ -196,7 +237,7 @@ void ReplaceDirectoryAtomically(
       throw Error(StrCat("cannot replace directory ", trimmed, ": ", error));
     }
     SyncDirectory(parent);
-    std::filesystem::remove_all(old_dir, ignored);
+    RemoveOldContents(trimmed, old_dir);
   } else {
     if (::rename(temp_dir.c_str(), trimmed.c_str()) != 0) {
       const std::string error = SystemError();
@@ -204,6 +245,28 @@ void ReplaceDirectoryAtomically(
       throw Error(StrCat("cannot create directory ", trimmed, ": ", error));
     }
     SyncDirectory(parent);
+  }
+  RemoveStaleTemporaryDirectories(trimmed);
+}
+
+void RemoveStaleTemporaryDirectories(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path path(TrimmedDirectory(dir));
+  std::error_code error;
+  if (!fs::is_directory(path, error)) return;
+  const std::string prefix = path.filename().string() + ".tmp-";
+  std::vector<std::string> stale;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(ParentDirectory(path.string()), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && entry.is_directory(error) &&
+        !entry.is_symlink(error)) {
+      stale.push_back(entry.path().string());
+    }
+  }
+  for (const std::string& leftover : stale) {
+    const FolderFlock unused(leftover, /*wait=*/false);
+    if (unused.held()) fs::remove_all(leftover, error);
   }
 }
 

@@ -67,10 +67,23 @@ std::string ReadFile(const std::string& path,
 // `dir` is untouched and the exception propagates. Otherwise the new
 // directory is swapped in with renameat2(RENAME_EXCHANGE) when `dir` exists
 // (one atomic step; readers never see a missing `dir`), or renamed when it
-// does not; the old contents are then deleted.
+// does not; the old contents are then deleted, and a failure to delete
+// them is an error naming the folder that holds them. Before filling (when
+// `dir` exists) and after, it removes the leftovers of calls for the same
+// `dir` that were killed (RemoveStaleTemporaryDirectories); while `fill`
+// runs it holds an flock on its temporary folder, so no other process takes
+// that folder for a leftover.
 void ReplaceDirectoryAtomically(
     const std::string& dir,
     const std::function<void(const std::string& temp_dir)>& fill);
+
+// Removes what ReplaceDirectoryAtomically(dir) calls killed before they
+// finished left next to `dir`: DIR.tmp-XXXXXX (half filled) and
+// DIR.tmp-XXXXXX.old (the old contents, from the fallback swap). Only while
+// `dir` itself exists (otherwise a leftover may hold its only copy), and
+// never a folder a running call is still filling (it holds a lock on it).
+// Best effort: a leftover that cannot be removed is tried again next time.
+void RemoveStaleTemporaryDirectories(const std::string& dir);
 
 // fsync a directory so renames/creations inside it survive a crash.
 void SyncDirectory(const std::string& dir);

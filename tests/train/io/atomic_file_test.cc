@@ -2,8 +2,13 @@
 // partial file, and failures leave no temporaries behind.
 #include "train/io/atomic_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -82,6 +87,77 @@ TEST(ReplaceDirectoryAtomically, FailureKeepsTheOldDirectory) {
                      "disk full");
   EXPECT_EQ(ReadFile(target + "/weights"), "good");
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"ckpt"}));
+}
+
+// A writer killed while filling DIR.tmp-XXXXXX (or between the two renames
+// of the fallback swap, DIR.tmp-XXXXXX.old) leaves it behind: the next
+// successful replacement of DIR removes those, and only those: not another
+// folder's, not one a live writer still fills (it holds a lock on it).
+TEST(ReplaceDirectoryAtomically, RemovesTheLeftoversOfKilledWriters) {
+  test::TempDir dir;
+  dir.Write("out.tmp-AbC123/model.safetensors", "half of a killed export");
+  dir.Write("out.tmp-Q1w2E3.old/model.safetensors", "old");
+  dir.Write("outer.tmp-ZzZ999/x", "another folder's");
+  dir.Write("out.tmp-Live42/x", "being written");
+  const int live = ::open(dir.Path("out.tmp-Live42").c_str(),
+                          O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(live, 0);
+  ASSERT_EQ(::flock(live, LOCK_EX), 0);
+  ReplaceDirectoryAtomically(dir.Path("out"), [](const std::string& temp) {
+    WriteFileAtomically(temp + "/a", "1");
+  });
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"out", "out.tmp-Live42",
+                                                  "outer.tmp-ZzZ999"}));
+  ::close(live);
+  // With DIR in place, a later call also removes them before it writes.
+  dir.Write("out.tmp-XyZ789/b", "half");
+  ReplaceDirectoryAtomically(dir.Path("out"), [&](const std::string&) {
+    EXPECT_FALSE(std::filesystem::exists(dir.Path("out.tmp-XyZ789")));
+    EXPECT_FALSE(std::filesystem::exists(dir.Path("out.tmp-Live42")));
+  });
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"out", "outer.tmp-ZzZ999"}));
+}
+
+// Sets or clears the immutable attribute of `path` (chattr +i: not even
+// root may delete the file); false where the file system has none.
+bool SetImmutable(const std::string& path, bool on) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// When the old contents cannot be deleted after the swap, the call fails
+// naming where they are, instead of reporting success with them left.
+TEST(ReplaceDirectoryAtomically, OldContentsThatCannotBeDeletedAreAnError) {
+  test::TempDir dir;
+  const std::string target = dir.Path("out");
+  ReplaceDirectoryAtomically(target, [](const std::string& temp) {
+    WriteFileAtomically(temp + "/stuck", "old");
+  });
+  if (!SetImmutable(target + "/stuck", true)) {
+    GTEST_SKIP() << "no immutable files on this file system";
+  }
+  std::string message;
+  try {
+    ReplaceDirectoryAtomically(target, [](const std::string& temp) {
+      WriteFileAtomically(temp + "/new", "new");
+    });
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  std::string leftover;
+  for (const std::string& name : dir.List()) {
+    if (name != "out") leftover = dir.Path(name);
+  }
+  if (!leftover.empty()) SetImmutable(leftover + "/stuck", false);
+  EXPECT_CONTAINS(message, "cannot delete the old contents of " + target);
+  EXPECT_CONTAINS(message, leftover);
+  EXPECT_EQ(ReadFile(target + "/new"), "new");  // the new contents are in
 }
 
 }  // namespace
