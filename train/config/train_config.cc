@@ -107,18 +107,83 @@ void ReadFinetune(const YAML::Node& root, const std::string& file,
   }
 }
 
+// The context length a model was pre-trained at, as its config.json says:
+// rope_scaling's original_max_position_embeddings when the folder is itself
+// scaled (Llama 3.1), else max_position_embeddings.
+int64_t PretrainedLength(const ModelConfig& model) {
+  const RopeScalingConfig& rope = model.rope;
+  if (rope.rope_type != RopeType::kDefault &&
+      rope.original_max_position_embeddings) {
+    return *rope.original_max_position_embeddings;
+  }
+  return rope.max_position_embeddings;
+}
+
+// A context extension of a Hugging Face folder measures its scaling from
+// the length the folder was pre-trained at: a rope_scaling that reads
+// original_max_position_embeddings (yarn, llama3, longrope) gets the
+// folder's when it leaves the key out (as axolotl does), and a different
+// value is refused, naming both: YaRN's ramp and attention factor, and
+// what an export writes, would be those of another model.
+void InheritPretrainedLength(const SectionReader& model_section,
+                             const std::string& folder, const ModelConfig& base,
+                             YAML::Node& model) {
+  const YAML::Node scaling = model_section.Get("rope_scaling");
+  if (!scaling || !scaling.IsMap()) return;
+  const YAML::Node type =
+      scaling["rope_type"] ? scaling["rope_type"] : scaling["type"];
+  const std::optional<RopeType> rope_type =
+      type && type.IsScalar() ? RopeTypeFromName(type.Scalar()) : std::nullopt;
+  if (!rope_type) return;  // the model parser names the problem
+  const std::vector<std::string> keys = RopeScalingKeys(*rope_type);
+  if (std::find(keys.begin(), keys.end(), "original_max_position_embeddings") ==
+      keys.end()) {
+    return;
+  }
+  const int64_t pretrained = PretrainedLength(base);
+  const bool nested =
+      static_cast<bool>(scaling["original_max_position_embeddings"]);
+  const YAML::Node given =
+      nested ? scaling["original_max_position_embeddings"]
+             : model_section.Get("original_max_position_embeddings");
+  if (!given) {
+    model["rope_scaling"]["original_max_position_embeddings"] = pretrained;
+    return;
+  }
+  const std::optional<int64_t> value = DecodeScalar<int64_t>(given);
+  if (!value || *value == pretrained) return;  // the parser checks the type
+  model_section.Fail(
+      given,
+      model_section.Join(nested
+                             ? "rope_scaling.original_max_position_embeddings"
+                             : "original_max_position_embeddings"),
+      StrCat(*value, ", but ", folder,
+             "/config.json says the model was pre-trained at ", pretrained,
+             " tokens (",
+             pretrained == base.rope.max_position_embeddings
+                 ? "its max_position_embeddings"
+                 : "its rope_scaling.original_max_position_"
+                   "embeddings",
+             "); set ", pretrained,
+             ", or leave the key out to take it from the folder"));
+}
+
 // Fine-tuning a Hugging Face model (train.init_from names its folder): the
 // model is config.json's, and the YAML's `model:` section, if any, only
 // amends it, key by key (rope_scaling as a whole). Typically it sets
-// max_position_embeddings and rope_scaling for a context extension; keys
-// that shape weights must stay as they are (CheckSameArchitecture).
+// max_position_embeddings and rope_scaling for a context extension (whose
+// original_max_position_embeddings must be the folder's pre-training
+// length: InheritPretrainedLength); keys that shape weights must stay as
+// they are (CheckSameArchitecture).
 YAML::Node AmendedHfModelSection(const std::string& folder,
-                                 const YAML::Node& amendments) {
-  YAML::Node model = ModelConfigToYaml(LoadHfConfig(folder + "/config.json"));
-  if (amendments && amendments.IsMap()) {
-    for (const auto& entry : amendments) {
+                                 const SectionReader& amendments) {
+  const ModelConfig base = LoadHfConfig(folder + "/config.json");
+  YAML::Node model = ModelConfigToYaml(base);
+  if (amendments.node() && amendments.node().IsMap()) {
+    for (const auto& entry : amendments.node()) {
       model[entry.first.Scalar()] = entry.second;
     }
+    InheritPretrainedLength(amendments, folder, base, model);
   }
   return model;
 }
@@ -194,7 +259,9 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   if (init_from && init_from.IsScalar() &&
       IsHfModelFolder(init_from.Scalar()) &&
       (!given_model || given_model.IsNull() || given_model.IsMap())) {
-    root["model"] = AmendedHfModelSection(init_from.Scalar(), root["model"]);
+    root["model"] = AmendedHfModelSection(
+        init_from.Scalar(),
+        SectionReader(root["model"], "model", file, overridden));
   }
   const std::string init_from_problem =
       init_from && init_from.IsScalar() ? InitFromProblem(init_from.Scalar())

@@ -205,5 +205,63 @@ TEST(FinetuneSection, TheLoraExampleIsTheHfExtensionWithLora) {
   EXPECT_EQ(TrainConfigToYaml(same), TrainConfigToYaml(full));
 }
 
+// Extending a Hugging Face folder pre-trained at 512 tokens: YaRN without
+// original_max_position_embeddings takes the folder's 512; another value is
+// refused at its line, naming both; a folder that is itself scaled (as
+// Llama 3.1's) was pre-trained at its rope_scaling's original length;
+// methods that do not read the key (linear) are left alone.
+TEST(FinetuneSection, AnExtensionTakesThePretrainingLengthOfItsFolder) {
+  const test::TempDir dir;
+  const std::string configs = std::string(ROTOR_SOURCE_DIR) + "/configs/";
+  const ModelConfig smol =
+      LoadModelConfig(configs + "models/smollm2-135m.yaml");
+  dir.Write("base/config.json", HfConfigJson(smol, "bfloat16"));
+  ModelConfig scaled = smol;
+  scaled.rope.max_position_embeddings = 2048;
+  scaled.rope.rope_type = RopeType::kYarn;
+  scaled.rope.factor = 4.0;
+  scaled.rope.original_max_position_embeddings = 512;
+  dir.Write("scaled/config.json", HfConfigJson(scaled, "bfloat16"));
+  auto config = [&](const std::string& base, const std::string& scaling) {
+    dir.Write("extend.yaml",
+              "output_dir: " + dir.Path("run") +
+                  "\nmodel:\n  max_position_embeddings: 4096\n"
+                  "  rope_scaling: " +
+                  scaling + "\ndata:\n  path: data\ntrain:\n  init_from: " +
+                  dir.Path(base) + "\n");
+    return LoadTrainConfig(dir.Path("extend.yaml"));
+  };
+  EXPECT_EQ(config("base", "{rope_type: yarn, factor: 8}")
+                .model.rope.original_max_position_embeddings,
+            512);
+  EXPECT_EQ(config("scaled", "{rope_type: yarn, factor: 8}")
+                .model.rope.original_max_position_embeddings,
+            512);
+  EXPECT_EQ(config("base",
+                   "{rope_type: yarn, factor: 8, "
+                   "original_max_position_embeddings: 512}")
+                .model.rope.original_max_position_embeddings,
+            512);
+  EXPECT_EQ(config("base", "{rope_type: linear, factor: 8}").model.rope.factor,
+            8.0);
+  ROTOR_EXPECT_ERROR(
+      config("base",
+             "{rope_type: yarn, factor: 8, "
+             "original_max_position_embeddings: 256}"),
+      dir.Path("extend.yaml") + ":4:",
+      "model.rope_scaling.original_max_position_embeddings: 256, but " +
+          dir.Path("base") +
+          "/config.json says the model was pre-trained at 512 tokens (its "
+          "max_position_embeddings); set 512, or leave the key out to take "
+          "it from the folder");
+  ROTOR_EXPECT_ERROR(
+      config("scaled",
+             "{rope_type: llama3, factor: 8, low_freq_factor: 1, "
+             "high_freq_factor: 4, original_max_position_embeddings: 2048}"),
+      "2048, but ",
+      "pre-trained at 512 tokens (its "
+      "rope_scaling.original_max_position_embeddings)");
+}
+
 }  // namespace
 }  // namespace rotor::train
