@@ -188,7 +188,9 @@ void AddScoreCommand(CLI::App& rotor) {
                    "a text, encoded with the checkpoint's tokenizer")
       ->type_name("TEXT");
   source->require_option(1);
-  command->add_flag("--no-add-special-tokens", options->no_add_special_tokens,
+  // HF's add_special_tokens=False; --no-special-tokens is an alias.
+  command->add_flag("--no-add-special-tokens,--no-special-tokens",
+                    options->no_add_special_tokens,
                     "encode --text without special tokens");
   command
       ->add_option("--logits", options->logits,

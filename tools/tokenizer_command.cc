@@ -190,7 +190,7 @@ struct EncodeOptions {
   std::string text;
   std::string input;
   bool json = false;
-  bool no_special_tokens = false;
+  bool no_add_special_tokens = false;
 };
 
 // The ids of --text or of the --input file, space-separated or as a JSON
@@ -201,7 +201,7 @@ void RunEncode(const EncodeOptions& options) {
   const std::string text =
       options.input.empty() ? options.text : train::ReadFile(options.input);
   const std::vector<train::TokenId> ids =
-      tokenizer->Encode(text, !options.no_special_tokens);
+      tokenizer->Encode(text, !options.no_add_special_tokens);
   std::cout << FormatTokenIds(ids, options.json) << "\n";
 }
 
@@ -215,7 +215,10 @@ void AddEncodeSubcommand(CLI::App& tokenizer) {
                                options->text, "TEXT", "the text to encode",
                                options->input, "a file to encode instead");
   command->add_flag("--json", options->json, "print a JSON array");
-  command->add_flag("--no-special-tokens", options->no_special_tokens,
+  // HF's name (add_special_tokens=False), as in rotor score; the older
+  // --no-special-tokens still works.
+  command->add_flag("--no-add-special-tokens,--no-special-tokens",
+                    options->no_add_special_tokens,
                     "only the text's own tokens (no BOS and the like)");
   command->callback([options] { RunEncode(*options); });
 }
