@@ -32,6 +32,10 @@ inline constexpr int64_t kMaxThreads = 4096;
 // about 34 MB. Its ids (vocabulary and added tokens) are below
 // kMaxVocabSize, so a tokenizer always fits a model's vocab_size.
 inline constexpr int64_t kMaxTokenizerJsonBytes = int64_t{256} << 20;
+// A file of token ids (rotor score --tokens, tokenizer decode --input):
+// 2^24 ids (kMaxPositions) of up to 7 digits and a separator or two fit
+// in 256 MiB; an endless file (/dev/zero) stops here.
+inline constexpr int64_t kMaxTokenIdsFileBytes = int64_t{256} << 20;
 
 }  // namespace rotor::limits
 

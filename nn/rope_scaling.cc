@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/kernels/rope.h"
+#include "core/limits.h"
 
 namespace rotor {
 namespace {
@@ -114,6 +116,37 @@ std::optional<RopeConfigProblem> CheckFactorList(
   return std::nullopt;
 }
 
+// NTK-aware and dynamic scaling raise the base to b * s^(r/(r-2)) (dynamic:
+// at every length past max_position_embeddings, up to rotor's longest
+// sequence). A factor whose base is not finite, or whose frequencies
+// b^(-2i/r) underflow float32 (which the RoPE tables are), is refused here,
+// where the caller can name the file, not at the first forward pass.
+std::optional<RopeConfigProblem> CheckNtkBase(const RopeScalingConfig& config) {
+  if ((config.rope_type != RopeType::kNtk &&
+       config.rope_type != RopeType::kDynamic) ||
+      !config.factor) {
+    return std::nullopt;
+  }
+  const double r = static_cast<double>(RotaryDim(config));
+  for (const int64_t length :
+       {config.max_position_embeddings, limits::kMaxPositions}) {
+    const double base =
+        config.rope_type == RopeType::kNtk
+            ? config.rope_theta * std::pow(*config.factor, r / (r - 2.0))
+            : DynamicNtkBase(config, length);
+    const double slowest = std::pow(base, -(r - 2.0) / r);
+    if (!(std::isfinite(base) && base > 1.0 &&
+          slowest >= std::numeric_limits<float>::min())) {
+      return Problem(
+          "rope_scaling.factor",
+          StrCat(*config.factor, " gives a RoPE base of ", base, " at ", length,
+                 " positions, whose frequencies are not finite in float32 "
+                 "(give a smaller factor)"));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* RopeTypeName(RopeType type) { return InfoFor(type).name; }
@@ -193,6 +226,7 @@ std::optional<RopeConfigProblem> FindRopeConfigProblem(
   if (auto p = CheckNumber(config.factor, "rope_scaling.factor", 1.0, true)) {
     return p;
   }
+  if (auto p = CheckNtkBase(config)) return p;
   if (config.rope_type == RopeType::kLlama3 &&
       !config.original_max_position_embeddings) {
     return Problem("rope_scaling.original_max_position_embeddings",

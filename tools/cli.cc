@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "core/limits.h"
+#include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/message.h"
 
 namespace rotor {
 namespace tools {
@@ -109,10 +111,17 @@ std::vector<train::TokenId> ParseTokenIds(const std::string& text,
     const auto [end, error] =
         std::from_chars(item.data(), item.data() + item.size(), id);
     ROTOR_CHECK(error == std::errc() && end == item.data() + item.size(), where,
-                ": item ", i, " ('", item, "') is not an integer token id");
+                ": item ", i, " ('", train::Excerpt(item),
+                "') is not an integer token id");
     ids.push_back(id);
   }
   return ids;
+}
+
+std::vector<train::TokenId> ReadTokenIdsFile(const std::string& path) {
+  return ParseTokenIds(
+      train::ReadFile(path, static_cast<size_t>(limits::kMaxTokenIdsFileBytes)),
+      path);
 }
 
 void CheckModelInputIds(const std::vector<train::TokenId>& ids,

@@ -115,6 +115,10 @@ CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads);
 std::vector<train::TokenId> ParseTokenIds(const std::string& text,
                                           const std::string& where);
 
+// ParseTokenIds of the file `path`, which may hold at most
+// limits::kMaxTokenIdsFileBytes bytes.
+std::vector<train::TokenId> ReadTokenIdsFile(const std::string& path);
+
 // Throws rotor::Error naming `where` unless `ids` is what a model of
 // `vocab_size` ids can read: at least one id, each in [0, vocab_size):
 // "--prompt-ids: item 3 (300) is outside the model's vocabulary [0, 257)".

@@ -141,10 +141,15 @@ void RunScore(const ScoreOptions& options) {
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   const std::vector<train::TokenId> ids =
       from_file
-          ? ParseTokenIds(train::ReadFile(options.tokens), options.tokens)
+          ? ReadTokenIdsFile(options.tokens)
           : tokenizer->Encode(options.text, !options.no_add_special_tokens);
-  CheckModelInputIds(ids, model->config().vocab_size,
-                     from_file ? options.tokens : "--text");
+  const std::string source = from_file ? options.tokens : "--text";
+  CheckModelInputIds(ids, model->config().vocab_size, source);
+  // The first token is only context: one token leaves nothing to score
+  // (a perplexity of nan).
+  ROTOR_CHECK(ids.size() >= 2, source, ": ", ids.size(),
+              " token; score needs at least 2 (each token after the first is "
+              "scored given those before it)");
   if (!options.logits.empty()) {
     train::CheckOutputFile(options.logits, options.force, "--logits");
   }

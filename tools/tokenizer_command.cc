@@ -241,7 +241,7 @@ void RunDecode(const DecodeOptions& options) {
       throw CLI::ValidationError(error.what());
     }
   } else {
-    ids = ParseTokenIds(train::ReadFile(options.input), options.input);
+    ids = ReadTokenIdsFile(options.input);
   }
   const std::unique_ptr<train::Tokenizer> tokenizer =
       train::LoadTokenizer(options.tokenizer);

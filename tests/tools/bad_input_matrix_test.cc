@@ -455,6 +455,28 @@ std::vector<BadInput> CheckpointCases() {
        },
        "train CASE/bad.yaml train.init_from=CASE/" + std::string(kCheckpoint),
        "config.json is a folder", "config.yaml"},
+      // export writes the tokenizer it has loaded, not bytes it never read.
+      Checkpoint(
+          "TokenizerMalformedForExport", "tokenizer.json",
+          [](const std::string& path) {
+            train::WriteFileAtomically(path, "{\"model\": {\"type\": \"BPE\"");
+          },
+          "tokenizer.json: invalid JSON",
+          "export --checkpoint CASE/" + std::string(kCheckpoint) +
+              " --output CASE/exported"),
+      // An endless --tokens file: reading stops at the limit.
+      Checkpoint(
+          "ScoreTokensIsDevZero", "model.safetensors",
+          [](const std::string&) {},
+          "/dev/zero is larger than the limit of 268435456 bytes",
+          "score --tokens /dev/zero --checkpoint CASE/" +
+              std::string(kCheckpoint)),
+      // One token is only context: nothing to score (was perplexity nan).
+      {"ScoreOneToken",
+       [](const test::TempDir& dir) { dir.Write("one.txt", "65\n"); },
+       "score --tokens CASE/one.txt --checkpoint CASE/" +
+           std::string(kCheckpoint),
+       "one.txt: 1 token; score needs at least 2"},
       Checkpoint(
           "ConfigMissing", "config.yaml",
           [](const std::string& path) { fs::remove(path); }, "config.yaml"),
@@ -602,54 +624,137 @@ void MakeFifo(const test::TempDir& dir) {
   ASSERT_EQ(::mkfifo(dir.Path("out.fifo").c_str(), 0600), 0);
 }
 
+// `path` of a case's command ("CASE/...", or an absolute one) in the
+// case's folder `dir`.
+std::string InCase(const test::TempDir& dir, const std::string& path) {
+  return path.rfind("CASE/", 0) == 0 ? dir.Path(path.substr(5)) : path;
+}
+
+// A command and the flag of one of its outputs.
+struct OutputFlag {
+  std::string name;     // e.g. "ScoreLogits"
+  std::string command;  // the command line without the flag
+  std::string flag;     // "--logits"
+  std::string input;    // a file the command reads
+};
+
+// Every output path of every command, in every kind of place it must not
+// write (docs/limits.md, "Outputs"): an existing file (without --force), a
+// folder, a device (/dev/full, also a full disk), a FIFO, a symbolic link
+// to an input, an input, and a place no file can be created (/proc: as
+// root, a read-only chmod would not stop rotor).
 std::vector<BadInput> OutputCases() {
   const std::string checkpoint = "CASE/" + std::string(kCheckpoint);
-  const std::string score = "score --text The --checkpoint " + checkpoint;
-  const std::string eval =
-      "eval --documents 1 --lengths 16 --checkpoint " + checkpoint;
-  const std::string passkey =
-      "eval --passkey --passkey-lengths 64 --depths 0 --trials 1 "
-      "--checkpoint " +
-      checkpoint;
   const std::string input = "is an input of this command";
   const std::string exists = "already exists; pass --force to replace it";
-  return {
-      Output("ScoreLogitsOverItsWeights",
-             score + " --force --logits " + checkpoint + "/model.safetensors",
-             input),
+  const std::string unwritable = "/proc/self/rotor-output";
+  const std::vector<OutputFlag> files = {
+      {"ScoreLogits", "score --text The --checkpoint " + checkpoint, "--logits",
+       checkpoint + "/model.safetensors"},
+      {"EvalPlot", "eval --documents 1 --lengths 16 --checkpoint " + checkpoint,
+       "--plot", checkpoint + "/model.safetensors"},
+      {"PasskeyPlot",
+       "eval --passkey --passkey-lengths 64 --depths 0 --trials 1 "
+       "--checkpoint " +
+           checkpoint,
+       "--passkey-plot", checkpoint + "/config.yaml"},
+      {"RopePlot", "rope --config " + checkpoint + "/config.yaml", "--plot",
+       checkpoint + "/config.yaml"},
+      {"TokenizerTrain", "tokenizer train --input CASE/data --vocab-size 300",
+       "--output", "CASE/data/train.bin"},
+  };
+  std::vector<BadInput> cases;
+  for (const OutputFlag& out : files) {
+    const std::string forced = out.command + " --force " + out.flag + " ";
+    const std::string of_input = out.input;
+    const auto link_to_input = [of_input](const test::TempDir& dir) {
+      fs::create_symlink(InCase(dir, of_input), dir.Path("link"));
+    };
+    cases.push_back(Output(
+        out.name + "Existing",
+        out.command + " " + out.flag + " CASE/run/metrics.jsonl", exists));
+    cases.push_back(Output(out.name + "Folder", forced + "CASE/run",
+                           "is a folder; rotor writes only regular files"));
+    cases.push_back(
+        Output(out.name + "DevFull", forced + "/dev/full", "is a device"));
+    cases.push_back(Output(out.name + "Fifo", forced + "CASE/out.fifo",
+                           "is a FIFO", MakeFifo));
+    cases.push_back(Output(out.name + "SymlinkToAnInput", forced + "CASE/link",
+                           input, link_to_input));
+    cases.push_back(
+        Output(out.name + "OverAnInput", forced + out.input, input));
+    cases.push_back(Output(out.name + "Unwritable", forced + unwritable,
+                           "cannot create a file there"));
+  }
+  cases.push_back(
       Output("ScoreLogitsOverAHardLinkToItsWeights",
-             score + " --force --logits CASE/link", input,
+             files[0].command + " --force --logits CASE/link", input,
              [](const test::TempDir& dir) {
                fs::create_hard_link(
                    dir.Path(std::string(kCheckpoint) + "/model.safetensors"),
                    dir.Path("link"));
-             }),
-      Output("ScoreLogitsExisting", score + " --logits CASE/run/metrics.jsonl",
-             exists),
-      Output("ScoreLogitsFolder", score + " --force --logits CASE/run",
-             "is a folder; rotor writes only regular files"),
-      Output("ScoreLogitsFifo", score + " --force --logits CASE/out.fifo",
-             "is a FIFO", MakeFifo),
-      Output("EvalPlotOverItsWeights",
-             eval + " --force --plot " + checkpoint + "/model.safetensors",
-             input),
-      Output("EvalPlotExisting", eval + " --plot CASE/run/metrics.jsonl",
-             exists),
-      Output("PasskeyPlotOverItsConfig",
-             passkey + " --force --passkey-plot " + checkpoint + "/config.yaml",
-             input),
-      Output("PasskeyPlotFifo",
-             passkey + " --force --passkey-plot CASE/out.fifo", "is a FIFO",
-             MakeFifo),
-      Output("RopePlotOverItsConfig",
-             "rope --config " + checkpoint + "/config.yaml --force --plot " +
-                 checkpoint + "/config.yaml",
-             input),
-      Output("TokenizerTrainOverItsInput",
-             "tokenizer train --input CASE/data --vocab-size 300 --force "
-             "--output CASE/data/train.bin",
-             input),
+             }));
+
+  // Output folders: prepare --output, export --output, train's output_dir.
+  const std::string prepare =
+      "prepare --input CASE/run/metrics.jsonl --input CASE/data/meta.json "
+      "--output ";
+  const std::string export_to =
+      "export --checkpoint " + checkpoint + " --output ";
+  const auto link_to_data = [](const test::TempDir& dir) {
+    fs::create_symlink(dir.Path("data"), dir.Path("link"));
   };
+  for (const auto& [name, command] :
+       {std::pair<std::string, std::string>{"Prepare", prepare},
+        {"Export", export_to}}) {
+    cases.push_back(Output(name + "OutputIsAFile",
+                           command + "CASE/data/val.bin",
+                           "exists and is not a folder"));
+    cases.push_back(Output(name + "OutputDevFull", command + "/dev/full",
+                           "exists and is not a folder"));
+    cases.push_back(Output(name + "OutputFifo", command + "CASE/out.fifo",
+                           "exists and is not a folder", MakeFifo));
+    cases.push_back(Output(name + "OutputUnwritable", command + unwritable,
+                           "cannot create a temporary directory next to"));
+  }
+  cases.push_back(Output("PrepareOutputFolder",
+                         prepare + "CASE/run/checkpoints",
+                         "already exists and is not empty; pass --force"));
+  cases.push_back(Output(
+      "PrepareOutputSymlinkToAFolder", prepare + "CASE/link",
+      "already exists and is not empty", [](const test::TempDir& dir) {
+        fs::create_symlink(dir.Path("run/checkpoints"), dir.Path("link"));
+      }));
+  cases.push_back(Output("PrepareOutputHoldsItsInputs",
+                         prepare + "CASE/run --force", "overlaps input"));
+  cases.push_back(Output("ExportOutputFolder", export_to + "CASE/data",
+                         "was not written by rotor export"));
+  cases.push_back(Output("ExportOutputSymlinkToAFolder",
+                         export_to + "CASE/link", "exists and is not a folder",
+                         link_to_data));
+  cases.push_back(Output("ExportOutputIsItsCheckpoint", export_to + checkpoint,
+                         "a run's checkpoints folder"));
+  cases.push_back(Output("ExportOutputInsideCheckpoints",
+                         export_to + "CASE/run/checkpoints/step_00000003",
+                         "a run's checkpoints folder"));
+  for (const auto& [name, path] : {std::pair<std::string, std::string>{
+                                       "IsAFile", "CASE/run/metrics.jsonl"},
+                                   {"DevFull", "/dev/full"},
+                                   {"Fifo", "CASE/out.fifo"},
+                                   {"Unwritable", unwritable}}) {
+    BadInput train = Config(
+        "OutputDir" + name, [](const std::string& base) { return base; },
+        "is not a folder", "output_dir=" + path);
+    if (name == "Fifo") {
+      const auto write_config = train.setup;
+      train.setup = [write_config](const test::TempDir& dir) {
+        write_config(dir);
+        MakeFifo(dir);
+      };
+    }
+    cases.push_back(std::move(train));
+  }
+  return cases;
 }
 
 std::vector<BadInput> AllCases() {

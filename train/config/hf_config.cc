@@ -152,6 +152,13 @@ void ReadLayerTypes(Json& config, const std::string& path) {
   const auto types = config.find("layer_types");
   if (types == config.end() || types->is_null()) return;
   ROTOR_CHECK(types->is_array(), path, ": layer_types: expected a list");
+  const auto layers = config.find("num_hidden_layers");
+  ROTOR_CHECK(layers == config.end() || !layers->is_number_integer() ||
+                  *layers == types->size(),
+              path, ": layer_types: ", types->size(),
+              " entries for num_hidden_layers ",
+              layers == config.end() ? "" : Excerpt(layers->dump()),
+              " (one per layer)");
   int64_t first_sliding = -1;
   for (size_t i = 0; i < types->size(); ++i) {
     const Json& type = (*types)[i];

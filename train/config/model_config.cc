@@ -64,6 +64,7 @@ class ModelConfigParser {
     }
     ApplyTopLevelOriginal(positions.top_level_original, config.rope);
     CheckKeysOfModelType(config);
+    CheckTokenIdsInVocabulary(config);
 
     if (auto problem = FindRopeConfigProblem(config.rope)) {
       std::string message = problem->message;
@@ -194,6 +195,10 @@ class ModelConfigParser {
     } else if (key == "eos_token_id") {
       std::vector<int64_t> ids;
       if (value.IsSequence()) {
+        if (value.size() == 0) {
+          Fail(value.Mark(), key,
+               "expected a token id or a list of them, got an empty list");
+        }
         for (size_t i = 0; i < value.size(); ++i) {
           ids.push_back(ReadTokenId(value[i], StrCat(key, "[", i, "]")));
         }
@@ -225,6 +230,26 @@ class ModelConfigParser {
                   "), got ", id));
     }
     return id;
+  }
+
+  // bos_token_id and eos_token_id name tokens of the vocabulary: export
+  // writes them back, and generation stops at an eos it can never sample.
+  void CheckTokenIdsInVocabulary(const ModelConfig& config) const {
+    if (!config.vocab_size) return;
+    const auto check = [&](int64_t id, const std::string& key) {
+      if (id < *config.vocab_size) return;
+      Fail(MarkFor(key.substr(0, key.find('['))), key,
+           StrCat("must be below vocab_size ", *config.vocab_size, ", got ",
+                  id));
+    };
+    if (config.bos_token_id) check(*config.bos_token_id, "bos_token_id");
+    if (config.eos_token_id) {
+      const std::vector<int64_t>& ids = *config.eos_token_id;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        check(ids[i], ids.size() == 1 ? std::string("eos_token_id")
+                                      : StrCat("eos_token_id[", i, "]"));
+      }
+    }
   }
 
   // Biases and windows exist only in some architectures; a key of another

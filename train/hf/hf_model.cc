@@ -319,6 +319,17 @@ std::string GenerationConfigJson(const ModelConfig& config) {
 
 void CheckHfExportOutput(const std::string& dir) {
   std::error_code error;
+  // rotor train takes RUN/checkpoints/step_N for a checkpoint (to resume
+  // from, or to prune): no export goes inside a checkpoints folder.
+  const fs::path where = fs::weakly_canonical(fs::absolute(dir), error);
+  for (fs::path folder = where.parent_path();
+       !folder.empty() && folder != folder.root_path();
+       folder = folder.parent_path()) {
+    ROTOR_CHECK(folder.filename() != "checkpoints", dir, " is inside ",
+                folder.string(),
+                ", a run's checkpoints folder, which rotor train reads and "
+                "prunes; name a folder outside it");
+  }
   const fs::file_status status = fs::symlink_status(dir, error);
   if (!fs::exists(status)) return;
   ROTOR_CHECK(fs::is_directory(status), dir,
@@ -369,6 +380,9 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
     }
   }
   exported.torch_dtype = options.dtype;
+  // The tokenizer files are written as they are: load them first, so a
+  // malformed tokenizer.json is refused rather than copied.
+  LoadTokenizer(tokenizer_spec);
   const std::string config_json = HfConfigJson(exported, options.dtype);
   std::vector<std::vector<uint16_t>> storage;
   const std::vector<SafetensorsEntry> entries =

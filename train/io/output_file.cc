@@ -1,8 +1,13 @@
 #include "train/io/output_file.h"
 
+#include <fcntl.h>
+#include <stdlib.h>  // mkostemp
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -66,9 +71,20 @@ std::string NonRegularFileKind(const std::string& path) {
 void CheckOutputFile(const std::string& path, bool force,
                      std::string_view flag) {
   struct stat info;
-  if (::lstat(path.c_str(), &info) != 0) return;  // a new file
   // A symbolic link is judged by what it points to (a dangling one is new).
-  if (S_ISLNK(info.st_mode) && ::stat(path.c_str(), &info) != 0) return;
+  if (::lstat(path.c_str(), &info) != 0 ||
+      (S_ISLNK(info.st_mode) && ::stat(path.c_str(), &info) != 0)) {
+    // A new file: its folder must take one (not so under /proc, in a
+    // read-only mount or a missing folder), found now rather than after
+    // the work; the file is written as path.tmp-XXXXXX, as this probe.
+    std::string probe = path + ".tmp-XXXXXX";
+    const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+    ROTOR_CHECK(fd >= 0, flag, " ", path, ": cannot create a file there (",
+                std::strerror(errno), ")");
+    ::close(fd);
+    ::unlink(probe.c_str());
+    return;
+  }
   ROTOR_CHECK(S_ISREG(info.st_mode), flag, " ", path, " is ",
               KindOf(info.st_mode),
               "; rotor writes only regular files (name a new file)");

@@ -273,6 +273,28 @@ TEST(HfConfig, RefusesWhatRotorDoesNotRunNamingTheKey) {
             std::string::npos);
 }
 
+// Values export would write back, and HF would then trip over: token ids
+// outside the vocabulary (SmolLM2's is 49152), an empty eos_token_id list,
+// a layer_types list that does not name each layer; and a factor whose
+// frequencies are not finite (before, "RopeTable: inv_freq[1] = inf is not
+// finite" from the first forward pass, without the file).
+TEST(HfConfig, RefusesWhatExportWouldWriteBackBroken) {
+  ExpectError({{"bos_token_id", 49152}}, "bos_token_id",
+              "must be below vocab_size 49152, got 49152");
+  ExpectError({{"eos_token_id", {2, 49153}}}, "eos_token_id[1]",
+              "must be below vocab_size 49152, got 49153");
+  ExpectError({{"eos_token_id", nlohmann::json::array()}}, "eos_token_id",
+              "an empty list");
+  ExpectError({{"layer_types", {"full_attention", "full_attention"}}},
+              "layer_types", "2 entries for num_hidden_layers 30");
+  ExpectError({{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 1e30}}}},
+              "rope_scaling.factor", "not finite");
+  ExpectError({{"rope_scaling", {{"rope_type", "ntk"}, {"factor", 1e300}}}},
+              "rope_scaling.factor", "not finite");
+  EXPECT_EQ(Parse(Patched({{"eos_token_id", {0, 49151}}})).eos_token_id,
+            (std::vector<int64_t>{0, 49151}));
+}
+
 TEST(HfConfig, ExportReadsBackAsTheSameModel) {
   for (const nlohmann::json& patch :
        {nlohmann::json::object(),
