@@ -242,6 +242,22 @@ train::Json PasskeyTableJson(const std::vector<train::PasskeyCell>& cells,
           {"by_length", std::move(length_rows)}};
 }
 
+// Retrieval is a task a model learns from examples: none right at any
+// length usually means it never practised, which the table alone does not
+// say.
+void PrintPasskeyHint(const std::vector<train::PasskeyCell>& cells,
+                      const train::TrainConfig& config) {
+  for (const train::PasskeyCell& cell : cells) {
+    if (cell.accuracy() > 0.0) return;
+  }
+  std::printf(
+      "no key retrieved: a model learns retrieval only from passkey rows in "
+      "training (data.passkey_fraction, %g for this model); "
+      "docs/context-extension.md, 7.1 \"passkey practice\", gives a short "
+      "run that teaches it (data.passkey_fraction=0.75)\n",
+      config.data.passkey_fraction);
+}
+
 void RunPasskey(nn::Transformer& model, const EvalOptions& options,
                 const train::TrainConfig& config, train::Json& report) {
   train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
@@ -255,6 +271,7 @@ void RunPasskey(nn::Transformer& model, const EvalOptions& options,
     section = PasskeyTableJson(cells, passkey_eval);
   } else {
     PrintPasskeyTable(cells, passkey_eval.lengths, passkey_eval.depths);
+    PrintPasskeyHint(cells, config);
   }
   train::HeatMap map;
   map.title = std::string("passkey retrieval (") +
@@ -297,7 +314,7 @@ void RunEval(const EvalOptions& options) {
   auto model =
       train::LoadCheckpointModel(options.checkpoint, overrides, &config);
   ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
-              "rotor eval: ", options.checkpoint,
+              options.checkpoint,
               " is a Hugging Face model folder, which names no data; give "
               "--data DIR (prepared with the model's tokenizer: rotor "
               "prepare --tokenizer ",

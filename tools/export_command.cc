@@ -132,7 +132,7 @@ void AddExportCommand(CLI::App& rotor) {
   AddThreadsOption(*command, options->threads);
   command->callback([options] {
     ROTOR_CHECK(!options->checkpoint.empty() || !options->random_config.empty(),
-                "rotor export: give --checkpoint DIR or --random CONFIG.yaml");
+                "give --checkpoint DIR or --random CONFIG.yaml");
     RunExport(*options);
   });
 }

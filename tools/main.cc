@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/suggest.h"
 #include "tools/commands.h"
 
 namespace {
@@ -25,6 +26,33 @@ std::string ChosenCommand(const CLI::App& rotor) {
   return name;
 }
 
+// The chosen command itself (e.g. the `train` of `tokenizer train`), or
+// `rotor` when none was chosen.
+const CLI::App* ChosenApp(const CLI::App& rotor) {
+  const CLI::App* app = &rotor;
+  while (!app->get_subcommands().empty()) app = app->get_subcommands().front();
+  return app;
+}
+
+// ", did you mean 'X'?" for a word `app` does not know: the nearest of its
+// commands or, for a word starting with '-', of its flags.
+std::string Suggestion(const CLI::App& app, const std::string& word) {
+  std::vector<std::string> names;
+  if (word.rfind('-', 0) == 0) {
+    for (const CLI::Option* option : app.get_options()) {
+      for (const std::string& name : option->get_lnames()) {
+        names.push_back("--" + name);
+      }
+    }
+    return rotor::DidYouMean(word.substr(0, word.find('=')), names);
+  }
+  for (const CLI::App* command :
+       app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (!command->get_group().empty()) names.push_back(command->get_name());
+  }
+  return rotor::DidYouMean(word, names);
+}
+
 // A mistake on the command line: "rotor CMD: PROBLEM (see 'rotor CMD
 // --help')", or the list of commands when none was chosen.
 int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
@@ -37,8 +65,9 @@ int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
     if (unknown.empty()) {
       std::cerr << rotor.help();
     } else {
-      std::cerr << "rotor: unknown command '" << unknown.front()
-                << "' (run 'rotor --help' for the list)\n";
+      std::cerr << "rotor: unknown command '" << unknown.front() << "'"
+                << Suggestion(rotor, unknown.front())
+                << " (run 'rotor --help' for the list)\n";
     }
     return 2;
   }
@@ -47,7 +76,7 @@ int ReportUsageError(const CLI::App& rotor, const CLI::ParseError& error) {
     const std::string& word = unknown.front();
     problem =
         (word.rfind('-', 0) == 0 ? "unknown flag '" : "unexpected argument '") +
-        word + "'";
+        word + "'" + Suggestion(*ChosenApp(rotor), word);
   }
   const std::string name = ChosenCommand(rotor);
   std::cerr << "rotor " << name << ": " << problem << " (see 'rotor " << name
@@ -102,9 +131,12 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& error) {
     // rotor::Error, or not rotor's own checks (e.g. a file system error):
-    // still a message and status 1 rather than an abort.
-    std::cerr << "rotor " << ChosenCommand(rotor) << ": error: " << error.what()
-              << "\n";
+    // still a message and status 1 rather than an abort. The prefix once,
+    // even when a message already starts with it.
+    const std::string prefix = "rotor " + ChosenCommand(rotor) + ": ";
+    std::string message = error.what();
+    if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+    std::cerr << prefix << "error: " << message << "\n";
     return 1;
   }
 }

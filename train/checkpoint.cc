@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "nn/lora.h"
 #include "train/config/memory_estimate.h"
 #include "train/hf/hf_model.h"
@@ -230,9 +231,53 @@ TrainConfig LoadCheckpointTrainConfig(const std::string& dir) {
                                     dir + "/" + kConfigFile);
 }
 
+namespace {
+
+// What is there instead of the missing folder `path`: the newest
+// checkpoints of its run (for RUN/checkpoints/step_N), else the nearest
+// folder beside it (a mistyped run folder); "" when neither.
+std::string WhatExistsInstead(const std::string& path) {
+  const fs::path missing = fs::path(path).lexically_normal();
+  const fs::path parent = missing.parent_path();
+  std::error_code error;
+  if (parent.filename() == "checkpoints") {
+    const std::string run = parent.parent_path().string();
+    const std::vector<std::string> checkpoints = ListCheckpoints(run);
+    if (!checkpoints.empty()) {
+      constexpr size_t kNewest = 3;
+      std::string names;
+      for (size_t i =
+               checkpoints.size() > kNewest ? checkpoints.size() - kNewest : 0;
+           i < checkpoints.size(); ++i) {
+        names += (names.empty() ? "" : ", ") +
+                 fs::path(checkpoints[i]).filename().string();
+      }
+      return StrCat(
+          "; ", parent.string(), " holds ", checkpoints.size(),
+          checkpoints.size() == 1 ? " checkpoint, " : " checkpoints, ",
+          checkpoints.size() == 1 ? "" : "the newest ", names,
+          " (the run's folder ", run, " stands for its newest)");
+    }
+  }
+  std::vector<std::string> siblings;
+  const fs::path where = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(where, error)) return "";
+  for (fs::directory_iterator it(where, error), end; !error && it != end;
+       it.increment(error)) {
+    if (it->is_directory(error)) siblings.push_back(it->path().filename());
+  }
+  std::sort(siblings.begin(), siblings.end());
+  const std::string nearest =
+      NearestName(missing.filename().string(), siblings);
+  if (nearest.empty()) return "";
+  return StrCat(", did you mean '", (parent / nearest).string(), "'?");
+}
+
+}  // namespace
+
 std::string ResolveCheckpointPath(const std::string& path) {
   ROTOR_CHECK(fs::is_directory(path), "checkpoint folder ", path,
-              " does not exist");
+              " does not exist", WhatExistsInstead(path));
   if (IsHfModelFolder(path)) return path;
   // A folder meant as a Hugging Face one whose config.json is no file would
   // otherwise be taken for a rotor checkpoint missing its config.yaml.
@@ -292,8 +337,19 @@ std::string InitializeFromCheckpoint(const std::string& path,
   try {
     dir = ResolveCheckpointPath(path);
   } catch (const Error& e) {
-    throw Error(
-        StrCat("train.init_from: ", e.what(), " (train the base model first)"));
+    // A folder that is not there may be a Hugging Face model as well as a
+    // run: "train the base model first" fits only a run without
+    // checkpoints yet.
+    std::error_code error;
+    if (fs::exists(path, error)) {
+      throw Error(StrCat("train.init_from: ", e.what(),
+                         " (train the base model first)"));
+    }
+    throw Error(StrCat("train.init_from: ", path, " does not exist",
+                       WhatExistsInstead(path),
+                       " (check the path: train.init_from names a rotor "
+                       "checkpoint, a run's output_dir or a Hugging Face "
+                       "model folder)"));
   }
   if (IsHfModelFolder(dir)) {
     CheckSameArchitecture(ResolveTransformerConfig(LoadHfModelConfig(dir)),

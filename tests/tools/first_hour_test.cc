@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
@@ -67,6 +68,165 @@ TEST_F(FirstHour, NoAddSpecialTokensIsOneFlagEverywhere) {
   r = Run("score --help");
   EXPECT_CONTAINS(r.out, "--no-add-special-tokens");
   EXPECT_CONTAINS(r.out, "--no-special-tokens");
+}
+
+// What a message must not say.
+#define EXPECT_LACKS(text, part) \
+  EXPECT_EQ(std::string(text).find(part), std::string::npos) << (text)
+
+// A Hugging Face folder that is not there is named as such: it is not a
+// base model to train first.
+TEST_F(FirstHour, AMissingInitFromFolderIsCalledMissing) {
+  const std::string folder = dir_.Path("models/SmolLM2-135M");
+  const Result r = Run("train " + Quote(test::TinyConfigPath()) + " " +
+                       Quote("data.path=" + data_) + " " +
+                       Quote("output_dir=" + dir_.Path("new")) + " " +
+                       Quote("train.init_from=" + folder));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "train.init_from: ");
+  EXPECT_CONTAINS(r.err, folder + " does not exist");
+  EXPECT_CONTAINS(r.err, "check the path");
+  EXPECT_LACKS(r.err, "train the base model first");
+}
+
+// A folder of text given as data.path: prepare it into another folder.
+TEST_F(FirstHour, AFolderOfTextAsDataPathIsToldWhereToPrepareIt) {
+  dir_.Write("my_texts/a.txt", "one text\n");
+  dir_.Write("my_texts/b.txt", "another text\n");
+  const std::string texts = dir_.Path("my_texts");
+  const Result r = Run("train " + Quote(test::TinyConfigPath()) + " " +
+                       Quote("data.path=" + texts) + " " +
+                       Quote("output_dir=" + dir_.Path("new")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, texts + " has no train.bin/val.bin");
+  EXPECT_CONTAINS(r.err,
+                  "rotor prepare --input " + texts + " --output data/my_texts");
+  EXPECT_CONTAINS(r.err, "data.path=data/my_texts");
+  EXPECT_LACKS(r.err, "--output " + texts);
+}
+
+// --tokenizer DIR without DIR/tokenizer.json names the file and what DIR
+// should be, in prepare and tokenizer encode alike.
+TEST_F(FirstHour, ATokenizerFolderWithoutTokenizerJsonIsExplained) {
+  ASSERT_EQ(Train("run").status, 0);
+  dir_.Write("my_texts/a.txt", "one text\n");
+  dir_.Write("my_texts/b.txt", "another text\n");
+  const std::string run = dir_.Path("run");
+  for (const std::string& args :
+       {"prepare --input " + Quote(dir_.Path("my_texts")) + " --output " +
+            Quote(dir_.Path("data/mine")) + " --tokenizer " + Quote(run),
+        "tokenizer encode --text hi --tokenizer " + Quote(run)}) {
+    SCOPED_TRACE(args);
+    const Result r = Run(args);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_CONTAINS(r.err, run + "/tokenizer.json does not exist");
+    EXPECT_CONTAINS(r.err, "Hugging Face model folder");
+    EXPECT_CONTAINS(r.err, "'byte'");
+    EXPECT_LACKS(r.err, "cannot open");
+  }
+}
+
+// A checkpoint that is not there lists the run's newest ones, and the
+// run's folder stands for its newest checkpoint in every command.
+TEST_F(FirstHour, AMissingCheckpointListsTheRunsCheckpoints) {
+  ASSERT_EQ(Train("run", 10, 2).status, 0);
+  const std::string run = dir_.Path("run");
+  const std::string missing = run + "/checkpoints/step_00001500";
+  Result r = Run("eval --checkpoint " + Quote(missing));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "checkpoint folder " + missing + " does not exist");
+  EXPECT_CONTAINS(r.err, run +
+                             "/checkpoints holds 5 checkpoints, the newest "
+                             "step_00000006, step_00000008, step_00000010");
+  EXPECT_CONTAINS(r.err, "the run's folder " + run + " stands for its newest");
+  // A mistyped run folder: its nearest neighbour.
+  r = Run("generate --prompt a --checkpoint " + Quote(dir_.Path("rnu")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, ", did you mean '" + run + "'?");
+
+  for (const std::string& args : std::vector<std::string>{
+           "eval --max-batches 1", "generate --prompt a --max-new-tokens 2",
+           "score --text 'The jury'",
+           "export --output " + Quote(dir_.Path("exported"))}) {
+    SCOPED_TRACE(args);
+    r = Run(args + " --checkpoint " + Quote(run));
+    EXPECT_EQ(r.status, 0) << r.err;
+  }
+}
+
+// Unknown commands, flags and config keys get the nearest known one.
+TEST_F(FirstHour, MisspeltNamesGetADidYouMean) {
+  const std::string config = Quote(test::TinyConfigPath());
+  const std::string data = Quote("data.path=" + data_);
+  struct Case {
+    std::string args;
+    int status;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"evl", 2, "rotor: unknown command 'evl', did you mean 'eval'?"},
+      {"tokenizr encode", 2, "did you mean 'tokenizer'?"},
+      {"eval --chekpoint x", 2,
+       "rotor eval: unknown flag '--chekpoint', did you mean '--checkpoint'? "
+       "(see 'rotor eval --help')"},
+      {"tokenizer encod --text a", 2, "did you mean 'encode'?"},
+      {"train " + config + " " + data + " train.lrr=3", 1,
+       "train.lrr: unknown key, did you mean 'lr'? (known keys: "},
+      {"train " + config + " " + data + " train.warmup=3", 1,
+       "did you mean 'warmup_steps'?"},
+      {"train " + config + " " + data + " modle.hidden_size=3", 1,
+       "did you mean 'model'?"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const Result r = Run(c.args);
+    EXPECT_EQ(r.status, c.status);
+    EXPECT_CONTAINS(r.err, c.message);
+  }
+  // Nothing close: no guess.
+  const Result r = Run("fly");
+  EXPECT_CONTAINS(r.err, "rotor: unknown command 'fly' (run 'rotor --help'");
+  EXPECT_LACKS(r.err, "did you mean");
+  const std::string yaml = dir_.Write(
+      "typo.yaml", test::ReplaceOnce(train::ReadFile(test::TinyConfigPath()),
+                                     "max_steps:", "max_stesp:"));
+  const Result typo = Run("train " + Quote(yaml) + " " + data);
+  EXPECT_EQ(typo.status, 1);
+  EXPECT_CONTAINS(typo.err,
+                  "train.max_stesp: unknown key, did you mean 'max_steps'?");
+}
+
+// 0% passkey retrieval from a model that never practised it points to the
+// practice recipe.
+TEST_F(FirstHour, AnUnpractisedPasskeyScorePointsToThePractice) {
+  ASSERT_EQ(Train("run").status, 0);
+  const Result r =
+      Run("eval --checkpoint " + Quote(dir_.Path("run")) +
+          " --passkey --passkey-lengths 128 --trials 1 --depths 0.5 "
+          "--passkey-plot " +
+          Quote(dir_.Path("passkey.png")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "     128      0%");
+  EXPECT_CONTAINS(r.out, "data.passkey_fraction");
+  EXPECT_CONTAINS(r.out, "docs/context-extension.md");
+}
+
+// Errors are prefixed with the command once.
+TEST_F(FirstHour, TheCommandPrefixIsPrintedOnce) {
+  ASSERT_EQ(Train("run").status, 0);
+  const std::string folder = dir_.Path("exported");
+  ASSERT_EQ(Run("export --checkpoint " + Quote(dir_.Path("run")) +
+                " --output " + Quote(folder))
+                .status,
+            0);
+  Result r = Run("eval --checkpoint " + Quote(folder));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "rotor eval: error: " + folder +
+                             " is a Hugging Face model folder");
+  EXPECT_LACKS(r.err, "rotor eval: error: rotor eval:");
+  r = Run("export --output " + Quote(dir_.Path("x")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "rotor export: error: give --checkpoint");
 }
 
 }  // namespace

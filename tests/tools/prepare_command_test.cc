@@ -93,7 +93,8 @@ TEST(PrepareCommand, RejectsBadFlagsNamingThem) {
     std::string message;
   };
   for (const Case& c : std::vector<Case>{
-           {"--input a --ouput o", "unknown flag '--ouput'"},
+           {"--input a --ouput o",
+            "unknown flag '--ouput', did you mean '--output'?"},
            {"--output o", "--input is required"},
            {"--input a", "--output is required"},
            {"--output o --input", "--input: 1 required PATH missing"},

@@ -406,6 +406,14 @@ TEST(InitFrom, ArchitectureMismatchIsNamed) {
           FinetuneConfig(dir, data, {"train.init_from=" + dir.Path("nothing")}),
           log),
       "train.init_from", dir.Path("nothing"), "does not exist",
+      "check the path");
+  // A run folder without checkpoints yet is a base to train first.
+  test::TempDir empty_run;
+  ROTOR_EXPECT_ERROR(
+      Trainer(
+          FinetuneConfig(dir, data, {"train.init_from=" + empty_run.path()}),
+          log),
+      "train.init_from", "neither a checkpoint folder",
       "train the base model first");
   test::TempDir empty;
   ROTOR_EXPECT_ERROR(ResolveCheckpointPath(empty.path()), empty.path(),

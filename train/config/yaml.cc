@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "train/io/atomic_file.h"
 #include "train/io/message.h"
 
@@ -274,7 +275,11 @@ void SectionReader::RequireKnownKeys(const std::set<std::string>& known) const {
     if (known.count(key)) continue;
     std::string list;
     for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-    Fail(entry.first, Join(key), "unknown key (known keys: " + list + ")");
+    Fail(entry.first, Join(key),
+         "unknown key" +
+             DidYouMean(key,
+                        std::vector<std::string>(known.begin(), known.end())) +
+             " (known keys: " + list + ")");
   }
 }
 

@@ -15,16 +15,43 @@ std::string CacheDir() {
   return std::string(home && *home ? home : ".") + "/.cache/rotor";
 }
 
+namespace {
+
+// How to make the token files data.path `dir` lacks. A folder that already
+// holds files is most likely the text itself, which rotor prepare must not
+// write into: it gets another folder, data/NAME.
+std::string HowToPrepare(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const bool holds_files = fs::is_directory(dir, error) &&
+                           !fs::is_empty(dir, error) && !error &&
+                           !fs::exists(dir + "/train.bin", error) &&
+                           !fs::exists(dir + "/val.bin", error);
+  if (!holds_files) {
+    return "prepare it with: rotor prepare --input TEXTS --output " + dir;
+  }
+  fs::path name = fs::path(dir).filename();
+  if (name.empty() || name == "." || name == "..") {
+    name = fs::path(dir).lexically_normal().parent_path().filename();
+  }
+  const std::string output =
+      "data/" +
+      (name.empty() || name == ".." ? std::string("mine") : name.string());
+  return "if it holds your text files, prepare them into another folder: "
+         "rotor prepare --input " +
+         dir + " --output " + output + ", then train with data.path=" + output;
+}
+
+}  // namespace
+
 std::string ResolveDataDir(const std::string& path) {
   namespace fs = std::filesystem;
   const std::string dir = path == "brown" ? CacheDir() + "/brown" : path;
-  ROTOR_CHECK(
-      fs::exists(dir + "/train.bin") && fs::exists(dir + "/val.bin"),
-      "data.path '", path, "': ", dir, " has no train.bin/val.bin; ",
-      path == "brown"
-          ? "run scripts/fetch_brown.sh to download and prepare the "
-            "Brown corpus"
-          : "prepare it with: rotor prepare --input TEXTS --output " + dir);
+  ROTOR_CHECK(fs::exists(dir + "/train.bin") && fs::exists(dir + "/val.bin"),
+              "data.path '", path, "': ", dir, " has no train.bin/val.bin; ",
+              path == "brown" ? "run scripts/fetch_brown.sh to download and "
+                                "prepare the Brown corpus"
+                              : HowToPrepare(dir));
   return dir;
 }
 

@@ -64,7 +64,10 @@ bool SameTokenizer(const std::string& a, const std::string& b) {
 std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec) {
   const std::string file = TokenizerFile(spec);
   if (file.empty()) return std::make_unique<ByteTokenizer>();
-  IsTokenizerFile(file);
+  ROTOR_CHECK(IsTokenizerFile(file) || !IsFolder(spec), file,
+              " does not exist: a tokenizer folder must hold a tokenizer.json "
+              "(a Hugging Face model folder does, and so does a checkpoint "
+              "trained with one); a byte-level model's tokenizer is 'byte'");
   return HfTokenizer::Load(file);
 }
 
