@@ -21,6 +21,7 @@
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/eval/validation.h"
+#include "train/hf/hf_model.h"
 #include "train/io/json.h"
 #include "train/io/output_file.h"
 #include "train/io/plot.h"
@@ -163,6 +164,16 @@ train::Json PerplexityTableJson(
   return rows;
 }
 
+// The length the checkpoint's model was trained at, for the plot's marker:
+// a rotor checkpoint's train.seq_len, or a Hugging Face folder's
+// pre-training length (before --rope-from and overrides stretch it).
+int64_t TrainedLength(const std::string& checkpoint,
+                      const train::TrainConfig& config) {
+  const std::string path = train::ResolveCheckpointPath(checkpoint);
+  if (!train::IsHfModelFolder(path)) return config.train.seq_len;
+  return train::PretrainedLength(train::LoadHfModelConfig(path));
+}
+
 void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
                            const train::TokenFile& val,
                            const train::TrainConfig& config,
@@ -178,9 +189,11 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
       train::PerplexityByLength(model, val, length_eval);
   const bool truncate =
       length_eval.method == train::LengthEvalMethod::kTruncate;
+  const int64_t trained_length = TrainedLength(options.checkpoint, config);
   train::Json section = train::Json::object();
   if (options.json) {
     section["method"] = train::LengthEvalMethodName(length_eval.method);
+    section["trained_length"] = trained_length;
     if (!truncate) section["stride"] = length_eval.stride;
     section["documents"] = length_eval.num_documents;
     section["data"] = val.path();
@@ -208,8 +221,8 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
     series.y.push_back(r.perplexity);
   }
   chart.series.push_back(series);
-  chart.vertical_lines.push_back(
-      {static_cast<double>(config.train.seq_len), "training length"});
+  chart.vertical_lines.push_back({static_cast<double>(trained_length),
+                                  StrCat("trained at ", trained_length)});
   ReportPlot(options, options.plot, train::DrawLineChart(chart, options.plot),
              section);
   if (options.json) report["perplexity_by_length"] = std::move(section);

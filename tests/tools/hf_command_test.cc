@@ -159,6 +159,21 @@ TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
           " --seq-len 64 --max-batches 1");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "val_loss");
+
+  // Perplexity against length marks the length each folder was trained
+  // at, not the one an override stretches it to: the base's 32, and the
+  // export's original_max_position_embeddings 32 (its max is 64).
+  for (const std::string& folder : {base, exported}) {
+    r = Run("eval --checkpoint " + Quote(folder) + " --data " + Quote(data_) +
+            " --lengths 16,64 --documents 1 --json --plot " +
+            Quote(dir_.Path("ppl.png")) +
+            " --force model.max_position_embeddings=64");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(
+        nlohmann::json::parse(r.out)["perplexity_by_length"]["trained_length"],
+        32)
+        << folder;
+  }
 }
 
 TEST_F(HfCli, BadFoldersFailNamingTheProblemAndWriteNothing) {

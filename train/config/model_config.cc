@@ -692,6 +692,15 @@ YAML::Node ModelConfigToYaml(const ModelConfig& model) {
   return node;
 }
 
+int64_t PretrainedLength(const ModelConfig& model) {
+  const RopeScalingConfig& rope = model.rope;
+  if (rope.rope_type != RopeType::kDefault &&
+      rope.original_max_position_embeddings) {
+    return *rope.original_max_position_embeddings;
+  }
+  return rope.max_position_embeddings;
+}
+
 std::vector<std::string> RopeOverridesFromConfig(const std::string& path) {
   const YAML::Node root = LoadConfigYamlFile(path);
   const YAML::Node model = root.IsMap() ? root["model"] : YAML::Node();

@@ -114,6 +114,11 @@ ModelConfig OverrideModelConfig(const ModelConfig& model,
 // model with the settings of an extension config, without fine-tuning.
 std::vector<std::string> RopeOverridesFromConfig(const std::string& path);
 
+// The context length a model was pre-trained at, as its config says:
+// rope_scaling's original_max_position_embeddings when the model is itself
+// scaled (a Llama 3.1 folder), else max_position_embeddings.
+int64_t PretrainedLength(const ModelConfig& model);
+
 // Fills the model's TransformerConfig from a parsed `model:` section; throws
 // naming the missing key or the inconsistent sizes (e.g. heads not divisible
 // by kv heads).

@@ -107,18 +107,6 @@ void ReadFinetune(const YAML::Node& root, const std::string& file,
   }
 }
 
-// The context length a model was pre-trained at, as its config.json says:
-// rope_scaling's original_max_position_embeddings when the folder is itself
-// scaled (Llama 3.1), else max_position_embeddings.
-int64_t PretrainedLength(const ModelConfig& model) {
-  const RopeScalingConfig& rope = model.rope;
-  if (rope.rope_type != RopeType::kDefault &&
-      rope.original_max_position_embeddings) {
-    return *rope.original_max_position_embeddings;
-  }
-  return rope.max_position_embeddings;
-}
-
 // A context extension of a Hugging Face folder measures its scaling from
 // the length the folder was pre-trained at: a rope_scaling that reads
 // original_max_position_embeddings (yarn, llama3, longrope) gets the

@@ -90,8 +90,11 @@ std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
   for (const auto& [x, label] : chart.vertical_lines) {
     script << "set arrow from " << x << ", graph 0 to " << x
            << ", graph 1 nohead dt 3 lc rgb 'gray40'\n"
+           // Right-aligned, left of its line: a label right of a line near
+           // the plot's right edge would run into the legend.
            << "set label " << Text(label) << " at " << x
-           << ", graph 0.97 offset 0.5,0 font ',9' textcolor rgb 'gray30'\n";
+           << ", graph 0.97 right offset -0.5,0 font ',9' textcolor rgb "
+              "'gray30'\n";
   }
   script << "plot ";
   for (size_t s = 0; s < chart.series.size(); ++s) {
