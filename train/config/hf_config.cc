@@ -152,13 +152,6 @@ void ReadLayerTypes(Json& config, const std::string& path) {
   const auto types = config.find("layer_types");
   if (types == config.end() || types->is_null()) return;
   ROTOR_CHECK(types->is_array(), path, ": layer_types: expected a list");
-  const auto layers = config.find("num_hidden_layers");
-  ROTOR_CHECK(layers == config.end() || !layers->is_number_integer() ||
-                  *layers == types->size(),
-              path, ": layer_types: ", types->size(),
-              " entries for num_hidden_layers ",
-              layers == config.end() ? "" : Excerpt(layers->dump()),
-              " (one per layer)");
   int64_t first_sliding = -1;
   for (size_t i = 0; i < types->size(); ++i) {
     const Json& type = (*types)[i];
@@ -171,6 +164,13 @@ void ReadLayerTypes(Json& config, const std::string& path) {
       first_sliding = static_cast<int64_t>(i);
     }
   }
+  const auto layers = config.find("num_hidden_layers");
+  ROTOR_CHECK(layers == config.end() || !layers->is_number_integer() ||
+                  *layers == types->size(),
+              path, ": layer_types: ", types->size(),
+              " entries for num_hidden_layers ",
+              layers == config.end() ? "" : Excerpt(layers->dump()),
+              " (one per layer)");
   config.erase("layer_types");
   if (config["model_type"] != "qwen2") return;  // mistral: sliding_window
   if (first_sliding < 0) {

@@ -371,8 +371,10 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
                         const std::string& tokenizer_spec,
                         const HfExportOptions& options) {
   ModelConfig exported = config;
-  // A byte-level model's one special token starts and ends its documents.
-  if (tokenizer_spec == ByteTokenizer::kName) {
+  // A byte-level model's one special token starts and ends its documents
+  // (if its vocabulary has it: bos and eos must be below vocab_size).
+  if (tokenizer_spec == ByteTokenizer::kName &&
+      config.vocab_size.value_or(0) > ByteTokenizer::kEndOfText) {
     if (!exported.bos_token_id)
       exported.bos_token_id = ByteTokenizer::kEndOfText;
     if (!exported.eos_token_id) {
