@@ -6,6 +6,7 @@
 // same figures as one JSON object.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ namespace tools {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 constexpr char kEvalDetails[] =
     "Evaluates a checkpoint on the validation split (val.bin) of its data:\n"
     "the mean cross-entropy per token, perplexity exp(loss) and bits per\n"
@@ -46,8 +49,10 @@ constexpr char kEvalDetails[] =
     "table and draws a plot; key=value pairs override the checkpoint's\n"
     "config (RoPE settings only), which measures zero-shot extension.\n"
     "--rope-from FILE takes the RoPE settings of another config instead\n"
-    "(e.g. configs/extend/dynamic-4x.yaml). --passkey adds passkey\n"
-    "retrieval over --passkey-lengths x --depths.\n"
+    "(e.g. configs/extend/dynamic-4x.yaml); --rope-from A,B,... measures\n"
+    "each in turn and draws their curves in one plot (--passkey uses the\n"
+    "first). --passkey adds passkey retrieval over --passkey-lengths x\n"
+    "--depths.\n"
     "\n"
     "--json prints every figure as one JSON object at full precision\n"
     "instead of the text (numbers JSON cannot hold, such as an infinite\n"
@@ -62,7 +67,7 @@ struct EvalOptions {
   int64_t batch_size = 0;
   int64_t max_batches = 0;
   int64_t threads = 0;
-  std::string rope_from;
+  std::vector<std::string> rope_from;  // the first is the model's RoPE
   std::vector<std::string> overrides;
   // Perplexity against length: when lengths are given.
   train::LengthEvalOptions length_eval;
@@ -174,6 +179,40 @@ int64_t TrainedLength(const std::string& checkpoint,
   return train::PretrainedLength(train::LoadHfModelConfig(path));
 }
 
+// The overrides that give the checkpoint `rope_from`'s RoPE settings (none
+// for ""), then the command line's.
+std::vector<std::string> RopeOverrides(const std::string& rope_from,
+                                       const EvalOptions& options) {
+  std::vector<std::string> overrides;
+  if (!rope_from.empty()) {
+    overrides = train::RopeOverridesFromConfig(rope_from);
+  }
+  overrides.insert(overrides.end(), options.overrides.begin(),
+                   options.overrides.end());
+  return overrides;
+}
+
+// A curve's name in the plot: the RoPE type, and with several --rope-from
+// files the file's name too.
+std::string CurveName(const EvalOptions& options, size_t index,
+                      const train::TrainConfig& config) {
+  const std::string type = RopeTypeName(config.model.rope.rope_type);
+  if (options.rope_from.size() < 2) return type;
+  return StrCat(type, " (", fs::path(options.rope_from[index]).stem().string(),
+                ")");
+}
+
+train::LineSeries Curve(const std::string& name,
+                        const std::vector<train::LengthPerplexity>& results) {
+  train::LineSeries series;
+  series.title = name;
+  for (const train::LengthPerplexity& r : results) {
+    series.x.push_back(static_cast<double>(r.length));
+    series.y.push_back(r.perplexity);
+  }
+  return series;
+}
+
 void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
                            const train::TokenFile& val,
                            const train::TrainConfig& config,
@@ -209,18 +248,38 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
   }
   train::LineChart chart;
   chart.title =
-      std::string("perplexity against context length (") + rope_type + ")";
+      options.rope_from.size() < 2
+          ? std::string("perplexity against context length (") + rope_type + ")"
+          : std::string("perplexity against context length");
   chart.x_label = "context length (tokens)";
   chart.y_label = "perplexity";
   chart.log_x = true;
   chart.log_y = true;
-  train::LineSeries series;
-  series.title = rope_type;
-  for (const train::LengthPerplexity& r : results) {
-    series.x.push_back(static_cast<double>(r.length));
-    series.y.push_back(r.perplexity);
+  chart.series.push_back(Curve(CurveName(options, 0, config), results));
+  // The other --rope-from files: the same checkpoint, documents and
+  // lengths with each one's RoPE settings, a table and a curve each.
+  train::Json compared = train::Json::array();
+  for (size_t i = 1; i < options.rope_from.size(); ++i) {
+    train::TrainConfig other;
+    auto other_model = train::LoadCheckpointModel(
+        options.checkpoint, RopeOverrides(options.rope_from[i], options),
+        &other);
+    const std::vector<train::LengthPerplexity> other_results =
+        train::PerplexityByLength(*other_model, val, length_eval);
+    const std::string name = CurveName(options, i, other);
+    if (options.json) {
+      compared.push_back(
+          {{"rope_from", options.rope_from[i]},
+           {"rope_type", RopeTypeName(other.model.rope.rope_type)},
+           {"results", PerplexityTableJson(other_results, val)}});
+    } else {
+      std::printf("rope         %s from %s\n", name.c_str(),
+                  options.rope_from[i].c_str());
+      PrintPerplexityTable(other_results, val);
+    }
+    chart.series.push_back(Curve(name, other_results));
   }
-  chart.series.push_back(series);
+  if (options.json && !compared.empty()) section["compared"] = compared;
   chart.vertical_lines.push_back({static_cast<double>(trained_length),
                                   StrCat("trained at ", trained_length)});
   ReportPlot(options, options.plot, train::DrawLineChart(chart, options.plot),
@@ -317,15 +376,17 @@ void RunEval(const EvalOptions& options) {
         "--passkey needs --passkey-lengths or --lengths");
   }
   SetNumThreads(static_cast<int>(options.threads));
-  train::TrainConfig config;
-  std::vector<std::string> overrides;
-  if (!options.rope_from.empty()) {
-    overrides = train::RopeOverridesFromConfig(options.rope_from);
+  if (options.rope_from.size() > 1 && lengths.empty()) {
+    throw CLI::ValidationError(
+        "several --rope-from files compare perplexity against length: give "
+        "--lengths");
   }
-  overrides.insert(overrides.end(), options.overrides.begin(),
-                   options.overrides.end());
-  auto model =
-      train::LoadCheckpointModel(options.checkpoint, overrides, &config);
+  train::TrainConfig config;
+  auto model = train::LoadCheckpointModel(
+      options.checkpoint,
+      RopeOverrides(options.rope_from.empty() ? "" : options.rope_from[0],
+                    options),
+      &config);
   ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
               options.checkpoint,
               " is a Hugging Face model folder, which names no data; give "
@@ -435,8 +496,10 @@ void AddEvalCommand(CLI::App& rotor) {
   command
       ->add_option("--rope-from", options->rope_from,
                    "use the max_position_embeddings, rope_theta and\n"
-                   "rope_scaling of FILE's model: section")
-      ->type_name("FILE");
+                   "rope_scaling of FILE's model: section; several\n"
+                   "files (A,B): one curve each in the plot")
+      ->type_name("FILE")
+      ->delimiter(',');
   AddForceOption(*command, options->force);
   command->add_flag("--json", options->json,
                     "print one JSON object instead of the text");

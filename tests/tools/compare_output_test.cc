@@ -313,6 +313,45 @@ TEST_F(CompareOutput, EvalJsonHasTheFiguresOfTheText) {
   }
 }
 
+// --rope-from A,B: the first file's settings are the model's, and each
+// other file's curve is measured on the same documents and lengths, in its
+// own table and a "compared" entry, drawn in the same plot; the first
+// file's figures are those it gives alone.
+TEST_F(CompareOutput, EvalComparesSeveralRopeSettingsInOnePlot) {
+  const std::string configs = std::string(ROTOR_SOURCE_DIR) + "/configs/";
+  const std::string linear = configs + "extend/linear-4x.yaml";
+  const std::string dynamic = configs + "extend/dynamic-4x.yaml";
+  const std::string eval = "eval --threads 1 --checkpoint " +
+                           Quote(checkpoint_) + " --data " + Quote(data_) +
+                           " --lengths 8,16 --documents 1 --force --plot " +
+                           Quote(dir_.Path("compare.png"));
+  Result r = Run(eval + " --json --rope-from " + Quote(linear + "," + dynamic));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Json both = train::ParseJson(r.out, "eval --json");
+  const Json& section = both.at("perplexity_by_length");
+  EXPECT_EQ(both.at("rope").at("rope_type"), "linear");
+  ASSERT_EQ(section.at("compared").size(), 1u);
+  const Json& other = section.at("compared")[0];
+  EXPECT_EQ(other.at("rope_from"), dynamic);
+  EXPECT_EQ(other.at("rope_type"), "dynamic");
+  ASSERT_EQ(other.at("results").size(), 2u);
+  EXPECT_NE(other.at("results"), section.at("results"));
+  r = Run(eval + " --json --rope-from " + Quote(dynamic));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(
+      other.at("results"),
+      train::ParseJson(r.out, "").at("perplexity_by_length").at("results"));
+  r = Run(eval + " --rope-from " + Quote(linear + "," + dynamic));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "rope         dynamic (dynamic-4x) from " + dynamic);
+  r = Run("eval --checkpoint " + Quote(checkpoint_) + " --rope-from " +
+          Quote(linear + "," + dynamic));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_CONTAINS(r.err,
+                  "several --rope-from files compare perplexity "
+                  "against length: give --lengths");
+}
+
 // Greedy generation: the ids are the prompt's (the separator, then the
 // text) and, one by one, the argmax of the model's logits over all ids so
 // far; --prompt-ids with those ids gives the same.
