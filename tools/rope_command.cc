@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -20,7 +21,10 @@
 #include "nn/rope_scaling.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "train/checkpoint.h"
+#include "train/config/hf_config.h"
 #include "train/config/model_config.h"
+#include "train/config/train_config.h"
 #include "train/extend/rope_explorer.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
@@ -34,9 +38,18 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 constexpr char kRopeDetails[] =
-    "Shows the rotary position embedding of the model: section of a rotor\n"
-    "YAML config (a file with only a model: section is enough; see\n"
-    "configs/rope/ and docs/context-extension.md): the resolved parameters,\n"
+    "Shows the rotary position embedding of a model: the model: section of\n"
+    "a rotor YAML config (a file with only a model: section is enough; see\n"
+    "configs/rope/ and docs/context-extension.md; a fine-tuning config whose\n"
+    "model: amends train.init_from's config.json is resolved as rotor train\n"
+    "resolves it), or a trained model as eval's --checkpoint takes it (a\n"
+    "run's output_dir, a checkpoint, a Hugging Face folder), or a\n"
+    "config.json. key.path=value pairs override its settings, as in eval.\n"
+    "  rotor rope --config runs/default model.rope_scaling.rope_type=yarn \\\n"
+    "      model.rope_scaling.factor=4\n"
+    "  rotor rope --config configs/extend/hf-yarn-4x.yaml\n"
+    "\n"
+    "It prints the resolved parameters,\n"
     "one row per frequency i (inv_freq, wavelength 2*pi/inv_freq in tokens,\n"
     "ratio to the unscaled frequency), the attention factor a, and\n"
     "a*cos(p*inv_freq_i) and a*sin(p*inv_freq_i) at the given positions p,\n"
@@ -63,6 +76,7 @@ struct RopeOptions {
   std::string html_path;
   std::string compare_path;
   std::string report_dir;
+  std::vector<std::string> overrides;  // key.path=value, as eval takes them
   bool force = false;
 };
 
@@ -83,9 +97,30 @@ struct RopeReport {
   std::vector<std::vector<double>> sin;
 };
 
+// The model `path` names, resolved as train and eval resolve it: a folder
+// (a run's output_dir, a checkpoint, a Hugging Face model) as eval's
+// --checkpoint, a .json file as a Hugging Face config.json, a YAML file as
+// train's config (only a model: section is enough); `overrides` as either
+// applies them.
+train::ModelConfig LoadRopeModel(const std::string& path,
+                                 const std::vector<std::string>& overrides) {
+  if (std::filesystem::is_directory(path)) {
+    return train::LoadCheckpointModelConfig(path, overrides).model;
+  }
+  const std::string json = ".json";
+  if (path.size() > json.size() &&
+      path.compare(path.size() - json.size(), json.size(), json) == 0) {
+    const train::ModelConfig model = train::LoadHfConfig(path);
+    return overrides.empty()
+               ? model
+               : train::OverrideModelConfig(model, overrides, path);
+  }
+  return train::LoadConfigFileModel(path, overrides);
+}
+
 RopeReport BuildReport(const RopeOptions& options) {
   RopeReport report;
-  report.model = train::LoadModelConfig(options.config_path);
+  report.model = LoadRopeModel(options.config_path, options.overrides);
   const RopeScalingConfig& rope = report.model.rope;
   report.seq_len =
       options.seq_len > 0 ? options.seq_len : rope.max_position_embeddings;
@@ -289,8 +324,8 @@ void WriteExplorer(const RopeOptions& options) {
   std::vector<train::ExplorerModel> models;
   for (const std::string& path : {options.config_path, options.compare_path}) {
     if (path.empty()) continue;
-    models.push_back(
-        train::ExplorerModelFromConfig(path, train::LoadModelConfig(path)));
+    models.push_back(train::ExplorerModelFromConfig(
+        path, LoadRopeModel(path, options.overrides)));
   }
   if (!options.report_dir.empty()) {
     models.push_back(train::ExplorerModelFromReport(options.report_dir));
@@ -305,12 +340,16 @@ void WriteExplorer(const RopeOptions& options) {
 
 void AddRopeCommand(CLI::App& rotor) {
   CLI::App* command = AddCommand(
-      rotor, "rope", "show a config's RoPE frequencies, scaling and cos/sin",
+      rotor, "rope", "show a model's RoPE frequencies, scaling and cos/sin",
       kRopeDetails);
   auto options = std::make_shared<RopeOptions>();
   CLI::Option* config =
-      command->add_option("--config", options->config_path, "the YAML config")
-          ->type_name("FILE");
+      command
+          ->add_option("--config", options->config_path,
+                       "the model: a YAML config (a model: section, or a\n"
+                       "training config), a run's output_dir, a checkpoint,\n"
+                       "a Hugging Face model folder or its config.json")
+          ->type_name("PATH");
   AddListOption(*command, "--positions", options->positions,
                 IntegerAtLeast<int64_t>(0, limits::kMaxPositions - 1),
                 "comma-separated positions, e.g. 0,1,2047\n"
@@ -343,8 +382,9 @@ void AddRopeCommand(CLI::App& rotor) {
           ->excludes(plot);
   command
       ->add_option("--compare", options->compare_path,
-                   "a second config shown beside --config (with --html)")
-      ->type_name("FILE")
+                   "a second model shown beside --config (with --html),\n"
+                   "any PATH --config takes")
+      ->type_name("PATH")
       ->needs(html)
       ->needs(config);
   CLI::Option* report_dir =
@@ -355,6 +395,9 @@ void AddRopeCommand(CLI::App& rotor) {
           ->type_name("DIR")
           ->needs(html);
   AddForceOption(*command, options->force);
+  AddOverrides(*command, options->overrides,
+               "change the model's settings, as in rotor eval (e.g.\n"
+               "model.rope_scaling.rope_type=yarn); with --compare, both");
   command->callback([options, config, report_dir, html] {
     if (config->count() == 0 && report_dir->count() == 0) {
       throw CLI::RequiredError("--config (or --report with --html)");

@@ -454,14 +454,20 @@ std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
 // A Hugging Face folder has no training config: evaluation takes its model
 // (with the overrides) and, by default, windows of max_position_embeddings
 // tokens, one at a time; the data must be named.
-std::unique_ptr<nn::Transformer> LoadHfFolderModel(
-    const std::string& dir, const std::vector<std::string>& overrides,
-    TrainConfig* config) {
-  const ModelConfig saved = LoadHfModelConfig(dir);
+TrainConfig HfFolderConfig(const ModelConfig& saved, const std::string& dir,
+                           const std::vector<std::string>& overrides) {
   TrainConfig parsed;
   parsed.model = OverrideModelConfig(saved, overrides, dir + "/config.json");
   parsed.train.seq_len = parsed.model.rope.max_position_embeddings;
   parsed.train.batch_size = 1;
+  return parsed;
+}
+
+std::unique_ptr<nn::Transformer> LoadHfFolderModel(
+    const std::string& dir, const std::vector<std::string>& overrides,
+    TrainConfig* config) {
+  const ModelConfig saved = LoadHfModelConfig(dir);
+  const TrainConfig parsed = HfFolderConfig(saved, dir, overrides);
   const nn::TransformerConfig architecture =
       ResolveTransformerConfig(parsed.model);
   CheckSameArchitecture(ResolveTransformerConfig(saved), architecture,
@@ -473,6 +479,16 @@ std::unique_ptr<nn::Transformer> LoadHfFolderModel(
 }
 
 }  // namespace
+
+TrainConfig LoadCheckpointModelConfig(
+    const std::string& path, const std::vector<std::string>& overrides) {
+  const std::string dir = ResolveCheckpointPath(path);
+  if (IsHfModelFolder(dir)) {
+    return HfFolderConfig(LoadHfModelConfig(dir), dir, overrides);
+  }
+  return ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml",
+                          overrides);
+}
 
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,

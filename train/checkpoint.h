@@ -24,7 +24,8 @@
 // train/hf/hf_model.h), InitializeFromCheckpoint
 // (train.init_from: weights only, the architecture checked), and
 // LoadCheckpointModel / LoadCheckpointModelAs (evaluation, generation and
-// the report; the RoPE settings may differ from the saved ones).
+// the report; the RoPE settings may differ from the saved ones), and
+// LoadCheckpointModelConfig (the config alone, for rotor rope).
 #ifndef ROTOR_TRAIN_CHECKPOINT_H_
 #define ROTOR_TRAIN_CHECKPOINT_H_
 
@@ -165,6 +166,10 @@ void LoadFinetuneWeights(const std::string& dir, const BaseReference& base,
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
     const std::string& path, const std::vector<std::string>& overrides,
     TrainConfig* config = nullptr);
+// The config LoadCheckpointModel(path, overrides) builds its model from,
+// without reading the weights (rotor rope looks at a model's RoPE this way).
+TrainConfig LoadCheckpointModelConfig(
+    const std::string& path, const std::vector<std::string>& overrides);
 // The same with the model settings given whole (e.g. the saved ones with
 // another rope_scaling) instead of as overrides; a different name, because
 // `LoadCheckpointModel(path, {})` would fit both.

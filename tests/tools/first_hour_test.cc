@@ -229,5 +229,64 @@ TEST_F(FirstHour, TheCommandPrefixIsPrintedOnce) {
   EXPECT_CONTAINS(r.err, "rotor export: error: give --checkpoint");
 }
 
+// `rotor rope --config` takes what train and eval take: a run's folder, a
+// checkpoint, a Hugging Face folder or its config.json, and a fine-tuning
+// config whose model: section amends train.init_from's config.json, with
+// key.path=value overrides as eval has them.
+TEST_F(FirstHour, RopeLooksAtRealModels) {
+  ASSERT_EQ(Train("run").status, 0);
+  const std::string run = dir_.Path("run");
+  const std::string hf = dir_.Path("models/tiny");
+  ASSERT_EQ(Run("export --checkpoint " + Quote(run) + " --output " + Quote(hf))
+                .status,
+            0);
+  // The tiny model: head_dim 32 / 4 = 8, pre-trained at 64 positions.
+  for (const std::string& config :
+       {run, run + "/checkpoints/step_00000004", hf, hf + "/config.json"}) {
+    SCOPED_TRACE(config);
+    const Result r = Run("rope --config " + Quote(config) + " --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_CONTAINS(r.out, "\"rope_type\": \"default\"");
+    EXPECT_CONTAINS(r.out, "\"head_dim\": 8,");
+    EXPECT_CONTAINS(r.out, "\"max_position_embeddings\": 64,");
+  }
+  // A fine-tune of the folder, 4x with YaRN: the model is config.json's,
+  // amended (as configs/extend/hf-yarn-4x.yaml has it).
+  const std::string extend = dir_.Write(
+      "extend.yaml",
+      "output_dir: " + dir_.Path("extended") +
+          "\nmodel:\n  max_position_embeddings: 256\n  rope_scaling:\n"
+          "    rope_type: yarn\n    factor: 4\n"
+          "    original_max_position_embeddings: 64\n"
+          "data:\n  path: " +
+          data_ + "\ntrain:\n  init_from: " + hf + "\n  seq_len: 256\n");
+  Result r = Run("rope --config " + Quote(extend) + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\"rope_type\": \"yarn\"");
+  EXPECT_CONTAINS(r.out, "\"head_dim\": 8,");
+  EXPECT_CONTAINS(r.out, "\"max_position_embeddings\": 256,");
+  // Overrides, as eval takes them.
+  r = Run("rope --config " + Quote(run) +
+          " model.rope_scaling.rope_type=linear model.rope_scaling.factor=2 "
+          "--json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "\"rope_type\": \"linear\"");
+  // The explorer too, a model beside its extension.
+  r = Run("rope --config " + Quote(run) + " --compare " + Quote(extend) +
+          " --html " + Quote(dir_.Path("explorer.html")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(dir_.Path("explorer.html")));
+  // The recipe's own config names its missing folder, as train does.
+  r = Run("rope --config " + Quote(std::string(ROTOR_SOURCE_DIR) +
+                                   "/configs/extend/hf-yarn-4x.yaml"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "train.init_from: runs/hf-extend/base does not exist");
+  EXPECT_LACKS(r.err, "Is a directory");
+  // A folder that is none of them says so.
+  r = Run("rope --config " + Quote(dir_.Path("models")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "is neither a checkpoint folder");
+}
+
 }  // namespace
 }  // namespace rotor::tools

@@ -169,7 +169,7 @@ TEST(RopeCommand, HelpAndFlagErrors) {
   const RunResult help = RunRotor("rope --help");
   EXPECT_EQ(help.status, 0);
   for (const char* flag :
-       {"--config FILE", "--positions", "--seq-len", "--json", "--plot"}) {
+       {"--config PATH", "--positions", "--seq-len", "--json", "--plot"}) {
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
   }
   const RunResult listed = RunRotor("--help");
@@ -181,7 +181,7 @@ TEST(RopeCommand, HelpAndFlagErrors) {
   };
   for (const Case& c : {
            Case{"rope --frobnicate", "unknown flag '--frobnicate'"},
-           Case{"rope --config", "--config: 1 required FILE missing"},
+           Case{"rope --config", "--config: 1 required PATH missing"},
            Case{"rope --config x.yaml --seq-len",
                 "--seq-len: 1 required N missing"},
            Case{"rope --config x.yaml --seq-len 12k",

@@ -414,6 +414,20 @@ TrainConfig LoadTrainConfig(const std::string& path,
   return ParseTrainConfig(ReadConfigText(path), path, overrides);
 }
 
+ModelConfig LoadConfigFileModel(const std::string& path,
+                                const std::vector<std::string>& overrides) {
+  const std::string text = ReadConfigText(path);
+  const YAML::Node root = LoadConfigYaml(text, path);
+  bool model_only = root.IsMap();
+  for (const auto& entry : model_only ? root : YAML::Node()) {
+    if (entry.first.Scalar() != "model") model_only = false;
+  }
+  if (!model_only) return ParseTrainConfig(text, path, overrides).model;
+  const ModelConfig model = ParseModelConfigText(text, path);
+  return overrides.empty() ? model
+                           : OverrideModelConfig(model, overrides, path);
+}
+
 std::string TrainConfigToYaml(const TrainConfig& config) {
   YAML::Node root(YAML::NodeType::Map);
   root["output_dir"] = config.output_dir;

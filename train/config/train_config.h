@@ -189,6 +189,14 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 TrainConfig LoadTrainConfig(const std::string& path,
                             const std::vector<std::string>& overrides = {});
 
+// The model a YAML config file describes, with `overrides` applied, as
+// rotor train would build it: a training config (any section besides
+// model:) through ParseTrainConfig, so a model: section that only amends
+// train.init_from's config.json is resolved against it; a file with only a
+// model: section (configs/rope/) as that section.
+ModelConfig LoadConfigFileModel(const std::string& path,
+                                const std::vector<std::string>& overrides = {});
+
 // Parses the config.yaml saved in a checkpoint (`file` names it). Checkpoints
 // written before data.passkey_loss existed scored every token of their
 // passkey rows, so for them a missing key reads as "all", not today's
