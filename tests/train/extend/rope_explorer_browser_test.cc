@@ -18,6 +18,7 @@
 #include "nn/rope_scaling.h"
 #include "tests/temp_dir.h"
 #include "tests/tools/run_rotor.h"
+#include "tests/train/train_test_util.h"
 #include "train/config/model_config.h"
 #include "train/extend/recipe.h"
 #include "train/extend/rope_explorer.h"
@@ -223,6 +224,75 @@ TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
   const std::map<std::string, int> zero =
       Curves(loaded.dom, slot, "ppl_zeroshot");
   EXPECT_EQ(zero, (std::map<std::string, int>{{"default", 3}, {"yarn", 3}}));
+}
+
+// A real report: `rotor extend-report` on the tiny model (the settings of
+// ExtendReport.TinyModelEndToEnd: 3 base steps, 2 fine-tuning steps,
+// perplexity at 32 and 128, passkey at 128), then its report.html as the
+// writer left it and `rotor rope --report DIR --html FILE` on its folder,
+// both in chromium: no errors, the page's numbers equal to rotor's, and the
+// measured curves drawn with one point per measured length for exactly the
+// methods the report ran (dynamic has no fine-tuned curve: it is skipped).
+TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
+  if (Chromium().empty()) {
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh "
+                    "--with-browser installs Debian's chromium)";
+  }
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  dir.Write("report.yaml",
+            "base:\n  config: " + test::TinyConfigPath() +
+                "\n  overrides: [data.path=" + data +
+                ", output_dir=" + dir.Path("base") +
+                ", eval.every_n_steps=0, checkpoint.every_n_steps=0, "
+                "train.max_steps=3]\n"
+                "output_dir: " +
+                dir.Path("report") +
+                "\nthreads: 1\nfactor: 4\n"
+                "methods: [default, dynamic, yarn]\n"
+                "finetune: {steps: 2, warmup_steps: 1}\n"
+                "eval: {lengths: [32, 128], documents: 2, passkey_lengths: "
+                "[128],\n       depths: [0, 1], trials: 2}\n");
+  const test::RotorResult report =
+      test::RunRotor(dir, "extend-report '" + dir.Path("report.yaml") + "'");
+  ASSERT_EQ(report.status, 0) << report.out << report.err;
+  const std::string explorer = dir.Path("explorer.html");
+  const test::RotorResult made =
+      test::RunRotor(dir, "rope --report '" + dir.Path("report") +
+                              "' --html '" + explorer + "'");
+  ASSERT_EQ(made.status, 0) << made.out << made.err;
+
+  const std::map<std::string, int> zero_shot = {
+      {"default", 2}, {"dynamic", 2}, {"yarn", 2}};
+  const std::map<std::string, int> finetuned = {{"default", 2}, {"yarn", 2}};
+  const std::map<std::string, int> passkey = {
+      {"default", 1}, {"dynamic", 1}, {"yarn", 1}};
+  for (const std::string& page : {dir.Path("report/report.html"), explorer}) {
+    SCOPED_TRACE(page);
+    const Loaded loaded =
+        Load(dir, page, "", Screenshot(dir, "real-report.png"));
+    ExpectHealthy(loaded);
+    ASSERT_EQ(loaded.state["models"].size(), 1u);
+    EXPECT_LT(loaded.state["models"][0]["max_rel_diff_vs_rotor"].get<double>(),
+              1e-12);
+    // The tiny model: head_dim 8, 4 rotary pairs, 7 methods.
+    const std::map<std::string, int> wavelengths =
+        Curves(loaded.dom, ModelSection(loaded.dom, 0), "wavelength");
+    EXPECT_EQ(wavelengths.size(), 7u);
+    for (const auto& [method, points] : wavelengths) {
+      EXPECT_EQ(points, 4) << method;
+    }
+    EXPECT_EQ(Curves(loaded.dom, 0, "ppl_zeroshot"), zero_shot);
+    EXPECT_EQ(Curves(loaded.dom, 0, "ppl_finetuned"), finetuned);
+    EXPECT_EQ(Curves(loaded.dom, 0, "passkey"), passkey);
+  }
+  // report.html draws each curve into report.md's own slot for its plot.
+  const std::string html = ReadFile(dir.Path("report/report.html"));
+  EXPECT_NE(html.find("data-rx-plot=\"ppl_zeroshot\""), std::string::npos);
+  // report.md's tables are HTML tables there, not Markdown text.
+  EXPECT_NE(html.find("<table"), std::string::npos);
+  EXPECT_NE(html.find("default (zero-shot)"), std::string::npos);
+  EXPECT_EQ(html.find("| default (zero-shot) |"), std::string::npos);
 }
 
 }  // namespace
