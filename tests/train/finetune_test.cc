@@ -183,8 +183,9 @@ TEST_F(FinetuneTest, AWrongOrChangedBaseIsRefusedNamingBothHashes) {
                      checkpoint +
                          "/config.yaml: loading the frozen base "
                          "(train.init_from, relative to the current "
-                         "folder): train.init_from: checkpoint folder " +
-                         base + " does not exist");
+                         "folder): train.init_from: " +
+                         base + " does not exist",
+                     "check the path");
 }
 
 TEST_F(FinetuneTest, LoadCheckpointModelGivesTheTrainedAdapters) {
