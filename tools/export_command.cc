@@ -50,22 +50,38 @@ struct ExportOptions {
   std::string random_config;
   std::string tokenizer = "byte";
   std::string output;
-  std::string dtype = "float32";
+  std::string dtype;  // "": the base's torch_dtype (ExportDtype)
   int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
   uint64_t seed = 0;
   int64_t threads = 0;
 };
+
+// The dtype to write: --dtype, else the base's torch_dtype, so a bfloat16
+// folder fine-tuned and exported stays bfloat16 (half the size of float32),
+// else float32 (a model trained from scratch, or a float16 base: rotor
+// writes float32 and bfloat16 only, and says so).
+std::string ExportDtype(const std::string& asked,
+                        const train::ModelConfig& model) {
+  if (!asked.empty()) return asked;
+  const std::string base = model.torch_dtype.value_or("float32");
+  if (base == "float16") {
+    std::cout << "the base is float16, which rotor does not write: writing "
+                 "float32 (--dtype bfloat16 for half the size)\n";
+    return "float32";
+  }
+  return base;
+}
 
 void RunExport(const ExportOptions& options) {
   SetNumThreads(static_cast<int>(options.threads));
   // Before the slow part; WriteHfModelFolder checks again.
   train::CheckHfExportOutput(options.output);
   train::HfExportOptions export_options;
-  export_options.dtype = options.dtype;
   export_options.max_shard_bytes = options.max_shard_bytes;
   if (!options.random_config.empty()) {
     const train::ModelConfig model =
         train::LoadModelConfig(options.random_config);
+    export_options.dtype = ExportDtype(options.dtype, model);
     const nn::TransformerConfig architecture =
         train::ResolveTransformerConfig(model);
     train::CheckModelFitsInMemory(architecture, options.random_config);
@@ -84,6 +100,7 @@ void RunExport(const ExportOptions& options) {
                                                   /*overrides=*/{}, &config);
     // A LoRA checkpoint is its base with adapters: W += (alpha/r) B A.
     nn::MergeLora(*model);
+    export_options.dtype = ExportDtype(options.dtype, config.model);
     train::WriteHfModelFolder(
         options.output, *model, config.model,
         train::CheckpointTokenizerSpec(options.checkpoint), export_options);
@@ -117,7 +134,9 @@ void AddExportCommand(CLI::App& rotor) {
       ->required()
       ->check(NotEmpty());
   command
-      ->add_option("--dtype", options->dtype, "float32 (default) or bfloat16")
+      ->add_option("--dtype", options->dtype,
+                   "float32 or bfloat16 (default: the base's torch_dtype;\n"
+                   "float32 for a model trained from scratch)")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   AddIntegerOption(*command, "--max-shard-size", options->max_shard_bytes,
                    int64_t{1}, "bytes per safetensors shard (default 5e9)");

@@ -61,6 +61,15 @@ nlohmann::json HfConfig() {
           {"max_position_embeddings", 32}};
 }
 
+// The bytes of every file in `dir`.
+int64_t FolderBytes(const std::string& dir) {
+  int64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  return bytes;
+}
+
 class HfCli : public test::PreparedDataTest {
  protected:
   Result Run(const std::string& args) const {
@@ -123,10 +132,20 @@ TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
   EXPECT_CONTAINS(r.out, "initialising the weights from " + base);
   EXPECT_CONTAINS(r.out, "step 3/3");
 
+  // Export keeps the base's dtype unless told otherwise: the bfloat16 base
+  // gives a bfloat16 folder, half the size of float32.
+  const std::string as_base = dir_.Path("as_base");
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
+          Quote(as_base));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(
+                train::ReadFile(as_base + "/config.json"))["torch_dtype"],
+            "bfloat16");
   const std::string exported = dir_.Path("exported");
   r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
-          Quote(exported));
+          Quote(exported) + " --dtype float32");
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(FolderBytes(as_base), 0.6 * FolderBytes(exported));
   const nlohmann::json config =
       nlohmann::json::parse(train::ReadFile(exported + "/config.json"));
   EXPECT_EQ(config["max_position_embeddings"], 64);

@@ -18,6 +18,7 @@
 #include "tests/train/train_test_util.h"
 #include "train/config/train_config.h"
 #include "train/io/atomic_file.h"
+#include "train/io/json.h"
 
 namespace rotor::tools {
 namespace {
@@ -555,6 +556,23 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
           " train.max_steps=8");
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, "was prepared with byte");
+
+  // Its export declares the ids it trained with: the document separator
+  // <|endoftext|> (id 0) as bos and as eos, in config.json and
+  // generation_config.json (transformers' generate stops at eos).
+  r = Run("export --checkpoint " + Quote(checkpoint) + " --output " +
+          Quote(dir_.Path("exported")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* file : {"/config.json", "/generation_config.json"}) {
+    const train::Json json =
+        train::ParseJson(train::ReadFile(dir_.Path("exported") + file), file);
+    EXPECT_EQ(json.at("bos_token_id"), 0) << file;
+    EXPECT_EQ(json.at("eos_token_id"), 0) << file;
+  }
+  EXPECT_EQ(train::ParseJson(
+                train::ReadFile(dir_.Path("exported") + "/config.json"), "")
+                .at("torch_dtype"),
+            "float32");  // trained from scratch
 
   // Generation decodes BPE ids back to text (greedy, so repeatable).
   r = Run("generate --checkpoint " + Quote(checkpoint) +

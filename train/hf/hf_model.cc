@@ -371,20 +371,31 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
                         const std::string& tokenizer_spec,
                         const HfExportOptions& options) {
   ModelConfig exported = config;
-  // A byte-level model's one special token starts and ends its documents
-  // (if its vocabulary has it: bos and eos must be below vocab_size).
-  if (tokenizer_spec == ByteTokenizer::kName &&
-      config.vocab_size.value_or(0) > ByteTokenizer::kEndOfText) {
-    if (!exported.bos_token_id)
-      exported.bos_token_id = ByteTokenizer::kEndOfText;
-    if (!exported.eos_token_id) {
-      exported.eos_token_id = std::vector<int64_t>{ByteTokenizer::kEndOfText};
-    }
-  }
-  exported.torch_dtype = options.dtype;
   // The tokenizer files are written as they are: load them first, so a
   // malformed tokenizer.json is refused rather than copied.
-  LoadTokenizer(tokenizer_spec);
+  const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(tokenizer_spec);
+  // A model that declares no bos or eos (one rotor trained, with the byte
+  // tokenizer or a BPE of its own) gets the ids it was trained with: the
+  // document separator that starts every document of its token files, and
+  // the ids that end a generated text (transformers' generate stops at
+  // eos_token_id, and never stops without one). Only ids below vocab_size.
+  const int64_t vocab = config.vocab_size.value_or(0);
+  if (!exported.bos_token_id) {
+    try {
+      const TokenId separator = DocumentSeparator(*tokenizer);
+      if (separator < vocab) exported.bos_token_id = separator;
+    } catch (const Error&) {
+      // A tokenizer with no separator token: nothing to declare.
+    }
+  }
+  if (!exported.eos_token_id) {
+    std::vector<int64_t> ends;
+    for (const TokenId id : EndOfTextIds(*tokenizer)) {
+      if (id < vocab) ends.push_back(id);
+    }
+    if (!ends.empty()) exported.eos_token_id = ends;
+  }
+  exported.torch_dtype = options.dtype;
   const std::string config_json = HfConfigJson(exported, options.dtype);
   std::vector<std::vector<uint16_t>> storage;
   const std::vector<SafetensorsEntry> entries =
