@@ -162,6 +162,17 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   sampler_ = std::make_unique<BatchSampler>(train_tokens_, t.batch_size,
                                             t.seq_len, t.seed);
 
+  // The run's files never go into its data: checkpoints and metrics.jsonl
+  // in the data folder would be lost when it is prepared again (prepare
+  // replaces the folder whole), and mix a run with the corpus it reads.
+  {
+    std::error_code error;
+    ROTOR_CHECK(!fs::equivalent(config_.output_dir, data_dir_, error),
+                config_.file, ": output_dir ", config_.output_dir,
+                " is the data folder ", data_dir_,
+                " (data.path): the run's checkpoints and metrics would go "
+                "into its data; name another folder, e.g. runs/NAME");
+  }
   // output_dir is this run's alone before its checkpoints are read: two
   // runs on one folder would overwrite each other's. A new output_dir is
   // made (and locked) only once every check has passed.

@@ -64,7 +64,7 @@ struct BadInput {
   std::string name;
   std::function<void(const test::TempDir&)> setup;
   std::string args;
-  std::string expected;  // a part of the error message
+  std::string expected;            // a part of the error message
   std::string unexpected = "";     // if given, must not be in the message
   std::string also_expected = "";  // if given, another part of the message
 };
@@ -754,6 +754,19 @@ std::vector<BadInput> OutputCases() {
     }
     cases.push_back(std::move(train));
   }
+  // A run never writes into its own data, named directly or by a link.
+  cases.push_back(Config(
+      "OutputDirIsTheData", [](const std::string& base) { return base; },
+      "is the data folder", "output_dir=CASE/data"));
+  BadInput linked = Config(
+      "OutputDirLinksToTheData", [](const std::string& base) { return base; },
+      "is the data folder", "output_dir=CASE/link");
+  const auto write_config = linked.setup;
+  linked.setup = [write_config, link_to_data](const test::TempDir& dir) {
+    write_config(dir);
+    link_to_data(dir);
+  };
+  cases.push_back(std::move(linked));
   return cases;
 }
 
