@@ -4,7 +4,8 @@
 // freshly initialised model of a config's `model:` section instead, which is
 // how the tests and examples make HF folders without downloading weights.
 // A LoRA checkpoint (docs/lora.md) is exported merged: its base with each
-// adapter folded into its weight, a plain model.
+// adapter folded into its weight, a plain model; with --adapter, its
+// adapters alone in PEFT's layout (train/hf/peft_adapter.h).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "train/config/memory_estimate.h"
 #include "train/config/model_config.h"
 #include "train/hf/hf_model.h"
+#include "train/hf/peft_adapter.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
@@ -38,10 +40,14 @@ constexpr char kExportDetails[] =
     "is refused, naming what replacing it would delete.\n"
     "A LoRA checkpoint is written merged: W += (alpha/r) B A for each\n"
     "adapter, on the base it names (checked by its weights hash).\n"
+    "--adapter writes a LoRA checkpoint as PEFT's save_pretrained does\n"
+    "instead: adapter_config.json and adapter_model.safetensors (F32), for\n"
+    "PeftModel.from_pretrained on its base (docs/lora.md).\n"
     "\n"
     "  rotor export --checkpoint runs/extend-hf --output models/extended\n"
     "  rotor export --random configs/models/smollm2-135m.yaml \\\n"
     "      --tokenizer tok.json --dtype bfloat16 --output models/random\n"
+    "  rotor export --checkpoint runs/lora --adapter --output models/adapter\n"
     "\n"
     "Details: docs/huggingface.md.";
 
@@ -54,6 +60,7 @@ struct ExportOptions {
   int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
   uint64_t seed = 0;
   int64_t threads = 0;
+  bool adapter = false;  // a LoRA checkpoint's adapters in PEFT's layout
 };
 
 // The dtype to write: --dtype, else the base's torch_dtype, so a bfloat16
@@ -98,6 +105,26 @@ void RunExport(const ExportOptions& options) {
     train::TrainConfig config;
     const auto model = train::LoadCheckpointModel(options.checkpoint,
                                                   /*overrides=*/{}, &config);
+    if (options.adapter) {
+      ROTOR_CHECK(config.finetune.lora.enabled, options.checkpoint,
+                  " is not a LoRA checkpoint (its config.yaml has no "
+                  "finetune.lora): --adapter writes a LoRA run's adapters; "
+                  "export it without --adapter");
+      // PEFT loads the base's config.json: model settings the run changed
+      // (a RoPE extension) are not in the adapter folder.
+      const train::ModelConfig base =
+          train::LoadCheckpointModelConfig(config.train.init_from, {}).model;
+      if (train::HfConfigJson(base, "float32") !=
+          train::HfConfigJson(config.model, "float32")) {
+        std::cout << "note: the run's model settings differ from its base's "
+                     "(e.g. rope_scaling); PEFT loads the base's "
+                     "config.json, so load the base with the run's settings, "
+                     "or export merged (without --adapter)\n";
+      }
+      train::WritePeftAdapterFolder(options.output, *model, config);
+      std::cout << "wrote " << options.output << "\n";
+      return;
+    }
     // A LoRA checkpoint is its base with adapters: W += (alpha/r) B A.
     nn::MergeLora(*model);
     export_options.dtype = ExportDtype(options.dtype, config.model);
@@ -129,6 +156,11 @@ void AddExportCommand(CLI::App& rotor) {
           ->type_name("CONFIG.yaml")
           ->check(NotEmpty());
   checkpoint->excludes(random);
+  CLI::Option* adapter =
+      command->add_flag("--adapter", options->adapter,
+                        "with a LoRA --checkpoint: write its adapters as "
+                        "PEFT's adapter folder, not the merged model");
+  adapter->needs(checkpoint);
   command->add_option("--output", options->output, "the folder to write")
       ->type_name("DIR")
       ->required()
@@ -137,7 +169,8 @@ void AddExportCommand(CLI::App& rotor) {
       ->add_option("--dtype", options->dtype,
                    "float32 or bfloat16 (default: the base's torch_dtype;\n"
                    "float32 for a model trained from scratch)")
-      ->check(CLI::IsMember({"float32", "bfloat16"}));
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->excludes(adapter);
   AddIntegerOption(*command, "--max-shard-size", options->max_shard_bytes,
                    int64_t{1}, "bytes per safetensors shard (default 5e9)");
   command

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,6 +23,7 @@
 #include "tests/tools/run_rotor.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
+#include "train/hf/peft_adapter.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
 
@@ -28,6 +31,15 @@ namespace rotor::tools {
 namespace {
 
 std::string Quote(const std::string& text) { return "'" + text + "'"; }
+
+// The logits of 64 fixed tokens, at the extended length.
+std::vector<float> FixedLogits(nn::Transformer& model) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 64; ++i) ids.push_back((i * 37 + 11) % 256);
+  NoGradGuard no_grad;
+  model.SetSequenceLength(64);
+  return model.Logits(ids, 1, 64).ToVector();
+}
 
 constexpr char kBaseModel[] = R"(model:
   vocab_size: 257
@@ -184,6 +196,137 @@ TEST_F(LoraCli, TrainEvaluateAndExportMerged) {
   const double merged_loss = eval_loss(exported);
   EXPECT_NEAR(adapter_loss, merged_loss, 1e-5 * adapter_loss);
   EXPECT_NE(adapter_loss, eval_loss(base));
+}
+
+// rotor export --adapter: PEFT's adapter folder. The expected names, shapes
+// and keys are written from PEFT's source, not from rotor's writer:
+// PeftModel wraps the causal LM as base_model (LoraModel) .model, so every
+// key starts "base_model.model."; get_peft_model_state_dict keeps the
+// "lora_" tensors and drops the adapter name ("...q_proj.lora_A.default.
+// weight" -> "...q_proj.lora_A.weight"); lora_A is nn.Linear(in, r), so
+// [r, in], lora_B nn.Linear(r, out), [out, r]; a ModulesToSaveWrapper's
+// copy is saved under the wrapped module's own path
+// ("base_model.model.model.embed_tokens.weight"); adapter_config.json is
+// LoraConfig's fields (peft/tuners/lora/config.py).
+TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
+  const std::string base = dir_.Path("base");
+  test::RotorResult r =
+      Run("export --random " + Quote(dir_.Write("base.yaml", kBaseModel)) +
+          " --seed 3 --output " + Quote(base));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Run("train " + Quote(LoraConfig(base)));
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  // A checkpoint that is no LoRA run is refused.
+  r = Run("export --checkpoint " + Quote(base) + " --adapter --output " +
+          Quote(dir_.Path("none")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, base +
+                             " is not a LoRA checkpoint (its config.yaml has "
+                             "no finetune.lora)");
+
+  const std::string adapter = dir_.Path("adapter");
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) +
+          " --adapter --output " + Quote(adapter));
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The run extended RoPE (YaRN x2), which the base's config.json lacks.
+  EXPECT_CONTAINS(r.out, "note: the run's model settings differ");
+
+  // hidden 32, 4 heads of 8, 2 kv heads (k/v out 16), intermediate 48, r 4.
+  std::map<std::string, std::vector<int64_t>> expected;
+  const std::string p = "base_model.model.model.";
+  const std::map<std::string, std::pair<int64_t, int64_t>> projections = {
+      {"self_attn.q_proj", {32, 32}}, {"self_attn.k_proj", {32, 16}},
+      {"self_attn.v_proj", {32, 16}}, {"self_attn.o_proj", {32, 32}},
+      {"mlp.gate_proj", {32, 48}},    {"mlp.up_proj", {32, 48}},
+      {"mlp.down_proj", {48, 32}}};
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string l = p + "layers." + std::to_string(layer) + ".";
+    for (const auto& [module, in_out] : projections) {
+      expected[l + module + ".lora_A.weight"] = {4, in_out.first};
+      expected[l + module + ".lora_B.weight"] = {in_out.second, 4};
+    }
+    expected[l + "input_layernorm.weight"] = {32};
+    expected[l + "post_attention_layernorm.weight"] = {32};
+  }
+  expected[p + "embed_tokens.weight"] = {257, 32};
+  expected[p + "norm.weight"] = {32};
+  std::map<std::string, std::vector<int64_t>> written;
+  const train::SafetensorsFile file =
+      train::SafetensorsFile::Read(adapter + "/adapter_model.safetensors");
+  for (const auto& info : file.tensors()) {
+    written[info.name] = info.shape;
+    EXPECT_EQ(info.dtype, train::SafetensorsDtype::kF32) << info.name;
+  }
+  EXPECT_EQ(written, expected);
+  EXPECT_EQ(file.metadata().at("format"), "pt");  // safetensors.torch's
+
+  const train::Json config = train::ParseJson(
+      train::ReadFile(adapter + "/adapter_config.json"), "adapter_config");
+  EXPECT_EQ(config.at("peft_type"), "LORA");
+  EXPECT_EQ(config.at("task_type"), "CAUSAL_LM");
+  EXPECT_EQ(config.at("r"), 4);
+  EXPECT_TRUE(config.at("lora_alpha").is_number_integer());
+  EXPECT_EQ(config.at("lora_alpha"), 16);
+  EXPECT_EQ(config.at("lora_dropout"), 0.05);
+  EXPECT_EQ(config.at("target_modules"),
+            train::Json({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                         "up_proj", "down_proj"}));
+  EXPECT_EQ(config.at("bias"), "none");
+  EXPECT_EQ(config.at("fan_in_fan_out"), false);
+  EXPECT_EQ(config.at("use_rslora"), false);
+  EXPECT_EQ(config.at("use_dora"), false);
+  EXPECT_EQ(config.at("base_model_name_or_path"), base);
+  EXPECT_EQ(config.at("modules_to_save"),
+            train::Json({"embed_tokens", "input_layernorm",
+                         "post_attention_layernorm", "norm"}));
+
+  // Loaded back onto its base (with the run's RoPE), merged: the merged
+  // export's logits within float32 rounding.
+  const std::string merged_dir = dir_.Path("merged");
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
+          Quote(merged_dir));
+  ASSERT_EQ(r.status, 0) << r.err;
+  train::TrainConfig run;
+  train::LoadCheckpointModel(dir_.Path("run"), {}, &run);
+  auto loaded = train::LoadCheckpointModelAs(base, run.model);
+  train::LoadPeftAdapter(adapter, *loaded);
+  EXPECT_EQ(nn::CountLoraLayers(*loaded), 14);
+  nn::MergeLora(*loaded);
+  const std::vector<float> a = FixedLogits(*loaded);
+  const std::vector<float> m =
+      FixedLogits(*train::LoadCheckpointModel(merged_dir, {}));
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(a[i]) - m[i]));
+    scale = std::max(scale, std::fabs(double(a[i])));
+  }
+  std::ostringstream measured;
+  measured << "max |peft merged - merged export| " << worst << ", max |logit| "
+           << scale;
+  RecordProperty("measured", measured.str());
+  EXPECT_LE(worst, 1e-6 * scale) << measured.str();
+
+  // A tensor PEFT would not have written is refused, naming it.
+  const std::string odd = dir_.Path("odd");
+  std::filesystem::create_directories(odd);
+  std::filesystem::copy(adapter + "/adapter_config.json", odd);
+  const std::vector<float> bias(32, 0.0f);
+  train::WriteSafetensors(
+      odd + "/adapter_model.safetensors",
+      {{"base_model.model.model.layers.0.self_attn.q_proj.bias",
+        train::SafetensorsDtype::kF32,
+        {32},
+        bias.data()}});
+  auto other = train::LoadCheckpointModelAs(base, run.model);
+  try {
+    train::LoadPeftAdapter(odd, *other);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(),
+                    "tensor base_model.model.model.layers.0.self_attn.q_proj."
+                    "bias is neither an adapter of target_modules");
+  }
 }
 
 TEST_F(LoraCli, WithoutInitFromItIsRefused) {
