@@ -767,6 +767,27 @@ std::vector<BadInput> OutputCases() {
     link_to_data(dir);
   };
   cases.push_back(std::move(linked));
+  // extend-report's output_dir, refused before the base trains (the base's
+  // output_dir is never made).
+  for (const auto& [name, path] : {std::pair<std::string, std::string>{
+                                       "IsAFile", "CASE/run/metrics.jsonl"},
+                                   {"DevFull", "/dev/full"},
+                                   {"Fifo", "CASE/out.fifo"},
+                                   {"Unwritable", unwritable}}) {
+    cases.push_back(Output(
+        "ExtendReportOutputDir" + name, "extend-report CASE/report.yaml",
+        "cannot hold the report", [path = path](const test::TempDir& dir) {
+          dir.Write("report.yaml",
+                    "base:\n  config: " + test::TinyConfigPath() +
+                        "\n  overrides: [data.path=" + dir.Path("data") +
+                        ", output_dir=" + dir.Path("base") +
+                        "]\noutput_dir: " + InCase(dir, path) +
+                        "\nfactor: 4\nmethods: [default]\n"
+                        "finetune: {steps: 1}\neval: {lengths: [32], "
+                        "passkey_lengths: [128]}\n");
+          if (path == "CASE/out.fifo") MakeFifo(dir);
+        }));
+  }
   return cases;
 }
 

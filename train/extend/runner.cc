@@ -222,8 +222,14 @@ ExtendReportSummary ReportRunner::Run() {
               ": the extend report needs data prepared with the byte "
               "tokenizer (its passkey test is built from bytes), but ",
               data_dir, " uses ", TokenizerSpecIn(data_dir));
-  std::filesystem::create_directories(config_.output_dir + "/logs");
-  std::filesystem::create_directories(config_.output_dir + "/results");
+  // output_dir must be a folder rotor can write, before any training.
+  for (const char* sub : {"/logs", "/results"}) {
+    std::error_code error;
+    std::filesystem::create_directories(config_.output_dir + sub, error);
+    ROTOR_CHECK(!error, config_.file, ": output_dir ", config_.output_dir,
+                " cannot hold the report (", config_.output_dir, sub, ": ",
+                error.message(), "); name a folder, e.g. runs/report");
+  }
 
   TrainBase();
   run_.val_path = ResolveDataDir(plan_.base.data.path) + "/val.bin";
