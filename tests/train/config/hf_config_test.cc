@@ -118,7 +118,9 @@ TEST(HfConfig, ReportsUnknownKeysInsteadOfRefusingThem) {
 // A large object of keys rotor ignores (a classifier's id2label, or
 // unknown keys at the top level) is read in linear time: converting it to
 // YAML used to search the map for every key it inserted (50,000 id2label
-// entries took 92 s).
+// entries took 92 s, 75,000 took 216 s). Linear reading takes 0.05 s; the
+// bound leaves room for a loaded machine and for ASan, and still fails the
+// quadratic reader by a factor of ten.
 TEST(HfConfig, ReadsSeventyFiveThousandKeysInLinearTime) {
   nlohmann::json labels = nlohmann::json::object();
   nlohmann::json top_level = nlohmann::json::object();
@@ -138,7 +140,7 @@ TEST(HfConfig, ReadsSeventyFiveThousandKeysInLinearTime) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    EXPECT_LT(seconds, 1.0) << text.size() << " bytes";
+    EXPECT_LT(seconds, 20.0) << text.size() << " bytes";
     EXPECT_EQ(config.hidden_size, 576);
     EXPECT_EQ(ignored.size(), patch.size());
   }
@@ -152,13 +154,11 @@ TEST(HfConfig, BiasesFollowTheArchitecture) {
       resolve({{"attention_bias", true}, {"mlp_bias", true}});
   EXPECT_TRUE(llama_bias.qkv_bias && llama_bias.o_proj_bias &&
               llama_bias.mlp_bias);
-  const nlohmann::json qwen2 = {{"model_type", "qwen2"},
-                                {"architectures", {"Qwen2ForCausalLM"}},
-                                {"attention_bias", nullptr},
-                                {"mlp_bias", nullptr},
-                                {"use_sliding_window", false},
-                                {"sliding_window", 32768},
-                                {"max_window_layers", 21}};
+  const nlohmann::json qwen2 = {
+      {"model_type", "qwen2"},       {"architectures", {"Qwen2ForCausalLM"}},
+      {"attention_bias", nullptr},   {"mlp_bias", nullptr},
+      {"use_sliding_window", false}, {"sliding_window", 32768},
+      {"max_window_layers", 21}};
   const nn::TransformerConfig qwen = resolve(qwen2);
   EXPECT_TRUE(qwen.qkv_bias);
   EXPECT_FALSE(qwen.o_proj_bias || qwen.mlp_bias);
@@ -189,8 +189,8 @@ TEST(HfConfig, BiasesFollowTheArchitecture) {
 
 TEST(HfConfig, ReadsEveryRopeScalingSpelling) {
   // Legacy "type" (Llama 2 era configs).
-  ModelConfig config = Parse(
-      Patched({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}));
+  ModelConfig config =
+      Parse(Patched({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}));
   EXPECT_EQ(config.rope.rope_type, RopeType::kLinear);
   EXPECT_EQ(config.rope.factor, 2.0);
   config = Parse(
@@ -244,11 +244,13 @@ TEST(HfConfig, ReadsEveryRopeScalingSpelling) {
 }
 
 TEST(HfConfig, RefusesWhatRotorDoesNotRunNamingTheKey) {
-  ExpectError({{"model_type", "gpt2"}}, "model_type", "'gpt2' is not supported");
+  ExpectError({{"model_type", "gpt2"}}, "model_type",
+              "'gpt2' is not supported");
   ExpectError({{"model_type", nullptr}}, "model_type", "required");
   ExpectError({{"architectures", {"LlamaForSequenceClassification"}}},
               "architectures", "LlamaForCausalLM");
-  ExpectError({{"hidden_act", "gelu"}}, "hidden_act", "'gelu' is not supported");
+  ExpectError({{"hidden_act", "gelu"}}, "hidden_act",
+              "'gelu' is not supported");
   ExpectError({{"attention_dropout", 0.1}}, "attention_dropout", "must be 0");
   ExpectError({{"torch_dtype", "int8"}}, "torch_dtype", "'int8'");
   ExpectError({{"partial_rotary_factor", 0.5}}, "partial_rotary_factor",
@@ -317,8 +319,7 @@ TEST(HfConfig, ExportReadsBackAsTheSameModel) {
     SCOPED_TRACE(patch.dump());
     const ModelConfig original = Parse(Patched(patch));
     std::vector<std::string> ignored;
-    const ModelConfig back =
-        Parse(HfConfigJson(original, "float32"), &ignored);
+    const ModelConfig back = Parse(HfConfigJson(original, "float32"), &ignored);
     EXPECT_TRUE(ignored.empty());
     EXPECT_EQ(back.model_type, original.model_type);
     EXPECT_EQ(back.torch_dtype, "float32");
@@ -346,12 +347,12 @@ TEST(HfConfig, ExportReadsBackAsTheSameModel) {
 TEST(HfConfig, ExportSpellsEachMethodSoHfComputesTheSameFrequencies) {
   // YaRN: max_position_embeddings = factor * L0 whatever rotor's table size
   // (transformers 4.51-4.55 used their ratio as the factor).
-  ModelConfig yarn = Parse(
-      Patched({{"max_position_embeddings", 4096},
-               {"rope_scaling",
-                {{"rope_type", "yarn"},
-                 {"factor", 4.0},
-                 {"original_max_position_embeddings", 2048}}}}));
+  ModelConfig yarn =
+      Parse(Patched({{"max_position_embeddings", 4096},
+                     {"rope_scaling",
+                      {{"rope_type", "yarn"},
+                       {"factor", 4.0},
+                       {"original_max_position_embeddings", 2048}}}}));
   nlohmann::json json = nlohmann::json::parse(HfConfigJson(yarn, "bfloat16"));
   EXPECT_EQ(json["max_position_embeddings"], 8192);
   EXPECT_EQ(json["rope_scaling"]["rope_type"], "yarn");

@@ -102,7 +102,9 @@ TEST(Unicode, NormalizationIsUtf8procsOnRandomMarkRuns) {
 }
 
 // 100,000 marks of each of two classes in the wrong order: utf8proc_map
-// takes 31 s at 40,000 each (quadratic); each form here, well under 1 s.
+// takes 31 s at 40,000 each (quadratic, so minutes at 100,000); each form
+// here takes 12-23 ms. The bound leaves room for a loaded machine and for
+// ASan, and still fails a quadratic sort by a factor of ten.
 TEST(Unicode, LongRunsOfCombiningMarksNormalizeQuickly) {
   const int k = 100'000;
   const std::string text =
@@ -115,7 +117,7 @@ TEST(Unicode, LongRunsOfCombiningMarksNormalizeQuickly) {
             .count();
     RecordProperty("seconds_form_" + std::to_string(static_cast<int>(form)),
                    std::to_string(seconds));
-    EXPECT_LT(seconds, 0.5) << "form " << static_cast<int>(form);
+    EXPECT_LT(seconds, 10.0) << "form " << static_cast<int>(form);
     // Canonical order puts U+0316 (class 220) before U+0301 (230); NFC then
     // composes a + U+0301, which U+0316 does not block.
     const bool composed =
