@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <regex>
 #include <string>
 
 #include "nn/rope_scaling.h"
@@ -71,14 +70,20 @@ Loaded Load(const test::TempDir& dir, const std::string& page,
                screenshot + "' " + url + " >/dev/null 2>&1")
                   .c_str());
   Loaded out{ReadFile(dom), ReadFile(log), Json()};
-  std::smatch m;
-  const std::regex state(
-      "<pre id=\"explorer-state\" hidden=\"\">([^<]*)</pre>");
-  if (!std::regex_search(out.dom, m, state)) {
+  // Found with find, not std::regex: libstdc++'s matcher recurses once per
+  // character matched, and the state is long enough to overflow the stack
+  // under ASan.
+  const std::string open = "<pre id=\"explorer-state\" hidden=\"\">";
+  const size_t begin = out.dom.find(open);
+  const size_t end = begin == std::string::npos
+                         ? std::string::npos
+                         : out.dom.find("</pre>", begin + open.size());
+  if (end == std::string::npos) {
     ADD_FAILURE() << "no #explorer-state in the DOM:\n" << out.log;
     return out;
   }
-  std::string text = m[1];
+  std::string text =
+      out.dom.substr(begin + open.size(), end - begin - open.size());
   for (const auto& [entity, c] :
        {std::pair<std::string, std::string>{"&lt;", "<"},
         {"&gt;", ">"},
@@ -100,12 +105,22 @@ std::map<std::string, int> Curves(const std::string& dom, size_t from,
   const size_t start = dom.find("data-chart=\"" + chart + "\"", from);
   if (from == std::string::npos || start == std::string::npos) return curves;
   const std::string svg = dom.substr(start, dom.find("</svg>", start) - start);
-  const std::regex line(
-      "<polyline [^>]*data-method=\"([a-z0-9]+)\"[^>]*"
-      "data-points=\"([0-9]+)\"");
-  for (std::sregex_iterator it(svg.begin(), svg.end(), line), e; it != e;
-       ++it) {
-    curves[(*it)[1]] = std::stoi((*it)[2]);
+  // Each <polyline ...> tag's data-method and data-points attributes.
+  auto attribute = [](const std::string& tag, const std::string& name) {
+    const std::string key = name + "=\"";
+    const size_t at = tag.find(key);
+    if (at == std::string::npos) return std::string();
+    const size_t value = at + key.size();
+    return tag.substr(value, tag.find('"', value) - value);
+  };
+  for (size_t at = svg.find("<polyline "); at != std::string::npos;
+       at = svg.find("<polyline ", at + 1)) {
+    const std::string tag = svg.substr(at, svg.find('>', at) - at);
+    const std::string method = attribute(tag, "data-method");
+    const std::string points = attribute(tag, "data-points");
+    if (!method.empty() && !points.empty()) {
+      curves[method] = std::stoi(points);
+    }
   }
   return curves;
 }
