@@ -19,6 +19,7 @@
 #include "train/distributed/communicator.h"
 #include "train/eval/generate.h"
 #include "train/io/atomic_file.h"
+#include "train/io/message.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 
@@ -50,12 +51,7 @@ struct TrainOptions {
 // when something was cut.
 std::string Shortened(const std::string& text, size_t chars) {
   if (text.size() <= chars) return text;
-  size_t end = chars;
-  // UTF-8 continuation bytes are 10xxxxxx: back up to a character's start.
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
-    --end;
-  }
-  return text.substr(0, end) + "...";
+  return std::string(train::Utf8Prefix(text, chars)) + "...";
 }
 
 // Trains; `out` is std::cout on rank 0 and a stream that prints nothing on

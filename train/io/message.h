@@ -19,9 +19,12 @@ namespace rotor::train {
 // The most bytes of one piece of input a message quotes.
 inline constexpr size_t kMaxQuotedBytes = 100;
 
-// `text` itself when it has at most `max_bytes` bytes; else its first
-// `max_bytes` bytes (cut before a UTF-8 continuation byte, never inside a
-// character) and "... (N bytes)".
+// The longest prefix of `text` of at most `max_bytes` bytes that ends
+// between two UTF-8 characters (never before a continuation byte).
+std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
+
+// `text` itself when it has at most `max_bytes` bytes; else its
+// Utf8Prefix and "... (N bytes)".
 std::string Excerpt(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
 
 // The items joined as "a, b and c", each an Excerpt; past `max_items`, the
