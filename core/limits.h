@@ -7,6 +7,7 @@
 #ifndef ROTOR_CORE_LIMITS_H_
 #define ROTOR_CORE_LIMITS_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rotor::limits {
@@ -28,6 +29,9 @@ inline constexpr int64_t kMaxAccumulationSteps = int64_t{1} << 20;
 // Optimizer steps (train.max_steps, warm-up).
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
 inline constexpr int64_t kMaxThreads = 4096;
+// The largest config file rotor reads (a training or report config, a
+// checkpoint's config.yaml, a config.json): real ones are a few KiB.
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 // A tokenizer.json file (train/tokenizer/): Gemma's, among the largest, is
 // about 34 MB. Its ids (vocabulary and added tokens) are below
 // kMaxVocabSize, so a tokenizer always fits a model's vocab_size.

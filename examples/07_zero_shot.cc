@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     const train::ModelConfig extended =
         train::ExtendModelConfig(saved.model, method, kFactor, kL);
     // The same weights; only the RoPE tables differ (RoPE has no weights).
-    auto model = train::LoadCheckpointModelAs(base, extended);
+    auto model = train::LoadCheckpointModel(base, train::ModelEdit{extended});
     const auto ppl = train::PerplexityByLength(*model, documents, {lengths});
     train::PasskeyEvalOptions passkey;
     passkey.lengths = {kL, 4 * kL};

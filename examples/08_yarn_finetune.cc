@@ -106,8 +106,9 @@ int main(int argc, char** argv) {
   // Before: rung 06's weights with the new RoPE tables (zero-shot YaRN).
   double ppl_before = 0, passkey_before = 0, ppl_after = 0, passkey_after = 0;
   {
-    auto base = train::LoadCheckpointModelAs(
-        train::ResolveCheckpointPath(config.train.init_from), config.model);
+    auto base = train::LoadCheckpointModel(
+        train::ResolveCheckpointPath(config.train.init_from),
+        train::ModelEdit{config.model});
     Measure("before (zero-shot yarn):", *base, val, length, &ppl_before,
             &passkey_before);
   }

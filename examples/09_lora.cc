@@ -61,9 +61,9 @@ int main(int argc, char** argv) {
                           "LoRA fine-tune"};
   for (int i = 0; i < 3; ++i) {
     auto model = i == 0
-                     ? train::LoadCheckpointModelAs(
+                     ? train::LoadCheckpointModel(
                            train::ResolveCheckpointPath(config.train.init_from),
-                           config.model)
+                           train::ModelEdit{config.model})
                      : train::LoadCheckpointModel(
                            i == 1 ? work + "/08_yarn" : config.output_dir, {});
     ppl[i] =

@@ -179,17 +179,25 @@ int64_t TrainedLength(const std::string& checkpoint,
   return train::PretrainedLength(train::LoadHfModelConfig(path));
 }
 
-// The overrides that give the checkpoint `rope_from`'s RoPE settings (none
-// for ""), then the command line's.
-std::vector<std::string> RopeOverrides(const std::string& rope_from,
-                                       const EvalOptions& options) {
-  std::vector<std::string> overrides;
+// How the checkpoint's model is changed: `rope_from`'s RoPE settings (none
+// for ""), then the command line's key=value overrides, read by the model
+// table (train::OverrideModelConfig).
+train::ModelEdit EvalEdit(const std::string& rope_from,
+                          const EvalOptions& options) {
+  train::ModelEdit edit;
   if (!rope_from.empty()) {
-    overrides = train::RopeOverridesFromConfig(rope_from);
+    edit.rope = train::RopeEditFromConfig(rope_from);
+    edit.source = rope_from + "'s RoPE settings";
   }
-  overrides.insert(overrides.end(), options.overrides.begin(),
-                   options.overrides.end());
-  return overrides;
+  if (options.overrides.empty()) return edit;
+  const train::ModelConfig model =
+      train::LoadCheckpointModelConfig(options.checkpoint, edit).model;
+  edit.model =
+      train::OverrideModelConfig(model, options.overrides, options.checkpoint);
+  edit.rope = {};
+  edit.source =
+      edit.source.empty() ? "overrides" : edit.source + " and overrides";
+  return edit;
 }
 
 // A curve's name in the plot: the RoPE type, and with several --rope-from
@@ -262,8 +270,7 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
   for (size_t i = 1; i < options.rope_from.size(); ++i) {
     train::TrainConfig other;
     auto other_model = train::LoadCheckpointModel(
-        options.checkpoint, RopeOverrides(options.rope_from[i], options),
-        &other);
+        options.checkpoint, EvalEdit(options.rope_from[i], options), &other);
     const std::vector<train::LengthPerplexity> other_results =
         train::PerplexityByLength(*other_model, val, length_eval);
     const std::string name = CurveName(options, i, other);
@@ -384,8 +391,7 @@ void RunEval(const EvalOptions& options) {
   train::TrainConfig config;
   auto model = train::LoadCheckpointModel(
       options.checkpoint,
-      RopeOverrides(options.rope_from.empty() ? "" : options.rope_from[0],
-                    options),
+      EvalEdit(options.rope_from.empty() ? "" : options.rope_from[0], options),
       &config);
   ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
               options.checkpoint,

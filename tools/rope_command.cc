@@ -105,7 +105,11 @@ struct RopeReport {
 train::ModelConfig LoadRopeModel(const std::string& path,
                                  const std::vector<std::string>& overrides) {
   if (std::filesystem::is_directory(path)) {
-    return train::LoadCheckpointModelConfig(path, overrides).model;
+    const train::ModelConfig model =
+        train::LoadCheckpointModelConfig(path).model;
+    return overrides.empty()
+               ? model
+               : train::OverrideModelConfig(model, overrides, path);
   }
   const std::string json = ".json";
   if (path.size() > json.size() &&

@@ -452,73 +452,57 @@ std::unique_ptr<nn::Transformer> BuildCheckpointModel(const std::string& dir,
 }
 
 // A Hugging Face folder has no training config: evaluation takes its model
-// (with the overrides) and, by default, windows of max_position_embeddings
-// tokens, one at a time; the data must be named.
-TrainConfig HfFolderConfig(const ModelConfig& saved, const std::string& dir,
-                           const std::vector<std::string>& overrides) {
+// (edited) and, by default, windows of max_position_embeddings tokens, one
+// at a time; the data must be named.
+TrainConfig HfFolderConfig(const ModelConfig& saved, const ModelEdit& edit) {
   TrainConfig parsed;
-  parsed.model = OverrideModelConfig(saved, overrides, dir + "/config.json");
+  parsed.model = ApplyModelEdit(saved, edit);
   parsed.train.seq_len = parsed.model.rope.max_position_embeddings;
   parsed.train.batch_size = 1;
   return parsed;
 }
 
-std::unique_ptr<nn::Transformer> LoadHfFolderModel(
-    const std::string& dir, const std::vector<std::string>& overrides,
-    TrainConfig* config) {
-  const ModelConfig saved = LoadHfModelConfig(dir);
-  const TrainConfig parsed = HfFolderConfig(saved, dir, overrides);
-  const nn::TransformerConfig architecture =
-      ResolveTransformerConfig(parsed.model);
-  CheckSameArchitecture(ResolveTransformerConfig(saved), architecture,
-                        "Hugging Face model " + dir + " with overrides");
-  CheckModelFitsInMemory(architecture, "model " + dir);
-  auto model = LoadHfModel(dir, parsed.model);
-  if (config != nullptr) *config = parsed;
-  return model;
+// How a checkpoint changed by `edit` is named in errors.
+std::string EditedName(const std::string& what, const ModelEdit& edit) {
+  return edit.source.empty() ? what : what + " with " + edit.source;
 }
 
 }  // namespace
 
-TrainConfig LoadCheckpointModelConfig(
-    const std::string& path, const std::vector<std::string>& overrides) {
+TrainConfig LoadCheckpointModelConfig(const std::string& path,
+                                      const ModelEdit& edit) {
   const std::string dir = ResolveCheckpointPath(path);
-  if (IsHfModelFolder(dir)) {
-    return HfFolderConfig(LoadHfModelConfig(dir), dir, overrides);
-  }
-  return ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml",
-                          overrides);
-}
-
-std::unique_ptr<nn::Transformer> LoadCheckpointModel(
-    const std::string& path, const std::vector<std::string>& overrides,
-    TrainConfig* config) {
-  const std::string dir = ResolveCheckpointPath(path);
-  if (IsHfModelFolder(dir)) return LoadHfFolderModel(dir, overrides, config);
-  const std::string saved = LoadCheckpointConfig(dir);
-  const TrainConfig original = ParseTrainConfig(saved, dir + "/config.yaml");
-  const TrainConfig parsed =
-      ParseTrainConfig(saved, dir + "/config.yaml", overrides);
-  auto model = BuildCheckpointModel(dir, original.model, parsed,
-                                    "checkpoint " + dir + " with overrides");
-  if (config != nullptr) *config = parsed;
-  return model;
-}
-
-std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
-    const std::string& path, const ModelConfig& model) {
-  const std::string dir = ResolveCheckpointPath(path);
-  if (IsHfModelFolder(dir)) {
-    CheckSameArchitecture(ResolveTransformerConfig(LoadHfModelConfig(dir)),
-                          ResolveTransformerConfig(model),
-                          "Hugging Face model " + dir);
-    return LoadHfModel(dir, model);
-  }
+  if (IsHfModelFolder(dir)) return HfFolderConfig(LoadHfModelConfig(dir), edit);
   TrainConfig config =
       ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
-  const ModelConfig saved = config.model;
-  config.model = model;
-  return BuildCheckpointModel(dir, saved, config, "checkpoint " + dir);
+  config.model = ApplyModelEdit(config.model, edit);
+  return config;
+}
+
+std::unique_ptr<nn::Transformer> LoadCheckpointModel(const std::string& path,
+                                                     const ModelEdit& edit,
+                                                     TrainConfig* config) {
+  const std::string dir = ResolveCheckpointPath(path);
+  if (IsHfModelFolder(dir)) {
+    const ModelConfig saved = LoadHfModelConfig(dir);
+    const TrainConfig parsed = HfFolderConfig(saved, edit);
+    const nn::TransformerConfig architecture =
+        ResolveTransformerConfig(parsed.model);
+    CheckSameArchitecture(ResolveTransformerConfig(saved), architecture,
+                          EditedName("Hugging Face model " + dir, edit));
+    CheckModelFitsInMemory(architecture, "model " + dir);
+    auto model = LoadHfModel(dir, parsed.model);
+    if (config != nullptr) *config = parsed;
+    return model;
+  }
+  const TrainConfig original =
+      ParseTrainConfig(LoadCheckpointConfig(dir), dir + "/config.yaml");
+  TrainConfig parsed = original;
+  parsed.model = ApplyModelEdit(original.model, edit);
+  auto model = BuildCheckpointModel(dir, original.model, parsed,
+                                    EditedName("checkpoint " + dir, edit));
+  if (config != nullptr) *config = parsed;
+  return model;
 }
 
 std::string CheckpointTokenizerSpec(const std::string& path) {

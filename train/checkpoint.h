@@ -23,7 +23,7 @@
 // (a checkpoint folder, a run's newest, or a Hugging Face model folder:
 // train/hf/hf_model.h), InitializeFromCheckpoint
 // (train.init_from: weights only, the architecture checked), and
-// LoadCheckpointModel / LoadCheckpointModelAs (evaluation, generation and
+// LoadCheckpointModel (evaluation, generation and
 // the report; the RoPE settings may differ from the saved ones), and
 // LoadCheckpointModelConfig (the config alone, for rotor rope).
 #ifndef ROTOR_TRAIN_CHECKPOINT_H_
@@ -39,6 +39,7 @@
 #include "nn/module.h"
 #include "nn/transformer.h"
 #include "train/config/model_config.h"
+#include "train/config/model_edit.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
 #include "train/optim/adamw.h"
@@ -156,25 +157,21 @@ void LoadFinetuneWeights(const std::string& dir, const BaseReference& base,
                          const nn::Module& model);
 
 // A trained model for evaluation: the checkpoint `path` names (resolved as
-// above), its saved config with `overrides` ("model.rope_scaling.rope_type=
-// yarn", ...) applied, its weights. This is how a base model is evaluated
-// with a scaling method it was not trained with (zero-shot extension); the
-// overrides may change RoPE settings only (CheckSameArchitecture).
-// `config` (optional) receives the config used. A frozen-base (LoRA)
-// checkpoint gives its base with the adapters, in evaluation mode (no
-// dropout); nn::MergeLora folds them in.
+// above), its saved config changed by `edit` (train/config/model_edit.h:
+// another rope_scaling, a whole model config of the same architecture), its
+// weights. This is how a base model is evaluated with a scaling method it
+// was not trained with (zero-shot extension); an edit that changes the
+// architecture is refused (CheckSameArchitecture). `config` (optional)
+// receives the config used. A frozen-base (LoRA) checkpoint gives its base
+// with the adapters, in evaluation mode (no dropout); nn::MergeLora folds
+// them in.
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(
-    const std::string& path, const std::vector<std::string>& overrides,
+    const std::string& path, const ModelEdit& edit = {},
     TrainConfig* config = nullptr);
-// The config LoadCheckpointModel(path, overrides) builds its model from,
-// without reading the weights (rotor rope looks at a model's RoPE this way).
-TrainConfig LoadCheckpointModelConfig(
-    const std::string& path, const std::vector<std::string>& overrides);
-// The same with the model settings given whole (e.g. the saved ones with
-// another rope_scaling) instead of as overrides; a different name, because
-// `LoadCheckpointModel(path, {})` would fit both.
-std::unique_ptr<nn::Transformer> LoadCheckpointModelAs(
-    const std::string& path, const ModelConfig& model);
+// The config LoadCheckpointModel(path, edit) builds its model from, without
+// reading the weights (rotor rope looks at a model's RoPE this way).
+TrainConfig LoadCheckpointModelConfig(const std::string& path,
+                                      const ModelEdit& edit = {});
 
 // The tokenizer a checkpoint (`path`, resolved as above) was trained with,
 // as a spec (its tokenizer.json copy, or "byte"; a Hugging Face folder's

@@ -289,7 +289,7 @@ TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
   ASSERT_EQ(r.status, 0) << r.err;
   train::TrainConfig run;
   train::LoadCheckpointModel(dir_.Path("run"), {}, &run);
-  auto loaded = train::LoadCheckpointModelAs(base, run.model);
+  auto loaded = train::LoadCheckpointModel(base, train::ModelEdit{run.model});
   train::LoadPeftAdapter(adapter, *loaded);
   EXPECT_EQ(nn::CountLoraLayers(*loaded), 14);
   nn::MergeLora(*loaded);
@@ -318,7 +318,7 @@ TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
         train::SafetensorsDtype::kF32,
         {32},
         bias.data()}});
-  auto other = train::LoadCheckpointModelAs(base, run.model);
+  auto other = train::LoadCheckpointModel(base, train::ModelEdit{run.model});
   try {
     train::LoadPeftAdapter(odd, *other);
     ADD_FAILURE() << "loaded";

@@ -423,29 +423,38 @@ TEST(InitFrom, ArchitectureMismatchIsNamed) {
 TEST(LoadCheckpointModel, AppliesRopeSettingsAndRejectsArchitectureOnes) {
   test::TempDir dir;
   TrainBase(dir);
+  ModelEdit yarn;
+  yarn.rope.max_position_embeddings = 64;
+  yarn.rope.rope_scaling.emplace();
+  yarn.rope.rope_scaling->rope_type = RopeType::kYarn;
+  yarn.rope.rope_scaling->factor = 2.0;
+  yarn.rope.rope_scaling->original_max_position_embeddings = 32;
+  yarn.source = "yarn settings";
   TrainConfig config;
-  const auto model = LoadCheckpointModel(
-      dir.Path("base"), {"model.max_position_embeddings=64", kYarn}, &config);
+  const auto model = LoadCheckpointModel(dir.Path("base"), yarn, &config);
   EXPECT_EQ(model->config().rope.rope_type, RopeType::kYarn);
   EXPECT_EQ(config.model.rope.factor, 2.0);
-  const auto plain = LoadCheckpointModel(dir.Path("base"), {});
+  EXPECT_EQ(config.model.rope.max_position_embeddings, 64);
+  const auto plain = LoadCheckpointModel(dir.Path("base"));
   EXPECT_EQ(plain->config().rope.rope_type, RopeType::kDefault);
   EXPECT_EQ(plain->NamedParameters()[0].second.ToVector(),
             model->NamedParameters()[0].second.ToVector());
-  ROTOR_EXPECT_ERROR(
-      LoadCheckpointModel(dir.Path("base"), {"model.intermediate_size=48"}),
-      "with overrides", "intermediate_size 64 (checkpoint) vs 48 (config)");
 
-  // The same settings given whole.
-  const auto whole = LoadCheckpointModelAs(dir.Path("base"), config.model);
+  // The same settings given as a whole model config.
+  const auto whole = LoadCheckpointModel(dir.Path("base"), {config.model});
   EXPECT_EQ(whole->config().rope.rope_type, RopeType::kYarn);
   EXPECT_EQ(whole->config().rope.max_position_embeddings, 64);
   EXPECT_EQ(whole->NamedParameters()[0].second.ToVector(),
             model->NamedParameters()[0].second.ToVector());
-  ModelConfig other = config.model;
-  other.intermediate_size = 48;
-  ROTOR_EXPECT_ERROR(LoadCheckpointModelAs(dir.Path("base"), other),
+  ModelEdit other{config.model, {}, "overrides"};
+  other.model->intermediate_size = 48;
+  ROTOR_EXPECT_ERROR(LoadCheckpointModel(dir.Path("base"), other),
+                     "with overrides",
                      "intermediate_size 64 (checkpoint) vs 48 (config)");
+  // An edit is checked as a parsed config is.
+  yarn.rope.rope_scaling->factor = 0.5;
+  ROTOR_EXPECT_ERROR(LoadCheckpointModel(dir.Path("base"), yarn),
+                     "yarn settings: model.rope_scaling.factor");
 }
 
 // A run's output_dir stands for its newest checkpoint for the tokenizer

@@ -1,14 +1,16 @@
 #include "train/config/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
 #include "nn/rope_scaling.h"
-#include "train/config/yaml.h"
+#include "train/config/model_reader.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/message.h"
@@ -17,58 +19,68 @@ namespace rotor::train {
 
 namespace {
 
-// The same tree as YAML nodes, for the one model parser. Scalars keep their
-// JSON spelling's meaning: integers and booleans as such, doubles with every
-// digit (yaml-cpp writes max_digits10), null as null. Members are appended
-// with force_insert: map[key] searches the map's keys one by one, which made
-// an object of n keys (a classifier's id2label) cost O(n^2); ParseJson has
-// already refused repeated keys.
-YAML::Node ToYaml(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::object: {
-      YAML::Node map(YAML::NodeType::Map);
-      for (const auto& [key, member] : value.items()) {
-        map.force_insert(key, ToYaml(member));
-      }
-      return map;
-    }
-    case Json::value_t::array: {
-      YAML::Node list(YAML::NodeType::Sequence);
-      for (const Json& element : value) list.push_back(ToYaml(element));
-      return list;
-    }
-    case Json::value_t::boolean:
-      return YAML::Node(value.get<bool>());
-    case Json::value_t::number_integer:
-      return YAML::Node(value.get<int64_t>());
-    case Json::value_t::number_unsigned:
-      return YAML::Node(value.get<uint64_t>());
-    case Json::value_t::number_float:
-      return YAML::Node(value.get<double>());
-    case Json::value_t::string: {
-      YAML::Node text(value.get<std::string>());
-      text.SetTag("!");  // as YAML marks a quoted scalar: never a number
-      return text;
-    }
-    default:
-      return YAML::Node(YAML::NodeType::Null);
-  }
-}
+// A config.json value as train/config/model_reader.h reads it. Numbers
+// keep JSON's meaning: an integer is an integer, and so is a float with no
+// fraction (2048.0, as some exporters write sizes); strings are never
+// numbers.
+class JsonValue {
+ public:
+  JsonValue() = default;
+  explicit JsonValue(const Json* json) : json_(json) {}
 
-// The top level of config.json as YAML for the model parser. Of its
-// objects the parser reads only rope_scaling; any other (id2label, a
-// vendor's settings) stands as an empty map, still reported as ignored (or,
-// under a key the parser knows, refused as "a map") without converting what
-// may be tens of thousands of members.
-YAML::Node TopLevelToYaml(const Json& config) {
-  YAML::Node map(YAML::NodeType::Map);
-  for (const auto& [key, member] : config.items()) {
-    map.force_insert(key, member.is_object() && key != "rope_scaling"
-                              ? YAML::Node(YAML::NodeType::Map)
-                              : ToYaml(member));
+  bool Present() const { return json_ != nullptr && !json_->is_null(); }
+  bool IsMap() const { return json_->is_object(); }
+  bool IsList() const { return json_->is_array(); }
+  size_t size() const { return json_->size(); }
+  JsonValue At(size_t i) const { return JsonValue(&(*json_)[i]); }
+  template <typename F>
+  void ForEachEntry(F f) const {
+    for (const auto& [key, member] : json_->items()) {
+      f(key, JsonValue(&member), JsonValue(&member));
+    }
   }
-  return map;
-}
+  template <typename T>
+  std::optional<T> Decode() const {
+    const Json& json = *json_;
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (json.is_number_integer() && !json.is_number_unsigned()) {
+        return json.get<int64_t>();
+      }
+      if (json.is_number_unsigned() &&
+          json.get<uint64_t>() <= uint64_t{INT64_MAX}) {
+        return static_cast<int64_t>(json.get<uint64_t>());
+      }
+      if (json.is_number_float()) {
+        const double value = json.get<double>();
+        if (value == std::floor(value) && std::fabs(value) < 0x1p53) {
+          return static_cast<int64_t>(value);
+        }
+      }
+      return std::nullopt;
+    } else if constexpr (std::is_same_v<T, double>) {
+      if (json.is_number()) return json.get<double>();
+      return std::nullopt;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (json.is_boolean()) return json.get<bool>();
+      return std::nullopt;
+    } else {
+      if (json.is_string()) return json.get<std::string>();
+      if (json.is_number() || json.is_boolean()) return json.dump();
+      return std::nullopt;
+    }
+  }
+  std::string Describe() const {
+    if (json_->is_object()) return "a map";
+    if (json_->is_array()) return "a list";
+    if (json_->is_string())
+      return "'" + Excerpt(json_->get<std::string>()) + "'";
+    return "'" + Excerpt(json_->dump()) + "'";
+  }
+  std::string Position() const { return ""; }  // config.json has no marks
+
+ private:
+  const Json* json_ = nullptr;
+};
 
 // model_type must name an architecture rotor runs, and architectures (when
 // given) its causal-LM class: a sequence classifier's head is not lm_head.
@@ -199,52 +211,91 @@ ModelConfig ParseHfConfig(const std::string& json_text, const std::string& path,
   ApplyClassDefaults(config);
   ReadLayerTypes(config, path);
   SplitRopeParameters(config, path);
-  return ParseModelConfig(TopLevelToYaml(config), path,
-                          ModelConfigDialect::kHfConfigJson, ignored_keys);
+  return ModelReader<JsonValue>(path, ModelConfigDialect::kHfConfigJson,
+                                ignored_keys)
+      .Parse(JsonValue(&config));
 }
 
 ModelConfig LoadHfConfig(const std::string& path,
                          std::vector<std::string>* ignored_keys) {
-  return ParseHfConfig(ReadFile(path, kMaxConfigBytes), path, ignored_keys);
+  return ParseHfConfig(ReadFile(path, limits::kMaxConfigBytes), path,
+                       ignored_keys);
 }
 
 namespace {
 
-// rope_scaling for `rope`, with the keys of its method that are set; null
-// for default RoPE.
-Json RopeScalingJson(const RopeScalingConfig& rope) {
-  if (rope.rope_type == RopeType::kDefault) return nullptr;
-  std::map<std::string, Json> keys;  // sorted, as transformers writes them
-  keys["rope_type"] = RopeTypeName(rope.rope_type);
-  const YAML::Node yaml = [&] {
-    ModelConfig only_rope;
-    only_rope.rope = rope;
-    return ModelConfigToYaml(only_rope)["rope_scaling"];
-  }();
-  // The YAML writer already knows which keys apply to each method; read its
-  // choice back as JSON values.
-  for (const auto& entry : yaml) {
-    const std::string key = entry.first.Scalar();
-    const YAML::Node& value = entry.second;
-    if (key == "rope_type") continue;
-    if (value.IsSequence()) {
-      Json list = Json::array();
-      for (const auto& element : value) list.push_back(element.as<double>());
-      keys[key] = list;
-    } else if (key == "original_max_position_embeddings") {
-      keys[key] = value.as<int64_t>();
-    } else if (key == "truncate") {
-      // Only gpt-oss sets it (to false); transformers before 4.55 warns
-      // about the key, so the default stays unsaid.
-      if (!value.as<bool>()) keys[key] = false;
-    } else {
-      keys[key] = value.as<double>();
+// Writes a table's struct as config.json members, sorted by key as
+// transformers writes them: every member that is set, in HF's spelling (a
+// single eos_token_id as a number). rope_scaling is null for default RoPE,
+// else its rope_type and the keys of its method.
+class JsonWriter {
+ public:
+  explicit JsonWriter(const std::vector<std::string>* only = nullptr)
+      : only_(only) {}
+
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, const T& member, const Check& check,
+                  const Extra&...) {
+    if (!Writes(only_, key)) return;
+    if (std::optional<Json> value = Encode(member, check)) {
+      members_[key.name] = std::move(*value);
     }
   }
-  Json json = Json::object();
-  for (auto& [key, value] : keys) json[key] = std::move(value);
-  return json;
-}
+  void Section(const Key& key, RopeScalingConfig& rope) {
+    if (rope.rope_type == RopeType::kDefault) {
+      members_[key.name] = nullptr;
+      return;
+    }
+    std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
+    keys.push_back("rope_type");
+    // truncate is gpt-oss's alone (false); transformers before 4.55 warns
+    // about the key, so its default stays unsaid.
+    if (rope.truncate) {
+      keys.erase(std::remove(keys.begin(), keys.end(), "truncate"), keys.end());
+    }
+    JsonWriter scaling(&keys);
+    VisitFields(scaling, rope);
+    members_[key.name] = scaling.Object();
+  }
+
+  std::map<std::string, Json>& members() { return members_; }
+  Json Object() {
+    Json json = Json::object();
+    for (auto& [key, value] : members_) json[key] = std::move(value);
+    return json;
+  }
+
+ private:
+  template <typename T, typename Check>
+  static std::optional<Json> Encode(const std::optional<T>& value,
+                                    const Check& check) {
+    if (!value) return std::nullopt;
+    return Encode(*value, check);
+  }
+  static std::optional<Json> Encode(const std::vector<int64_t>& ids,
+                                    const field::TokenIds&) {
+    return ids.size() == 1 ? Json(ids[0]) : Json(ids);
+  }
+  template <typename T, typename Check>
+  static std::optional<Json> Encode(const std::vector<T>& values,
+                                    const Check&) {
+    return Json(values);
+  }
+  template <typename Enum>
+  static std::optional<Json> Encode(const Enum& value,
+                                    const field::Choice<Enum>& check) {
+    return Json(check.name(value));
+  }
+  template <typename T, typename Check,
+            typename = std::enable_if_t<std::is_arithmetic_v<T> ||
+                                        std::is_same_v<T, std::string>>>
+  static std::optional<Json> Encode(const T& value, const Check&) {
+    return Json(value);
+  }
+
+  const std::vector<std::string>* only_;
+  std::map<std::string, Json> members_;
+};
 
 }  // namespace
 
@@ -273,50 +324,41 @@ std::string HfConfigJson(const ModelConfig& model,
     rope.original_max_position_embeddings = original;
   }
 
-  std::map<std::string, Json> keys;
-  keys["architectures"] = Json::array({ArchitectureName(model.model_type)});
-  keys["model_type"] = ModelTypeName(model.model_type);
-  keys["attention_dropout"] = 0.0;
-  keys["head_dim"] = resolved.head_dim;
-  keys["hidden_act"] = "silu";
-  keys["hidden_size"] = resolved.hidden_size;
-  keys["initializer_range"] = resolved.initializer_range;
-  keys["intermediate_size"] = resolved.intermediate_size;
-  keys["max_position_embeddings"] = max_positions;
-  keys["num_attention_heads"] = resolved.num_attention_heads;
-  keys["num_hidden_layers"] = resolved.num_hidden_layers;
-  keys["num_key_value_heads"] = resolved.num_key_value_heads;
-  keys["rms_norm_eps"] = resolved.rms_norm_eps;
-  keys["rope_scaling"] = RopeScalingJson(rope);
-  keys["rope_theta"] = rope.rope_theta;
-  keys["tie_word_embeddings"] = resolved.tie_word_embeddings;
-  keys["torch_dtype"] = torch_dtype;
-  keys["use_cache"] = true;
-  keys["vocab_size"] = resolved.vocab_size;
+  // The model as transformers would write it: every default resolved.
+  ModelConfig written = model;
+  written.rope = rope;
+  written.rope.max_position_embeddings = max_positions;
+  written.rope.head_dim = resolved.head_dim;
+  written.num_key_value_heads = resolved.num_key_value_heads;
+  written.rms_norm_eps = resolved.rms_norm_eps;
+  written.tie_word_embeddings = resolved.tie_word_embeddings;
+  written.initializer_range = resolved.initializer_range;
+  written.hidden_act = "silu";
+  written.attention_dropout = 0.0;
+  written.torch_dtype = torch_dtype;
   switch (model.model_type) {
     case ModelType::kLlama:
-      keys["attention_bias"] = resolved.qkv_bias;
-      keys["mlp_bias"] = resolved.mlp_bias;
+      written.attention_bias = resolved.qkv_bias;
+      written.mlp_bias = resolved.mlp_bias;
       break;
     case ModelType::kMistral:
-      keys["sliding_window"] =
-          model.sliding_window ? Json(*model.sliding_window) : Json(nullptr);
       break;
     case ModelType::kQwen2:
-      keys["use_sliding_window"] = model.use_sliding_window.value_or(false);
-      keys["sliding_window"] =
-          model.sliding_window ? Json(*model.sliding_window) : Json(nullptr);
-      keys["max_window_layers"] =
+      written.use_sliding_window = model.use_sliding_window.value_or(false);
+      written.max_window_layers =
           model.max_window_layers.value_or(resolved.num_hidden_layers);
       break;
   }
-  if (model.bos_token_id) keys["bos_token_id"] = *model.bos_token_id;
-  if (model.pad_token_id) keys["pad_token_id"] = *model.pad_token_id;
-  if (model.eos_token_id) {
-    const std::vector<int64_t>& eos = *model.eos_token_id;
-    keys["eos_token_id"] = eos.size() == 1 ? Json(eos[0]) : Json(eos);
+  JsonWriter writer;
+  VisitFields(writer, written);
+  std::map<std::string, Json>& keys = writer.members();
+  keys["architectures"] = Json::array({ArchitectureName(model.model_type)});
+  keys["use_cache"] = true;
+  if (model.model_type != ModelType::kLlama && !model.sliding_window) {
+    keys["sliding_window"] = nullptr;
   }
-
+  // rotor's own keys that HF's three classes do not have.
+  keys.erase("partial_rotary_factor");
   Json json = Json::object();
   for (auto& [key, value] : keys) json[key] = std::move(value);
   return json.dump(2) + "\n";

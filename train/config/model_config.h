@@ -40,8 +40,10 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
 #include "nn/rope_scaling.h"
 #include "nn/transformer.h"
+#include "train/config/fields.h"
 
 namespace rotor::train {
 
@@ -58,6 +60,13 @@ std::optional<ModelType> ModelTypeFromName(const std::string& name);
 // HF's class name in config.json's "architectures": "LlamaForCausalLM",
 // "MistralForCausalLM", "Qwen2ForCausalLM".
 const char* ArchitectureName(ModelType type);
+
+// What the readers say of a name the tables below refuse, e.g. "'gpt2' is
+// not supported (rotor runs llama, mistral and qwen2)".
+std::string RefuseModelType(const std::string& given);
+std::string RefuseRopeType(const std::string& given);
+std::string RefuseHiddenAct(const std::string& given);
+std::string RefuseTorchDtype(const std::string& given);
 
 struct ModelConfig {
   ModelType model_type = ModelType::kLlama;
@@ -77,6 +86,10 @@ struct ModelConfig {
   std::optional<bool> use_sliding_window;    // qwen2
   std::optional<int64_t> max_window_layers;  // qwen2
   std::optional<double> initializer_range;
+  // Checked, for what rotor computes: SwiGLU (silu) and no attention
+  // dropout.
+  std::optional<std::string> hidden_act;
+  std::optional<double> attention_dropout;
 
   // What a model folder declares besides the architecture, kept so that an
   // export writes it back: the special token ids and the weights' dtype.
@@ -89,7 +102,136 @@ struct ModelConfig {
   // the resolved head_dim and rope_scaling. Valid (FindRopeConfigProblem
   // finds nothing) after parsing.
   RopeScalingConfig rope;
+  // Phi-3's config.json gives rope_scaling's original_max_position_
+  // embeddings at the top level; the parser moves it there, so it is unset
+  // in every parsed config.
+  std::optional<int64_t> top_level_original_max_position_embeddings;
 };
+
+// A key that exists only in some architectures (a key of another one is
+// refused: it would be meaningless in HF too).
+struct OnlyFor {
+  std::vector<ModelType> types;
+  const char* which;  // for the message: "llama", "mistral, qwen2"
+};
+
+// The keys of rope_scaling, in HF's spelling. Which of them apply to a
+// method is the method's own list (nn/rope_scaling.h RopeScalingKeys, as
+// transformers' per-method required and optional keys); the others are
+// refused.
+template <typename Visitor>
+void VisitFields(Visitor& v, RopeScalingConfig& r) {
+  v(Key{"rope_type",
+        "the method (default, linear, ntk, dynamic, yarn, "
+        "llama3, longrope)",
+        "type"},
+    r.rope_type,
+    field::Choice<RopeType>{RopeTypeName, RopeTypeFromName, RefuseRopeType});
+  v(Key{"factor", "s: the new context over the original"}, r.factor,
+    field::AnyReal{});
+  v(Key{"original_max_position_embeddings",
+        "L0: the length the model was pre-trained at"},
+    r.original_max_position_embeddings, field::Int{1, limits::kMaxPositions});
+  v(Key{"attention_factor", "yarn, longrope: the attention temperature"},
+    r.attention_factor, field::AnyReal{});
+  v(Key{"beta_fast", "yarn: rotations within L0 above which pairs stay"},
+    r.beta_fast, field::AnyReal{});
+  v(Key{"beta_slow", "yarn: rotations within L0 below which pairs scale"},
+    r.beta_slow, field::AnyReal{});
+  v(Key{"mscale", "yarn (DeepSeek): attention factor numerator"}, r.mscale,
+    field::AnyReal{});
+  v(Key{"mscale_all_dim", "yarn (DeepSeek): attention factor denominator"},
+    r.mscale_all_dim, field::AnyReal{});
+  v(Key{"truncate", "yarn: whole-pair ramp bounds (false: gpt-oss)"},
+    r.truncate, field::Flag{});
+  v(Key{"low_freq_factor", "llama3: L0 / the longest kept wavelength"},
+    r.low_freq_factor, field::AnyReal{});
+  v(Key{"high_freq_factor", "llama3: L0 / the shortest scaled wavelength"},
+    r.high_freq_factor, field::AnyReal{});
+  v(Key{"short_factor", "longrope: per-pair factors up to L0"}, r.short_factor,
+    field::Reals{});
+  v(Key{"long_factor", "longrope: per-pair factors beyond L0"}, r.long_factor,
+    field::Reals{});
+}
+
+// The keys of a `model:` section and of config.json, in the order the
+// "unknown key" message lists them.
+template <typename Visitor>
+void VisitFields(Visitor& v, ModelConfig& m) {
+  using limits::kMaxPositions;
+  v(Key{"vocab_size", "tokens in the vocabulary"}, m.vocab_size,
+    field::Int{1, limits::kMaxVocabSize});
+  v(Key{"hidden_size", "width of the residual stream"}, m.hidden_size,
+    field::Int{1, limits::kMaxHiddenSize});
+  v(Key{"intermediate_size", "width of the SwiGLU feed-forward block"},
+    m.intermediate_size, field::Int{1, limits::kMaxIntermediateSize});
+  v(Key{"num_hidden_layers", "decoder layers"}, m.num_hidden_layers,
+    field::Int{1, limits::kMaxLayers});
+  v(Key{"num_attention_heads", "query heads"}, m.num_attention_heads,
+    field::Int{1, limits::kMaxHeads});
+  v(Key{"num_key_value_heads",
+        "key and value heads (default: num_attention_heads)"},
+    m.num_key_value_heads, field::Int{1, limits::kMaxHeads});
+  v(Key{"head_dim", "channels per head (default: hidden_size / heads)"},
+    m.rope.head_dim, field::Int{1, limits::kMaxHeadDim});
+  v(Key{"rms_norm_eps", "RMSNorm's epsilon (default 1e-5)"}, m.rms_norm_eps,
+    field::PositiveReal{});
+  v(Key{"tie_word_embeddings", "lm_head is embed_tokens"},
+    m.tie_word_embeddings, field::Flag{});
+  v(Key{"max_position_embeddings", "the context length (required)"},
+    m.rope.max_position_embeddings, field::Int{1, kMaxPositions});
+  v(Key{"original_max_position_embeddings",
+        "Phi-3's place for rope_scaling's key of that name"},
+    m.top_level_original_max_position_embeddings, field::Int{1, kMaxPositions});
+  v(Key{"rope_theta", "RoPE's base b (default 10000)"}, m.rope.rope_theta,
+    field::AnyReal{});
+  v(Key{"partial_rotary_factor", "share of each head's channels rotated"},
+    m.rope.partial_rotary_factor, field::AnyReal{});
+  v.Section(Key{"rope_scaling",
+                "the scaling method and its keys; null: "
+                "default RoPE"},
+            m.rope);
+  v(Key{"model_type", "llama (default), mistral or qwen2"}, m.model_type,
+    field::Choice<ModelType>{ModelTypeName, ModelTypeFromName,
+                             RefuseModelType});
+  v(Key{"attention_bias", "biases on q, k, v and o"}, m.attention_bias,
+    field::Flag{},
+    OnlyFor{{ModelType::kLlama},
+            "llama; qwen2 always has q, k, v "
+            "biases"});
+  v(Key{"mlp_bias", "biases on gate, up and down"}, m.mlp_bias, field::Flag{},
+    OnlyFor{{ModelType::kLlama}, "llama"});
+  v(Key{"sliding_window", "attention window (sequences above are refused)"},
+    m.sliding_window, field::Int{1, kMaxPositions},
+    OnlyFor{{ModelType::kMistral, ModelType::kQwen2}, "mistral, qwen2"});
+  v(Key{"use_sliding_window", "qwen2: whether the window applies"},
+    m.use_sliding_window, field::Flag{}, OnlyFor{{ModelType::kQwen2}, "qwen2"});
+  v(Key{"max_window_layers", "qwen2: layers below this are not windowed"},
+    m.max_window_layers, field::AnyInt{},
+    OnlyFor{{ModelType::kQwen2}, "qwen2"});
+  v(Key{"hidden_act", "silu (rotor's feed-forward block is SwiGLU)"},
+    m.hidden_act, field::Accepted{{"silu", "swish"}, RefuseHiddenAct});
+  v(Key{"attention_dropout", "0 (rotor has no attention dropout)"},
+    m.attention_dropout, field::Zero{"rotor has no attention dropout"});
+  v(Key{"initializer_range", "std of the random initial weights"},
+    m.initializer_range, field::PositiveReal{});
+  v(Key{"bos_token_id", "beginning-of-sequence token, kept for export"},
+    m.bos_token_id, field::TokenId{});
+  v(Key{"eos_token_id", "end-of-sequence token(s), kept for export"},
+    m.eos_token_id, field::TokenIds{});
+  v(Key{"pad_token_id", "padding token, kept for export"}, m.pad_token_id,
+    field::TokenId{});
+  v(Key{"torch_dtype", "the weights' dtype, kept for export", "dtype"},
+    m.torch_dtype,
+    field::Accepted{{"float32", "bfloat16", "float16"}, RefuseTorchDtype});
+}
+
+// The first problem of a parsed or code-built model config: a key of
+// another architecture ("sliding_window does not apply to model_type
+// llama"), a token id outside the vocabulary, or FindRopeConfigProblem's.
+// The key is relative to the model section; readers map it to its line.
+std::optional<RopeConfigProblem> FindModelConfigProblem(
+    const ModelConfig& config);
 
 // Parses the `model:` section of YAML text (other top-level sections are
 // left to their own parsers).
@@ -105,14 +247,6 @@ ModelConfig LoadModelConfig(const std::string& path);
 ModelConfig OverrideModelConfig(const ModelConfig& model,
                                 const std::vector<std::string>& overrides,
                                 const std::string& source);
-
-// The RoPE settings of a config file's `model:` section (max_position_
-// embeddings, rope_theta, rope_scaling; whichever are present) as
-// command-line overrides, e.g. {"model.max_position_embeddings=1024",
-// "model.rope_scaling={rope_type: yarn, factor: 4, ...}"}. This is how
-// `rotor eval --rope-from configs/extend/yarn-4x.yaml` evaluates a base
-// model with the settings of an extension config, without fine-tuning.
-std::vector<std::string> RopeOverridesFromConfig(const std::string& path);
 
 // The context length a model was pre-trained at, as its config says:
 // rope_scaling's original_max_position_embeddings when the model is itself

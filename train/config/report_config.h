@@ -23,10 +23,14 @@
 #define ROTOR_TRAIN_CONFIG_REPORT_CONFIG_H_
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
 #include "nn/rope_scaling.h"
+#include "train/config/fields.h"
 #include "train/config/train_config.h"
 #include "train/eval/length_eval.h"
 
@@ -42,6 +46,23 @@ struct ExtendReportChecks {
   double base_passkey_min = 0.95;        // the base model at L: at least
   double max_seconds = 3600.0;           // the whole comparison: less than this
 };
+template <typename Visitor>
+void VisitFields(Visitor& v, ExtendReportChecks& c) {
+  constexpr double kAny = std::numeric_limits<double>::max();
+  v(Key{"zeroshot_ppl_ratio_min", "unscaled RoPE's ratio is above this"},
+    c.zeroshot_ppl_ratio_min, field::Real{0.0, kAny});
+  v(Key{"finetuned_ppl_ratio_max", "yarn and linear fine-tuned: at most"},
+    c.finetuned_ppl_ratio_max, field::Real{0.0, kAny});
+  v(Key{"finetuned_passkey_min", "yarn fine-tuned passkey at s*L: at least"},
+    c.finetuned_passkey_min, field::Real{0.0, 1.0});
+  v(Key{"base_passkey_min", "the base's passkey at L: at least"},
+    c.base_passkey_min, field::Real{0.0, 1.0});
+  v(Key{"max_seconds", "the whole report: less than this"}, c.max_seconds,
+    field::Real{0.0, kAny});
+}
+
+// "unknown method 'X' (default, linear, ...)", for a report's method lists.
+std::string RefuseMethod(const std::string& given);
 
 struct ExtendReportConfig {
   std::string file;                         // for messages
@@ -88,6 +109,87 @@ struct ExtendReportConfig {
   ExtendReportChecks checks;
   int64_t threads = 0;
 };
+
+template <typename Visitor>
+void VisitFields(Visitor& v, ExtendReportConfig& c) {
+  using limits::kMaxSteps;
+  const field::Choices<RopeType> methods{
+      {RopeTypeName, RopeTypeFromName, RefuseMethod}, "rope_type names"};
+  v.Map(Key{"base", "the base model"}, [&](auto& base) {
+    base(Key{"config", "its training config (required)"}, c.base_config,
+         field::Text{});
+    base(Key{"overrides", "key=value overrides of that config"},
+         c.base_overrides, field::Strings{"key.path=value strings"});
+    base.Map(Key{"practice", "passkey practice after the base run"},
+             [&](auto& practice) {
+               practice(Key{"steps", "steps of practice; 0: none"},
+                        c.practice_steps, field::Int{0, kMaxSteps});
+               practice(Key{"passkey_fraction", "passkey rows in practice"},
+                        c.practice_passkey_fraction,
+                        field::RealAbove{0.0, 1.0});
+               practice(Key{"warmup_steps", "practice warm-up steps"},
+                        c.practice_warmup_steps, field::Int{0, kMaxSteps});
+               practice(Key{"output_dir", "the practice run's folder"},
+                        c.practice_output_dir, field::Text{});
+             });
+  });
+  v(Key{"output_dir", "report.md, report.html and the runs go here"},
+    c.output_dir, field::Text{});
+  v(Key{"factor", "s: the extended context over the base's"}, c.factor,
+    field::RealAbove{1.0, 64.0});
+  v(Key{"methods", "the scaling methods compared"}, c.methods, methods);
+  v(Key{"threads", "threads; 0: all cores"}, c.threads,
+    field::Int{0, limits::kMaxThreads});
+  v.Map(Key{"finetune", "the fine-tunes at s*L"}, [&](auto& finetune) {
+    finetune(Key{"steps", "steps per fine-tune; 0: zero-shot only"},
+             c.finetune_steps, field::Int{0, kMaxSteps});
+    finetune(Key{"lr", "peak learning rate"}, c.finetune_lr,
+             field::Real{0.0, 10.0});
+    finetune(Key{"min_lr", "where the cosine ends"}, c.finetune_min_lr,
+             field::Real{0.0, 10.0});
+    finetune(Key{"warmup_steps", "warm-up steps"}, c.finetune_warmup_steps,
+             field::Int{0, kMaxSteps});
+    finetune(Key{"tokens_per_step", "tokens per step; 0: the base run's"},
+             c.finetune_tokens_per_step,
+             field::Int{0, limits::kMaxBatchSize * limits::kMaxPositions});
+    finetune(Key{"passkey_fraction", "passkey rows; absent: the base's"},
+             c.finetune_passkey_fraction, field::Real{0.0, 1.0});
+    finetune(Key{"skip", "methods not fine-tuned"}, c.finetune_skip, methods);
+    finetune.Map(
+        Key{"lora", "each fine-tune again with LoRA"},
+        [&](auto& lora) {
+          VisitFields(lora, c.lora_finetune.lora);
+          lora(Key{"trainable", "also trained in full, as in training"},
+               c.lora_finetune.trainable,
+               field::Names{TrainableGroupNames, "parameter group names"});
+          lora(Key{"lr", "the adapters' peak rate; 0: finetune.lr"}, c.lora_lr,
+               field::Real{0.0, 10.0});
+        },
+        &c.lora_finetune.lora.enabled);
+  });
+  v.Map(Key{"eval", "perplexity and passkey"}, [&](auto& eval) {
+    eval(Key{"lengths", "perplexity lengths; empty: L, 2L, sL, 2sL"}, c.lengths,
+         field::Ints{"positive integers"});
+    eval(Key{"documents", "documents per length"}, c.documents, field::Int{1});
+    eval(Key{"method", "truncate or sliding"}, c.ppl_method,
+         field::Parsed<LengthEvalMethod>{LengthEvalMethodName,
+                                         LengthEvalMethodFromName});
+    eval(Key{"stride", "sliding only; 0: L / 2"}, c.stride, field::Int{0});
+    eval(Key{"passkey_lengths", "passkey lengths; empty: the above"},
+         c.passkey_lengths, field::Ints{"positive integers"});
+    eval(Key{"depths", "key depths in [0, 1]"}, c.depths,
+         field::Numbers{"numbers in [0, 1]"});
+    eval(Key{"trials", "passkey trials per length and depth"}, c.trials,
+         field::Int{1});
+  });
+  v.Section(Key{"checks", "the expected outcome"}, c.checks);
+}
+
+// The first problem of a report config that its keys' ranges do not catch
+// (base.config missing, finetune.min_lr above finetune.lr, dynamic
+// fine-tuned, lengths out of range, ...).
+std::optional<ConfigProblem> FindReportConfigProblem(
+    const ExtendReportConfig& config);
 
 // Parses a report config; `overrides` ("finetune.steps=50", ...) are applied
 // first. Errors name the file, line and key.

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "train/config/hf_config.h"
+#include "train/config/model_yaml.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
 #include "train/io/output_file.h"
@@ -20,92 +21,119 @@ namespace rotor::train {
 
 namespace {
 
-const std::set<std::string> kTopLevelKeys = {
-    "output_dir", "model",      "data",    "train",
-    "eval",       "checkpoint", "logging", "finetune"};
+// The training config's own reader and writer: model: is read first, by
+// ParseTrainConfig (it may amend train.init_from's config.json), and
+// written by the model's writer.
+class TrainConfigReader : public YamlTableReader {
+ public:
+  using YamlTableReader::YamlTableReader;
+  using YamlTableReader::operator();
+  using YamlTableReader::Section;
+  void Section(const Key&, ModelConfig&) {}
+};
 
-// Each entry of list `key`, `names` as read, once and one of `allowed`.
-void CheckNameList(const SectionReader& section, const char* key,
-                   const std::vector<std::string>& names,
-                   const std::vector<std::string>& allowed) {
-  std::string allowed_list;
-  for (const std::string& name : allowed) {
-    allowed_list += (allowed_list.empty() ? "" : ", ") + name;
+class TrainConfigWriter : public YamlWriter {
+ public:
+  using YamlWriter::Section;
+  void Section(const Key& key, ModelConfig& model) {
+    node()[key.name] = ModelConfigToYaml(model);
   }
-  std::set<std::string> seen;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const YAML::Node at = section.Get(key)[i];
-    if (std::find(allowed.begin(), allowed.end(), names[i]) == allowed.end()) {
-      section.Fail(at, section.Join(key),
-                   StrCat("unknown name '", names[i], "' (expected some of ",
-                          allowed_list, ")"));
-    }
-    if (!seen.insert(names[i]).second) {
-      section.Fail(at, section.Join(key),
-                   StrCat("'", names[i], "' is listed twice"));
-    }
-  }
-}
+};
 
 }  // namespace
 
-void ReadLoraKeys(const SectionReader& lora, LoraConfig& out) {
-  out.enabled = true;
-  lora.Read("r", out.r, 1, limits::kMaxHiddenSize);
-  lora.Read("alpha", out.alpha, 1e-6, 1e6);
-  lora.Read("dropout", out.dropout, 0.0, 0.999);
-  lora.ReadList("target_modules", out.target_modules, "module names");
-  if (out.target_modules.empty()) {
-    lora.Fail(lora.Get("target_modules"), lora.Join("target_modules"),
-              "is empty: name at least one projection to adapt");
-  }
-  CheckNameList(lora, "target_modules", out.target_modules,
-                LoraTargetModuleNames());
+void ResumeKey::Read(const SectionReader& section, const char* key,
+                     const ResumeSetting& out) const {
+  std::string resume = "auto";
+  section.Read(key, resume);
+  out.mode = resume == "auto"   ? ResumeMode::kAuto
+             : resume == "none" ? ResumeMode::kNone
+                                : ResumeMode::kCheckpoint;
+  out.folder = out.mode == ResumeMode::kCheckpoint ? resume : "";
 }
 
-void ReadTrainableNames(const SectionReader& section,
-                        std::vector<std::string>& out) {
-  section.ReadList("trainable", out, "parameter group names");
-  CheckNameList(section, "trainable", out, {"embed_tokens", "norm", "lm_head"});
+std::optional<YAML::Node> ResumeKey::Write(const ResumeSetting& value) const {
+  return YAML::Node(value.mode == ResumeMode::kAuto   ? "auto"
+                    : value.mode == ResumeMode::kNone ? "none"
+                                                      : value.folder.c_str());
 }
 
-namespace {
-
-// finetune: {lora: {r, alpha, dropout, target_modules}, trainable: [...]}.
-// Reads after model: and train:, which it is checked against.
-void ReadFinetune(const YAML::Node& root, const std::string& file,
-                  const std::set<std::string>& overridden,
-                  TrainConfig& config) {
-  const YAML::Node node = root["finetune"];
-  const SectionReader finetune(node, "finetune", file, overridden);
-  finetune.RequireKnownKeys({"lora", "trainable"});
-  FinetuneSection& f = config.finetune;
-  // `lora:` alone (null) or a map turns LoRA on, with PEFT's defaults for
-  // what it leaves out.
-  const bool has_lora = node && node.IsMap() && node["lora"];
-  if (has_lora) {
-    const SectionReader lora(node["lora"], "finetune.lora", file, overridden);
-    lora.RequireKnownKeys({"r", "alpha", "dropout", "target_modules"});
-    ReadLoraKeys(lora, f.lora);
+void ActivationCheckpointingKey::Read(const SectionReader& train,
+                                      const char* key, int64_t& every) const {
+  const YAML::Node value = train.Get(key);
+  if (!value) return;
+  const std::string path = train.Join(key);
+  if (value.IsMap()) {
+    const SectionReader every_k = train.Sub(key);
+    every_k.RequireKnownKeys({"every_k"});
+    if (!value["every_k"]) {
+      train.Fail(value, path,
+                 "expected none, layers or {every_k: K}, got a map without "
+                 "every_k");
+    }
+    every_k.Read("every_k", every, 1, limits::kMaxLayers);
+    return;
   }
-  ReadTrainableNames(finetune, f.trainable);
+  std::string mode;
+  train.Read(key, mode);
+  if (mode == "none") {
+    every = 0;
+  } else if (mode == "layers") {
+    every = 1;
+  } else {
+    train.Fail(value, path,
+               "expected none, layers or {every_k: K}, got '" + mode + "'");
+  }
+}
+
+std::optional<YAML::Node> ActivationCheckpointingKey::Write(
+    const int64_t& every) const {
+  if (every == 0) return std::nullopt;
+  if (every == 1) return YAML::Node("layers");
+  YAML::Node map(YAML::NodeType::Map);
+  map["every_k"] = every;
+  return map;
+}
+
+std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config) {
+  const TrainSection& t = config.train;
+  if (t.min_lr > t.lr) {
+    return ConfigProblem{"train.min_lr", StrCat("must not exceed train.lr (",
+                                                t.lr, "), got ", t.min_lr)};
+  }
+  const int64_t max_positions = config.model.rope.max_position_embeddings;
+  if (t.seq_len > max_positions) {
+    return ConfigProblem{"train.seq_len",
+                         StrCat("exceeds model.max_position_embeddings (",
+                                max_positions, "), got ", t.seq_len)};
+  }
+  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
+    return ConfigProblem{
+        "data.passkey_fraction",
+        StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1,
+               " (the shortest passkey example), got ", t.seq_len)};
+  }
+  const FinetuneSection& f = config.finetune;
   const auto lm_head =
       std::find(f.trainable.begin(), f.trainable.end(), "lm_head");
   if (lm_head != f.trainable.end() &&
       config.model.tie_word_embeddings.value_or(false)) {
-    finetune.Fail(finetune.Get("trainable")[lm_head - f.trainable.begin()],
-                  "finetune.trainable",
-                  "'lm_head' matches no parameter: with "
-                  "model.tie_word_embeddings the output projection is "
-                  "embed_tokens (list that instead)");
+    return ConfigProblem{"finetune.trainable",
+                         "'lm_head' matches no parameter: with "
+                         "model.tie_word_embeddings the output projection is "
+                         "embed_tokens (list that instead)",
+                         lm_head - f.trainable.begin()};
   }
-  if (f.freezes_base() && config.train.init_from.empty()) {
-    finetune.Fail(node, "finetune",
-                  "fine-tuning with a frozen base needs the base: set "
-                  "train.init_from to a rotor checkpoint or a Hugging Face "
-                  "model folder");
+  if (f.freezes_base() && t.init_from.empty()) {
+    return ConfigProblem{"finetune",
+                         "fine-tuning with a frozen base needs the base: set "
+                         "train.init_from to a rotor checkpoint or a Hugging "
+                         "Face model folder"};
   }
+  return std::nullopt;
 }
+
+namespace {
 
 // A context extension of a Hugging Face folder measures its scaling from
 // the length the folder was pre-trained at: a rope_scaling that reads
@@ -191,39 +219,6 @@ std::string InitFromProblem(const std::string& folder) {
   return StrCat(config_json, " is ", kind, ", not a file");
 }
 
-// train.activation_checkpointing: none | layers | {every_k: K}.
-void ReadActivationCheckpointing(const YAML::Node& train_node,
-                                 const std::string& file,
-                                 const std::set<std::string>& overridden,
-                                 const SectionReader& train, int64_t& every) {
-  const char* key = "activation_checkpointing";
-  const YAML::Node value =
-      train_node && train_node.IsMap() ? train_node[key] : YAML::Node();
-  if (!value || value.IsNull()) return;
-  if (value.IsMap()) {
-    const SectionReader every_k(value, "train.activation_checkpointing", file,
-                                overridden);
-    every_k.RequireKnownKeys({"every_k"});
-    if (!value["every_k"]) {
-      train.Fail(value, "train.activation_checkpointing",
-                 "expected none, layers or {every_k: K}, got a map without "
-                 "every_k");
-    }
-    every_k.Read("every_k", every, 1, limits::kMaxLayers);
-    return;
-  }
-  std::string mode;
-  train.Read(key, mode);
-  if (mode == "none") {
-    every = 0;
-  } else if (mode == "layers") {
-    every = 1;
-  } else {
-    train.Fail(value, "train.activation_checkpointing",
-               "expected none, layers or {every_k: K}, got '" + mode + "'");
-  }
-}
-
 }  // namespace
 
 TrainConfig ParseTrainConfig(const std::string& yaml_text,
@@ -237,8 +232,8 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   TrainConfig config;
   config.file = file;
   const SectionReader top(root, "", file, overridden);
-  top.RequireKnownKeys(kTopLevelKeys);
-  top.Read("output_dir", config.output_dir);
+  const std::vector<std::string> sections = KeyNamesOf<TrainConfig>();
+  top.RequireKnownKeys({sections.begin(), sections.end()});
 
   const YAML::Node init_from = root["train"] && root["train"].IsMap()
                                    ? root["train"]["init_from"]
@@ -290,91 +285,14 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
         e.what(), " (after command-line overrides:", model_overrides, ")"));
   }
 
-  const SectionReader data(root["data"], "data", file, overridden);
-  data.RequireKnownKeys({"path", "tokenizer", "passkey_fraction",
-                         "passkey_loss", "document_mask",
-                         "document_positions"});
-  data.Read("path", config.data.path);
-  data.Read("tokenizer", config.data.tokenizer);
-  data.Read("passkey_fraction", config.data.passkey_fraction, 0.0, 1.0);
-  std::string passkey_loss = PasskeyLossName(config.data.passkey_loss);
-  data.Read("passkey_loss", passkey_loss);
-  try {
-    config.data.passkey_loss = ParsePasskeyLoss(passkey_loss);
-  } catch (const Error& e) {
-    data.Fail(root["data"]["passkey_loss"], "data.passkey_loss", e.what());
-  }
-  data.Read("document_mask", config.data.documents.mask_attention);
-  data.Read("document_positions", config.data.documents.restart_positions);
+  TrainConfigReader reader(top);
+  VisitFields(reader, config);
   ROTOR_CHECK(!config.data.path.empty(), file,
               ": data.path is required (a folder written by rotor prepare, "
               "or 'brown')");
 
-  TrainSection& t = config.train;
-  const SectionReader train(root["train"], "train", file, overridden);
-  train.RequireKnownKeys({"batch_size",
-                          "seq_len",
-                          "gradient_accumulation_steps",
-                          "max_steps",
-                          "lr",
-                          "min_lr",
-                          "warmup_steps",
-                          "weight_decay",
-                          "betas",
-                          "eps",
-                          "clip_grad_norm",
-                          "seed",
-                          "threads",
-                          "allreduce_bucket_mb",
-                          "collective_timeout_seconds",
-                          "zero_stage",
-                          "loss_explosion_ratio",
-                          "resume",
-                          "init_from",
-                          "activation_checkpointing",
-                          "loss_chunk_rows"});
-  train.Read("batch_size", t.batch_size, 1, limits::kMaxBatchSize);
-  train.Read("seq_len", t.seq_len, 1, limits::kMaxPositions);
-  train.Read("gradient_accumulation_steps", t.gradient_accumulation_steps, 1,
-             limits::kMaxAccumulationSteps);
-  train.Read("max_steps", t.max_steps, 1, limits::kMaxSteps);
-  train.Read("lr", t.lr, 0.0, 10.0);
-  train.Read("min_lr", t.min_lr, 0.0, 10.0);
-  train.Read("warmup_steps", t.warmup_steps, 0, limits::kMaxSteps);
-  train.Read("weight_decay", t.weight_decay, 0.0, 10.0);
-  train.ReadPair("betas", t.beta1, t.beta2);
-  train.Read("eps", t.eps, 1e-30, 1.0);
-  train.Read("clip_grad_norm", t.clip_grad_norm, 0.0, 1e30);
-  train.Read("seed", t.seed);
-  train.Read("threads", t.threads, 0, limits::kMaxThreads);
-  train.Read("allreduce_bucket_mb", t.allreduce_bucket_mb, 0.001, 4096.0);
-  train.Read("collective_timeout_seconds", t.collective_timeout_seconds, 0.1,
-             1e6);
-  train.Read("zero_stage", t.zero_stage, 0, 1);
-  train.Read("loss_explosion_ratio", t.loss_explosion_ratio, 0.0, 1e30);
-  std::string resume = "auto";
-  train.Read("resume", resume);
-  t.resume = resume == "auto"   ? ResumeMode::kAuto
-             : resume == "none" ? ResumeMode::kNone
-                                : ResumeMode::kCheckpoint;
-  if (t.resume == ResumeMode::kCheckpoint) t.resume_checkpoint = resume;
-  train.Read("init_from", t.init_from);
-  ReadActivationCheckpointing(root["train"], file, overridden, train,
-                              t.activation_checkpointing_every);
-  train.Read("loss_chunk_rows", t.loss_chunk_rows, 1,
-             limits::kMaxBatchSize * limits::kMaxPositions);
-  if (t.min_lr > t.lr) {
-    train.Fail(root["train"]["min_lr"], "train.min_lr",
-               StrCat("must not exceed train.lr (", t.lr, "), got ", t.min_lr));
-  }
-  const int64_t max_positions = config.model.rope.max_position_embeddings;
-  if (t.seq_len > max_positions) {
-    train.Fail(root["train"]["seq_len"], "train.seq_len",
-               StrCat("exceeds model.max_position_embeddings (", max_positions,
-                      "), got ", t.seq_len));
-  }
-
   // The trainer counts the tokens of the run in int64_t.
+  const TrainSection& t = config.train;
   const std::string run_tokens =
       StrCat("the tokens of the run of ", file,
              " (train.batch_size * train.seq_len * "
@@ -382,30 +300,10 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   CheckedMul(CheckedMul(CheckedMul(t.batch_size, t.seq_len, run_tokens),
                         t.gradient_accumulation_steps, run_tokens),
              t.max_steps, run_tokens);
-
-  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
-    data.Fail(root["data"]["passkey_fraction"], "data.passkey_fraction",
-              StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1,
-                     " (the shortest passkey example), got ", t.seq_len));
+  if (const std::optional<ConfigProblem> problem =
+          FindTrainConfigProblem(config)) {
+    top.Fail(NodeOfProblem(root, *problem), problem->key, problem->message);
   }
-
-  const SectionReader eval(root["eval"], "eval", file, overridden);
-  eval.RequireKnownKeys({"every_n_steps", "max_batches"});
-  eval.Read("every_n_steps", config.eval.every_n_steps, 0);
-  eval.Read("max_batches", config.eval.max_batches, 0);
-
-  const SectionReader checkpoint(root["checkpoint"], "checkpoint", file,
-                                 overridden);
-  checkpoint.RequireKnownKeys({"every_n_steps", "keep_last_n"});
-  checkpoint.Read("every_n_steps", config.checkpoint.every_n_steps, 0);
-  checkpoint.Read("keep_last_n", config.checkpoint.keep_last_n, 1);
-
-  const SectionReader logging(root["logging"], "logging", file, overridden);
-  logging.RequireKnownKeys({"log_every_n_steps", "progress"});
-  logging.Read("log_every_n_steps", config.logging.log_every_n_steps, 1);
-  logging.Read("progress", config.logging.progress);
-
-  ReadFinetune(root, file, overridden, config);
   return config;
 }
 
@@ -429,78 +327,11 @@ ModelConfig LoadConfigFileModel(const std::string& path,
 }
 
 std::string TrainConfigToYaml(const TrainConfig& config) {
-  YAML::Node root(YAML::NodeType::Map);
-  root["output_dir"] = config.output_dir;
-  root["model"] = ModelConfigToYaml(config.model);
-  root["data"]["path"] = config.data.path;
-  if (!config.data.tokenizer.empty()) {
-    root["data"]["tokenizer"] = config.data.tokenizer;
-  }
-  root["data"]["passkey_fraction"] = YamlNumber(config.data.passkey_fraction);
-  root["data"]["passkey_loss"] = PasskeyLossName(config.data.passkey_loss);
-  root["data"]["document_mask"] = config.data.documents.mask_attention;
-  root["data"]["document_positions"] = config.data.documents.restart_positions;
-  const TrainSection& t = config.train;
-  YAML::Node train(YAML::NodeType::Map);
-  train["batch_size"] = t.batch_size;
-  train["seq_len"] = t.seq_len;
-  train["gradient_accumulation_steps"] = t.gradient_accumulation_steps;
-  train["max_steps"] = t.max_steps;
-  train["lr"] = YamlNumber(t.lr);
-  train["min_lr"] = YamlNumber(t.min_lr);
-  train["warmup_steps"] = t.warmup_steps;
-  train["weight_decay"] = YamlNumber(t.weight_decay);
-  YAML::Node betas(YAML::NodeType::Sequence);
-  betas.SetStyle(YAML::EmitterStyle::Flow);
-  betas.push_back(YamlNumber(t.beta1));
-  betas.push_back(YamlNumber(t.beta2));
-  train["betas"] = betas;
-  train["eps"] = YamlNumber(t.eps);
-  train["clip_grad_norm"] = YamlNumber(t.clip_grad_norm);
-  train["seed"] = t.seed;
-  train["threads"] = t.threads;
-  train["allreduce_bucket_mb"] = YamlNumber(t.allreduce_bucket_mb);
-  train["collective_timeout_seconds"] =
-      YamlNumber(t.collective_timeout_seconds);
-  train["zero_stage"] = t.zero_stage;
-  train["loss_explosion_ratio"] = YamlNumber(t.loss_explosion_ratio);
-  train["resume"] = t.resume == ResumeMode::kAuto   ? "auto"
-                    : t.resume == ResumeMode::kNone ? "none"
-                                                    : t.resume_checkpoint;
-  if (!t.init_from.empty()) train["init_from"] = t.init_from;
-  if (t.activation_checkpointing_every == 1) {
-    train["activation_checkpointing"] = "layers";
-  } else if (t.activation_checkpointing_every > 1) {
-    train["activation_checkpointing"]["every_k"] =
-        t.activation_checkpointing_every;
-  }
-  train["loss_chunk_rows"] = t.loss_chunk_rows;
-  root["train"] = train;
-  root["eval"]["every_n_steps"] = config.eval.every_n_steps;
-  root["eval"]["max_batches"] = config.eval.max_batches;
-  root["checkpoint"]["every_n_steps"] = config.checkpoint.every_n_steps;
-  root["checkpoint"]["keep_last_n"] = config.checkpoint.keep_last_n;
-  root["logging"]["log_every_n_steps"] = config.logging.log_every_n_steps;
-  root["logging"]["progress"] = config.logging.progress;
-  const FinetuneSection& f = config.finetune;
-  const auto flow_list = [](const std::vector<std::string>& names) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    list.SetStyle(YAML::EmitterStyle::Flow);
-    for (const std::string& name : names) list.push_back(name);
-    return list;
-  };
-  if (f.lora.enabled) {
-    root["finetune"]["lora"]["r"] = f.lora.r;
-    root["finetune"]["lora"]["alpha"] = YamlNumber(f.lora.alpha);
-    root["finetune"]["lora"]["dropout"] = YamlNumber(f.lora.dropout);
-    root["finetune"]["lora"]["target_modules"] =
-        flow_list(f.lora.target_modules);
-  }
-  if (!f.trainable.empty()) {
-    root["finetune"]["trainable"] = flow_list(f.trainable);
-  }
+  TrainConfig copy = config;
+  TrainConfigWriter writer;
+  VisitFields(writer, copy);
   YAML::Emitter out;
-  out << root;
+  out << writer.node();
   return std::string(out.c_str()) + "\n";
 }
 

@@ -23,16 +23,25 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
 #include "nn/lora.h"
 #include "nn/transformer.h"
+#include "train/config/fields.h"
 #include "train/config/model_config.h"
 #include "train/data/passkey.h"
 #include "train/eval/validation.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace rotor::train {
+
+class SectionReader;  // train/config/yaml.h
 
 struct DataConfig {
   // Folder with train.bin / val.bin (rotor prepare). The name "brown" means
@@ -58,6 +67,22 @@ struct DataConfig {
   // default (plain causal attention over the row); validation does the same.
   DocumentPacking documents;
 };
+
+template <typename Visitor>
+void VisitFields(Visitor& v, DataConfig& d) {
+  v(Key{"path", "prepared data (rotor prepare), or brown"}, d.path,
+    field::Text{});
+  v(Key{"tokenizer", "byte or a tokenizer.json: must be the data's"},
+    d.tokenizer, field::Text{});
+  v(Key{"passkey_fraction", "share of rows that are passkey examples"},
+    d.passkey_fraction, field::Real{0.0, 1.0});
+  v(Key{"passkey_loss", "retrieval (the key only) or all"}, d.passkey_loss,
+    field::Parsed<PasskeyLoss>{PasskeyLossName, ParsePasskeyLoss});
+  v(Key{"document_mask", "packed documents do not attend to each other"},
+    d.documents.mask_attention, field::Flag{});
+  v(Key{"document_positions", "RoPE positions restart at each document"},
+    d.documents.restart_positions, field::Flag{});
+}
 
 // train.resume: "auto", "none" or a checkpoint folder.
 enum class ResumeMode { kAuto, kNone, kCheckpoint };
@@ -117,20 +142,105 @@ struct TrainSection {
   int64_t loss_chunk_rows = nn::Transformer::kDefaultLossChunkRows;
 };
 
+// train.resume, in two members: auto | none | a checkpoint folder.
+struct ResumeSetting {
+  ResumeMode& mode;
+  std::string& folder;
+};
+struct ResumeKey : field::Custom {
+  void Read(const SectionReader& section, const char* key,
+            const ResumeSetting& out) const;
+  std::optional<YAML::Node> Write(const ResumeSetting& value) const;
+};
+// train.activation_checkpointing: none | layers | {every_k: K}.
+struct ActivationCheckpointingKey : field::Custom {
+  void Read(const SectionReader& section, const char* key,
+            int64_t& every) const;
+  std::optional<YAML::Node> Write(const int64_t& every) const;
+};
+
+template <typename Visitor>
+void VisitFields(Visitor& v, TrainSection& t) {
+  using limits::kMaxBatchSize;
+  using limits::kMaxPositions;
+  using limits::kMaxSteps;
+  v(Key{"batch_size", "sequences per micro-batch"}, t.batch_size,
+    field::Int{1, kMaxBatchSize});
+  v(Key{"seq_len", "tokens per sequence"}, t.seq_len,
+    field::Int{1, kMaxPositions});
+  v(Key{"gradient_accumulation_steps", "micro-batches per step"},
+    t.gradient_accumulation_steps,
+    field::Int{1, limits::kMaxAccumulationSteps});
+  v(Key{"max_steps", "optimizer steps"}, t.max_steps, field::Int{1, kMaxSteps});
+  v(Key{"lr", "peak learning rate"}, t.lr, field::Real{0.0, 10.0});
+  v(Key{"min_lr", "where the cosine decay ends"}, t.min_lr,
+    field::Real{0.0, 10.0});
+  v(Key{"warmup_steps", "linear warm-up steps"}, t.warmup_steps,
+    field::Int{0, kMaxSteps});
+  v(Key{"weight_decay", "AdamW's, on weight matrices"}, t.weight_decay,
+    field::Real{0.0, 10.0});
+  v(Key{"betas", "AdamW's [beta1, beta2]"}, field::Pair{t.beta1, t.beta2},
+    field::UnitPair{});
+  v(Key{"eps", "AdamW's epsilon"}, t.eps, field::Real{1e-30, 1.0});
+  v(Key{"clip_grad_norm", "max global gradient norm; 0: off"}, t.clip_grad_norm,
+    field::Real{0.0, 1e30});
+  v(Key{"seed", "initialisation and batch sampling"}, t.seed,
+    field::Unsigned{});
+  v(Key{"threads", "threads per process; 0: all cores"}, t.threads,
+    field::Int{0, limits::kMaxThreads});
+  v(Key{"allreduce_bucket_mb", "data-parallel gradient bucket size"},
+    t.allreduce_bucket_mb, field::Real{0.001, 4096.0});
+  v(Key{"collective_timeout_seconds", "data-parallel wait before failing"},
+    t.collective_timeout_seconds, field::Real{0.1, 1e6});
+  v(Key{"zero_stage", "1: shard the AdamW moments over ranks"}, t.zero_stage,
+    field::Int{0, 1});
+  v(Key{"loss_explosion_ratio", "stop above this x the best loss; 0: off"},
+    t.loss_explosion_ratio, field::Real{0.0, 1e30});
+  v(Key{"resume", "auto, none or a checkpoint folder"},
+    ResumeSetting{t.resume, t.resume_checkpoint}, ResumeKey{});
+  v(Key{"init_from", "weights to start from: a checkpoint or HF folder"},
+    t.init_from, field::Text{});
+  v(Key{"activation_checkpointing", "none, layers or {every_k: K}"},
+    t.activation_checkpointing_every, ActivationCheckpointingKey{});
+  v(Key{"loss_chunk_rows", "rows of logits the loss computes at a time"},
+    t.loss_chunk_rows, field::Int{1, kMaxBatchSize * kMaxPositions});
+}
+
 struct EvalSection {
   int64_t every_n_steps = 100;  // 0: only at the end
   int64_t max_batches = 16;     // validation batches per evaluation; 0 = all
 };
+template <typename Visitor>
+void VisitFields(Visitor& v, EvalSection& e) {
+  v(Key{"every_n_steps", "steps between validations; 0: at the end"},
+    e.every_n_steps, field::Int{0});
+  v(Key{"max_batches", "validation batches; 0: all"}, e.max_batches,
+    field::Int{0});
+}
 
 struct CheckpointSection {
   int64_t every_n_steps = 250;  // 0: only at the end
   int64_t keep_last_n = 2;      // the newest kept, besides the best (val_loss)
 };
+template <typename Visitor>
+void VisitFields(Visitor& v, CheckpointSection& c) {
+  v(Key{"every_n_steps", "steps between checkpoints; 0: at the end"},
+    c.every_n_steps, field::Int{0});
+  v(Key{"keep_last_n", "newest checkpoints kept (and the best)"}, c.keep_last_n,
+    field::Int{1});
+}
 
 struct LoggingSection {
   int64_t log_every_n_steps = 10;
   bool progress = true;  // a live progress line when stdout is a terminal
 };
+template <typename Visitor>
+void VisitFields(Visitor& v, LoggingSection& l) {
+  v(Key{"log_every_n_steps", "steps between log lines"}, l.log_every_n_steps,
+    field::Int{1});
+  v(Key{"progress", "a live progress line on a terminal"}, l.progress,
+    field::Flag{});
+}
 
 // finetune.lora: LoRA adapters (nn/lora.h, docs/lora.md) on the named
 // projections of every layer; PEFT's LoraConfig defaults and key meanings.
@@ -150,6 +260,27 @@ inline const std::vector<std::string>& LoraTargetModuleNames() {
   return names;
 }
 
+// The parameter groups finetune.trainable may name.
+inline const std::vector<std::string>& TrainableGroupNames() {
+  static const std::vector<std::string> names = {"embed_tokens", "norm",
+                                                 "lm_head"};
+  return names;
+}
+
+// finetune.lora's keys (`enabled` is whether the section is given).
+template <typename Visitor>
+void VisitFields(Visitor& v, LoraConfig& l) {
+  v(Key{"r", "the adapters' rank"}, l.r, field::Int{1, limits::kMaxHiddenSize});
+  v(Key{"alpha", "the adapters' output is scaled by alpha / r"}, l.alpha,
+    field::Real{1e-6, 1e6});
+  v(Key{"dropout", "on the adapters' input"}, l.dropout,
+    field::Real{0.0, 0.999});
+  v(Key{"target_modules", "the projections adapted in every layer"},
+    l.target_modules,
+    field::Names{LoraTargetModuleNames, "module names",
+                 "is empty: name at least one projection to adapt"});
+}
+
 // Fine-tuning with a frozen base (train.init_from's weights): LoRA and/or
 // parameters trained in full. Without the section every parameter trains.
 struct FinetuneSection {
@@ -160,6 +291,13 @@ struct FinetuneSection {
   // True when only the adapters and `trainable` train.
   bool freezes_base() const { return lora.enabled || !trainable.empty(); }
 };
+template <typename Visitor>
+void VisitFields(Visitor& v, FinetuneSection& f) {
+  v.Section(Key{"lora", "LoRA adapters on a frozen base"}, f.lora,
+            &f.lora.enabled);
+  v(Key{"trainable", "also trained in full: embed_tokens, norm, lm_head"},
+    f.trainable, field::Names{TrainableGroupNames, "parameter group names"});
+}
 
 // The section as nn::SetUpFinetuning takes it.
 nn::FinetuneSettings FinetuneSettingsOf(const FinetuneSection& finetune);
@@ -175,10 +313,29 @@ struct TrainConfig {
   LoggingSection logging;
   FinetuneSection finetune;
 };
+template <typename Visitor>
+void VisitFields(Visitor& v, TrainConfig& c) {
+  v(Key{"output_dir", "checkpoints, metrics and plots go here"}, c.output_dir,
+    field::Text{});
+  v.Section(Key{"model", "the model, in config.json's names"}, c.model);
+  v.Section(Key{"data", "the training text"}, c.data);
+  v.Section(Key{"train", "the optimisation"}, c.train);
+  v.Section(Key{"eval", "validation during training"}, c.eval);
+  v.Section(Key{"checkpoint", "what is saved and kept"}, c.checkpoint);
+  v.Section(Key{"logging", "what is printed"}, c.logging);
+  v.Section(Key{"finetune", "a frozen base: LoRA, trainable groups"},
+            c.finetune);
+}
 
-// The largest config file rotor reads (a training or report config, a
-// checkpoint's config.yaml): real ones are a few KiB (docs/limits.md).
-inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+// The first problem of a training config that its keys' own ranges do not
+// catch: train.min_lr above train.lr, train.seq_len beyond the model's
+// positions, passkey rows that cannot fit, lm_head listed with tied
+// embeddings, a frozen base without train.init_from. The parser reports it
+// at the key's line; configs built in code (the extension report's) call it
+// themselves.
+std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config);
+
+using limits::kMaxConfigBytes;  // core/limits.h
 
 // Parses YAML text; `file` names it in error messages. `overrides` are
 // "a.b=value" strings applied first (the value is read as YAML, so lists

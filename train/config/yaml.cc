@@ -3,13 +3,16 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "core/suggest.h"
 #include "train/io/atomic_file.h"
 #include "train/io/message.h"
@@ -136,9 +139,9 @@ void CheckConfigEvents(const std::string& yaml_text, const std::string& file) {
 
 YAML::Node LoadConfigYaml(const std::string& yaml_text,
                           const std::string& file) {
-  ROTOR_CHECK(yaml_text.size() <= kMaxConfigBytes, file, ": ", yaml_text.size(),
-              " bytes, more than the limit of ", kMaxConfigBytes,
-              " bytes for a config file");
+  ROTOR_CHECK(yaml_text.size() <= limits::kMaxConfigBytes, file, ": ",
+              yaml_text.size(), " bytes, more than the limit of ",
+              limits::kMaxConfigBytes, " bytes for a config file");
   YAML::Node root;
   try {
     CheckConfigEvents(yaml_text, file);
@@ -154,7 +157,7 @@ YAML::Node LoadConfigYaml(const std::string& yaml_text,
 
 std::string ReadConfigText(const std::string& path) {
   try {
-    return ReadFile(path, kMaxConfigBytes);
+    return ReadFile(path, limits::kMaxConfigBytes);
   } catch (const Error& e) {
     throw Error(StrCat("cannot read config file ", path, " (", e.what(), ")"));
   }
@@ -226,6 +229,12 @@ YAML::Node YamlNumber(double value) {
   const std::to_chars_result end =
       std::to_chars(text, text + sizeof(text), value);
   return YAML::Node(std::string(text, end.ptr));
+}
+
+std::string YamlValue::Position() const {
+  const YAML::Mark mark = node_.Mark();
+  if (mark.is_null()) return "";
+  return StrCat(":", mark.line + 1, ":", mark.column + 1);
 }
 
 std::string DescribeYaml(const YAML::Node& node) {
@@ -405,6 +414,12 @@ void SectionReader::ReadList(const char* key, std::vector<std::string>& out,
   ReadListOf(key, out, expected);
 }
 
+SectionReader SectionReader::Sub(const char* key) const {
+  const YAML::Node sub =
+      node_ && node_.IsMap() ? node_[key] : YAML::Node(YAML::NodeType::Null);
+  return SectionReader(sub, Join(key), file_, overridden_);
+}
+
 YAML::Node SectionReader::Get(const char* key) const {
   if (!node_ || node_.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
   const YAML::Node value = node_[key];
@@ -425,6 +440,60 @@ void SectionReader::Fail(const YAML::Node& at, const std::string& key_path,
     where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
   }
   throw Error(StrCat(where, ": ", Excerpt(key_path), ": ", message));
+}
+
+YAML::Node NodeOfProblem(const YAML::Node& root, const ConfigProblem& problem) {
+  YAML::Node node = root;
+  std::stringstream path(problem.key);
+  for (std::string key; std::getline(path, key, '.');) {
+    if (!node.IsMap()) break;
+    const YAML::Node child = static_cast<const YAML::Node&>(node)[key];
+    if (!child || child.IsNull()) break;
+    node.reset(child);
+  }
+  if (problem.element >= 0 && node.IsSequence() &&
+      static_cast<size_t>(problem.element) < node.size()) {
+    node.reset(node[static_cast<size_t>(problem.element)]);
+  }
+  return node;
+}
+
+void YamlTableReader::operator()(const Key& key, double& out,
+                                 const field::RealAbove& check) {
+  constexpr double kAny = std::numeric_limits<double>::max();
+  section_.Read(key.name, out, -kAny, kAny);
+  if (!(out > check.min && out <= check.max)) {
+    section_.Fail(
+        section_.Get(key.name), section_.Join(key.name),
+        StrCat("must be in (", check.min, ", ", check.max, "], got ", out));
+  }
+}
+
+void YamlTableReader::operator()(const Key& key, std::vector<std::string>& out,
+                                 const field::Names& check) {
+  section_.ReadList(key.name, out, check.expected);
+  if (check.if_empty != nullptr && out.empty()) {
+    section_.Fail(section_.Get(key.name), section_.Join(key.name),
+                  check.if_empty);
+  }
+  const std::vector<std::string>& allowed = check.allowed();
+  std::string allowed_list;
+  for (const std::string& name : allowed) {
+    allowed_list += (allowed_list.empty() ? "" : ", ") + name;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const YAML::Node at = section_.Get(key.name)[i];
+    if (std::find(allowed.begin(), allowed.end(), out[i]) == allowed.end()) {
+      section_.Fail(at, section_.Join(key.name),
+                    StrCat("unknown name '", out[i], "' (expected some of ",
+                           allowed_list, ")"));
+    }
+    if (!seen.insert(out[i]).second) {
+      section_.Fail(at, section_.Join(key.name),
+                    StrCat("'", out[i], "' is listed twice"));
+    }
+  }
 }
 
 }  // namespace rotor::train

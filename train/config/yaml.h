@@ -17,14 +17,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
-#include "train/config/model_config.h"
-#include "train/config/train_config.h"  // kMaxConfigBytes
+#include "core/error.h"
+#include "train/config/fields.h"
 
 namespace rotor::train {
 
@@ -96,6 +99,9 @@ class SectionReader {
   void ReadList(const char* key, std::vector<std::string>& out,
                 const char* expected) const;
 
+  // The reader of the map under `key` (empty when absent or null).
+  SectionReader Sub(const char* key) const;
+
   // The value of `key` (undefined when absent or null), the map itself, and
   // its key path, for checks made after reading.
   YAML::Node Get(const char* key) const;
@@ -116,31 +122,270 @@ class SectionReader {
   const std::set<std::string>& overridden_;
 };
 
-// The LoRA keys r, alpha, dropout and target_modules of map `lora` (the
-// training config's finetune.lora, the report's finetune.lora), checked
-// (train/config/train_config.h LoraConfig); sets out.enabled. The caller
-// checks for unknown keys.
-void ReadLoraKeys(const SectionReader& lora, LoraConfig& out);
-// The list `trainable` of `section`: each of embed_tokens, norm, lm_head
-// at most once.
-void ReadTrainableNames(const SectionReader& section,
-                        std::vector<std::string>& out);
+// A YAML value as train/config/model_reader.h reads it.
+class YamlValue {
+ public:
+  YamlValue() = default;
+  explicit YamlValue(const YAML::Node& node) : node_(node) {}
 
-// How ParseModelConfig reads a map: a rotor YAML `model:` section (every key
-// must be known; errors name "model.KEY" at its line), or a Hugging Face
-// config.json converted to YAML by train/config/hf_config.cc (errors name
-// the JSON key; the bookkeeping keys HF writes, such as
-// transformers_version, are accepted, and unknown keys are listed in
-// `ignored` rather than refused, as transformers itself keeps them unused).
-enum class ModelConfigDialect { kRotorYaml, kHfConfigJson };
+  bool Present() const { return node_ && !node_.IsNull(); }
+  bool IsMap() const { return node_.IsMap(); }
+  bool IsList() const { return node_.IsSequence(); }
+  size_t size() const { return node_.size(); }
+  YamlValue At(size_t i) const { return YamlValue(node_[i]); }
+  template <typename F>
+  void ForEachEntry(F f) const {
+    for (const auto& entry : node_) {
+      f(entry.first.Scalar(), YamlValue(entry.first), YamlValue(entry.second));
+    }
+  }
+  template <typename T>
+  std::optional<T> Decode() const {
+    return DecodeScalar<T>(node_);
+  }
+  std::string Describe() const { return DescribeYaml(node_); }
+  // ":LINE:COL" (1-based), or "" for a node built in code.
+  std::string Position() const;
 
-// The `model:` map's parser and writer (train/config/model_config.cc), for
-// the files that hold a model section.
-ModelConfig ParseModelConfig(
-    const YAML::Node& model, const std::string& file,
-    ModelConfigDialect dialect = ModelConfigDialect::kRotorYaml,
-    std::vector<std::string>* ignored = nullptr);
-YAML::Node ModelConfigToYaml(const ModelConfig& model);
+ private:
+  YAML::Node node_;
+};
+
+// The value a ConfigProblem is about, for its line: root[a][b] for key
+// "a.b" (its element, when the problem names one), or the nearest map on
+// that path that is given.
+YAML::Node NodeOfProblem(const YAML::Node& root, const ConfigProblem& problem);
+
+// Reads a table's struct (train/config/fields.h) from one YAML map through
+// SectionReader, with its messages: keys the table does not have are
+// refused first, listing those it has; then each row is read in the table's
+// order. Absent and null keys leave their member as it is (its default).
+class YamlTableReader {
+ public:
+  explicit YamlTableReader(SectionReader section)
+      : section_(std::move(section)) {}
+
+  template <typename Struct>
+  void ReadAll(Struct& fields) {
+    RequireTableKeys(KeyNamesOf<Struct>());
+    VisitFields(*this, fields);
+  }
+  // The same for rows given as a function of the visitor (a map whose keys
+  // are members of an enclosing struct).
+  template <typename Rows>
+  void ReadRows(Rows&& rows) {
+    KeyNames names;
+    rows(names);
+    RequireTableKeys(names.names);
+    rows(*this);
+  }
+
+  void operator()(const Key& key, int64_t& out, const field::Int& check) {
+    section_.Read(key.name, out, check.min, check.max);
+  }
+  void operator()(const Key& key, uint64_t& out, const field::Unsigned&) {
+    section_.Read(key.name, out);
+  }
+  void operator()(const Key& key, double& out, const field::Real& check) {
+    section_.Read(key.name, out, check.min, check.max);
+  }
+  void operator()(const Key& key, double& out, const field::RealAbove& check);
+  void operator()(const Key& key, bool& out, const field::Flag&) {
+    section_.Read(key.name, out);
+  }
+  void operator()(const Key& key, std::string& out, const field::Text&) {
+    section_.Read(key.name, out);
+  }
+  void operator()(const Key& key, std::vector<int64_t>& out,
+                  const field::Ints& check) {
+    section_.ReadList(key.name, out, check.expected);
+  }
+  void operator()(const Key& key, std::vector<double>& out,
+                  const field::Numbers& check) {
+    section_.ReadList(key.name, out, check.expected);
+  }
+  void operator()(const Key& key, std::vector<std::string>& out,
+                  const field::Strings& check) {
+    section_.ReadList(key.name, out, check.expected);
+  }
+  void operator()(const Key& key, std::vector<std::string>& out,
+                  const field::Names& check);
+  void operator()(const Key& key, const field::Pair& out,
+                  const field::UnitPair&) {
+    section_.ReadPair(key.name, out.first, out.second);
+  }
+  template <typename Enum>
+  void operator()(const Key& key, Enum& out, const field::Parsed<Enum>& check) {
+    std::string name = check.name(out);
+    section_.Read(key.name, name);
+    try {
+      out = check.parse(name);
+    } catch (const Error& e) {
+      section_.Fail(section_.Get(key.name), section_.Join(key.name), e.what());
+    }
+  }
+  template <typename Enum>
+  void operator()(const Key& key, std::vector<Enum>& out,
+                  const field::Choices<Enum>& check) {
+    std::vector<std::string> names;
+    section_.ReadList(key.name, names, check.expected);
+    const YAML::Node value = section_.Get(key.name);
+    if (!value) return;
+    out.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::optional<Enum> parsed = check.each.from_name(names[i]);
+      if (!parsed) {
+        section_.Fail(value[i], section_.Join(key.name),
+                      check.each.refusal(names[i]));
+      }
+      out.push_back(*parsed);
+    }
+  }
+  template <
+      typename T, typename Check,
+      typename = std::enable_if_t<std::is_base_of_v<field::Custom, Check>>>
+  void operator()(const Key& key, T&& out, const Check& check) {
+    check.Read(section_, key.name, out);
+  }
+  // A nested map; `present` (when given) is set when the key is given, even
+  // as null (finetune.lora alone turns LoRA on with its defaults).
+  template <typename Struct>
+  void Section(const Key& key, Struct& fields, bool* present = nullptr) {
+    if (present != nullptr && !Given(key)) return;
+    if (present != nullptr) *present = true;
+    YamlTableReader(section_.Sub(key.name)).ReadAll(fields);
+  }
+  template <typename Rows>
+  void Map(const Key& key, Rows&& rows, bool* present = nullptr) {
+    if (present != nullptr && !Given(key)) return;
+    if (present != nullptr) *present = true;
+    YamlTableReader(section_.Sub(key.name)).ReadRows(rows);
+  }
+
+  const SectionReader& section() const { return section_; }
+
+ private:
+  // Whether `key` is in the map, even as null.
+  bool Given(const Key& key) const {
+    const YAML::Node& node = section_.node();
+    return node && node.IsMap() && node[key.name];
+  }
+  void RequireTableKeys(const std::vector<std::string>& names) const {
+    section_.RequireKnownKeys({names.begin(), names.end()});
+  }
+
+  SectionReader section_;
+};
+
+// Writes a table's struct (train/config/fields.h) as a YAML map, in the
+// table's order: every member that is set (an optional with a value, a
+// non-empty string or list, a section with keys, any other member).
+// Numbers through YamlNumber, lists in flow style. `only` (when given)
+// limits it to those keys.
+class YamlWriter {
+ public:
+  explicit YamlWriter(const std::vector<std::string>* only = nullptr)
+      : only_(only) {}
+
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, const T& member, const Check& check,
+                  const Extra&...) {
+    if (!Writes(only_, key)) return;
+    std::optional<YAML::Node> value;
+    if constexpr (std::is_base_of_v<field::Custom, Check>) {
+      value = check.Write(member);
+    } else {
+      value = Encode(member, check);
+    }
+    if (value) node_[key.name] = *value;
+  }
+  template <typename Struct>
+  void Section(const Key& key, Struct& fields, bool* present = nullptr) {
+    if (present != nullptr && !*present) return;
+    YamlWriter writer;
+    VisitFields(writer, fields);
+    Put(key, writer, present != nullptr);
+  }
+  template <typename Rows>
+  void Map(const Key& key, Rows&& rows, bool* present = nullptr) {
+    if (present != nullptr && !*present) return;
+    YamlWriter writer;
+    rows(writer);
+    Put(key, writer, present != nullptr);
+  }
+
+  YAML::Node& node() { return node_; }
+
+ private:
+  // A section with no keys is left out, unless it says something by
+  // being there.
+  void Put(const Key& key, YamlWriter& section, bool even_empty) {
+    if (section.node().size() == 0 && !even_empty) return;
+    node_[key.name] = section.node();
+  }
+
+  template <typename T, typename Check>
+  static std::optional<YAML::Node> Encode(const std::optional<T>& value,
+                                          const Check& check) {
+    if (!value) return std::nullopt;
+    return Encode(*value, check);
+  }
+  template <typename T, typename Check>
+  static std::optional<YAML::Node> Encode(const std::vector<T>& values,
+                                          const Check& check) {
+    if (values.empty()) return std::nullopt;
+    YAML::Node list(YAML::NodeType::Sequence);
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    for (const T& value : values) list.push_back(*EncodeElement(value, check));
+    return list;
+  }
+  template <typename T, typename Check>
+  static std::optional<YAML::Node> EncodeElement(const T& value,
+                                                 const Check& check) {
+    return Encode(value, check);
+  }
+  template <typename Enum>
+  static std::optional<YAML::Node> EncodeElement(
+      const Enum& value, const field::Choices<Enum>& check) {
+    return YAML::Node(check.each.name(value));
+  }
+  template <typename Enum>
+  static std::optional<YAML::Node> Encode(const Enum& value,
+                                          const field::Choice<Enum>& check) {
+    return YAML::Node(check.name(value));
+  }
+  template <typename Enum>
+  static std::optional<YAML::Node> Encode(const Enum& value,
+                                          const field::Parsed<Enum>& check) {
+    return YAML::Node(check.name(value));
+  }
+  static std::optional<YAML::Node> Encode(const field::Pair& pair,
+                                          const field::UnitPair&) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    list.push_back(YamlNumber(pair.first));
+    list.push_back(YamlNumber(pair.second));
+    return list;
+  }
+  template <typename Check>
+  static std::optional<YAML::Node> Encode(double value, const Check&) {
+    return YamlNumber(value);
+  }
+  template <typename Check>
+  static std::optional<YAML::Node> Encode(const std::string& value,
+                                          const Check&) {
+    if (value.empty()) return std::nullopt;
+    return YAML::Node(value);
+  }
+  template <typename T, typename Check,
+            typename = std::enable_if_t<std::is_integral_v<T>>>
+  static std::optional<YAML::Node> Encode(T value, const Check&) {
+    return YAML::Node(value);
+  }
+
+  const std::vector<std::string>* only_;
+  YAML::Node node_{YAML::NodeType::Map};
+};
 
 }  // namespace rotor::train
 

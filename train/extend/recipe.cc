@@ -42,20 +42,11 @@ std::vector<double> IllustrativeLongFactors(const RopeScalingConfig& rope,
   return factors;
 }
 
-// ParseTrainConfig's check of data.passkey_fraction, for configs built here.
-void CheckPasskeyRows(const TrainConfig& config, const std::string& what) {
-  ROTOR_CHECK(config.data.passkey_fraction == 0.0 ||
-                  config.train.seq_len + 1 >= PasskeyMinLength(),
-              what, ": data.passkey_fraction needs train.seq_len >= ",
-              PasskeyMinLength() - 1, " (the shortest passkey example), got ",
-              config.train.seq_len);
-}
-
-// "[1, 1.03278, ...]".
-std::string ListText(const std::vector<double>& values) {
-  std::string text;
-  for (double value : values) text += StrCat(text.empty() ? "" : ", ", value);
-  return "[" + text + "]";
+// The checks ParseTrainConfig makes beyond each key's range, for the
+// configs built here.
+void CheckBuiltConfig(const TrainConfig& config, const std::string& what) {
+  const std::optional<ConfigProblem> problem = FindTrainConfigProblem(config);
+  ROTOR_CHECK(!problem, what, ": ", problem->key, " ", problem->message);
 }
 
 }  // namespace
@@ -122,36 +113,6 @@ ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
   return model;
 }
 
-std::vector<std::string> ExtensionOverrides(const ModelConfig& extended) {
-  const RopeScalingConfig& rope = extended.rope;
-  std::vector<std::string> overrides = {
-      StrCat("model.max_position_embeddings=", rope.max_position_embeddings)};
-  if (rope.rope_type == RopeType::kDefault) {
-    overrides.push_back("model.rope_scaling=null");
-    return overrides;
-  }
-  std::string scaling = StrCat("rope_type: ", RopeTypeName(rope.rope_type));
-  if (rope.factor) scaling += StrCat(", factor: ", *rope.factor);
-  if (rope.low_freq_factor) {
-    scaling += StrCat(", low_freq_factor: ", *rope.low_freq_factor);
-  }
-  if (rope.high_freq_factor) {
-    scaling += StrCat(", high_freq_factor: ", *rope.high_freq_factor);
-  }
-  if (rope.original_max_position_embeddings) {
-    scaling += StrCat(", original_max_position_embeddings: ",
-                      *rope.original_max_position_embeddings);
-  }
-  if (rope.short_factor) {
-    scaling += ", short_factor: " + ListText(*rope.short_factor);
-  }
-  if (rope.long_factor) {
-    scaling += ", long_factor: " + ListText(*rope.long_factor);
-  }
-  overrides.push_back("model.rope_scaling={" + scaling + "}");
-  return overrides;
-}
-
 int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,
                               const TrainConfig& base) {
   return report.finetune_tokens_per_step > 0
@@ -180,7 +141,7 @@ TrainConfig PracticeConfig(const ExtendReportConfig& report,
   config.eval.every_n_steps = 0;
   config.checkpoint.every_n_steps = 0;
   config.checkpoint.keep_last_n = 1;
-  CheckPasskeyRows(config, "passkey practice");
+  CheckBuiltConfig(config, "passkey practice");
   return config;
 }
 
@@ -220,7 +181,7 @@ TrainConfig FinetuneConfig(const ExtendReportConfig& report,
       train.lr = report.lora_lr;
     }
   }
-  CheckPasskeyRows(config, StrCat(RopeTypeName(method), " fine-tune"));
+  CheckBuiltConfig(config, StrCat(RopeTypeName(method), " fine-tune"));
   return config;
 }
 

@@ -45,12 +45,6 @@ ReportPlan PlanReport(const ExtendReportConfig& report);
 ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
                               double factor, int64_t base_length);
 
-// The RoPE settings of an extended model as the `model.*=value` overrides
-// that give them on the base config, e.g. {"model.max_position_embeddings=
-// 1024", "model.rope_scaling={rope_type: linear, factor: 4}"}: how
-// report.md lists each method, usable with `rotor eval`.
-std::vector<std::string> ExtensionOverrides(const ModelConfig& extended);
-
 // Tokens per optimizer step and data.passkey_fraction of the fine-tunes:
 // the report's, or the base run's where the report leaves them unset.
 int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,

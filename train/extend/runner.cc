@@ -172,9 +172,10 @@ VariantResult ReportRunner::ZeroShot(RopeType method) {
   // The base checkpoint's own model settings, extended.
   const ModelConfig saved =
       LoadCheckpointTrainConfig(run_.base_checkpoint).model;
-  auto model = LoadCheckpointModelAs(
+  auto model = LoadCheckpointModel(
       run_.base_checkpoint,
-      ExtendModelConfig(saved, method, config_.factor, plan_.base_length));
+      ModelEdit{
+          ExtendModelConfig(saved, method, config_.factor, plan_.base_length)});
   return Evaluate(*model, method, false);
 }
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/config/model_edit.h"
 #include "train/extend/rope_explorer.h"
 #include "train/io/atomic_file.h"
 #include "train/io/markdown_html.h"
@@ -431,7 +432,7 @@ void ReportWriter::WriteSettings() {
     md_ << "  - " << RopeTypeName(method) << ":";
     const ModelConfig model = ExtendModelConfig(
         base.model, method, config_.factor, plan_.base_length);
-    for (const std::string& o : ExtensionOverrides(model)) {
+    for (const std::string& o : RopeEditText(model)) {
       md_ << " `" << o << "`";
     }
     md_ << "\n";

@@ -14,6 +14,7 @@
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
+#include "train/config/model_edit.h"
 #include "train/config/train_config.h"
 
 namespace rotor::train {
@@ -62,7 +63,10 @@ TEST(ExtendModelConfig, EqualsTheOldOverridesForEveryMethod) {
     const ModelConfig model = ExtendModelConfig(base.model, method, 4, 32);
     EXPECT_EQ(WithModel(base, model),
               TrainConfigToYaml(test::TinyConfig("data", "out", overrides)));
-    EXPECT_EQ(ExtensionOverrides(model), overrides);
+    // What report.md lists for the method gives the same config.
+    EXPECT_EQ(
+        TrainConfigToYaml(test::TinyConfig("data", "out", RopeEditText(model))),
+        WithModel(base, model));
   }
 }
 
@@ -81,7 +85,7 @@ TEST(ExtendModelConfig, RoundsLongFactorsAsListed) {
       "2.21762, 2.42573, 2.5]}"};
   const ModelConfig model =
       ExtendModelConfig(base.model, RopeType::kLongRope, 2.5, 112);
-  EXPECT_EQ(ExtensionOverrides(model), old);
+  EXPECT_EQ(RopeEditText(model), old);
   std::vector<std::string> overrides = {
       "model.head_dim=16", "model.rope_theta=500000", "train.seq_len=112"};
   overrides.insert(overrides.end(), old.begin(), old.end());
@@ -109,8 +113,9 @@ TEST(ExampleConfigs, ExtendTheDefaultModelWithEveryMethod) {
       const RopeType type = *RopeTypeFromName(method);
       // Applying the file's RoPE settings or the report's to the default
       // config gives the same config.
-      const TrainConfig from_file =
-          LoadTrainConfig(dir + "default.yaml", RopeOverridesFromConfig(path));
+      TrainConfig from_file = base;
+      from_file.model =
+          ApplyModelEdit(base.model, {{}, RopeEditFromConfig(path), path});
       EXPECT_EQ(TrainConfigToYaml(from_file),
                 WithModel(base, ExtendModelConfig(base.model, type, factor,
                                                   base.train.seq_len)));

@@ -93,7 +93,8 @@ TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
   ExpectHas(report,
             "  - yarn: `model.max_position_embeddings=224` "
             "`model.rope_scaling={rope_type: yarn, factor: 2, "
-            "original_max_position_embeddings: 112}`");
+            "original_max_position_embeddings: 112, beta_fast: 32, "
+            "beta_slow: 1, truncate: true}`");
 }
 
 TEST(WriteReport, ChecksTakeTheirThresholdsFromTheConfig) {

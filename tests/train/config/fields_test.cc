@@ -1,0 +1,372 @@
+// The config tables (train/config/fields.h): every struct's keys survive a
+// write and a read in each format (YAML; config.json for the model), as in
+// gemma.cpp's io/fields_test.cc; every key of every table is documented;
+// every config rotor ships sets only keys the tables know.
+//
+// Values are compared through ValueCollector, a visitor written here that
+// prints each member with its own formatting, so a writer that drops a key
+// fails the comparison instead of hiding it.
+#include "train/config/fields.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/temp_dir.h"
+#include "tests/test_util.h"
+#include "train/config/hf_config.h"
+#include "train/config/model_config.h"
+#include "train/config/model_edit.h"
+#include "train/config/report_config.h"
+#include "train/config/train_config.h"
+
+namespace rotor::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "key.path" -> the member's value as text, for every row of a table.
+class ValueCollector {
+ public:
+  std::map<std::string, std::string> values;
+
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, T&& member, const Check& check,
+                  const Extra&...) {
+    values[Path(key)] = Text(member, check);
+  }
+  template <typename Struct>
+  void Section(const Key& key, Struct& fields, bool* present = nullptr) {
+    if (present != nullptr) values[Path(key)] = *present ? "given" : "absent";
+    prefix_.push_back(key.name);
+    VisitFields(*this, fields);
+    prefix_.pop_back();
+  }
+  template <typename Rows>
+  void Map(const Key& key, Rows&& rows, bool* present = nullptr) {
+    if (present != nullptr) values[Path(key)] = *present ? "given" : "absent";
+    prefix_.push_back(key.name);
+    rows(*this);
+    prefix_.pop_back();
+  }
+
+ private:
+  std::string Path(const Key& key) const {
+    std::string path;
+    for (const std::string& part : prefix_) path += part + ".";
+    return path + key.name;
+  }
+  template <typename T, typename Check>
+  static std::string Text(const std::optional<T>& value, const Check& check) {
+    return value ? Text(*value, check) : "unset";
+  }
+  template <typename T, typename Check>
+  static std::string Text(const std::vector<T>& values, const Check& check) {
+    std::string text = "[";
+    for (const T& value : values) text += Text(value, check) + ";";
+    return text + "]";
+  }
+  template <typename Enum>
+  static std::string Text(const Enum& value, const field::Choice<Enum>& c) {
+    return c.name(value);
+  }
+  template <typename Enum>
+  static std::string Text(const Enum& value, const field::Parsed<Enum>& c) {
+    return c.name(value);
+  }
+  template <typename Enum>
+  static std::string Text(const std::vector<Enum>& values,
+                          const field::Choices<Enum>& c) {
+    std::string text;
+    for (Enum value : values) text += std::string(c.each.name(value)) + ";";
+    return text;
+  }
+  static std::string Text(const field::Pair& pair, const field::UnitPair&) {
+    return Number(pair.first) + "," + Number(pair.second);
+  }
+  static std::string Text(const ResumeSetting& resume, const ResumeKey&) {
+    return std::to_string(static_cast<int>(resume.mode)) + resume.folder;
+  }
+  template <typename T, typename Check>
+  static std::string Text(const T& value, const Check&) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      return "'" + value + "'";
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return Number(value);
+    } else {
+      return std::to_string(value);
+    }
+  }
+  static std::string Number(double value) {
+    std::ostringstream text;
+    text.precision(17);
+    text << value;
+    return text.str();
+  }
+
+  std::vector<std::string> prefix_;
+};
+
+template <typename Struct>
+std::map<std::string, std::string> ValuesOf(Struct config) {
+  ValueCollector collector;
+  VisitFields(collector, config);
+  return collector.values;
+}
+
+// The model configs the round trips run over: between them, every model
+// key and every rope_scaling key is set to something other than its
+// default.
+std::vector<ModelConfig> ModelConfigs() {
+  ModelConfig llama;
+  llama.vocab_size = 300;
+  llama.hidden_size = 64;
+  llama.intermediate_size = 96;
+  llama.num_hidden_layers = 3;
+  llama.num_attention_heads = 4;
+  llama.num_key_value_heads = 2;
+  llama.rms_norm_eps = 3e-6;
+  llama.tie_word_embeddings = true;
+  llama.attention_bias = true;
+  llama.mlp_bias = true;
+  llama.initializer_range = 0.03;
+  llama.hidden_act = "silu";
+  llama.attention_dropout = 0.0;
+  llama.bos_token_id = 1;
+  llama.eos_token_id = std::vector<int64_t>{2, 7};
+  llama.pad_token_id = 0;
+  llama.torch_dtype = "bfloat16";
+  llama.rope.head_dim = 16;
+  llama.rope.max_position_embeddings = 1024;
+  llama.rope.rope_theta = 50000.0;
+  llama.rope.rope_type = RopeType::kLlama3;
+  llama.rope.factor = 4.0;
+  llama.rope.original_max_position_embeddings = 256;
+  llama.rope.low_freq_factor = 1.5;
+  llama.rope.high_freq_factor = 3.0;
+
+  ModelConfig qwen = llama;
+  qwen.model_type = ModelType::kQwen2;
+  qwen.attention_bias.reset();
+  qwen.mlp_bias.reset();
+  qwen.sliding_window = 2048;
+  qwen.use_sliding_window = true;
+  qwen.max_window_layers = 2;
+  qwen.eos_token_id = std::vector<int64_t>{5};
+  qwen.torch_dtype = "float16";
+  qwen.rope.rope_type = RopeType::kYarn;
+  qwen.rope.low_freq_factor.reset();
+  qwen.rope.high_freq_factor.reset();
+  qwen.rope.attention_factor = 1.2;
+  qwen.rope.beta_fast = 16.0;
+  qwen.rope.beta_slow = 2.0;
+  qwen.rope.mscale = 0.7;
+  qwen.rope.mscale_all_dim = 0.5;
+  qwen.rope.truncate = false;
+
+  ModelConfig mistral = llama;
+  mistral.model_type = ModelType::kMistral;
+  mistral.attention_bias.reset();
+  mistral.mlp_bias.reset();
+  mistral.sliding_window = 4096;
+  mistral.torch_dtype = "float32";
+  mistral.rope.rope_type = RopeType::kLongRope;
+  mistral.rope.low_freq_factor.reset();
+  mistral.rope.high_freq_factor.reset();
+  mistral.rope.factor.reset();
+  mistral.rope.attention_factor = 1.1;
+  mistral.rope.short_factor = std::vector<double>(8, 1.0);
+  mistral.rope.long_factor =
+      std::vector<double>{1, 1.25, 1.5, 2, 2.5, 3, 3.5, 4};
+
+  ModelConfig partial = llama;  // a rotor-only setting
+  partial.rope.rope_type = RopeType::kLinear;
+  partial.rope.original_max_position_embeddings.reset();
+  partial.rope.low_freq_factor.reset();
+  partial.rope.high_freq_factor.reset();
+  partial.rope.partial_rotary_factor = 0.5;
+  return {llama, qwen, mistral, partial};
+}
+
+TEST(ConfigFields, EveryModelKeyIsSetByOneOfTheRoundTripConfigs) {
+  std::map<std::string, std::set<std::string>> seen;
+  for (const ModelConfig& config : ModelConfigs()) {
+    for (const auto& [key, value] : ValuesOf(config)) seen[key].insert(value);
+  }
+  for (const auto& [key, value] : ValuesOf(ModelConfig())) {
+    if (key == "original_max_position_embeddings") continue;  // moved on read
+    EXPECT_TRUE(seen[key].size() > 1 || !seen[key].count(value)) << key;
+  }
+}
+
+TEST(ConfigFields, ModelConfigRoundTripsThroughYaml) {
+  for (const ModelConfig& config : ModelConfigs()) {
+    const TrainConfig train = [&] {
+      TrainConfig t;
+      t.model = config;
+      t.data.path = "data";
+      t.train.seq_len = 64;
+      return t;
+    }();
+    const std::string yaml = TrainConfigToYaml(train);
+    SCOPED_TRACE(yaml);
+    const TrainConfig back = ParseTrainConfig(yaml, "resolved.yaml");
+    EXPECT_EQ(ValuesOf(back.model), ValuesOf(config));
+  }
+}
+
+TEST(ConfigFields, ModelConfigRoundTripsThroughConfigJson) {
+  for (ModelConfig config : ModelConfigs()) {
+    if (config.rope.partial_rotary_factor != 1.0) continue;  // rotor-only
+    // What export writes that the file did not say: HF's spelling of the
+    // defaults, and for yarn the length factor * L0.
+    if (config.rope.rope_type == RopeType::kYarn) {
+      config.rope.max_position_embeddings =
+          static_cast<int64_t>(*config.rope.factor) *
+          *config.rope.original_max_position_embeddings;
+    }
+    if (config.model_type == ModelType::kQwen2)
+      config.use_sliding_window = true;
+    const std::string json = HfConfigJson(config, *config.torch_dtype);
+    SCOPED_TRACE(json);
+    const ModelConfig back = ParseHfConfig(json, "config.json");
+    EXPECT_EQ(ValuesOf(back), ValuesOf(config));
+  }
+}
+
+TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {
+  TrainConfig config;
+  config.output_dir = "out/run";
+  config.model = ModelConfigs()[0];
+  config.data = {
+      "data", "tokenizer.json", 0.25, PasskeyLoss::kAll, {true, true}};
+  TrainSection& t = config.train;
+  t.batch_size = 4;
+  t.seq_len = 128;
+  t.gradient_accumulation_steps = 2;
+  t.max_steps = 50;
+  t.lr = 3e-3;
+  t.min_lr = 3e-4;
+  t.warmup_steps = 5;
+  t.weight_decay = 0.05;
+  t.beta1 = 0.8;
+  t.beta2 = 0.99;
+  t.eps = 1e-7;
+  t.clip_grad_norm = 0.5;
+  t.seed = 7;
+  t.threads = 1;
+  t.allreduce_bucket_mb = 12.5;
+  t.collective_timeout_seconds = 60;
+  t.zero_stage = 1;
+  t.loss_explosion_ratio = 2.5;
+  t.resume = ResumeMode::kCheckpoint;
+  t.resume_checkpoint = "out/run/checkpoints/step_10";
+  t.init_from = "base";
+  t.activation_checkpointing_every = 2;
+  t.loss_chunk_rows = 128;
+  config.eval = {7, 3};
+  config.checkpoint = {9, 4};
+  config.logging = {3, false};
+  config.finetune.lora = {true, 4, 16.0, 0.1, {"k_proj", "down_proj"}};
+  config.finetune.trainable = {"norm", "embed_tokens"};
+  const std::map<std::string, std::string> defaults = ValuesOf(TrainConfig());
+  for (const auto& [key, value] : ValuesOf(config)) {
+    if (key.rfind("model.", 0) == 0) continue;  // ModelConfigs() sets them
+    EXPECT_NE(defaults.at(key), value) << key << " keeps its default";
+  }
+  const std::string yaml = TrainConfigToYaml(config);
+  SCOPED_TRACE(yaml);
+  const TrainConfig back = ParseTrainConfig(yaml, "resolved.yaml");
+  EXPECT_EQ(ValuesOf(back), ValuesOf(config));
+  EXPECT_EQ(ValuesOf(back.model), ValuesOf(config.model));
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string SourcePath(const std::string& relative) {
+  return std::string(ROTOR_SOURCE_DIR) + "/" + relative;
+}
+
+// Whether `text` has `word` standing alone (not inside a longer key name).
+bool HasWord(const std::string& text, const std::string& word) {
+  return std::regex_search(
+      text, std::regex("(^|[^A-Za-z0-9_])" + word + "($|[^A-Za-z0-9_])"));
+}
+
+TEST(ConfigFields, EveryKeyIsDocumented) {
+  const std::string training = ReadText(SourcePath("docs/training.md"));
+  const std::string huggingface = ReadText(SourcePath("docs/huggingface.md"));
+  for (const auto& [path, value] : ValuesOf(TrainConfig())) {
+    if (path.rfind("model.rope_scaling.", 0) == 0) continue;  // below
+    const std::string key = path.substr(path.rfind('.') + 1);
+    EXPECT_TRUE(training.find("`" + path + "`") != std::string::npos ||
+                training.find("`" + key + "`") != std::string::npos ||
+                huggingface.find("`" + key + "`") != std::string::npos)
+        << path << " is in no table of docs/training.md or docs/huggingface.md";
+  }
+  // rope_scaling's keys: docs/context-extension.md's table of methods.
+  const std::string extension =
+      ReadText(SourcePath("docs/context-extension.md"));
+  for (const auto& [key, value] : ValuesOf(RopeScalingConfig())) {
+    EXPECT_TRUE(HasWord(extension, key))
+        << "rope_scaling." << key << " is not in docs/context-extension.md";
+  }
+  // The report's keys: configs/extend/report.yaml documents each one.
+  const std::string report = ReadText(SourcePath("configs/extend/report.yaml"));
+  for (const auto& [path, value] : ValuesOf(ExtendReportConfig())) {
+    const std::string key = path.substr(path.rfind('.') + 1);
+    EXPECT_TRUE(HasWord(report, key + ":"))
+        << path << " is not in configs/extend/report.yaml";
+  }
+}
+
+// Every config rotor ships reads with the tables' keys alone: the training
+// configs (those that extend another run's model or a Hugging Face folder
+// are read for their model: section), the model-only configs, the report.
+TEST(ConfigFields, EveryShippedConfigSetsOnlyKnownKeys) {
+  test::TempDir hf_folder;
+  {
+    const ModelConfig smollm =
+        LoadConfigFileModel(SourcePath("configs/models/smollm2-135m.yaml"));
+    std::ofstream(hf_folder.Path("config.json"))
+        << HfConfigJson(smollm, "float32");
+  }
+  int read = 0;
+  for (const auto& entry :
+       fs::recursive_directory_iterator(SourcePath("configs"))) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(path);
+    if (entry.path().filename() == "report.yaml") {
+      EXPECT_NO_THROW(LoadExtendReportConfig(path));
+    } else if (entry.path().filename().string().rfind("hf-", 0) == 0) {
+      // train.init_from names a folder scripts/hf_extend.sh makes, whose
+      // config.json the model: section amends: here, the one it would write.
+      EXPECT_NO_THROW(
+          LoadTrainConfig(path, {"train.init_from=" + hf_folder.path()}));
+    } else if (entry.path().filename().string().rfind("dynamic-", 0) == 0) {
+      // RoPE settings only, for rotor eval --rope-from (dynamic NTK is not
+      // fine-tuned).
+      EXPECT_NO_THROW(RopeEditFromConfig(path));
+    } else {
+      EXPECT_NO_THROW(LoadConfigFileModel(path));
+    }
+    ++read;
+  }
+  EXPECT_GE(read, 20);
+}
+
+}  // namespace
+}  // namespace rotor::train

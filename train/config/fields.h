@@ -1,0 +1,199 @@
+// The vocabulary of rotor's config tables: each config struct declares its
+// keys once, in a function beside it,
+//
+//   template <typename Visitor>
+//   void VisitFields(Visitor& v, LoggingSection& s) {
+//     v(Key{"log_every_n_steps", "steps between log lines"},
+//       s.log_every_n_steps, field::Int{1});
+//     v(Key{"progress", "a live progress line on a terminal"}, s.progress,
+//       field::Flag{});
+//   }
+//
+// and every format is a visitor over that function: the YAML reader and
+// writer (train/config/yaml_fields.h), the config.json reader and writer
+// (train/config/hf_config.cc), the key lists of "unknown key" messages and
+// the documentation test (tests/train/config/fields_test.cc). A row names
+// the key (its YAML spelling, which for model keys is Hugging Face's
+// config.json spelling too), the member it fills, and what the value may be:
+// one of the checks below, each of which fixes the message a reader gives
+// for a value outside it. Nothing here knows YAML or JSON.
+//
+// Adding a key takes two edits: the struct member, and its row (plus the
+// code that uses it). This is gemma.cpp's VisitFields/ForEach and
+// llama.cpp's LLM_KV_NAMES with get_key, kept in rotor's strict style.
+#ifndef ROTOR_TRAIN_CONFIG_FIELDS_H_
+#define ROTOR_TRAIN_CONFIG_FIELDS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rotor::train {
+
+// A key of a config map.
+struct Key {
+  const char* name;  // YAML key (and config.json key, for model keys)
+  const char* help;  // one line: what it sets
+  // A second spelling read as the same key (config.json's `dtype` for
+  // torch_dtype, rope_scaling's legacy `type`), never written.
+  const char* alias = nullptr;
+};
+
+// Whether a writer limited to the keys `only` (nullptr: every key) writes
+// `key`.
+inline bool Writes(const std::vector<std::string>* only, const Key& key) {
+  return only == nullptr ||
+         std::find(only->begin(), only->end(), key.name) != only->end();
+}
+
+namespace field {
+
+// An integer in [min, max]; "must be >= MIN, got V", "must be <= MAX
+// (rotor's limit), got V".
+struct Int {
+  int64_t min;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+// Any integer (a model decides what it means: max_window_layers).
+struct AnyInt {};
+// A non-negative 64-bit integer (seeds).
+struct Unsigned {};
+// A finite number in [min, max]; "must be in [MIN, MAX], got V".
+struct Real {
+  double min = -std::numeric_limits<double>::max();
+  double max = std::numeric_limits<double>::max();
+};
+// A finite number in (min, max]; "must be in (MIN, MAX], got V".
+struct RealAbove {
+  double min;
+  double max;
+};
+// Any number, infinities included: the struct's own check
+// (FindRopeConfigProblem) judges it together with the keys it depends on.
+struct AnyReal {};
+// A finite number > 0; "must be a finite number > 0, got V".
+struct PositiveReal {};
+// Exactly 0, for what rotor does not have; "must be 0 (WHY), got V".
+struct Zero {
+  const char* why;
+};
+// A list of numbers, checked as AnyReal each.
+struct Reals {};
+// Two numbers in [0, 1) (AdamW's betas), kept in two members.
+struct UnitPair {};
+struct Pair {
+  double& first;
+  double& second;
+};
+// true or false.
+struct Flag {};
+// A non-empty string (a path, a folder).
+struct Text {};
+// A token id in [0, kMaxVocabSize); the vocabulary check is the struct's.
+struct TokenId {};
+// One token id or a non-empty list of them (eos_token_id).
+struct TokenIds {};
+// A list of positive integers (lengths).
+struct Ints {
+  const char* expected;  // "positive integers", for the message
+};
+// A list of numbers (depths), judged by the struct's check.
+struct Numbers {
+  const char* expected;
+};
+// A list of names, each of `allowed` at most once; `if_empty` (when given)
+// is the message for an empty list.
+struct Names {
+  const std::vector<std::string>& (*allowed)();
+  const char* expected;  // "module names", for "expected a list of ..."
+  const char* if_empty = nullptr;
+};
+// A list of plain strings (key=value overrides).
+struct Strings {
+  const char* expected;
+};
+
+// A name standing for an enum value: `name` and `from_name` convert, and
+// `refusal` is the message for a name that is none of them ("'gpt2' is not
+// supported (...)"). `expected` describes a value that is no name at all.
+template <typename Enum>
+struct Choice {
+  const char* (*name)(Enum);
+  std::optional<Enum> (*from_name)(const std::string&);
+  std::string (*refusal)(const std::string& given);
+  const char* expected = "a name";
+};
+// A name read by `parse`, which throws naming the accepted ones.
+template <typename Enum>
+struct Parsed {
+  const char* (*name)(Enum);
+  Enum (*parse)(const std::string&);
+};
+// A list of Choice names (the report's methods).
+template <typename Enum>
+struct Choices {
+  Choice<Enum> each;
+  const char* expected;
+};
+
+// The names a checked value may take without being stored (hidden_act:
+// silu; rotor has no other): `refusal` as in Choice.
+struct Accepted {
+  std::vector<std::string> names;
+  std::string (*refusal)(const std::string& given);
+};
+
+// The base of a check with its own YAML form (train.resume,
+// train.activation_checkpointing): it reads and writes the value itself,
+// through members Read(const SectionReader&, const char* key, T&) and
+// std::optional<YAML::Node> Write(const T&) defined beside its table.
+struct Custom {};
+
+}  // namespace field
+
+// A problem found by a struct's check (FindTrainConfigProblem): the key path
+// it concerns ("train.min_lr"), and what is wrong. `element` is the index in
+// the key's list when the problem is one element (-1: the key itself).
+struct ConfigProblem {
+  std::string key;
+  std::string message;
+  int64_t element = -1;
+};
+
+// Every key name of a table, in its order.
+struct KeyNames {
+  std::vector<std::string> names;
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, T&&, const Check&, const Extra&...) {
+    names.push_back(key.name);
+  }
+  template <typename Struct>
+  void Section(const Key& key, Struct&, bool* = nullptr) {
+    names.push_back(key.name);
+  }
+  template <typename Rows>
+  void Map(const Key& key, Rows&&, bool* = nullptr) {
+    names.push_back(key.name);
+  }
+};
+template <typename Struct>
+std::vector<std::string> KeyNamesOf() {
+  Struct scratch;
+  KeyNames names;
+  VisitFields(names, scratch);
+  return names.names;
+}
+
+// A key that is checked but not kept (hidden_act, attention_dropout): the
+// reader validates it, the writers skip it.
+template <typename T>
+struct Unstored {
+  std::optional<T> value;
+};
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_CONFIG_FIELDS_H_

@@ -1,0 +1,444 @@
+// The one reader of a model's keys, for both files that hold them: a YAML
+// `model:` section (train/config/model_config.cc) and a Hugging Face
+// config.json (train/config/hf_config.cc). It visits the tables of
+// model_config.h; each format supplies only a Node, its view of one value:
+//
+//   bool Present() const;     // given and not null
+//   bool IsMap() const;  bool IsList() const;
+//   size_t size() const;  Node At(size_t i) const;      // list elements
+//   template <typename F> void ForEachEntry(F f) const;  // f(key, key, value)
+//   template <typename T> std::optional<T> Decode() const;
+//                             // int64_t, double, bool or std::string
+//   std::string Describe() const;  // "a map", "a list" or "'value'"
+//   std::string Position() const;  // ":LINE:COL", or "" when unknown
+//
+// Errors read "FILE:LINE:COL: model.KEY: problem" (YAML) or
+// "FILE: KEY: problem" (config.json). Keys are read in the file's order;
+// what depends on several keys (head_dim from hidden_size, rope_scaling
+// after its rope_type, the checks of FindModelConfigProblem) is done after
+// all are read, and its errors point at the key's value.
+#ifndef ROTOR_TRAIN_CONFIG_MODEL_READER_H_
+#define ROTOR_TRAIN_CONFIG_MODEL_READER_H_
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/limits.h"
+#include "train/config/fields.h"
+#include "train/config/model_config.h"
+#include "train/io/message.h"
+
+namespace rotor::train {
+
+// Which file a model is read from: a rotor YAML `model:` section (every key
+// must be known; errors name "model.KEY"), or a Hugging Face config.json
+// (errors name the JSON key; its bookkeeping keys such as
+// transformers_version are accepted, and other unknown keys are listed in
+// `ignored` rather than refused, as transformers keeps them unused).
+enum class ModelConfigDialect { kRotorYaml, kHfConfigJson };
+
+template <typename Node>
+class ModelReader {
+ public:
+  ModelReader(std::string file, ModelConfigDialect dialect,
+              std::vector<std::string>* ignored)
+      : file_(std::move(file)),
+        dialect_(dialect),
+        key_prefix_(dialect == ModelConfigDialect::kRotorYaml ? "model." : ""),
+        ignored_(ignored) {}
+
+  ModelConfig Parse(const Node& model) {
+    ModelConfig config;
+    ReadKeys(model, config);
+    if (config.rope.max_position_embeddings == 0) {
+      Fail(model, "max_position_embeddings",
+           "required but missing (the context length the model was trained "
+           "for)");
+    }
+    const std::string head_dim_origin = ResolveHeadDim(config);
+    ReadRopeScaling(config);
+    ApplyTopLevelOriginal(config);
+    // rotor rotates a leading share of the channels; HF's three classes
+    // always rotate all of them (their rotate_half spans the head).
+    if (dialect_ == ModelConfigDialect::kHfConfigJson &&
+        config.rope.partial_rotary_factor != 1.0) {
+      Fail(MarkFor("partial_rotary_factor"), "partial_rotary_factor",
+           StrCat("must be 1 for model_type ", ModelTypeName(config.model_type),
+                  " (HF's Llama, Mistral and Qwen2 rotate every channel), "
+                  "got ",
+                  config.rope.partial_rotary_factor));
+    }
+    if (auto problem = FindModelConfigProblem(config)) {
+      std::string message = problem->message;
+      if (problem->key == "head_dim") message += head_dim_origin;
+      Fail(MarkFor(problem->key.substr(0, problem->key.find('['))),
+           problem->key, message);
+    }
+    return config;
+  }
+
+  // Reads the keys `model` gives into `config`, each checked on its own
+  // (type and range); nothing is required or derived (a --rope-from file
+  // gives only some keys). rope_scaling waits for ReadRopeScaling.
+  void ReadKeys(const Node& model, ModelConfig& config) {
+    model_ = model;
+    if (!model.IsMap()) {
+      Fail(model, "model",
+           "expected a map of model settings, got " + model.Describe());
+    }
+    model.ForEachEntry(
+        [&](const std::string& key, const Node& key_node, const Node& value) {
+          if (!value.Present()) return;
+          target_ = key;
+          value_ = &value;
+          found_ = false;
+          VisitFields(*this, config);
+          if (!found_) Unknown(key, key_node);
+        });
+  }
+  // rope_scaling, when ReadKeys saw it: its rope_type, then its keys.
+  void ReadRopeScaling(ModelConfig& config) {
+    if (rope_scaling_) ParseRopeScaling(*rope_scaling_, config.rope);
+  }
+  // Whether ReadKeys read `key` (given, not null).
+  bool Given(const std::string& key) const { return marks_.count(key) > 0; }
+
+  // The table's rows: the one named target_ reads its value.
+  template <typename T, typename Check>
+  void operator()(const Key& key, T& member, const Check& check,
+                  const OnlyFor& = {}) {
+    if (!Matches(key)) return;
+    marks_[key.name] = *value_;
+    Read(*value_, target_, member, check);
+  }
+  void Section(const Key& key, RopeScalingConfig&) {
+    if (!Matches(key)) return;
+    marks_[key.name] = *value_;
+    rope_scaling_ = *value_;
+  }
+
+ private:
+  bool Matches(const Key& key) {
+    if (target_ != key.name && (key.alias == nullptr || target_ != key.alias)) {
+      return false;
+    }
+    found_ = true;
+    return true;
+  }
+
+  void Unknown(const std::string& key, const Node& key_node) {
+    if (dialect_ == ModelConfigDialect::kHfConfigJson) {
+      if (kHfBookkeepingKeys.count(key) == 0 && ignored_ != nullptr) {
+        ignored_->push_back(key);
+      }
+      return;
+    }
+    std::string known;
+    for (const std::string& name : KeyNamesOf<ModelConfig>()) {
+      known += (known.empty() ? "" : ", ") + name;
+    }
+    Fail(key_node, key, "unknown key (model keys: " + known + ")");
+  }
+
+  // head_dim as given, or hidden_size / num_attention_heads; returns how it
+  // was derived, for messages about it.
+  std::string ResolveHeadDim(ModelConfig& config) {
+    if (config.rope.head_dim != 0) return "";
+    if (!config.hidden_size || !config.num_attention_heads) {
+      Fail(model_, "head_dim",
+           "required but missing: give head_dim, or hidden_size and "
+           "num_attention_heads");
+    }
+    const Node hidden = MarkFor("hidden_size");
+    if (*config.hidden_size % *config.num_attention_heads != 0) {
+      Fail(hidden, "hidden_size",
+           StrCat(*config.hidden_size,
+                  " is not divisible by num_attention_heads ",
+                  *config.num_attention_heads, "; give head_dim explicitly"));
+    }
+    config.rope.head_dim = *config.hidden_size / *config.num_attention_heads;
+    marks_["head_dim"] = hidden;
+    if (config.rope.head_dim > limits::kMaxHeadDim) {
+      Fail(hidden, "hidden_size",
+           StrCat(*config.hidden_size, " / num_attention_heads ",
+                  *config.num_attention_heads, " gives head_dim ",
+                  config.rope.head_dim, ", more than rotor's limit of ",
+                  limits::kMaxHeadDim));
+    }
+    return StrCat(" (head_dim = hidden_size ", *config.hidden_size,
+                  " / num_attention_heads ", *config.num_attention_heads, ")");
+  }
+
+  // rope_scaling: its rope_type first (it decides which other keys apply),
+  // then those keys through the rope table.
+  void ParseRopeScaling(const Node& node, RopeScalingConfig& rope) {
+    if (!node.IsMap()) {
+      Fail(
+          node, "rope_scaling",
+          "expected a map with rope_type and its keys, got " + node.Describe());
+    }
+    std::string type_name;
+    rope.rope_type = ReadRopeType(node, &type_name);
+    std::set<std::string> all_keys;
+    for (const std::string& key : KeyNamesOf<RopeScalingConfig>()) {
+      if (key != "rope_type") all_keys.insert(key);
+    }
+    const std::vector<std::string> type_keys = RopeScalingKeys(rope.rope_type);
+    node.ForEachEntry(
+        [&](const std::string& key, const Node& key_node, const Node& value) {
+          const std::string path = "rope_scaling." + key;
+          if (key == "rope_type" || key == "type") return;
+          if (all_keys.count(key) == 0) {
+            Fail(key_node, path,
+                 StrCat("unknown key (rope_scaling keys: rope_type, ",
+                        JoinKeys({all_keys.begin(), all_keys.end()}), ")"));
+          }
+          if (std::find(type_keys.begin(), type_keys.end(), key) ==
+              type_keys.end()) {
+            Fail(key_node, path,
+                 StrCat("does not apply to rope_type '", type_name,
+                        "' (its keys: ", JoinKeys(type_keys), ")"));
+          }
+          if (!value.Present()) return;
+          marks_[path] = value;
+          RopeRow row{this, key, path, value};
+          VisitFields(row, rope);
+        });
+  }
+
+  // Reads the one row of the rope table named `key`.
+  struct RopeRow {
+    ModelReader* reader;
+    const std::string& key;
+    const std::string& path;
+    const Node& value;
+    template <typename T, typename Check>
+    void operator()(const Key& row, T& member, const Check& check) {
+      if (key == row.name) reader->Read(value, path, member, check);
+    }
+    void operator()(const Key&, RopeType&, const field::Choice<RopeType>&) {}
+  };
+
+  // rope_scaling.rope_type, or its legacy name `type`; both must agree.
+  RopeType ReadRopeType(const Node& node, std::string* type_name) {
+    std::optional<Node> type_node;
+    std::string type_key;
+    node.ForEachEntry(
+        [&](const std::string& key, const Node&, const Node& value) {
+          if ((key != "rope_type" && key != "type") || !value.Present()) return;
+          if (type_node &&
+              Decode<std::string>(*type_node, "rope_scaling." + type_key,
+                                  "a name") !=
+                  Decode<std::string>(value, "rope_scaling." + key, "a name")) {
+            Fail(value, "rope_scaling." + key,
+                 StrCat("'", Excerpt(*value.template Decode<std::string>()),
+                        "' contradicts ", type_key, " '",
+                        Excerpt(*type_node->template Decode<std::string>()),
+                        "' (type is the legacy name of rope_type; give one)"));
+          }
+          type_node = value;
+          type_key = key;
+        });
+    if (!type_node) {
+      Fail(node, "rope_scaling.rope_type",
+           StrCat("required but missing (one of ", RopeTypeNames(), ")"));
+    }
+    *type_name =
+        Decode<std::string>(*type_node, "rope_scaling." + type_key, "a name");
+    const std::optional<RopeType> type = RopeTypeFromName(*type_name);
+    if (!type) {
+      Fail(*type_node, "rope_scaling." + type_key, RefuseRopeType(*type_name));
+    }
+    marks_["rope_scaling.rope_type"] = *type_node;
+    return *type;
+  }
+
+  // Phi-3 configs give original_max_position_embeddings at the top level.
+  // It sets L0 for the methods that read it (yarn, llama3, longrope; the
+  // others ignore it, as HF does). HF's standardize_rope_params lets it win
+  // over rope_scaling's silently; rotor refuses two different values.
+  void ApplyTopLevelOriginal(ModelConfig& config) {
+    const std::optional<int64_t> top_level =
+        config.top_level_original_max_position_embeddings;
+    config.top_level_original_max_position_embeddings.reset();
+    RopeScalingConfig& rope = config.rope;
+    const std::vector<std::string> scaling_keys =
+        RopeScalingKeys(rope.rope_type);
+    if (!top_level ||
+        std::find(scaling_keys.begin(), scaling_keys.end(),
+                  "original_max_position_embeddings") == scaling_keys.end()) {
+      return;
+    }
+    const std::optional<int64_t> nested = rope.original_max_position_embeddings;
+    if (nested && *nested != *top_level) {
+      Fail(MarkFor("original_max_position_embeddings"),
+           "original_max_position_embeddings",
+           StrCat(*top_level,
+                  " contradicts rope_scaling.original_max_position_"
+                  "embeddings ",
+                  *nested, "; give one of them"));
+    }
+    rope.original_max_position_embeddings = *top_level;
+    marks_["rope_scaling.original_max_position_embeddings"] =
+        MarkFor("original_max_position_embeddings");
+  }
+
+  // --- one value, by the member's type and the row's check ---
+
+  template <typename T>
+  T Decode(const Node& value, const std::string& key, const char* what) const {
+    const std::optional<T> result = value.template Decode<T>();
+    if (!result) {
+      Fail(value, key, StrCat("expected ", what, ", got ", value.Describe()));
+    }
+    return *result;
+  }
+  template <typename T, typename Check>
+  void Read(const Node& value, const std::string& key, std::optional<T>& out,
+            const Check& check) {
+    T read{};
+    Read(value, key, read, check);
+    out = read;
+  }
+  void Read(const Node& value, const std::string& key, int64_t& out,
+            const field::Int& check) {
+    out = Decode<int64_t>(value, key, "an integer");
+    if (out < check.min) {
+      Fail(value, key, StrCat("must be >= ", check.min, ", got ", out));
+    }
+    if (out > check.max) {
+      Fail(value, key,
+           StrCat("must be <= ", check.max, " (rotor's limit), got ", out));
+    }
+  }
+  void Read(const Node& value, const std::string& key, int64_t& out,
+            const field::AnyInt&) {
+    out = Decode<int64_t>(value, key, "an integer");
+  }
+  void Read(const Node& value, const std::string& key, int64_t& out,
+            const field::TokenId&) {
+    out = Decode<int64_t>(value, key, "an integer");
+    if (out < 0 || out >= limits::kMaxVocabSize) {
+      Fail(value, key,
+           StrCat("must be a token id in [0, ", limits::kMaxVocabSize,
+                  "), got ", out));
+    }
+  }
+  void Read(const Node& value, const std::string& key,
+            std::vector<int64_t>& out, const field::TokenIds&) {
+    out.clear();
+    if (!value.IsList()) {
+      Read(value, key, out.emplace_back(), field::TokenId{});
+      return;
+    }
+    if (value.size() == 0) {
+      Fail(value, key,
+           "expected a token id or a list of them, got an empty list");
+    }
+    for (size_t i = 0; i < value.size(); ++i) {
+      Read(value.At(i), StrCat(key, "[", i, "]"), out.emplace_back(),
+           field::TokenId{});
+    }
+  }
+  void Read(const Node& value, const std::string& key, double& out,
+            const field::AnyReal&) {
+    out = Decode<double>(value, key, "a number");
+  }
+  void Read(const Node& value, const std::string& key, double& out,
+            const field::PositiveReal&) {
+    out = Decode<double>(value, key, "a number");
+    if (!(std::isfinite(out) && out > 0.0)) {
+      Fail(value, key, StrCat("must be a finite number > 0, got ", out));
+    }
+  }
+  void Read(const Node& value, const std::string& key, double& out,
+            const field::Zero& check) {
+    out = Decode<double>(value, key, "a number");
+    if (out != 0.0) {
+      Fail(value, key, StrCat("must be 0 (", check.why, "), got ", out));
+    }
+  }
+  void Read(const Node& value, const std::string& key, std::vector<double>& out,
+            const field::Reals&) {
+    if (!value.IsList()) {
+      Fail(value, key,
+           StrCat("expected a list of numbers, got ", value.Describe()));
+    }
+    out.clear();
+    for (size_t i = 0; i < value.size(); ++i) {
+      out.push_back(
+          Decode<double>(value.At(i), StrCat(key, "[", i, "]"), "a number"));
+    }
+  }
+  void Read(const Node& value, const std::string& key, bool& out,
+            const field::Flag&) {
+    out = Decode<bool>(value, key, "true or false");
+  }
+  void Read(const Node& value, const std::string& key, std::string& out,
+            const field::Accepted& check) {
+    out = Decode<std::string>(value, key, "a name");
+    if (std::find(check.names.begin(), check.names.end(), out) ==
+        check.names.end()) {
+      Fail(value, key, check.refusal(out));
+    }
+  }
+  template <typename Enum>
+  void Read(const Node& value, const std::string& key, Enum& out,
+            const field::Choice<Enum>& check) {
+    const std::string name = Decode<std::string>(value, key, check.expected);
+    const std::optional<Enum> parsed = check.from_name(name);
+    if (!parsed) Fail(value, key, check.refusal(name));
+    out = *parsed;
+  }
+
+  // The value of `key`; for a key that is absent, the map it is missing
+  // from.
+  Node MarkFor(const std::string& key) const {
+    auto it = marks_.find(key);
+    if (it != marks_.end()) return it->second;
+    const size_t dot = key.rfind('.');
+    if (dot != std::string::npos) return MarkFor(key.substr(0, dot));
+    return model_;
+  }
+
+  [[noreturn]] void Fail(const Node& at, const std::string& key,
+                         const std::string& message) const {
+    throw Error(StrCat(file_, at.Position(), ": ", key_prefix_, Excerpt(key),
+                       ": ", message));
+  }
+
+  static std::string JoinKeys(const std::vector<std::string>& keys) {
+    std::string joined;
+    for (const std::string& key : keys) {
+      joined += (joined.empty() ? "" : ", ") + key;
+    }
+    return joined.empty() ? "none" : joined;
+  }
+
+  // The keys of config.json that describe the file rather than the model.
+  inline static const std::set<std::string> kHfBookkeepingKeys = {
+      "architectures",    "transformers_version",   "_name_or_path",
+      "use_cache",        "pretraining_tp",         "is_llama_config",
+      "rope_interleaved", "transformers.js_config", "auto_map"};
+
+  std::string file_;
+  ModelConfigDialect dialect_;
+  std::string key_prefix_;
+  std::vector<std::string>* ignored_;
+  Node model_;
+  std::string target_;  // the key being read, and its value
+  const Node* value_ = nullptr;
+  bool found_ = false;
+  std::optional<Node> rope_scaling_;
+  std::map<std::string, Node> marks_;
+};
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_CONFIG_MODEL_READER_H_
