@@ -24,7 +24,8 @@
 // the last backward (train/distributed/gradient_buckets.h), so every rank
 // takes the same optimizer step. Rank 0 alone prints, writes metrics.jsonl,
 // the plot and the checkpoints; every rank evaluates its share of the
-// validation batches.
+// validation batches. What the trainer asks of the other ranks is in one
+// class, DataParallel (train/distributed/data_parallel.h).
 #ifndef ROTOR_TRAIN_TRAINER_H_
 #define ROTOR_TRAIN_TRAINER_H_
 
