@@ -10,7 +10,6 @@
 #include <limits>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "core/autograd.h"
 #include "core/checked_math.h"
@@ -88,21 +87,6 @@ void CheckOneHistory(const std::string& resume_dir, const TrainConfig& config,
               " — nothing was written");
 }
 
-// train.threads per rank; 0 takes every core this process may run on.
-// A launcher that binds each rank to its own cores (mpirun's default for
-// up to two ranks: a core each) already limits what a rank sees; ranks
-// free to run anywhere (mpirun --bind-to none) share the machine's cores,
-// so N ranks on a machine never start more threads than it has cores.
-int ThreadsPerRank(int64_t threads, const Communicator& communicator) {
-  if (threads > 0) return static_cast<int>(threads);
-  const int usable = HardwareThreads();
-  const int machine = static_cast<int>(std::thread::hardware_concurrency());
-  if (communicator.local_size() > 1 && usable >= machine) {
-    return std::max(1, usable / communicator.local_size());
-  }
-  return 0;
-}
-
 }  // namespace
 
 Trainer::Trainer(TrainConfig config, std::ostream& log,
@@ -115,12 +99,28 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
       train_tokens_(data_dir_ + "/train.bin"),
       val_tokens_(data_dir_ + "/val.bin"),
       metrics_(config_.output_dir),
-      communicator_(communicator) {
+      data_parallel_(communicator) {
+  // Every check passes before OpenOutputDir makes a new output_dir; one
+  // that exists is locked (CheckOutputDir) before its checkpoints are read.
+  SetUpRank();
+  LoadDataTokenizer();
+  BuildModel(CheckRunFits());
+  CheckOutputDir();
+  StartOrResume();
+  OpenOutputDir();
+  SetUpDataParallel();
+}
+
+void Trainer::SetUpRank() {
   const TrainSection& t = config_.train;
-  SetNumThreads(ThreadsPerRank(t.threads, communicator_));
-  communicator_.set_timeout_seconds(t.collective_timeout_seconds);
+  SetNumThreads(ThreadsPerRank(t.threads, data_parallel_.communicator()));
+  data_parallel_.communicator().set_timeout_seconds(
+      t.collective_timeout_seconds);
   CheckBatchSplits(t.batch_size, t.gradient_accumulation_steps,
-                   communicator_.size(), config_.file);
+                   data_parallel_.size(), config_.file);
+}
+
+void Trainer::LoadDataTokenizer() {
   ROTOR_CHECK(config_.data.tokenizer.empty() ||
                   SameTokenizer(config_.data.tokenizer, tokenizer_spec_),
               config_.file, ": data.tokenizer is ", config_.data.tokenizer,
@@ -134,6 +134,10 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
               ": data.passkey_fraction needs data prepared with the byte "
               "tokenizer (passkey examples are built from bytes), but ",
               data_dir_, " uses ", tokenizer_spec_);
+}
+
+nn::TransformerConfig Trainer::CheckRunFits() const {
+  const TrainSection& t = config_.train;
   nn::TransformerConfig model_config = ResolveTransformerConfig(config_.model);
   CheckTrainingFitsInMemory(config_, model_config);
   // tokens_seen counts up to max_steps * StepTokens() in int64_t (configs
@@ -149,6 +153,11 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   // Checks now, rather than at the first evaluation, that val.bin holds at
   // least one window.
   ValidationBatches(val_tokens_, t.batch_size, t.seq_len);
+  return model_config;
+}
+
+void Trainer::BuildModel(const nn::TransformerConfig& model_config) {
+  const TrainSection& t = config_.train;
   model_ = std::make_unique<nn::Transformer>(model_config, t.seed);
   model_->SetActivationCheckpointing(t.activation_checkpointing_every);
   model_->SetLossChunkRows(t.loss_chunk_rows);
@@ -161,24 +170,40 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
       AdamWSettings{t.beta1, t.beta2, t.eps, t.weight_decay});
   sampler_ = std::make_unique<BatchSampler>(train_tokens_, t.batch_size,
                                             t.seq_len, t.seed);
+}
 
-  // The run's files never go into its data: checkpoints and metrics.jsonl
-  // in the data folder would be lost when it is prepared again (prepare
-  // replaces the folder whole), and mix a run with the corpus it reads.
-  {
-    std::error_code error;
-    ROTOR_CHECK(!fs::equivalent(config_.output_dir, data_dir_, error),
-                config_.file, ": output_dir ", config_.output_dir,
-                " is the data folder ", data_dir_,
-                " (data.path): the run's checkpoints and metrics would go "
-                "into its data; name another folder, e.g. runs/NAME");
-  }
-  // output_dir is this run's alone before its checkpoints are read: two
-  // runs on one folder would overwrite each other's. A new output_dir is
-  // made (and locked) only once every check has passed.
+// The run's files never go into its data: checkpoints and metrics.jsonl
+// in the data folder would be lost when it is prepared again (prepare
+// replaces the folder whole), and mix a run with the corpus it reads.
+// output_dir is this run's alone before its checkpoints are read: two runs
+// on one folder would overwrite each other's. A new output_dir is made (and
+// locked) only once every check has passed, by OpenOutputDir.
+void Trainer::CheckOutputDir() {
+  std::error_code error;
+  ROTOR_CHECK(!fs::equivalent(config_.output_dir, data_dir_, error),
+              config_.file, ": output_dir ", config_.output_dir,
+              " is the data folder ", data_dir_,
+              " (data.path): the run's checkpoints and metrics would go "
+              "into its data; name another folder, e.g. runs/NAME");
   if (fs::exists(config_.output_dir)) LockOutputDir();
+}
 
-  // Where to start: a checkpoint (resume) or from scratch.
+void Trainer::StartOrResume() {
+  const TrainSection& t = config_.train;
+  const std::string resume_dir = CheckpointToResume();
+  if (!resume_dir.empty()) {
+    ResumeFrom(resume_dir);
+  } else if (!t.init_from.empty() && !adapts_base()) {
+    const std::string source = InitializeFromCheckpoint(t.init_from, *model_);
+    CheckSameTokenizer(source, data_dir_);
+    log_ << "initialising the weights from " << source
+         << " (fresh optimizer, schedule and sampler)\n";
+  }
+  state_.world_size = data_parallel_.size();
+}
+
+std::string Trainer::CheckpointToResume() const {
+  const TrainSection& t = config_.train;
   std::string resume_dir;
   const std::vector<std::string> existing = ListCheckpoints(config_.output_dir);
   if (t.resume == ResumeMode::kAuto) {
@@ -194,37 +219,35 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
                 ": train.resume: checkpoint folder ", resume_dir,
                 " does not exist (use auto, none or a step_N folder)");
   }
-  if (!resume_dir.empty()) {
-    CheckOneHistory(resume_dir, config_, existing);
-    CheckResumable(resume_dir, config_);
-    CheckSameTokenizer(resume_dir, data_dir_);
-    if (adapts_base()) {
-      LoadFinetuneWeights(resume_dir, base_, *model_);
-    } else {
-      LoadModelWeights(resume_dir, *model_);
-    }
-    LoadOptimizerState(resume_dir, *optimizer_);
-    state_ = LoadTrainerState(resume_dir);
-    sampler_->set_state(state_.sampler);
-    ROTOR_CHECK(optimizer_->step() == state_.step, resume_dir,
-                ": optimizer step ", optimizer_->step(),
-                " does not match trainer step ", state_.step);
-    log_ << "resuming from " << resume_dir << " at step " << state_.step;
-    if (state_.world_size != communicator_.size()) {
-      log_ << " (saved by " << state_.world_size << " rank"
-           << (state_.world_size == 1 ? "" : "s") << ", continued by "
-           << communicator_.size()
-           << ": the global batch is the same, so is the data stream)";
-    }
-    log_ << "\n";
-    last_checkpoint_ = resume_dir;
-  } else if (!t.init_from.empty() && !adapts_base()) {
-    const std::string source = InitializeFromCheckpoint(t.init_from, *model_);
-    CheckSameTokenizer(source, data_dir_);
-    log_ << "initialising the weights from " << source
-         << " (fresh optimizer, schedule and sampler)\n";
+  if (!resume_dir.empty()) CheckOneHistory(resume_dir, config_, existing);
+  return resume_dir;
+}
+
+void Trainer::ResumeFrom(const std::string& dir) {
+  CheckResumable(dir, config_);
+  CheckSameTokenizer(dir, data_dir_);
+  if (adapts_base()) {
+    LoadFinetuneWeights(dir, base_, *model_);
+  } else {
+    LoadModelWeights(dir, *model_);
   }
-  state_.world_size = communicator_.size();
+  LoadOptimizerState(dir, *optimizer_);
+  state_ = LoadTrainerState(dir);
+  sampler_->set_state(state_.sampler);
+  ROTOR_CHECK(optimizer_->step() == state_.step, dir, ": optimizer step ",
+              optimizer_->step(), " does not match trainer step ", state_.step);
+  log_ << "resuming from " << dir << " at step " << state_.step;
+  const int ranks = data_parallel_.size();
+  if (state_.world_size != ranks) {
+    log_ << " (saved by " << state_.world_size << " rank"
+         << (state_.world_size == 1 ? "" : "s") << ", continued by " << ranks
+         << ": the global batch is the same, so is the data stream)";
+  }
+  log_ << "\n";
+  last_checkpoint_ = dir;
+}
+
+void Trainer::OpenOutputDir() {
   if (writes_files() && !output_lock_) {
     LockOutputDir();
     // Another run that made the folder meanwhile and is already done.
@@ -238,32 +261,22 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
   // is, so a data-parallel run prints plain lines.
   live_progress_ = config_.logging.progress && isatty(STDOUT_FILENO) &&
                    &log_ == &std::cout && !distributed();
-  if (distributed()) {
-    CheckRanksAgree();
-    rank_rows_ = RankRows(t.batch_size, t.gradient_accumulation_steps,
-                          communicator_.size(), communicator_.rank());
-    gradient_buckets_ = std::make_unique<GradientBuckets>(
-        communicator_, model_->TrainableParameters(),
-        static_cast<int64_t>(t.allreduce_bucket_mb * (1 << 20)));
-    if (t.zero_stage == 1) {
-      std::vector<int64_t> sizes;
-      for (const Tensor& p : model_->TrainableParameters()) {
-        sizes.push_back(p.numel());
-      }
-      parameter_owners_ = ParameterOwners(sizes, communicator_.size());
-      optimizer_->ShardMoments(OwnedParameters());
-    }
-    log_ << "data-parallel: " << communicator_.size() << " ranks ("
-         << communicator_.local_size() << " on this machine) x " << NumThreads()
-         << " thread" << (NumThreads() == 1 ? "" : "s") << ", "
-         << t.batch_size * t.gradient_accumulation_steps / communicator_.size()
-         << " sequences each per step; gradients summed in "
-         << gradient_buckets_->num_buckets() << " bucket"
-         << (gradient_buckets_->num_buckets() == 1 ? "" : "s")
-         << " of <= " << t.allreduce_bucket_mb << " MiB"
-         << (shards_optimizer() ? "; AdamW moments sharded (ZeRO stage 1)" : "")
-         << "\n";
+}
+
+void Trainer::SetUpDataParallel() {
+  if (!distributed()) return;
+  const TrainSection& t = config_.train;
+  data_parallel_.CheckRanksAgree(
+      {state_.step, state_.sampler.rng_state, state_.sampler.batches_drawn,
+       model_->Parameters()},
+      config_.file);
+  data_parallel_.SetUp(t.batch_size, t.gradient_accumulation_steps,
+                       model_->TrainableParameters(), t.allreduce_bucket_mb,
+                       t.zero_stage);
+  if (data_parallel_.shards_optimizer()) {
+    optimizer_->ShardMoments(data_parallel_.OwnedParameters());
   }
+  log_ << data_parallel_.Description() << "\n";
 }
 
 // The base comes from train.init_from whether the run resumes or not (a
@@ -296,84 +309,9 @@ void Trainer::SeedLoraDropout(int64_t micro) {
                        state_.step * t.gradient_accumulation_steps + micro));
 }
 
-// The ranks hold the same config, but read output_dir, data.path and
-// train.init_from themselves: a rank on a machine that does not share the
-// folder would start fresh while rank 0 resumes, and silently train another
-// model. A fingerprint of where each starts (step, sampler, weights) must
-// be equal on every rank.
-void Trainer::CheckRanksAgree() {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
-  const auto mix = [&hash](const void* data, size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
-  };
-  mix(&state_.step, sizeof(state_.step));
-  mix(&state_.sampler.rng_state, sizeof(state_.sampler.rng_state));
-  mix(&state_.sampler.batches_drawn, sizeof(state_.sampler.batches_drawn));
-  for (const Tensor& parameter : model_->Parameters()) {
-    mix(parameter.data(), static_cast<size_t>(parameter.numel()) * 4);
-  }
-  ROTOR_CHECK(SameOnAllRanks(communicator_, hash,
-                             "comparing the ranks' starting points"),
-              config_.file, ": the ranks start from different states (step ",
-              state_.step, " on rank ", communicator_.rank(),
-              "; the step, sampler or weights differ): every rank must see "
-              "the same output_dir, data.path and train.init_from. Put them "
-              "on a file system that all machines share");
-}
-
 void Trainer::LogLine(const std::string& line) {
   if (live_progress_) log_ << "\r\033[K";
   log_ << line << std::endl;
-}
-
-std::vector<bool> Trainer::OwnedParameters() const {
-  std::vector<bool> owned;
-  for (int owner : parameter_owners_) {
-    owned.push_back(owner == communicator_.rank());
-  }
-  return owned;
-}
-
-void Trainer::ShareUpdatedWeights() {
-  std::vector<Tensor> parameters = model_->TrainableParameters();
-  const std::string what =
-      StrCat("sharing the updated weights of step ", state_.step + 1);
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    communicator_.Broadcast(parameters[i].data(),
-                            static_cast<size_t>(parameters[i].numel()),
-                            parameter_owners_[i], what);
-  }
-}
-
-// The checkpoint holds every moment, as an unsharded run's does (so any
-// rank count, sharded or not, resumes it): each owner sends its moments,
-// which rank 0 receives into tensors it holds until the folder is written.
-// The other ranks receive them too (a broadcast), into one scratch buffer.
-void Trainer::GatherMomentsOnRankZero() {
-  const auto& parameters = optimizer_->parameters();
-  const std::string what = StrCat("gathering the AdamW moments of step ",
-                                  state_.step, " for the checkpoint");
-  std::vector<float> scratch;
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    const Tensor& parameter = parameters[i].second;
-    const size_t count = static_cast<size_t>(parameter.numel());
-    for (std::vector<Tensor>* moments :
-         {&optimizer_->first_moments(), &optimizer_->second_moments()}) {
-      Tensor& moment = (*moments)[i];
-      float* data = nullptr;
-      if (optimizer_->owns(i)) {
-        data = moment.data();
-      } else if (writes_files()) {
-        moment = Tensor::Zeros(parameter.shape());
-        data = moment.data();
-      } else {
-        scratch.resize(count);
-        data = scratch.data();
-      }
-      communicator_.Broadcast(data, count, parameter_owners_[i], what);
-    }
-  }
 }
 
 // In a data-parallel job rank 0 writes the folder, and publishes it (the
@@ -385,13 +323,17 @@ void Trainer::SaveAndPrune() {
   const std::string dir = CheckpointDir(config_.output_dir, state_.step);
   const std::string barrier = StrCat(
       "waiting for every rank to reach the checkpoint of step ", state_.step);
-  if (shards_optimizer()) GatherMomentsOnRankZero();
+  if (data_parallel_.shards_optimizer()) {
+    data_parallel_.GatherMomentsOnRankZero(
+        optimizer_->first_moments(), optimizer_->second_moments(), state_.step);
+  }
+  Communicator& communicator = data_parallel_.communicator();
   if (!writes_files()) {
-    communicator_.Barrier(barrier);
+    communicator.Barrier(barrier);
   } else if (distributed()) {
     SaveCheckpoint(
         dir, *model_, optimizer_.get(), state_, config_yaml_, tokenizer_spec_,
-        [&] { communicator_.Barrier(barrier); }, base_);
+        [&] { communicator.Barrier(barrier); }, base_);
   } else {
     SaveCheckpoint(dir, *model_, optimizer_.get(), state_, config_yaml_,
                    tokenizer_spec_, nullptr, base_);
@@ -399,7 +341,9 @@ void Trainer::SaveAndPrune() {
   if (writes_files()) {
     PruneCheckpoints(config_.output_dir, config_.checkpoint.keep_last_n, dir);
   }
-  if (shards_optimizer()) optimizer_->ShardMoments(OwnedParameters());
+  if (data_parallel_.shards_optimizer()) {
+    optimizer_->ShardMoments(data_parallel_.OwnedParameters());
+  }
   last_checkpoint_ = dir;
 }
 
@@ -458,8 +402,9 @@ double Trainer::ForwardBackward() {
 double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
                                     int64_t step_scored) {
   double rank_loss = 0.0;
-  for (size_t p = 0; p < rank_rows_.size(); ++p) {
-    const RowRange& range = rank_rows_[p];
+  const std::vector<RowRange>& rank_rows = data_parallel_.rank_rows();
+  for (size_t p = 0; p < rank_rows.size(); ++p) {
+    const RowRange& range = rank_rows[p];
     const Batch& micro = micro_batches_[static_cast<size_t>(range.micro)];
     const bool whole = range.rows == micro.batch_size;
     if (!whole) {
@@ -483,20 +428,18 @@ double Trainer::RankForwardBackward(const std::vector<int64_t>& scored,
     const double weight =
         static_cast<double>(piece_scored) / static_cast<double>(step_scored);
     const Tensor weighted = Mul(loss, static_cast<float>(weight));
-    if (p + 1 < rank_rows_.size()) {
+    if (p + 1 < rank_rows.size()) {
       weighted.Backward();
     } else {
       RunBackward(weighted, Tensor(),
-                  gradient_buckets_->ReadyHook(state_.step + 1));
+                  data_parallel_.GradientSumHook(state_.step + 1));
     }
     rank_loss += weight * loss.item();
   }
   const double wait_start = SteadySeconds();
-  gradient_buckets_->Finish();
+  data_parallel_.FinishGradientSums();
   window_.allreduce_wait += SteadySeconds() - wait_start;
-  communicator_.Sum(&rank_loss, 1,
-                    StrCat("summing the loss of step ", state_.step + 1));
-  return rank_loss;
+  return data_parallel_.SumLoss(rank_loss, state_.step + 1);
 }
 
 // Runs before the update, so that a broken step changes nothing. The
@@ -575,10 +518,10 @@ ValidationResult Trainer::Validate() {
   if (distributed()) {
     const ValidationSums sums = ValidationShareSums(
         *model_, val_tokens_, t.batch_size, t.seq_len, config_.eval.max_batches,
-        communicator_.rank(), communicator_.size(), config_.data.documents);
+        data_parallel_.rank(), data_parallel_.size(), config_.data.documents);
     double totals[2] = {sums.loss_times_tokens,
                         static_cast<double>(sums.tokens)};
-    communicator_.Sum(
+    data_parallel_.communicator().Sum(
         totals, 2, StrCat("summing the validation loss of step ", state_.step));
     val = ValidationFromSums(val_tokens_, t.seq_len,
                              {totals[0], static_cast<int64_t>(totals[1])});
@@ -665,7 +608,9 @@ TrainSummary Trainer::Run(int64_t stop_after_steps) {
     const double grad_norm = GlobalGradNorm(parameters);
     CheckWatchdog(loss, grad_norm);
     optimizer_->Step(lr, ClipScale(grad_norm, t.clip_grad_norm));
-    if (shards_optimizer()) ShareUpdatedWeights();
+    if (data_parallel_.shards_optimizer()) {
+      data_parallel_.ShareUpdatedWeights(state_.step + 1);
+    }
     ++state_.step;
     state_.val_loss = std::numeric_limits<double>::quiet_NaN();
     ++summary.steps_run;

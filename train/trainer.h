@@ -24,7 +24,8 @@
 // the last backward (train/distributed/gradient_buckets.h), so every rank
 // takes the same optimizer step. Rank 0 alone prints, writes metrics.jsonl,
 // the plot and the checkpoints; every rank evaluates its share of the
-// validation batches.
+// validation batches. What the trainer asks of the other ranks is in one
+// class, DataParallel (train/distributed/data_parallel.h).
 #ifndef ROTOR_TRAIN_TRAINER_H_
 #define ROTOR_TRAIN_TRAINER_H_
 
@@ -39,10 +40,8 @@
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
 #include "train/data/token_file.h"
-#include "train/distributed/batch_split.h"
 #include "train/distributed/communicator.h"
-#include "train/distributed/gradient_buckets.h"
-#include "train/distributed/optimizer_shards.h"
+#include "train/distributed/data_parallel.h"
 #include "train/io/folder_lock.h"
 #include "train/metrics.h"
 #include "train/optim/adamw.h"
@@ -95,6 +94,38 @@ class Trainer {
   const TrainerState& state() const { return state_; }
 
  private:
+  // The constructor's set-up steps, in its order. Each comment says what
+  // the step establishes; a step whose check fails throws.
+  //
+  // This rank's threads and collective timeout; a batch the ranks share.
+  void SetUpRank();
+  // tokenizer_: the data's, as data.tokenizer and data.passkey_fraction
+  // allow.
+  void LoadDataTokenizer();
+  // The model's config, once the run fits in memory and its token count in
+  // int64_t, the model's vocabulary covers the data's, and val.bin holds a
+  // window.
+  nn::TransformerConfig CheckRunFits() const;
+  // model_ (with its frozen base when fine-tuning), optimizer_ over what
+  // trains, sampler_.
+  void BuildModel(const nn::TransformerConfig& model_config);
+  // output_dir is not the data folder; rank 0 locks it if it exists.
+  void CheckOutputDir();
+  // state_, the weights and the moments: resumed from a checkpoint, or
+  // fresh (from train.init_from's weights when set).
+  void StartOrResume();
+  // The checkpoint train.resume names, checked to continue this
+  // output_dir's history; empty for a fresh start.
+  std::string CheckpointToResume() const;
+  // Everything from checkpoint `dir` that decides the next step.
+  void ResumeFrom(const std::string& dir);
+  // Rank 0 holds output_dir's lock and metrics.jsonl ends at the starting
+  // step; live_progress_ is set.
+  void OpenOutputDir();
+  // The ranks agree on where they start; each has its rows of a step, its
+  // gradient buckets and, under ZeRO stage 1, its share of the moments.
+  void SetUpDataParallel();
+
   // One optimizer step's pieces, in the order Run calls them.
   // The mean loss of one batch (or a rank's piece of one).
   Tensor BatchLoss(const Batch& batch);
@@ -115,18 +146,10 @@ class Trainer {
 
   void LogLine(const std::string& line);
   int64_t StepTokens() const;  // tokens per optimizer step
-  bool writes_files() const { return communicator_.rank() == 0; }
+  bool writes_files() const { return data_parallel_.rank() == 0; }
   // Rank 0: creates output_dir if needed and takes its train.lock.
   void LockOutputDir();
-  bool distributed() const { return communicator_.size() > 1; }
-  // Refuses to train when the ranks start from different states.
-  void CheckRanksAgree();
-  // ZeRO stage 1: each parameter's owner sends its updated values to the
-  // other ranks; before a checkpoint, rank 0 receives every moment.
-  bool shards_optimizer() const { return !parameter_owners_.empty(); }
-  void ShareUpdatedWeights();
-  void GatherMomentsOnRankZero();
-  std::vector<bool> OwnedParameters() const;
+  bool distributed() const { return data_parallel_.distributed(); }
 
   TrainConfig config_;
   std::string config_yaml_;
@@ -145,13 +168,11 @@ class Trainer {
   std::unique_ptr<BatchSampler> sampler_;
   TrainerState state_;
   std::vector<Batch> micro_batches_;
-  Communicator& communicator_;
-  // Data-parallel only: this rank's rows of each step, the rows of a
-  // micro-batch it shares with other ranks, and the gradient sums.
-  std::vector<RowRange> rank_rows_;
+  // The ranks of a data-parallel job (one, training alone).
+  DataParallel data_parallel_;
+  // Data-parallel only: the rows of a micro-batch this rank shares with
+  // other ranks.
   Batch piece_;
-  std::unique_ptr<GradientBuckets> gradient_buckets_;
-  std::vector<int> parameter_owners_;  // ZeRO stage 1 only
   // Where the current tokens/s window started: time and tokens_seen; and
   // the time spent waiting for gradient sums since then.
   struct {

@@ -213,6 +213,24 @@ PrependScheme Scheme(const Json& object, const Where& where) {
   return scheme;
 }
 
+// The steps of a "Sequence" component, listed under `key` and each read by
+// `read_step` (a step may be a Sequence itself), as HF's sequence.rs of
+// each pipeline stage holds them.
+template <typename Step, typename ReadStep>
+std::vector<std::unique_ptr<Step>> ReadSequence(const Json& value,
+                                                const Where& where,
+                                                std::string_view key,
+                                                const ReadStep& read_step) {
+  const Json& list = Required(value, key, where);
+  const Where list_where = where / key;
+  ExpectArray(list, list_where);
+  std::vector<std::unique_ptr<Step>> steps;
+  for (size_t i = 0; i < list.size(); ++i) {
+    steps.push_back(read_step(list[i], list_where / i));
+  }
+  return steps;
+}
+
 std::unique_ptr<Normalizer> ReadNormalizer(const Json& value,
                                            const Where& where) {
   const std::string type = TypeOf(value, where);
@@ -240,14 +258,8 @@ std::unique_ptr<Normalizer> ReadNormalizer(const Json& value,
         String(Required(value, "content", where), where / "content"));
   }
   if (type == "Sequence") {
-    const Json& list = Required(value, "normalizers", where);
-    const Where list_where = where / "normalizers";
-    ExpectArray(list, list_where);
-    std::vector<std::unique_ptr<Normalizer>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      steps.push_back(ReadNormalizer(list[i], list_where / i));
-    }
-    return std::make_unique<SequenceNormalizer>(std::move(steps));
+    return std::make_unique<SequenceNormalizer>(
+        ReadSequence<Normalizer>(value, where, "normalizers", ReadNormalizer));
   }
   where.Fail("unsupported normalizer type \"", type,
              "\" (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, "
@@ -291,14 +303,8 @@ std::unique_ptr<PreTokenizer> ReadPreTokenizer(const Json& value,
                             : Behavior(*behavior, where / "behavior"));
   }
   if (type == "Sequence") {
-    const Json& list = Required(value, "pretokenizers", where);
-    const Where list_where = where / "pretokenizers";
-    ExpectArray(list, list_where);
-    std::vector<std::unique_ptr<PreTokenizer>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      steps.push_back(ReadPreTokenizer(list[i], list_where / i));
-    }
-    return std::make_unique<SequencePreTokenizer>(std::move(steps));
+    return std::make_unique<SequencePreTokenizer>(ReadSequence<PreTokenizer>(
+        value, where, "pretokenizers", ReadPreTokenizer));
   }
   where.Fail("unsupported pre-tokenizer type \"", type,
              "\" (supported: Split, ByteLevel, Metaspace, Digits, Whitespace, "
@@ -471,14 +477,11 @@ std::unique_ptr<PostProcessor> ReadPostProcessor(
     return std::make_unique<TemplateProcessor>(std::move(pieces));
   }
   if (type == "Sequence") {
-    const Json& list = Required(value, "processors", where);
-    const Where list_where = where / "processors";
-    ExpectArray(list, list_where);
-    std::vector<std::unique_ptr<PostProcessor>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      steps.push_back(ReadPostProcessor(list[i], list_where / i, parts));
-    }
-    return std::make_unique<SequenceProcessor>(std::move(steps));
+    return std::make_unique<SequenceProcessor>(ReadSequence<PostProcessor>(
+        value, where, "processors",
+        [&parts](const Json& step, const Where& step_where) {
+          return ReadPostProcessor(step, step_where, parts);
+        }));
   }
   where.Fail("unsupported post-processor type \"", type,
              "\" (supported: TemplateProcessing, ByteLevel, Sequence)");
@@ -509,14 +512,8 @@ std::unique_ptr<Decoder> ReadDecoder(const Json& value, const Where& where) {
         Scheme(value, where) != PrependScheme::kNever);
   }
   if (type == "Sequence") {
-    const Json& list = Required(value, "decoders", where);
-    const Where list_where = where / "decoders";
-    ExpectArray(list, list_where);
-    std::vector<std::unique_ptr<Decoder>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      steps.push_back(ReadDecoder(list[i], list_where / i));
-    }
-    return std::make_unique<SequenceDecoder>(std::move(steps));
+    return std::make_unique<SequenceDecoder>(
+        ReadSequence<Decoder>(value, where, "decoders", ReadDecoder));
   }
   where.Fail("unsupported decoder type \"", type,
              "\" (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, "
