@@ -340,6 +340,8 @@ void PrintPasskeyHint(const std::vector<train::PasskeyCell>& cells,
 void RunPasskey(nn::Transformer& model, const EvalOptions& options,
                 const train::TrainConfig& config, train::Json& report) {
   train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
+  // Keys as long as the ones the model practised on.
+  passkey_eval.num_digits = static_cast<int>(config.data.passkey_digits);
   if (passkey_eval.lengths.empty()) {
     passkey_eval.lengths = options.length_eval.lengths;
   }

@@ -107,10 +107,12 @@ std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config) {
                          StrCat("exceeds model.max_position_embeddings (",
                                 max_positions, "), got ", t.seq_len)};
   }
-  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
+  const int64_t shortest =
+      PasskeyMinLength(static_cast<int>(config.data.passkey_digits));
+  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < shortest) {
     return ConfigProblem{
         "data.passkey_fraction",
-        StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1,
+        StrCat("needs train.seq_len >= ", shortest - 1,
                " (the shortest passkey example), got ", t.seq_len)};
   }
   const FinetuneSection& f = config.finetune;
@@ -405,6 +407,8 @@ std::string DataStreamDifferences(const TrainConfig& saved,
   compare("train.seed", saved.train.seed, now.train.seed);
   compare("data.passkey_fraction", saved.data.passkey_fraction,
           now.data.passkey_fraction);
+  compare("data.passkey_digits", saved.data.passkey_digits,
+          now.data.passkey_digits);
   compare("data.passkey_loss",
           std::string(PasskeyLossName(saved.data.passkey_loss)),
           std::string(PasskeyLossName(now.data.passkey_loss)));

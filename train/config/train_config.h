@@ -60,6 +60,8 @@ struct DataConfig {
   // Which tokens of those rows the loss scores: "retrieval" (the key's
   // second mention and the answer, the default) or "all".
   PasskeyLoss passkey_loss = PasskeyLoss::kRetrieval;
+  // Digits in each passkey; rotor eval --passkey asks for as many.
+  int64_t passkey_digits = kPasskeyDefaultDigits;
   // Documents packed into a training row (each begins at the data's
   // separator token; a row that begins mid-document, at 0): with
   // data.document_mask they do not attend to each other, with
@@ -78,6 +80,8 @@ void VisitFields(Visitor& v, DataConfig& d) {
     d.passkey_fraction, field::Real{0.0, 1.0});
   v(Key{"passkey_loss", "retrieval (the key only) or all"}, d.passkey_loss,
     field::Parsed<PasskeyLoss>{PasskeyLossName, ParsePasskeyLoss});
+  v(Key{"passkey_digits", "digits in each passkey key"}, d.passkey_digits,
+    field::Int{1, kPasskeyMaxDigits});
   v(Key{"document_mask", "packed documents do not attend to each other"},
     d.documents.mask_attention, field::Flag{});
   v(Key{"document_positions", "RoPE positions restart at each document"},
@@ -362,7 +366,8 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
                                        const std::string& file);
 
 // The settings that decide which data a run sees (batch_size, seq_len,
-// gradient_accumulation_steps, seed, passkey_fraction, passkey_loss) that
+// gradient_accumulation_steps, seed, passkey_fraction, passkey_digits,
+// passkey_loss) that
 // differ between `saved` (a checkpoint's run) and `now`, each as
 // "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated; empty if
 // none differs.

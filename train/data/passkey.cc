@@ -49,8 +49,9 @@ PasskeyExample MakePasskeyExample(int64_t length, double depth, Rng& rng,
                                   int num_digits) {
   ROTOR_CHECK(depth >= 0.0 && depth <= 1.0,
               "passkey: depth must be in [0, 1], got ", depth);
-  ROTOR_CHECK(num_digits >= 1 && num_digits <= 18,
-              "passkey: num_digits must be in [1, 18], got ", num_digits);
+  ROTOR_CHECK(num_digits >= 1 && num_digits <= kPasskeyMaxDigits,
+              "passkey: num_digits must be in [1, ", kPasskeyMaxDigits,
+              "], got ", num_digits);
   const int64_t min_length = PasskeyMinLength(num_digits);
   ROTOR_CHECK(length >= min_length, "passkey: an example with ", num_digits,
               " digits needs at least ", min_length, " tokens, got ", length);

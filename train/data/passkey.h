@@ -49,6 +49,7 @@ inline constexpr char kPasskeyQuestion[] =
     "What is the pass key? The pass key is ";
 
 inline constexpr int kPasskeyDefaultDigits = 5;
+inline constexpr int kPasskeyMaxDigits = 18;  // a key fits in a uint64_t
 
 struct PasskeyExample {
   std::vector<TokenId> tokens;  // exactly `length` tokens; tokens[0] is BOS

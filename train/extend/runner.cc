@@ -161,6 +161,7 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   passkey.lengths = plan_.passkey_lengths;
   passkey.depths = config_.depths;
   passkey.trials = config_.trials;
+  passkey.num_digits = static_cast<int>(plan_.base.data.passkey_digits);
   result.passkey = EvaluatePasskey(model, passkey);
   result.eval_seconds = SteadySeconds() - start;
   return result;

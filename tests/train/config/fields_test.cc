@@ -26,6 +26,7 @@
 #include "train/config/model_edit.h"
 #include "train/config/report_config.h"
 #include "train/config/train_config.h"
+#include "train/data/passkey.h"
 
 namespace rotor::train {
 namespace {
@@ -245,8 +246,12 @@ TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {
   TrainConfig config;
   config.output_dir = "out/run";
   config.model = ModelConfigs()[0];
-  config.data = {
-      "data", "tokenizer.json", 0.25, PasskeyLoss::kAll, {true, true}};
+  config.data.path = "data";
+  config.data.tokenizer = "tokenizer.json";
+  config.data.passkey_fraction = 0.25;
+  config.data.passkey_loss = PasskeyLoss::kAll;
+  config.data.passkey_digits = 3;
+  config.data.documents = {true, true};
   TrainSection& t = config.train;
   t.batch_size = 4;
   t.seq_len = 128;
@@ -286,6 +291,32 @@ TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {
   const TrainConfig back = ParseTrainConfig(yaml, "resolved.yaml");
   EXPECT_EQ(ValuesOf(back), ValuesOf(config));
   EXPECT_EQ(ValuesOf(back.model), ValuesOf(config.model));
+}
+
+// data.passkey_digits, the key added as the tables' two-edit example: read,
+// range-checked and written like every key, and the shortest passkey row
+// follows it.
+TEST(ConfigFields, PasskeyDigitsSetTheKeysAndTheShortestRow) {
+  const std::string model =
+      "model: {vocab_size: 257, hidden_size: 32, intermediate_size: 64, "
+      "num_hidden_layers: 1, num_attention_heads: 4, "
+      "max_position_embeddings: 512}\n";
+  const auto parse = [&](const std::string& data) {
+    return ParseTrainConfig(model + data, "run.yaml");
+  };
+  const int64_t three = PasskeyMinLength(3) - 1;  // seq_len for 3 digits
+  const std::string rows = StrCat("train: {seq_len: ", three,
+                                  "}\ndata: {path: d, passkey_fraction: 0.5");
+  EXPECT_EQ(parse(rows + ", passkey_digits: 3}").data.passkey_digits, 3);
+  ROTOR_EXPECT_ERROR(parse(rows + "}"), "data.passkey_fraction",
+                     StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1));
+  ROTOR_EXPECT_ERROR(parse(rows + ", passkey_digits: 0}"),
+                     "run.yaml:3:", "data.passkey_digits: must be >= 1");
+  ROTOR_EXPECT_ERROR(parse(rows + ", passkey_digits: 19}"),
+                     "data.passkey_digits: must be <= 18 (rotor's limit)");
+  EXPECT_NE(TrainConfigToYaml(parse(rows + ", passkey_digits: 3}"))
+                .find("passkey_digits: 3"),
+            std::string::npos);
 }
 
 std::string ReadText(const std::string& path) {

@@ -341,8 +341,8 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
        {"run.yaml:11:18: eval.every_n_steps: must be >= 0, got -1"}},
       {m + "data:\n  path: d\n  format: text\n",
        {"run.yaml:10:3: data.format: unknown key (known keys: "
-        "document_mask, document_positions, passkey_fraction, passkey_loss, "
-        "path, tokenizer)"}},
+        "document_mask, document_positions, passkey_digits, passkey_fraction, "
+        "passkey_loss, path, tokenizer)"}},
       {m + "data:\n  path: d\n  document_mask: packed\n",
        {"run.yaml:10:18: data.document_mask: expected true or false"}},
       {m + "data:\n  path: d\n  passkey_loss: answers\n",
