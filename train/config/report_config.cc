@@ -94,6 +94,15 @@ ExtendReportConfig ParseExtendReportConfig(
   return config;
 }
 
+std::string ExtendReportConfigToYaml(const ExtendReportConfig& config) {
+  ExtendReportConfig copy = config;
+  YamlWriter writer;
+  VisitFields(writer, copy);
+  YAML::Emitter out;
+  out << writer.node();
+  return std::string(out.c_str()) + "\n";
+}
+
 ExtendReportConfig LoadExtendReportConfig(
     const std::string& path, const std::vector<std::string>& overrides) {
   return ParseExtendReportConfig(ReadConfigText(path), path, overrides);

@@ -88,8 +88,8 @@ struct ExtendReportConfig {
   // Tokens per optimizer step; 0 = the base run's batch_size * seq_len (the
   // batch size shrinks by s so each step costs about the same).
   int64_t finetune_tokens_per_step = 0;
-  // data.passkey_fraction of the fine-tunes; < 0 = the base config's.
-  double finetune_passkey_fraction = -1.0;
+  // data.passkey_fraction of the fine-tunes; unset: the base config's.
+  std::optional<double> finetune_passkey_fraction;
   std::vector<RopeType> finetune_skip = {RopeType::kDynamic};
   // finetune.lora: each fine-tuned method is fine-tuned a second time with
   // LoRA on the same budget (steps, tokens per step, warm-up and cosine):
@@ -198,6 +198,10 @@ ExtendReportConfig ParseExtendReportConfig(
     const std::vector<std::string>& overrides = {});
 ExtendReportConfig LoadExtendReportConfig(
     const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The resolved report config as YAML, every default filled in (the report
+// saves it as report_config.yaml); parsing it again gives the same config.
+std::string ExtendReportConfigToYaml(const ExtendReportConfig& config);
 
 }  // namespace rotor::train
 

@@ -189,6 +189,14 @@ class YamlTableReader {
   void operator()(const Key& key, double& out, const field::Real& check) {
     section_.Read(key.name, out, check.min, check.max);
   }
+  // A key whose absence means something (unset: take it from elsewhere).
+  template <typename T, typename Check>
+  void operator()(const Key& key, std::optional<T>& out, const Check& check) {
+    if (!section_.Get(key.name)) return;
+    T value = out.value_or(T{});
+    (*this)(key, value, check);
+    out = value;
+  }
   void operator()(const Key& key, double& out, const field::RealAbove& check);
   void operator()(const Key& key, bool& out, const field::Flag&) {
     section_.Read(key.name, out);
@@ -330,10 +338,15 @@ class YamlWriter {
     if (!value) return std::nullopt;
     return Encode(*value, check);
   }
+  // An empty list is left out where that is the key's default (names,
+  // lengths, overrides), and written as [] where the default has elements
+  // (the report's methods, skip and depths).
   template <typename T, typename Check>
   static std::optional<YAML::Node> Encode(const std::vector<T>& values,
                                           const Check& check) {
-    if (values.empty()) return std::nullopt;
+    constexpr bool kEmptyByDefault = !std::is_same_v<Check, field::Numbers> &&
+                                     !std::is_same_v<Check, field::Choices<T>>;
+    if (values.empty() && kEmptyByDefault) return std::nullopt;
     YAML::Node list(YAML::NodeType::Sequence);
     list.SetStyle(YAML::EmitterStyle::Flow);
     for (const T& value : values) list.push_back(*EncodeElement(value, check));

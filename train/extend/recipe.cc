@@ -122,8 +122,8 @@ int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,
 
 double FinetunePasskeyFraction(const ExtendReportConfig& report,
                                const TrainConfig& base) {
-  return report.finetune_passkey_fraction >= 0.0
-             ? report.finetune_passkey_fraction
+  return report.finetune_passkey_fraction
+             ? *report.finetune_passkey_fraction
              : base.data.passkey_fraction;
 }
 

@@ -16,6 +16,7 @@
 #include "train/extend/recipe.h"
 #include "train/extend/results.h"
 #include "train/extend/writer.h"
+#include "train/io/atomic_file.h"
 #include "train/metrics.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -232,6 +233,8 @@ ExtendReportSummary ReportRunner::Run() {
                 " cannot hold the report (", config_.output_dir, sub, ": ",
                 error.message(), "); name a folder, e.g. runs/report");
   }
+  WriteFileAtomically(config_.output_dir + "/report_config.yaml",
+                      ExtendReportConfigToYaml(config_));
 
   TrainBase();
   run_.val_path = ResolveDataDir(plan_.base.data.path) + "/val.bin";

@@ -293,6 +293,53 @@ TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {
   EXPECT_EQ(ValuesOf(back.model), ValuesOf(config.model));
 }
 
+TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
+  ExtendReportConfig config;
+  config.base_config = "configs/tiny.yaml";
+  config.base_overrides = {"train.max_steps=20", "train.lr=2e-3"};
+  config.practice_steps = 30;
+  config.practice_passkey_fraction = 0.5;
+  config.practice_warmup_steps = 3;
+  config.practice_output_dir = "runs/practice";
+  config.output_dir = "runs/report";
+  config.factor = 8.0;
+  config.methods = {RopeType::kYarn, RopeType::kLinear};
+  config.finetune_steps = 12;
+  config.finetune_lr = 1e-3;
+  config.finetune_min_lr = 1e-4;
+  config.finetune_warmup_steps = 2;
+  config.finetune_tokens_per_step = 1024;
+  config.finetune_passkey_fraction = 0.25;
+  config.finetune_skip = {};
+  config.lora_finetune.lora = {true, 4, 16.0, 0.05, {"o_proj"}};
+  config.lora_finetune.trainable = {"norm"};
+  config.lora_lr = 3e-3;
+  config.lengths = {64, 128};
+  config.documents = 3;
+  config.ppl_method = LengthEvalMethod::kSliding;
+  config.stride = 16;
+  config.passkey_lengths = {200};
+  config.depths = {0.5};
+  config.trials = 4;
+  config.checks = {2.0, 1.2, 0.8, 0.9, 60.0};
+  config.threads = 1;
+  const std::map<std::string, std::string> defaults =
+      ValuesOf(ExtendReportConfig());
+  for (const auto& [key, value] : ValuesOf(config)) {
+    EXPECT_NE(defaults.at(key), value) << key << " keeps its default";
+  }
+  const std::string yaml = ExtendReportConfigToYaml(config);
+  SCOPED_TRACE(yaml);
+  EXPECT_EQ(ValuesOf(ParseExtendReportConfig(yaml, "report_config.yaml")),
+            ValuesOf(config));
+  // And the defaults, whose lists are not empty.
+  ExtendReportConfig defaults_only;
+  defaults_only.base_config = "c.yaml";
+  EXPECT_EQ(ValuesOf(ParseExtendReportConfig(
+                ExtendReportConfigToYaml(defaults_only), "defaults.yaml")),
+            ValuesOf(defaults_only));
+}
+
 // data.passkey_digits, the key added as the tables' two-edit example: read,
 // range-checked and written like every key, and the shortest passkey row
 // follows it.
