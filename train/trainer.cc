@@ -427,7 +427,8 @@ double Trainer::ForwardBackward() {
     const uint64_t first_row = (sampler_->state().batches_drawn - 1) *
                                static_cast<uint64_t>(batch.batch_size);
     MixPasskeyExamples(batch, config_.data.passkey_fraction,
-                       config_.data.passkey_loss, t.seed, first_row);
+                       config_.data.passkey_loss, t.seed, first_row,
+                       config_.data.passkey_digits);
     scored.push_back(static_cast<int64_t>(std::count_if(
         batch.targets.begin(), batch.targets.end(),
         [](TokenId target) { return target != kPasskeyIgnoredTarget; })));

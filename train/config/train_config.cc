@@ -292,7 +292,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
 
   const SectionReader data(root["data"], "data", file, overridden);
   data.RequireKnownKeys({"path", "tokenizer", "passkey_fraction",
-                         "passkey_loss", "document_mask",
+                         "passkey_loss", "passkey_digits", "document_mask",
                          "document_positions"});
   data.Read("path", config.data.path);
   data.Read("tokenizer", config.data.tokenizer);
@@ -304,6 +304,9 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   } catch (const Error& e) {
     data.Fail(root["data"]["passkey_loss"], "data.passkey_loss", e.what());
   }
+  int64_t passkey_digits = config.data.passkey_digits;
+  data.Read("passkey_digits", passkey_digits, 1, 18);
+  config.data.passkey_digits = static_cast<int>(passkey_digits);
   data.Read("document_mask", config.data.documents.mask_attention);
   data.Read("document_positions", config.data.documents.restart_positions);
   ROTOR_CHECK(!config.data.path.empty(), file,
@@ -383,9 +386,10 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                         t.gradient_accumulation_steps, run_tokens),
              t.max_steps, run_tokens);
 
-  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < PasskeyMinLength()) {
+  const int64_t passkey_length = PasskeyMinLength(config.data.passkey_digits);
+  if (config.data.passkey_fraction > 0 && t.seq_len + 1 < passkey_length) {
     data.Fail(root["data"]["passkey_fraction"], "data.passkey_fraction",
-              StrCat("needs train.seq_len >= ", PasskeyMinLength() - 1,
+              StrCat("needs train.seq_len >= ", passkey_length - 1,
                      " (the shortest passkey example), got ", t.seq_len));
   }
 
@@ -438,6 +442,7 @@ std::string TrainConfigToYaml(const TrainConfig& config) {
   }
   root["data"]["passkey_fraction"] = YamlNumber(config.data.passkey_fraction);
   root["data"]["passkey_loss"] = PasskeyLossName(config.data.passkey_loss);
+  root["data"]["passkey_digits"] = config.data.passkey_digits;
   root["data"]["document_mask"] = config.data.documents.mask_attention;
   root["data"]["document_positions"] = config.data.documents.restart_positions;
   const TrainSection& t = config.train;
@@ -577,6 +582,8 @@ std::string DataStreamDifferences(const TrainConfig& saved,
   compare("data.passkey_loss",
           std::string(PasskeyLossName(saved.data.passkey_loss)),
           std::string(PasskeyLossName(now.data.passkey_loss)));
+  compare("data.passkey_digits", saved.data.passkey_digits,
+          now.data.passkey_digits);
   return differences;
 }
 

@@ -51,6 +51,9 @@ struct DataConfig {
   // Which tokens of those rows the loss scores: "retrieval" (the key's
   // second mention and the answer, the default) or "all".
   PasskeyLoss passkey_loss = PasskeyLoss::kRetrieval;
+  // Digits of each passkey (1-18). Fewer digits make a shorter example and
+  // an easier copy: a tiny model forms the skill in fewer steps.
+  int passkey_digits = kPasskeyDefaultDigits;
   // Documents packed into a training row (each begins at the data's
   // separator token; a row that begins mid-document, at 0): with
   // data.document_mask they do not attend to each other, with
@@ -205,10 +208,10 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
                                        const std::string& file);
 
 // The settings that decide which data a run sees (batch_size, seq_len,
-// gradient_accumulation_steps, seed, passkey_fraction, passkey_loss) that
-// differ between `saved` (a checkpoint's run) and `now`, each as
-// "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated; empty if
-// none differs.
+// gradient_accumulation_steps, seed, passkey_fraction, passkey_loss,
+// passkey_digits) that differ between `saved` (a checkpoint's run) and `now`,
+// each as "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated;
+// empty if none differs.
 std::string DataStreamDifferences(const TrainConfig& saved,
                                   const TrainConfig& now);
 
