@@ -1,6 +1,6 @@
 // The ladder of docs/learn.md, rungs 01-05: each program runs and prints
 // the figures the course shows, and each figure is checked here, so the
-// ladder cannot rot. Rungs 06-09 train models and take minutes:
+// ladder cannot rot. Rungs 06-09 train models, about a minute together:
 // tests/learn/ladder_longtest.cc.
 #include "tests/learn/run_example.h"
 

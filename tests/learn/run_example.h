@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/temp_dir.h"
 #include "train/io/atomic_file.h"
@@ -77,6 +79,33 @@ inline double Figure(const std::string& out, const std::string& label,
     return std::nan("");
   }
   return value;
+}
+
+// Every number on the line that starts with `label` (after it; a "%" after
+// a number is skipped), e.g. a row of a table. Fails the test and returns
+// none when there is no such line.
+inline std::vector<double> Row(const std::string& out,
+                               const std::string& label) {
+  const size_t at = out.find(label);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no \"" << label << "\" in:\n" << out;
+    return {};
+  }
+  std::vector<double> numbers;
+  const size_t line_end = std::min(out.find('\n', at), out.size());
+  const char* p = out.c_str() + at + label.size();
+  const char* end = out.c_str() + line_end;
+  while (p < end) {
+    char* next = nullptr;
+    const double value = std::strtod(p, &next);
+    if (next == p) {
+      ++p;
+    } else {
+      numbers.push_back(value);
+      p = next;
+    }
+  }
+  return numbers;
 }
 
 }  // namespace rotor::test

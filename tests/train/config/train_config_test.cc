@@ -504,6 +504,35 @@ TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
       "data.passkey_fraction", "[0, 1]", "1.5");
 }
 
+// data.passkey_digits: 5 by default, read, kept by the resolved config and
+// compared on resume, and the shortest example it makes sets the shortest
+// seq_len.
+TEST(TrainConfig, PasskeyDigitsKey) {
+  EXPECT_EQ(test::TinyConfig("data", "out").data.passkey_digits, 5);
+  const TrainConfig config = test::TinyConfig(
+      "data", "out",
+      {"data.passkey_fraction=0.5", "data.passkey_digits=3", "train.seq_len=98",
+       "model.max_position_embeddings=98"});
+  EXPECT_EQ(config.data.passkey_digits, 3);
+  // Other digits are other passkey rows: a run does not resume across them.
+  TrainConfig five = config;
+  five.data.passkey_digits = 5;
+  EXPECT_EQ(DataStreamDifferences(config, five),
+            "data.passkey_digits 3 (checkpoint) vs 5 (config)");
+  EXPECT_EQ(ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml")
+                .data.passkey_digits,
+            3);
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig(
+          "data", "out",
+          {"data.passkey_fraction=0.5", "data.passkey_digits=3",
+           "train.seq_len=97", "model.max_position_embeddings=97"}),
+      "data.passkey_fraction", "needs train.seq_len >= 98", "got 97");
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig("data", "out", {"data.passkey_digits=19"}),
+      "data.passkey_digits", "19");
+}
+
 // data.document_mask and data.document_positions: off by default, read,
 // and kept by the resolved config.
 TEST(TrainConfig, DocumentPackingKeys) {
