@@ -314,7 +314,7 @@ TEST(GgufExport, AnUnknownSplitRegexIsRefusedNamingIt) {
 // tokenizer/adversarial/, the .txt ones: JSON carries text) equals
 // rotor's, special tokens in the text cut out on both sides.
 void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
-                            const TempDir& dir) {
+                            int64_t scored_tokens, const TempDir& dir) {
   const std::string missing = test::MissingReference(reference);
   if (!missing.empty()) GTEST_SKIP() << missing;
   const std::unique_ptr<Tokenizer> tokenizer =
@@ -340,9 +340,28 @@ void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
     texts.push_back(input.bytes);
     names.push_back(input.name);
   }
+  // Also the model's log-probabilities over `scored_tokens` of text (the
+  // BOS first when the tokenizer adds one); llama.cpp gives a whole
+  // distribution per position, 128,256 probabilities for Llama 3.
+  std::string english;
+  while (english.size() < 400) {
+    english += "The quick brown fox jumps over the lazy dog. ";
+  }
+  std::vector<TokenId> ids = tokenizer->Encode(english, true);
+  ids.resize(static_cast<size_t>(scored_tokens));
   const nlohmann::json out =
-      test::RunLlamaCpp({path, texts, true, {}, 0}, dir.path());
+      test::RunLlamaCpp({path, texts, true, ids, 64}, dir.path());
   ASSERT_FALSE(out.is_null());
+  const TokenScores rotor = ScoreTokens(model, ids, false);
+  double max_error = 0.0;
+  for (size_t t = 1; t < ids.size(); ++t) {
+    max_error = std::max(
+        max_error,
+        std::fabs(rotor.log_probs[t] - out.at("log_probs")[t].get<double>()));
+  }
+  std::printf("%s f32 none: max |error| %.3g over %zu positions\n",
+              reference.name.c_str(), max_error, ids.size() - 1);
+  EXPECT_LT(max_error, 1e-3);
   int same = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::vector<TokenId> mine = tokenizer->Encode(texts[i], false);
@@ -358,11 +377,11 @@ void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
 }
 
 TEST_F(GgufLlamaCpp, Llama3TokenizerTokenizesLikeRotor) {
-  ExpectSameTokenization(test::Llama3Reference(), dir_);
+  ExpectSameTokenization(test::Llama3Reference(), 16, dir_);
 }
 
 TEST_F(GgufLlamaCpp, Llama2TokenizerTokenizesLikeRotor) {
-  ExpectSameTokenization(test::Llama2Reference(), dir_);
+  ExpectSameTokenization(test::Llama2Reference(), 64, dir_);
 }
 
 }  // namespace
