@@ -83,19 +83,11 @@ Comparison Compare(nn::Transformer& model, const ModelConfig& config,
   out.llama_cpp = test::RunLlamaCpp(
       {path, {}, false, ids, static_cast<int64_t>(ids.size())}, dir.path());
   if (out.llama_cpp.is_null()) return out;
-  const auto& theirs = out.llama_cpp.at("log_probs");
-  EXPECT_EQ(theirs.size(), ids.size());
-  double low = 0.0, high = -1e300;
-  for (size_t t = 1; t < ids.size() && t < theirs.size(); ++t) {
-    const double mine = rotor.log_probs[t];
-    const double other =
-        theirs[t].is_null() ? -INFINITY : theirs[t].get<double>();
-    out.max_error = std::max(out.max_error, std::fabs(mine - other));
-    low = std::min(low, mine);
-    high = std::max(high, mine);
-    ++out.positions;
-  }
-  out.spread = high - low;
+  const test::LogProbComparison c =
+      test::CompareLogProbs(rotor, out.llama_cpp, 0.0);
+  out.max_error = c.max_error;
+  out.spread = c.spread;
+  out.positions = static_cast<int64_t>(ids.size()) - 1;
   return out;
 }
 
@@ -259,13 +251,7 @@ TEST_F(GgufLlamaCpp, AMissingScalingIsCaught) {
   const nlohmann::json out = test::RunLlamaCpp(
       {path, {}, false, ids, static_cast<int64_t>(ids.size())}, dir_.path());
   ASSERT_FALSE(out.is_null());
-  double max_error = 0.0;
-  for (size_t t = 1; t < ids.size(); ++t) {
-    max_error = std::max(
-        max_error,
-        std::fabs(rotor.log_probs[t] - out.at("log_probs")[t].get<double>()));
-  }
-  EXPECT_GT(max_error, 0.1);
+  EXPECT_GT(test::CompareLogProbs(rotor, out, 0.0).max_error, 0.1);
 }
 
 // Refused before anything is written.
@@ -353,12 +339,7 @@ void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
       test::RunLlamaCpp({path, texts, true, ids, 64}, dir.path());
   ASSERT_FALSE(out.is_null());
   const TokenScores rotor = ScoreTokens(model, ids, false);
-  double max_error = 0.0;
-  for (size_t t = 1; t < ids.size(); ++t) {
-    max_error = std::max(
-        max_error,
-        std::fabs(rotor.log_probs[t] - out.at("log_probs")[t].get<double>()));
-  }
+  const double max_error = test::CompareLogProbs(rotor, out, 0.0).max_error;
   std::printf("%s f32 none: max |error| %.3g over %zu positions\n",
               reference.name.c_str(), max_error, ids.size() - 1);
   EXPECT_LT(max_error, 1e-3);

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "train/data/data_dir.h"
+#include "train/eval/score.h"
 #include "train/io/atomic_file.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -73,6 +76,50 @@ inline nlohmann::json RunLlamaCpp(const LlamaCppRequest& request,
     return nullptr;
   }
   return nlohmann::json::parse(train::ReadFile(output));
+}
+
+// rotor's scores of a sequence against llama.cpp's (the script's output).
+struct LogProbComparison {
+  double max_error = 0.0;   // max over t >= 1 of |rotor - llama.cpp|
+  double mean_error = 0.0;  // their mean
+  double spread = 0.0;      // max - min of rotor's log-probs
+  // With rotor's logits: the positions where rotor's top two logits differ
+  // by more than `margin`, and those where llama.cpp's top token is rotor's.
+  int64_t decided = 0;
+  int64_t agree = 0;
+};
+
+inline LogProbComparison CompareLogProbs(const train::TokenScores& rotor,
+                                         const nlohmann::json& llama_cpp,
+                                         double margin) {
+  LogProbComparison out;
+  const auto& theirs = llama_cpp.at("log_probs");
+  const size_t n = rotor.log_probs.size();
+  EXPECT_EQ(theirs.size(), n);
+  double low = 1e300, high = -1e300, sum = 0.0;
+  for (size_t t = 1; t < n && t < theirs.size(); ++t) {
+    const double mine = rotor.log_probs[t];
+    const double error = std::fabs(mine - theirs[t].get<double>());
+    out.max_error = std::max(out.max_error, error);
+    sum += error;
+    low = std::min(low, mine);
+    high = std::max(high, mine);
+  }
+  out.mean_error = n > 1 ? sum / static_cast<double>(n - 1) : 0.0;
+  out.spread = high - low;
+  if (!rotor.logits.defined()) return out;
+  const int64_t vocab = rotor.logits.size(1);
+  for (size_t t = 0; t + 1 < n; ++t) {
+    const float* row = rotor.logits.data() + t * vocab;
+    std::vector<float> top2(row, row + vocab);
+    std::partial_sort(top2.begin(), top2.begin() + 2, top2.end(),
+                      std::greater<float>());
+    if (top2[0] - top2[1] <= margin) continue;
+    ++out.decided;
+    out.agree += llama_cpp.at("top")[t].get<int64_t>() ==
+                 std::max_element(row, row + vocab) - row;
+  }
+  return out;
 }
 
 }  // namespace rotor::test

@@ -6,7 +6,7 @@
 //   node llama_cpp_reference.mjs PACKAGES_DIR REQUEST.json
 //
 // REQUEST: {"gguf": FILE, "texts": [STRING...], "ids": [ID...],
-//           "context": N}
+//           "context": N, "generate": K}
 // prints one JSON object:
 //   metadata     every key @huggingface/gguf read: {key: {type, value}}
 //                (arrays as {type: "array", length, values})
@@ -22,6 +22,8 @@
 //                float32), null first; evaluated in one context of N
 //                tokens, float32 KV cache, no flash attention, one thread
 //   top          llama.cpp's most probable next token at each position
+//   generated    with REQUEST.generate = K instead: K tokens of llama.cpp's
+//   text         greedy continuation of ids, and their text
 import {readFileSync} from "node:fs";
 import {pathToFileURL} from "node:url";
 
@@ -52,29 +54,46 @@ out.bos = model.tokens.bos;
 out.eos = model.tokens.eos;
 
 const ids = request.ids ?? [];
-if (ids.length > 0) {
+if (ids.length > 0 || request.generate > 0) {
   const context = await model.createContext({
     contextSize: request.context ?? ids.length,
-    batchSize: Math.min(512, ids.length),
+    batchSize: Math.min(512, Math.max(ids.length, 1)),
     flashAttention: false,
+    experimentalKvCacheKeyType: "F32",
+    experimentalKvCacheValueType: "F32",
     // One thread: llama.cpp's workers spin while they wait, and on a busy
     // machine two of them took 70 ms a token where one takes 0.2 ms.
     threads: 1,
-    experimentalKvCacheKeyType: "F32",
-    experimentalKvCacheValueType: "F32",
   });
   const sequence = context.getSequence();
-  const input = ids.map((id) => [id, {generateNext: {probabilities: true}}]);
-  const results = await sequence.controlledEvaluate(input);
-  out.log_probs = [null];
-  out.top = [];
-  for (let t = 0; t < ids.length; ++t) {
-    const probabilities = results[t]?.next?.probabilities;
-    if (probabilities == null) throw new Error(`no probabilities at position ${t}`);
-    out.top.push(probabilities.keys().next().value);
-    if (t + 1 < ids.length) {
-      const p = probabilities.get(ids[t + 1]) ?? 0;
-      out.log_probs.push(p > 0 ? Math.log(p) : -1e300);
+  if (request.generate > 0) {
+    // A greedy continuation of the ids (the prompt).
+    out.generated = [];
+    for await (const token of sequence.evaluate(ids, {temperature: 0})) {
+      out.generated.push(token);
+      if (out.generated.length >= request.generate) break;
+    }
+    out.text = model.detokenize(out.generated);
+  } else {
+    // In chunks, so that only one chunk's distributions (a Map of the
+    // whole vocabulary per position) are held at a time.
+    out.log_probs = [null];
+    out.top = [];
+    const chunk = 64;
+    for (let start = 0; start < ids.length; start += chunk) {
+      const piece = ids.slice(start, start + chunk);
+      const results = await sequence.controlledEvaluate(
+          piece.map((id) => [id, {generateNext: {probabilities: true}}]));
+      for (let i = 0; i < piece.length; ++i) {
+        const t = start + i;
+        const probabilities = results[i]?.next?.probabilities;
+        if (probabilities == null) throw new Error(`no probabilities at position ${t}`);
+        out.top.push(probabilities.keys().next().value);
+        if (t + 1 < ids.length) {
+          const p = probabilities.get(ids[t + 1]) ?? 0;
+          out.log_probs.push(p > 0 ? Math.log(p) : -1e300);
+        }
+      }
     }
   }
   await context.dispose();
