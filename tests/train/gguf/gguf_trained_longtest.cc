@@ -121,7 +121,6 @@ TEST_F(GgufTrained, EveryMethodAndDtypeMatchesRotorAtFourTimesTheContext) {
     const auto model =
         LoadCheckpointModel(dir_->Path("run"), method.overrides, &config);
     const TokenScores rotor = ScoreTokens(*model, ids, /*keep_logits=*/true);
-    const int64_t vocab = rotor.logits.size(1);
     for (GgmlType type :
          {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0}) {
       const std::string path = work.Path("model.gguf");
@@ -133,32 +132,15 @@ TEST_F(GgufTrained, EveryMethodAndDtypeMatchesRotorAtFourTimesTheContext) {
           {path, {}, false, ids, static_cast<int64_t>(ids.size())},
           work.path());
       ASSERT_FALSE(out.is_null());
-      double max_error = 0.0, sum_error = 0.0;
-      int64_t agree = 0, decided = 0;
-      for (size_t t = 1; t < ids.size(); ++t) {
-        const double error = std::fabs(rotor.log_probs[t] -
-                                       out.at("log_probs")[t].get<double>());
-        max_error = std::max(max_error, error);
-        sum_error += error;
-      }
-      // Top tokens where rotor's top two differ by more than the bound.
-      for (size_t t = 0; t + 1 < ids.size(); ++t) {
-        const float* row = rotor.logits.data() + t * vocab;
-        std::vector<float> sorted(row, row + vocab);
-        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(),
-                          std::greater<float>());
-        if (sorted[0] - sorted[1] <= Bound(type)) continue;
-        ++decided;
-        const int64_t top = std::max_element(row, row + vocab) - row;
-        agree += out.at("top")[t].get<int64_t>() == top;
-      }
-      std::printf(
-          "byte %s %s %.3g %.3g %lld/%lld\n", method.name, GgmlTypeName(type),
-          max_error, sum_error / static_cast<double>(ids.size() - 1),
-          static_cast<long long>(agree), static_cast<long long>(decided));
-      EXPECT_LT(max_error, Bound(type))
+      const test::LogProbComparison c =
+          test::CompareLogProbs(rotor, out, Bound(type));
+      std::printf("byte %s %s %.3g %.3g %lld/%lld\n", method.name,
+                  GgmlTypeName(type), c.max_error, c.mean_error,
+                  static_cast<long long>(c.agree),
+                  static_cast<long long>(c.decided));
+      EXPECT_LT(c.max_error, Bound(type))
           << method.name << " " << GgmlTypeName(type);
-      EXPECT_GE(agree, decided * 99 / 100)
+      EXPECT_GE(c.agree * 100, c.decided * 99)
           << method.name << " " << GgmlTypeName(type);
     }
   }
