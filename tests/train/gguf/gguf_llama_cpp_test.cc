@@ -22,6 +22,7 @@
 #include "train/config/model_config.h"
 #include "train/eval/score.h"
 #include "train/gguf/gguf_export.h"
+#include "train/tokenizer/bpe_trainer.h"
 #include "train/tokenizer/byte_level_bpe_json.h"
 #include "train/tokenizer/byte_tokenizer.h"
 
@@ -300,7 +301,8 @@ TEST(GgufExport, AnUnknownSplitRegexIsRefusedNamingIt) {
 // tokenizer/adversarial/, the .txt ones: JSON carries text) equals
 // rotor's, special tokens in the text cut out on both sides.
 void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
-                            int64_t scored_tokens, const TempDir& dir) {
+                            int64_t scored_tokens,
+                            const std::string& written_as, const TempDir& dir) {
   const std::string missing = test::MissingReference(reference);
   if (!missing.empty()) GTEST_SKIP() << missing;
   const std::unique_ptr<Tokenizer> tokenizer =
@@ -315,6 +317,7 @@ void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
   const std::string summary =
       WriteGgufModel(path, model, config, reference.TokenizerJson(), {});
   std::printf("%s\n", summary.c_str());
+  EXPECT_NE(summary.find(written_as), std::string::npos) << summary;
   std::vector<std::string> texts;
   std::vector<std::string> names;
   for (const test::ReferenceInput& input : test::AdversarialInputs()) {
@@ -358,11 +361,58 @@ void ExpectSameTokenization(const test::ReferenceTokenizer& reference,
 }
 
 TEST_F(GgufLlamaCpp, Llama3TokenizerTokenizesLikeRotor) {
-  ExpectSameTokenization(test::Llama3Reference(), 16, dir_);
+  ExpectSameTokenization(test::Llama3Reference(), 16, "gpt2 (pre llama-bpe)",
+                         dir_);
 }
 
 TEST_F(GgufLlamaCpp, Llama2TokenizerTokenizesLikeRotor) {
-  ExpectSameTokenization(test::Llama2Reference(), 64, dir_);
+  ExpectSameTokenization(test::Llama2Reference(), 64, "tokenizer llama", dir_);
+}
+
+// A byte-level BPE that rotor's trainer makes (bpe_trainer.h), with each
+// split regex llama.cpp has a pre-tokenizer for: trained on the
+// adversarial texts and English, 1,000 tokens.
+std::string TrainedBpe(const std::string& pattern, const TempDir& dir) {
+  std::vector<std::string> texts;
+  for (const test::ReferenceInput& input : test::AdversarialInputs()) {
+    texts.push_back(input.bytes);
+  }
+  std::string english;
+  for (int i = 0; i < 50; ++i) {
+    english +=
+        "The quick brown fox jumps over the lazy dog's back; it's "
+        "1234 or 56789 times, isn't it?\n";
+  }
+  texts.push_back(english);
+  const std::vector<std::string_view> views(texts.begin(), texts.end());
+  BpeTrainerOptions options;
+  options.vocab_size = 1000;
+  options.split_pattern = pattern;
+  const BpeModel bpe = TrainBpe(CountWords(views, pattern), options);
+  return dir.Write("trained.json", BpeTokenizerJson(bpe, options));
+}
+
+TEST_F(GgufLlamaCpp, RotorsTrainedBpeWithLlama3sRegexTokenizesLikeRotor) {
+  test::ReferenceTokenizer trained{"trained-llama3-regex", "", {}, ""};
+  trained.file = TrainedBpe(kLlama3SplitPattern, dir_);
+  // ignore_merges false: llama.cpp's smaug-bpe, Llama 3's regex without it.
+  ExpectSameTokenization(trained, 64, "gpt2 (pre smaug-bpe)", dir_);
+}
+
+TEST_F(GgufLlamaCpp, RotorsTrainedBpeWithGpt2sRegexTokenizesLikeRotor) {
+  test::ReferenceTokenizer trained{"trained-gpt2-regex", "", {}, ""};
+  trained.file = TrainedBpe(
+      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
+      dir_);
+  ExpectSameTokenization(trained, 64, "gpt2 (pre gpt-2)", dir_);
+}
+
+TEST_F(GgufLlamaCpp, RotorsTrainedBpeWithQwen2sRegexTokenizesLikeRotor) {
+  test::ReferenceTokenizer trained{"trained-qwen2-regex", "", {}, ""};
+  trained.file = TrainedBpe(
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+      dir_);
+  ExpectSameTokenization(trained, 64, "gpt2 (pre qwen2)", dir_);
 }
 
 }  // namespace
