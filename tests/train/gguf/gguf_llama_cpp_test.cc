@@ -392,28 +392,41 @@ std::string TrainedBpe(const std::string& pattern, const TempDir& dir) {
   return dir.Write("trained.json", BpeTokenizerJson(bpe, options));
 }
 
-TEST_F(GgufLlamaCpp, RotorsTrainedBpeWithLlama3sRegexTokenizesLikeRotor) {
-  test::ReferenceTokenizer trained{"trained-llama3-regex", "", {}, ""};
-  trained.file = TrainedBpe(kLlama3SplitPattern, dir_);
-  // ignore_merges false: llama.cpp's smaug-bpe, Llama 3's regex without it.
-  ExpectSameTokenization(trained, 64, "gpt2 (pre smaug-bpe)", dir_);
+// Each split regex, and the pre-tokenizer llama.cpp gets for it.
+struct TrainedBpeCase {
+  const char* name;
+  const char* pattern;
+  const char* written_as;
+};
+
+const TrainedBpeCase kTrainedBpeCases[] = {
+    // rotor's trainer writes ignore_merges false: llama.cpp's smaug-bpe,
+    // Llama 3's regex without it.
+    {"llama3_regex", kLlama3SplitPattern, "gpt2 (pre smaug-bpe)"},
+    {"gpt2_regex",
+     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
+     "gpt2 (pre gpt-2)"},
+    {"qwen2_regex",
+     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+     "gpt2 (pre qwen2)"},
+};
+
+class GgufLlamaCppTrainedBpe
+    : public GgufLlamaCpp,
+      public ::testing::WithParamInterface<TrainedBpeCase> {};
+
+TEST_P(GgufLlamaCppTrainedBpe, TokenizesLikeRotor) {
+  const TrainedBpeCase& c = GetParam();
+  test::ReferenceTokenizer trained{c.name, "", {}, ""};
+  trained.file = TrainedBpe(c.pattern, dir_);
+  ExpectSameTokenization(trained, 64, c.written_as, dir_);
 }
 
-TEST_F(GgufLlamaCpp, RotorsTrainedBpeWithGpt2sRegexTokenizesLikeRotor) {
-  test::ReferenceTokenizer trained{"trained-gpt2-regex", "", {}, ""};
-  trained.file = TrainedBpe(
-      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
-      dir_);
-  ExpectSameTokenization(trained, 64, "gpt2 (pre gpt-2)", dir_);
-}
-
-TEST_F(GgufLlamaCpp, RotorsTrainedBpeWithQwen2sRegexTokenizesLikeRotor) {
-  test::ReferenceTokenizer trained{"trained-qwen2-regex", "", {}, ""};
-  trained.file = TrainedBpe(
-      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-      dir_);
-  ExpectSameTokenization(trained, 64, "gpt2 (pre qwen2)", dir_);
-}
+INSTANTIATE_TEST_SUITE_P(
+    Regexes, GgufLlamaCppTrainedBpe, ::testing::ValuesIn(kTrainedBpeCases),
+    [](const ::testing::TestParamInfo<TrainedBpeCase>& info) {
+      return std::string(info.param.name);
+    });
 
 }  // namespace
 }  // namespace rotor::train
