@@ -116,27 +116,61 @@ TEST_F(GgufLlamaCpp, ByteModelLoadsAndMatchesRotorsLogProbs) {
   // A meaningful comparison: the model's log-probs vary by nats.
   EXPECT_GT(result.spread, 1.0);
 
-  // Every key rotor wrote, read back by @huggingface/gguf.
+  // Every key rotor wrote, read back by @huggingface/gguf: exactly these
+  // (besides the reader's own version, tensor_count and kv_count).
   const auto& metadata = result.llama_cpp.at("metadata");
-  const auto value = [&](const char* key) {
-    return metadata.at(key).at("value");
-  };
-  EXPECT_EQ(value("general.architecture"), "llama");
-  EXPECT_EQ(value("llama.context_length"), 64);
-  EXPECT_EQ(value("llama.embedding_length"), 64);
-  EXPECT_EQ(value("llama.block_count"), 2);
-  EXPECT_EQ(value("llama.feed_forward_length"), 128);
-  EXPECT_EQ(value("llama.attention.head_count"), 4);
-  EXPECT_EQ(value("llama.attention.head_count_kv"), 2);
-  EXPECT_EQ(value("llama.rope.dimension_count"), 16);
-  EXPECT_EQ(value("llama.rope.freq_base"), 10000.0);
-  EXPECT_NEAR(value("llama.attention.layer_norm_rms_epsilon").get<double>(),
-              1e-5, 1e-12);
-  EXPECT_EQ(value("llama.rope.scaling.type"), "none");
-  EXPECT_EQ(value("tokenizer.ggml.model"), "gpt2");
-  EXPECT_EQ(value("tokenizer.ggml.bos_token_id"), 256);
-  EXPECT_EQ(value("tokenizer.ggml.add_bos_token"), false);
-  EXPECT_EQ(metadata.at("tokenizer.ggml.tokens").at("length"), 257);
+  const nlohmann::json expected = {
+      {"general.architecture", "llama"},
+      {"general.name", "rotor model"},
+      {"general.file_type", 0},
+      {"general.quantization_version", 2},
+      {"llama.vocab_size", 257},
+      {"llama.context_length", 64},
+      {"llama.embedding_length", 64},
+      {"llama.block_count", 2},
+      {"llama.feed_forward_length", 128},
+      {"llama.attention.head_count", 4},
+      {"llama.attention.head_count_kv", 2},
+      {"llama.attention.key_length", 16},
+      {"llama.attention.value_length", 16},
+      {"llama.rope.dimension_count", 16},
+      {"llama.rope.freq_base", 10000.0},
+      {"llama.attention.layer_norm_rms_epsilon", 1e-5},
+      {"llama.rope.scaling.type", "none"},
+      {"tokenizer.ggml.model", "gpt2"},
+      {"tokenizer.ggml.pre", "default"},
+      {"tokenizer.ggml.bos_token_id", 256},
+      {"tokenizer.ggml.eos_token_id", 256},
+      {"tokenizer.ggml.add_bos_token", false},
+      {"tokenizer.ggml.add_eos_token", false}};
+  std::vector<std::string> arrays = {"tokenizer.ggml.tokens",
+                                     "tokenizer.ggml.token_type",
+                                     "tokenizer.ggml.merges"};
+  EXPECT_EQ(metadata.size(), 3 + expected.size() + arrays.size());
+  EXPECT_EQ(metadata.at("kv_count").at("value"),
+            expected.size() + arrays.size());
+  for (const auto& [key, want] : expected.items()) {
+    ASSERT_TRUE(metadata.contains(key)) << key;
+    const auto& got = metadata.at(key).at("value");
+    if (want.is_number_float()) {
+      // f32 keys: the float nearest the value.
+      EXPECT_EQ(got.get<double>(),
+                static_cast<double>(static_cast<float>(want.get<double>())))
+          << key;
+    } else {
+      EXPECT_EQ(got, want) << key;
+    }
+  }
+  // The vocabulary: GPT-2's byte characters with their bytes' ids, then
+  // <|endoftext|>; every byte a normal token (1), <|endoftext|> control (3).
+  const auto& tokens = metadata.at("tokenizer.ggml.tokens").at("values");
+  ASSERT_EQ(tokens.size(), 257u);
+  EXPECT_EQ(tokens[int{'A'}], "A");
+  EXPECT_EQ(tokens[int{' '}], "\xC4\xA0");  // U+0120, GPT-2's space
+  EXPECT_EQ(tokens[256], "<|endoftext|>");
+  const auto& types = metadata.at("tokenizer.ggml.token_type").at("values");
+  EXPECT_EQ(std::count(types.begin(), types.end(), 1), 256);
+  EXPECT_EQ(types[256], 3);
   EXPECT_EQ(metadata.at("tokenizer.ggml.merges").at("length"), 0);
   // Tied embeddings: no output.weight, llama.cpp reuses token_embd.
   std::vector<std::string> names;
@@ -228,6 +262,21 @@ TEST_P(GgufLlamaCppScaling, MatchesRotorAtFourTimesTheContext) {
       tensors.begin(), tensors.end(),
       [](const auto& t) { return t.at("name") == "rope_freqs.weight"; });
   EXPECT_EQ(has_freqs, std::string(c.how) == "rope_freqs");
+  const auto& metadata = result.llama_cpp.at("metadata");
+  const std::string type =
+      metadata.at("llama.rope.scaling.type").at("value").get<std::string>();
+  EXPECT_EQ(type, std::string(c.how) == "linear keys" ? "linear"
+                  : std::string(c.how) == "yarn keys" ? "yarn"
+                                                      : "none");
+  if (type != "none") {
+    EXPECT_EQ(metadata.at("llama.rope.scaling.factor").at("value"), 4.0);
+  }
+  if (type == "yarn") {
+    EXPECT_EQ(
+        metadata.at("llama.rope.scaling.original_context_length").at("value"),
+        64);
+  }
+  EXPECT_EQ(metadata.at("llama.rope.scaling.finetuned").at("value"), false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, GgufLlamaCppScaling,
