@@ -115,17 +115,17 @@ std::vector<float> InterleaveRopePairs(const float* w, int64_t rows,
 }
 
 void CheckArchitecture(const nn::TransformerConfig& c,
-                       const ModelConfig& config) {
-  ROTOR_CHECK(config.model_type != ModelType::kQwen2,
-              "model_type qwen2: rotor writes GGUF for llama and mistral "
+                       const ModelConfig& config, const std::string& source) {
+  ROTOR_CHECK(config.model_type != ModelType::kQwen2, source,
+              ": model_type qwen2: rotor writes GGUF for llama and mistral "
               "models (llama.cpp's llama architecture); export qwen2 as a "
               "Hugging Face folder and convert it with llama.cpp");
-  ROTOR_CHECK(!c.qkv_bias && !c.o_proj_bias && !c.mlp_bias,
-              "attention_bias / mlp_bias: rotor writes GGUF for Llama "
+  ROTOR_CHECK(!c.qkv_bias && !c.o_proj_bias && !c.mlp_bias, source,
+              ": attention_bias / mlp_bias: rotor writes GGUF for Llama "
               "models without biases");
   ROTOR_CHECK(c.sliding_window == 0 ||
                   c.sliding_window >= c.rope.max_position_embeddings,
-              "sliding_window ", c.sliding_window,
+              source, ": sliding_window ", c.sliding_window,
               ": llama.cpp's llama architecture attends to every earlier "
               "position; the window is shorter than max_position_embeddings ",
               c.rope.max_position_embeddings);
@@ -148,9 +148,9 @@ std::string WriteGgufModel(const std::string& path,
                            const std::string& tokenizer_spec,
                            const GgufExportOptions& options) {
   const nn::TransformerConfig& c = model.config();
-  CheckArchitecture(c, config);
-  const GgufRope rope =
-      GgufRopeFor(c.rope, options.rope_static_length, "model.rope_scaling");
+  const std::string source = options.name.empty() ? "the model" : options.name;
+  CheckArchitecture(c, config, source);
+  const GgufRope rope = GgufRopeFor(c.rope, options.rope_static_length, source);
   const GgufVocab vocab = GgufVocabFor(tokenizer_spec, c.vocab_size, config);
 
   GgufWriter writer;

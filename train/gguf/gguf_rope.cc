@@ -66,15 +66,17 @@ GgufRope GgufRopeFor(const RopeScalingConfig& rope,
       return out;
     }
     case RopeType::kDynamic:
-      ROTOR_CHECK(static_length.has_value(), source,
-                  ": rope_scaling.rope_type dynamic: llama.cpp has no "
-                  "dynamic NTK (its frequencies would have to change with "
-                  "the sequence length). Export the static NTK base that "
-                  "dynamic uses at the length you will run, e.g. "
-                  "--rope-static-length ",
-                  rope.max_position_embeddings * 4,
-                  " (then sequences of that length match rotor's exactly; "
-                  "shorter ones see a larger base than dynamic would use)");
+      ROTOR_CHECK(
+          static_length.has_value(), source,
+          ": rope_scaling.rope_type dynamic: llama.cpp has no "
+          "dynamic NTK (its frequencies would have to change with "
+          "the sequence length). Export the static NTK base that "
+          "dynamic uses at the length you will run, e.g. "
+          "--rope-static-length ",
+          static_cast<int64_t>(*rope.factor * rope.max_position_embeddings),
+          " (factor x max_position_embeddings)",
+          " (then sequences of that length match rotor's exactly; "
+          "shorter ones see a larger base than dynamic would use)");
       PerDimension(rope, *static_length, out);
       out.how = "rope_freqs (dynamic frozen at " +
                 std::to_string(*static_length) + ")";
