@@ -57,7 +57,8 @@ constexpr char kExportDetails[] =
     "architecture's keys, the RoPE scaling as llama.cpp computes it, the\n"
     "tokenizer, matrices as --dtype f32 (default), f16, bf16 or q8_0. A\n"
     "dynamic RoPE needs --rope-static-length N; overrides such as\n"
-    "model.rope_scaling.rope_type=yarn change the RoPE settings first.\n"
+    "'model.rope_scaling={rope_type: yarn, factor: 4}' change the RoPE\n"
+    "settings first (a zero-shot extension).\n"
     "\n"
     "  rotor export --checkpoint runs/extend-hf --format gguf \\\n"
     "      --dtype f16 --output extended.gguf\n"
@@ -257,7 +258,7 @@ void AddExportCommand(CLI::App& rotor) {
                     "--format gguf: replace an existing FILE");
   AddOverrides(*command, options->overrides,
                "--format gguf: overrides of the checkpoint's RoPE settings,\n"
-               "e.g. model.rope_scaling.rope_type=linear");
+               "e.g. model.max_position_embeddings=2048");
   AddThreadsOption(*command, options->threads);
   command->callback([options] {
     ROTOR_CHECK(!options->checkpoint.empty() || !options->random_config.empty(),
