@@ -16,6 +16,7 @@
 
 #include "nn/lora.h"
 #include "tests/temp_dir.h"
+#include "tests/tools/run_rotor.h"
 #include "tests/train/gguf/llama_cpp_reference.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
@@ -87,6 +88,19 @@ class GgufTrained : public ::testing::Test {
     std::ostringstream log;
     Trainer trainer(test::TinyConfig(data, dir_->Path("run")), log);
     trainer.Run();
+    // A LoRA run on it, extended 4x with YaRN: its checkpoint holds the
+    // adapters and the base's hash, which export merges.
+    Trainer lora(
+        test::TinyConfig(
+            data, dir_->Path("lora"),
+            {"train.init_from=" + dir_->Path("run"), "train.max_steps=8",
+             "model.max_position_embeddings=256",
+             "model.rope_scaling={rope_type: yarn, factor: 4, "
+             "original_max_position_embeddings: 64}",
+             "finetune.lora={r: 4, alpha: 8, target_modules: [q_proj, "
+             "k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}"}),
+        log);
+    lora.Run();
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -144,6 +158,33 @@ TEST_F(GgufTrained, EveryMethodAndDtypeMatchesRotorAtFourTimesTheContext) {
           << method.name << " " << GgmlTypeName(type);
     }
   }
+}
+
+// `rotor export --format gguf` of the LoRA checkpoint: llama.cpp runs the
+// merged weights, rotor the base with its adapters, and they agree; the
+// scaling is the run's own, so rope.scaling.finetuned is true.
+TEST_F(GgufTrained, ALoraCheckpointIsWrittenMergedAndFinetuned) {
+  TempDir work;
+  const std::string path = work.Path("lora.gguf");
+  const test::RotorResult exported =
+      test::RunRotor(work, "export --checkpoint '" + dir_->Path("lora") +
+                               "' --format gguf --output '" + path + "'");
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  EXPECT_NE(exported.out.find("RoPE yarn as yarn keys"), std::string::npos)
+      << exported.out;
+  const auto model = LoadCheckpointModel(dir_->Path("lora"), {});
+  const std::vector<TokenId> ids = GrammarIds();
+  const TokenScores rotor = ScoreTokens(*model, ids, /*keep_logits=*/true);
+  const nlohmann::json out = test::RunLlamaCpp(
+      {path, {}, false, ids, static_cast<int64_t>(ids.size())}, work.path());
+  ASSERT_FALSE(out.is_null());
+  const test::LogProbComparison c = test::CompareLogProbs(rotor, out, 1e-3);
+  std::printf("byte yarn lora-merged f32 %.3g %.3g %lld/%lld\n", c.max_error,
+              c.mean_error, static_cast<long long>(c.agree),
+              static_cast<long long>(c.decided));
+  EXPECT_LT(c.max_error, 1e-3);
+  EXPECT_EQ(out.at("metadata").at("llama.rope.scaling.finetuned").at("value"),
+            true);
 }
 
 }  // namespace
