@@ -22,6 +22,8 @@
 #include "train/config/model_config.h"
 #include "train/eval/score.h"
 #include "train/gguf/gguf_export.h"
+#include "train/io/atomic_file.h"
+#include "train/io/json.h"
 #include "train/tokenizer/bpe_trainer.h"
 #include "train/tokenizer/byte_level_bpe_json.h"
 #include "train/tokenizer/byte_tokenizer.h"
@@ -469,6 +471,46 @@ TEST_P(GgufLlamaCppTrainedBpe, TokenizesLikeRotor) {
   test::ReferenceTokenizer trained{c.name, "", {}, ""};
   trained.file = TrainedBpe(c.pattern, dir_);
   ExpectSameTokenization(trained, 64, c.written_as, dir_);
+}
+
+// The comparison sees the pre-tokenizer: the Llama 3 regex tokenizer's
+// vocabulary and merges with GPT-2's regex in its file (so the export names
+// llama.cpp's gpt-2) tokenize some of the texts differently in llama.cpp
+// than the Llama 3 regex tokenizer does in rotor.
+TEST_F(GgufLlamaCpp, AWrongPreTokenizerIsCaught) {
+  const std::string file = TrainedBpe(kLlama3SplitPattern, dir_);
+  std::string json = ReadFile(file);
+  const std::string from = ShowAsJson(kLlama3SplitPattern);
+  const std::string to = ShowAsJson(kTrainedBpeCases[1].pattern);
+  const size_t at = json.find(from);
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, from.size(), to);
+  const std::string wrong = dir_.Write("wrong.json", json);
+  const std::unique_ptr<Tokenizer> right = LoadTokenizer(file);
+  ModelConfig config = TinyModel("  max_position_embeddings: 64\n");
+  config.vocab_size = right->VocabSize();
+  nn::Transformer model(ResolveTransformerConfig(config), 1);
+  const std::string path = dir_.Path("model.gguf");
+  EXPECT_NE(WriteGgufModel(path, model, config, wrong, {}).find("pre gpt-2"),
+            std::string::npos);
+  std::vector<std::string> texts;
+  for (const test::ReferenceInput& input : test::AdversarialInputs()) {
+    if (input.name.size() > 4 &&
+        input.name.compare(input.name.size() - 4, 4, ".txt") == 0) {
+      texts.push_back(input.bytes);
+    }
+  }
+  const nlohmann::json out =
+      test::RunLlamaCpp({path, texts, true, {}, 0}, dir_.path());
+  ASSERT_FALSE(out.is_null());
+  int differ = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    differ += out.at("tokens")[i].get<std::vector<TokenId>>() !=
+              right->Encode(texts[i], false);
+  }
+  std::printf("the wrong pre-tokenizer: %d of %zu texts differ\n", differ,
+              texts.size());
+  EXPECT_GT(differ, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
