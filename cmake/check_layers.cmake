@@ -15,6 +15,7 @@ set(rules
   "train/eval/|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/"
   "train/config/|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/config/"
   "train/hf/|core/ nn/ train/io/ train/tokenizer/ train/config/ train/hf/"
+  "train/gguf/|core/ nn/ train/io/ train/tokenizer/ train/config/ train/gguf/"
   "train/checkpoint|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/config/ train/optim/ train/hf/ train/checkpoint"
   "train/metrics|core/ nn/ train/io/ train/tokenizer/ train/data/ train/eval/ train/metrics"
   "train/distributed/|core/ train/distributed/"

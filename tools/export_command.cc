@@ -5,10 +5,12 @@
 // how the tests and examples make HF folders without downloading weights.
 // A LoRA checkpoint (docs/lora.md) is exported merged: its base with each
 // adapter folded into its weight, a plain model; with --adapter, its
-// adapters alone in PEFT's layout (train/hf/peft_adapter.h).
+// adapters alone in PEFT's layout (train/hf/peft_adapter.h). With
+// --format gguf, one GGUF file for llama.cpp instead (train/gguf/).
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -19,8 +21,10 @@
 #include "train/config/hf_config.h"
 #include "train/config/memory_estimate.h"
 #include "train/config/model_config.h"
+#include "train/gguf/gguf_export.h"
 #include "train/hf/hf_model.h"
 #include "train/hf/peft_adapter.h"
+#include "train/io/output_file.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
@@ -49,7 +53,17 @@ constexpr char kExportDetails[] =
     "      --tokenizer tok.json --dtype bfloat16 --output models/random\n"
     "  rotor export --checkpoint runs/lora --adapter --output models/adapter\n"
     "\n"
-    "Details: docs/huggingface.md.";
+    "--format gguf writes FILE.gguf for llama.cpp (and ollama): the llama\n"
+    "architecture's keys, the RoPE scaling as llama.cpp computes it, the\n"
+    "tokenizer, matrices as --dtype f32 (default), f16, bf16 or q8_0. A\n"
+    "dynamic RoPE needs --rope-static-length N; overrides such as\n"
+    "'model.rope_scaling={rope_type: yarn, factor: 4}' change the RoPE\n"
+    "settings first (a zero-shot extension).\n"
+    "\n"
+    "  rotor export --checkpoint runs/extend-hf --format gguf \\\n"
+    "      --dtype f16 --output extended.gguf\n"
+    "\n"
+    "Details: docs/huggingface.md, docs/gguf.md.";
 
 struct ExportOptions {
   std::string checkpoint;
@@ -61,7 +75,41 @@ struct ExportOptions {
   uint64_t seed = 0;
   int64_t threads = 0;
   bool adapter = false;  // a LoRA checkpoint's adapters in PEFT's layout
+  std::string format = "hf";
+  int64_t rope_static_length = 0;  // gguf: 0 = none given
+  bool force = false;
+  std::vector<std::string> overrides;  // gguf: RoPE settings
 };
+
+// --format gguf: the model of a checkpoint (a LoRA one merged) as one
+// GGUF file.
+void RunGgufExport(const ExportOptions& options) {
+  ROTOR_CHECK(!options.checkpoint.empty(), "--format gguf needs --checkpoint");
+  ROTOR_CHECK(!options.adapter,
+              "--format gguf writes a merged model; "
+              "--adapter writes PEFT's folder (--format hf)");
+  train::CheckOutputFile(options.output, options.force, "--output");
+  train::GgufExportOptions gguf;
+  gguf.dtype =
+      train::GgmlTypeFromName(options.dtype.empty() ? "f32" : options.dtype);
+  gguf.force = options.force;
+  if (options.rope_static_length > 0) {
+    gguf.rope_static_length = options.rope_static_length;
+  }
+  train::TrainConfig config;
+  const auto model = train::LoadCheckpointModel(options.checkpoint,
+                                                options.overrides, &config);
+  nn::MergeLora(*model);
+  // A rotor checkpoint trained with its scaling; an HF folder's history is
+  // unknown, and overrides apply a scaling the weights never saw.
+  gguf.rope_finetuned =
+      !train::IsHfModelFolder(options.checkpoint) && options.overrides.empty();
+  gguf.name = options.checkpoint;
+  std::cout << train::WriteGgufModel(
+                   options.output, *model, config.model,
+                   train::CheckpointTokenizerSpec(options.checkpoint), gguf)
+            << "\n";
+}
 
 // The dtype to write: --dtype, else the base's torch_dtype, so a bfloat16
 // folder fine-tuned and exported stays bfloat16 (half the size of float32),
@@ -81,6 +129,18 @@ std::string ExportDtype(const std::string& asked,
 
 void RunExport(const ExportOptions& options) {
   SetNumThreads(static_cast<int>(options.threads));
+  if (options.format == "gguf") {
+    RunGgufExport(options);
+    return;
+  }
+  ROTOR_CHECK(options.overrides.empty() && options.rope_static_length == 0 &&
+                  !options.force,
+              "overrides, --rope-static-length and --force are for "
+              "--format gguf");
+  ROTOR_CHECK(options.dtype.empty() || options.dtype == "float32" ||
+                  options.dtype == "bfloat16",
+              "--dtype ", options.dtype,
+              ": a Hugging Face folder is float32 or bfloat16");
   // Before the slow part; WriteHfModelFolder checks again.
   train::CheckHfExportOutput(options.output);
   train::HfExportOptions export_options;
@@ -161,15 +221,24 @@ void AddExportCommand(CLI::App& rotor) {
                         "with a LoRA --checkpoint: write its adapters as "
                         "PEFT's adapter folder, not the merged model");
   adapter->needs(checkpoint);
-  command->add_option("--output", options->output, "the folder to write")
-      ->type_name("DIR")
+  command
+      ->add_option("--format", options->format,
+                   "hf (a Hugging Face folder, default) or gguf (one file "
+                   "for llama.cpp)")
+      ->check(CLI::IsMember({"hf", "gguf"}));
+  command
+      ->add_option("--output", options->output,
+                   "the folder to write (--format gguf: the file)")
+      ->type_name("DIR|FILE")
       ->required()
       ->check(NotEmpty());
   command
       ->add_option("--dtype", options->dtype,
                    "float32 or bfloat16 (default: the base's torch_dtype;\n"
-                   "float32 for a model trained from scratch)")
-      ->check(CLI::IsMember({"float32", "bfloat16"}))
+                   "float32 for a model trained from scratch); with\n"
+                   "--format gguf: f32 (default), f16, bf16 or q8_0")
+      ->check(
+          CLI::IsMember({"float32", "bfloat16", "f32", "f16", "bf16", "q8_0"}))
       ->excludes(adapter);
   AddIntegerOption(*command, "--max-shard-size", options->max_shard_bytes,
                    int64_t{1}, "bytes per safetensors shard (default 5e9)");
@@ -181,6 +250,15 @@ void AddExportCommand(CLI::App& rotor) {
       ->check(NotEmpty());
   AddIntegerOption(*command, "--seed", options->seed, uint64_t{0},
                    "with --random: the initialisation seed (default 0)");
+  AddIntegerOption(*command, "--rope-static-length",
+                   options->rope_static_length, int64_t{1},
+                   "--format gguf: the sequence length a dynamic RoPE is "
+                   "frozen at (llama.cpp has no dynamic NTK)");
+  command->add_flag("--force", options->force,
+                    "--format gguf: replace an existing FILE");
+  AddOverrides(*command, options->overrides,
+               "--format gguf: overrides of the checkpoint's RoPE settings,\n"
+               "e.g. model.max_position_embeddings=2048");
   AddThreadsOption(*command, options->threads);
   command->callback([options] {
     ROTOR_CHECK(!options->checkpoint.empty() || !options->random_config.empty(),

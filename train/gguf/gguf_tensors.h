@@ -1,0 +1,44 @@
+// Tensor data in the ggml types rotor writes to GGUF (ggml's ggml-common.h
+// and ggml-quants.c define the layouts):
+//
+//   F32   4 bytes per value, IEEE single
+//   F16   2 bytes, IEEE half, rounded to nearest even
+//   BF16  2 bytes, the top half of the float32, rounded to nearest even
+//   Q8_0  blocks of 32 values along a row: u16 d (IEEE half) then 32 int8
+//         q, value = d * q; d = max|x| / 127 and q = round(x / d) (halves
+//         away from zero; d = 0 gives q = 0), as quantize_row_q8_0_ref
+//
+// A tensor is encoded as a whole: its rows (ne[0] values each) one after
+// another, so Q8_0 needs a row length that is a multiple of 32.
+#ifndef ROTOR_TRAIN_GGUF_GGUF_TENSORS_H_
+#define ROTOR_TRAIN_GGUF_GGUF_TENSORS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "train/gguf/gguf_file.h"
+
+namespace rotor::train {
+
+inline constexpr int64_t kQ8_0BlockSize = 32;  // QK8_0
+inline constexpr int64_t kQ8_0BlockBytes = 2 + kQ8_0BlockSize;
+
+// "f32", "f16", "bf16", "q8_0" (the names of --dtype and of ggml).
+const char* GgmlTypeName(GgmlType type);
+
+// float32 -> IEEE half bits, rounded to nearest, ties to even (as F16C's
+// vcvtps2ph with rounding mode 0, which ggml's FP32_TO_FP16 uses): overflow
+// gives +-inf, values below half the smallest subnormal give +-0, NaN stays
+// a (quiet) NaN.
+uint16_t FloatToHalfBits(float value);
+
+// The bytes of `n` float32 values (rows of `row_length`) as `type`. Throws
+// naming `name` when Q8_0 is asked for a row length that is not a multiple
+// of 32.
+std::string EncodeGgmlTensor(const float* values, size_t n, int64_t row_length,
+                             GgmlType type, const std::string& name);
+
+}  // namespace rotor::train
+
+#endif  // ROTOR_TRAIN_GGUF_GGUF_TENSORS_H_
