@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/limits.h"
+#include "train/checkpoint.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/message.h"
@@ -142,6 +143,19 @@ std::string FormatTokenIds(const std::vector<train::TokenId>& ids, bool json) {
   }
   if (json) line += "]";
   return line;
+}
+
+train::ModelEdit WithOverrides(const std::string& checkpoint,
+                               train::ModelEdit edit,
+                               const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return edit;
+  const train::ModelConfig model =
+      train::LoadCheckpointModelConfig(checkpoint, edit).model;
+  edit.model = train::OverrideModelConfig(model, overrides, checkpoint);
+  edit.rope = {};
+  edit.source =
+      edit.source.empty() ? "overrides" : edit.source + " and overrides";
+  return edit;
 }
 
 CLI::Option* AddOverrides(CLI::App& command,

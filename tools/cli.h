@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/config/model_edit.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
@@ -133,6 +134,14 @@ std::string FormatTokenIds(const std::vector<train::TokenId>& ids, bool json);
 CLI::Option* AddOverrides(CLI::App& command,
                           std::vector<std::string>& overrides,
                           const std::string& help);
+
+// `edit` (e.g. --rope-from's RoPE settings), then the command line's
+// model.key=value `overrides` of checkpoint `checkpoint`'s model, read by
+// the model table (train::OverrideModelConfig), as the one edit
+// train::LoadCheckpointModel takes.
+train::ModelEdit WithOverrides(const std::string& checkpoint,
+                               train::ModelEdit edit,
+                               const std::vector<std::string>& overrides);
 
 // The positional CONFIG.yaml (required), then its overrides.
 void AddConfigWithOverrides(CLI::App& command, std::string& config_path,

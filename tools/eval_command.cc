@@ -189,15 +189,7 @@ train::ModelEdit EvalEdit(const std::string& rope_from,
     edit.rope = train::RopeEditFromConfig(rope_from);
     edit.source = rope_from + "'s RoPE settings";
   }
-  if (options.overrides.empty()) return edit;
-  const train::ModelConfig model =
-      train::LoadCheckpointModelConfig(options.checkpoint, edit).model;
-  edit.model =
-      train::OverrideModelConfig(model, options.overrides, options.checkpoint);
-  edit.rope = {};
-  edit.source =
-      edit.source.empty() ? "overrides" : edit.source + " and overrides";
-  return edit;
+  return WithOverrides(options.checkpoint, edit, options.overrides);
 }
 
 // A curve's name in the plot: the RoPE type, and with several --rope-from

@@ -97,8 +97,9 @@ void RunGgufExport(const ExportOptions& options) {
     gguf.rope_static_length = options.rope_static_length;
   }
   train::TrainConfig config;
-  const auto model = train::LoadCheckpointModel(options.checkpoint,
-                                                options.overrides, &config);
+  const auto model = train::LoadCheckpointModel(
+      options.checkpoint,
+      WithOverrides(options.checkpoint, {}, options.overrides), &config);
   nn::MergeLora(*model);
   // A rotor checkpoint trained with its scaling; an HF folder's history is
   // unknown, and overrides apply a scaling the weights never saw.

@@ -63,7 +63,7 @@ const ArchitectureKey kArchitectureKeys[] = {
      [](const nn::TransformerConfig& c) { return c.rms_norm_eps; }},
 };
 
-std::string Key(const std::string& suffix) {
+std::string LlamaKey(const std::string& suffix) {
   return std::string(kArchitecture) + "." + suffix;
 }
 
@@ -167,26 +167,26 @@ std::string WriteGgufModel(const std::string& path,
   for (const ArchitectureKey& key : kArchitectureKeys) {
     const double value = key.value(c);
     if (key.type == GgufValueType::kUint32) {
-      writer.AddUint32(Key(key.key), static_cast<uint32_t>(value));
+      writer.AddUint32(LlamaKey(key.key), static_cast<uint32_t>(value));
     } else {
-      writer.AddFloat32(Key(key.key), static_cast<float>(value));
+      writer.AddFloat32(LlamaKey(key.key), static_cast<float>(value));
     }
   }
-  writer.AddString(Key("rope.scaling.type"), rope.scaling_type);
+  writer.AddString(LlamaKey("rope.scaling.type"), rope.scaling_type);
   if (rope.factor) {
-    writer.AddFloat32(Key("rope.scaling.factor"),
+    writer.AddFloat32(LlamaKey("rope.scaling.factor"),
                       static_cast<float>(*rope.factor));
   }
   if (rope.original_context_length) {
-    writer.AddUint32(Key("rope.scaling.original_context_length"),
+    writer.AddUint32(LlamaKey("rope.scaling.original_context_length"),
                      static_cast<uint32_t>(*rope.original_context_length));
   }
   if (rope.attn_factor) {
-    writer.AddFloat32(Key("rope.scaling.attn_factor"),
+    writer.AddFloat32(LlamaKey("rope.scaling.attn_factor"),
                       static_cast<float>(*rope.attn_factor));
   }
   if (c.rope.rope_type != RopeType::kDefault) {
-    writer.AddBool(Key("rope.scaling.finetuned"), options.rope_finetuned);
+    writer.AddBool(LlamaKey("rope.scaling.finetuned"), options.rope_finetuned);
   }
   AddGgufVocab(vocab, writer);
 

@@ -366,6 +366,88 @@ TEST(ConfigFields, PasskeyDigitsSetTheKeysAndTheShortestRow) {
             std::string::npos);
 }
 
+// A checkpoint's config.yaml as rotor wrote it before the tables (commit
+// ddff00a, a yarn run with LoRA): it reads as the same config, and what the
+// tables write back reads the same again. (That such a checkpoint resumes
+// to the same bits was measured once: docs/architecture.md, config keys.)
+TEST(ConfigFields, ReadsTheConfigOldCheckpointsSaved) {
+  const std::string old_text =
+      "output_dir: runs/yarn\n"
+      "model:\n"
+      "  vocab_size: 257\n"
+      "  hidden_size: 32\n"
+      "  intermediate_size: 64\n"
+      "  num_hidden_layers: 2\n"
+      "  num_attention_heads: 4\n"
+      "  num_key_value_heads: 2\n"
+      "  head_dim: 8\n"
+      "  rms_norm_eps: 1e-05\n"
+      "  tie_word_embeddings: true\n"
+      "  max_position_embeddings: 128\n"
+      "  rope_theta: 10000\n"
+      "  partial_rotary_factor: 1\n"
+      "  rope_scaling:\n"
+      "    rope_type: yarn\n"
+      "    factor: 2\n"
+      "    original_max_position_embeddings: 64\n"
+      "    beta_fast: 32\n"
+      "    beta_slow: 1\n"
+      "    truncate: true\n"
+      "data:\n"
+      "  path: brown\n"
+      "  passkey_fraction: 0\n"
+      "  passkey_loss: retrieval\n"
+      "  document_mask: false\n"
+      "  document_positions: false\n"
+      "train:\n"
+      "  batch_size: 4\n"
+      "  seq_len: 64\n"
+      "  gradient_accumulation_steps: 1\n"
+      "  max_steps: 40\n"
+      "  lr: 0.01\n"
+      "  min_lr: 0.001\n"
+      "  warmup_steps: 4\n"
+      "  weight_decay: 0.1\n"
+      "  betas: [0.9, 0.95]\n"
+      "  eps: 1e-08\n"
+      "  clip_grad_norm: 1\n"
+      "  seed: 1337\n"
+      "  threads: 1\n"
+      "  allreduce_bucket_mb: 25\n"
+      "  collective_timeout_seconds: 300\n"
+      "  zero_stage: 0\n"
+      "  loss_explosion_ratio: 4\n"
+      "  resume: auto\n"
+      "  init_from: runs/base\n"
+      "  loss_chunk_rows: 1024\n"
+      "eval:\n"
+      "  every_n_steps: 10\n"
+      "  max_batches: 4\n"
+      "checkpoint:\n"
+      "  every_n_steps: 10\n"
+      "  keep_last_n: 10\n"
+      "logging:\n"
+      "  log_every_n_steps: 5\n"
+      "  progress: false\n"
+      "finetune:\n"
+      "  lora:\n"
+      "    r: 4\n"
+      "    alpha: 8\n"
+      "    dropout: 0\n"
+      "    target_modules: [q_proj, v_proj]\n";
+  const TrainConfig old = ParseCheckpointTrainConfig(old_text, "config.yaml");
+  EXPECT_EQ(old.model.model_type, ModelType::kLlama);
+  EXPECT_EQ(old.model.rope.rope_type, RopeType::kYarn);
+  EXPECT_EQ(old.model.rope.original_max_position_embeddings, 64);
+  EXPECT_EQ(old.data.passkey_digits, kPasskeyDefaultDigits);
+  EXPECT_TRUE(old.finetune.lora.enabled);
+  EXPECT_EQ(old.finetune.lora.target_modules,
+            (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(ValuesOf(ParseCheckpointTrainConfig(TrainConfigToYaml(old),
+                                                "config.yaml")),
+            ValuesOf(old));
+}
+
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -132,8 +132,10 @@ TEST_F(GgufTrained, EveryMethodAndDtypeMatchesRotorAtFourTimesTheContext) {
   std::printf("tokenizer method dtype max|dlogp| mean|dlogp| top-agree\n");
   for (const Method& method : Methods()) {
     TrainConfig config;
-    const auto model =
-        LoadCheckpointModel(dir_->Path("run"), method.overrides, &config);
+    const std::string run = dir_->Path("run");
+    const ModelEdit edit{OverrideModelConfig(
+        LoadCheckpointModelConfig(run).model, method.overrides, run)};
+    const auto model = LoadCheckpointModel(run, edit, &config);
     const TokenScores rotor = ScoreTokens(*model, ids, /*keep_logits=*/true);
     for (GgmlType type :
          {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0}) {
