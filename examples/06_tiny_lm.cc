@@ -9,7 +9,7 @@
 //
 // The text is made up here (sentences from a tiny grammar), so nothing is
 // downloaded. The model also learns passkey retrieval (train/data/passkey.h):
-// a 3-digit key hidden in filler and asked for at the end, only the copied
+// a 2-digit key hidden in filler and asked for at the end, only the copied
 // digits scored. Copying needs an induction head (one head finds the
 // earlier digit, another copies the one after it), and text crowds it out:
 // mixed from the start (half the rows passkeys), 600 steps retrieved 0%,
@@ -66,7 +66,7 @@ model:
   tie_word_embeddings: true
 data:
   passkey_fraction: 0.5        # phase 2: rows replaced by passkey examples
-  passkey_digits: 3
+  passkey_digits: 2
 train:
   batch_size: 16
   seq_len: 128

@@ -12,7 +12,7 @@
 //       optimizer, schedule and step start fresh), checked to have the
 //       same architecture;
 //   train.seq_len: 256, so every step trains at the new length, with 3 in
-//       4 rows passkey examples (rung 06's 3-digit keys, now with up to
+//       4 rows passkey examples (rung 06's 2-digit keys, now with up to
 //       157 bytes of filler) so the retrieval skill is stretched (with half
 //       the rows, 52% retrieved after; with 3 in 4, 82%, measured).
 // It writes the config to <work>/08_yarn.yaml, so the same fine-tune runs
@@ -55,7 +55,7 @@ model:                          # rung 06's sizes (init_from checks them)
 data:
   path: WORK/data
   passkey_fraction: 0.75
-  passkey_digits: 3
+  passkey_digits: 2
 train:
   init_from: WORK/06_tiny_lm    # weights only
   batch_size: 8                 # 8 x 256 tokens per step

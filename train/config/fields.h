@@ -10,7 +10,7 @@
 //   }
 //
 // and every format is a visitor over that function: the YAML reader and
-// writer (train/config/yaml_fields.h), the config.json reader and writer
+// writer (train/config/yaml.h), the config.json reader and writer
 // (train/config/hf_config.cc), the key lists of "unknown key" messages and
 // the documentation test (tests/train/config/fields_test.cc). A row names
 // the key (its YAML spelling, which for model keys is Hugging Face's
@@ -186,13 +186,6 @@ std::vector<std::string> KeyNamesOf() {
   VisitFields(names, scratch);
   return names.names;
 }
-
-// A key that is checked but not kept (hidden_act, attention_dropout): the
-// reader validates it, the writers skip it.
-template <typename T>
-struct Unstored {
-  std::optional<T> value;
-};
 
 }  // namespace rotor::train
 
