@@ -167,7 +167,7 @@ Figures FreshCopy(size_t bytes) {
 Figures Load(const std::string& folder) {
   const double resident_before = StatusBytes("VmRSS");
   const double start = bench::NowSeconds();
-  const auto model = train::LoadCheckpointModel(folder, /*overrides=*/{});
+  const auto model = train::LoadCheckpointModel(folder);
   const double seconds = bench::NowSeconds() - start;
   return {seconds, StatusBytes("VmHWM") - resident_before};
 }
@@ -213,9 +213,9 @@ void Run(const std::string& folder) {
       shapes.size(), weights / 1e6, folder_bytes / 1e6, float_bytes / 1e6);
   std::printf("hardware threads: %d\n\n", HardwareThreads());
 
-  std::printf("%7s %9s %13s %11s %8s %11s %16s %11s\n", "threads",
-              "memcpy ms", "fresh copy ms", "fault-in ms", "load ms",
-              "load/memcpy", "load/fresh copy", "peak growth");
+  std::printf("%7s %9s %13s %11s %8s %11s %16s %11s\n", "threads", "memcpy ms",
+              "fresh copy ms", "fault-in ms", "load ms", "load/memcpy",
+              "load/fresh copy", "peak growth");
   for (int threads : {1, 2}) {
     const Figures copy = InChildProcess(threads, [&] {
       const double gbs = bench::CopyBandwidthGBs(folder_bytes, kCopyRepeats);

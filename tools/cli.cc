@@ -8,6 +8,8 @@
 
 #include "core/limits.h"
 #include "train/checkpoint.h"
+#include "train/config/hf_config.h"
+#include "train/config/train_config.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/message.h"
@@ -149,9 +151,24 @@ train::ModelEdit WithOverrides(const std::string& checkpoint,
                                train::ModelEdit edit,
                                const std::vector<std::string>& overrides) {
   if (overrides.empty()) return edit;
-  const train::ModelConfig model =
-      train::LoadCheckpointModelConfig(checkpoint, edit).model;
-  edit.model = train::OverrideModelConfig(model, overrides, checkpoint);
+  const std::string dir = train::ResolveCheckpointPath(checkpoint);
+  if (train::IsHfModelFolder(dir)) {
+    edit.model = train::OverrideModelConfig(
+        train::LoadCheckpointModelConfig(checkpoint, edit).model, overrides,
+        dir + "/config.json");
+  } else {
+    // A rotor checkpoint's overrides are read with its config.yaml, as
+    // rotor train read it: a run fine-tuned from a Hugging Face folder
+    // still takes the folder's pre-training length for a rope_scaling that
+    // leaves it out, and train.seq_len is checked against the new positions.
+    const std::string text =
+        edit.rope.empty()
+            ? train::LoadCheckpointConfig(dir)
+            : train::TrainConfigToYaml(
+                  train::LoadCheckpointModelConfig(checkpoint, edit));
+    edit.model =
+        train::ParseTrainConfig(text, dir + "/config.yaml", overrides).model;
+  }
   edit.rope = {};
   edit.source =
       edit.source.empty() ? "overrides" : edit.source + " and overrides";

@@ -164,8 +164,8 @@ void RunExport(const ExportOptions& options) {
                               options.tokenizer, export_options);
   } else {
     train::TrainConfig config;
-    const auto model = train::LoadCheckpointModel(options.checkpoint,
-                                                  /*overrides=*/{}, &config);
+    const auto model =
+        train::LoadCheckpointModel(options.checkpoint, {}, &config);
     if (options.adapter) {
       ROTOR_CHECK(config.finetune.lora.enabled, options.checkpoint,
                   " is not a LoRA checkpoint (its config.yaml has no "

@@ -40,7 +40,7 @@ void RunGenerate(const GenerateOptions& options) {
     }
   }
   SetNumThreads(static_cast<int>(options.threads));
-  auto model = train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{});
+  auto model = train::LoadCheckpointModel(options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   if (from_ids) {
     CheckModelInputIds(prompt_ids, model->config().vocab_size, "--prompt-ids");

@@ -137,7 +137,7 @@ void RunScore(const ScoreOptions& options) {
         "they are");
   }
   SetNumThreads(static_cast<int>(options.threads));
-  auto model = train::LoadCheckpointModel(options.checkpoint, /*overrides=*/{});
+  auto model = train::LoadCheckpointModel(options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   const std::vector<train::TokenId> ids =
       from_file

@@ -270,8 +270,6 @@ class YamlTableReader {
     YamlTableReader(section_.Sub(key.name)).ReadRows(rows);
   }
 
-  const SectionReader& section() const { return section_; }
-
  private:
   // Whether `key` is in the map, even as null.
   bool Given(const Key& key) const {
@@ -349,7 +347,9 @@ class YamlWriter {
     if (values.empty() && kEmptyByDefault) return std::nullopt;
     YAML::Node list(YAML::NodeType::Sequence);
     list.SetStyle(YAML::EmitterStyle::Flow);
-    for (const T& value : values) list.push_back(*EncodeElement(value, check));
+    for (const T& value : values) {
+      list.push_back(EncodeElement(value, check).value_or(YAML::Node("")));
+    }
     return list;
   }
   template <typename T, typename Check>

@@ -70,9 +70,11 @@ ReportPlan PlanReport(const ExtendReportConfig& report) {
   plan.passkey_lengths =
       report.passkey_lengths.empty() ? plan.lengths : report.passkey_lengths;
   for (int64_t length : plan.passkey_lengths) {
-    ROTOR_CHECK(length >= PasskeyMinLength(), report.file, ": passkey length ",
-                length, " is below the shortest passkey prompt (",
-                PasskeyMinLength(), " tokens); set eval.passkey_lengths");
+    const int digits = static_cast<int>(plan.base.data.passkey_digits);
+    ROTOR_CHECK(length >= PasskeyMinLength(digits), report.file,
+                ": passkey length ", length,
+                " is below the shortest passkey prompt (",
+                PasskeyMinLength(digits), " tokens); set eval.passkey_lengths");
   }
   return plan;
 }
@@ -122,9 +124,8 @@ int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,
 
 double FinetunePasskeyFraction(const ExtendReportConfig& report,
                                const TrainConfig& base) {
-  return report.finetune_passkey_fraction
-             ? *report.finetune_passkey_fraction
-             : base.data.passkey_fraction;
+  return report.finetune_passkey_fraction ? *report.finetune_passkey_fraction
+                                          : base.data.passkey_fraction;
 }
 
 TrainConfig PracticeConfig(const ExtendReportConfig& report,
