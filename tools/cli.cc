@@ -157,11 +157,7 @@ train::ModelEdit WithOverrides(const std::string& checkpoint,
         train::LoadCheckpointModelConfig(checkpoint, edit).model, overrides,
         dir + "/config.json");
   } else {
-    for (const std::string& assignment : overrides) {
-      const std::string key = assignment.substr(0, assignment.find('='));
-      ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ",
-                  checkpoint, ": only model.* keys apply to a model");
-    }
+    train::CheckModelOverrides(overrides, checkpoint);
     // A rotor checkpoint's overrides are read with its config.yaml, as
     // rotor train read it: a run fine-tuned from a Hugging Face folder
     // still takes the folder's pre-training length for a rope_scaling that

@@ -147,15 +147,22 @@ ModelConfig LoadModelConfig(const std::string& path) {
   return ParseModelSection(LoadConfigYamlFile(path), path);
 }
 
+void CheckModelOverrides(const std::vector<std::string>& overrides,
+                         const std::string& source) {
+  for (const std::string& assignment : overrides) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ", source,
+                ": only model.* keys apply to a model");
+  }
+}
+
 ModelConfig OverrideModelConfig(const ModelConfig& model,
                                 const std::vector<std::string>& overrides,
                                 const std::string& source) {
   YAML::Node root(YAML::NodeType::Map);
   root["model"] = ModelConfigToYaml(model);
-  for (const std::string& key : ApplyYamlOverrides(root, overrides)) {
-    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ", source,
-                ": only model.* keys apply to a model");
-  }
+  ApplyYamlOverrides(root, overrides);  // a malformed one is named first
+  CheckModelOverrides(overrides, source);
   return ParseModelConfig(root["model"], source + " (after overrides)");
 }
 

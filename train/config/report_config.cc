@@ -95,12 +95,7 @@ ExtendReportConfig ParseExtendReportConfig(
 }
 
 std::string ExtendReportConfigToYaml(const ExtendReportConfig& config) {
-  ExtendReportConfig copy = config;
-  YamlWriter writer;
-  VisitFields(writer, copy);
-  YAML::Emitter out;
-  out << writer.node();
-  return std::string(out.c_str()) + "\n";
+  return YamlFileText(config);
 }
 
 ExtendReportConfig LoadExtendReportConfig(

@@ -329,12 +329,7 @@ ModelConfig LoadConfigFileModel(const std::string& path,
 }
 
 std::string TrainConfigToYaml(const TrainConfig& config) {
-  TrainConfig copy = config;
-  TrainConfigWriter writer;
-  VisitFields(writer, copy);
-  YAML::Emitter out;
-  out << writer.node();
-  return std::string(out.c_str()) + "\n";
+  return YamlFileText(config, TrainConfigWriter());
 }
 
 TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,

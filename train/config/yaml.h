@@ -400,6 +400,16 @@ class YamlWriter {
   YAML::Node node_{YAML::NodeType::Map};
 };
 
+// A table's struct as the text of a YAML file, through `writer` (a
+// YamlWriter, or one that writes some sections its own way).
+template <typename Struct, typename Writer = YamlWriter>
+std::string YamlFileText(Struct fields, Writer writer = Writer()) {
+  VisitFields(writer, fields);
+  YAML::Emitter out;
+  out << writer.node();
+  return std::string(out.c_str()) + "\n";
+}
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_CONFIG_YAML_H_
