@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "core/limits.h"
@@ -174,6 +175,41 @@ train::ModelEdit WithOverrides(const std::string& checkpoint,
   edit.source =
       edit.source.empty() ? "overrides" : edit.source + " and overrides";
   return edit;
+}
+
+train::PretrainingLength CheckpointPretrainingLength(
+    const std::string& checkpoint) {
+  const std::string dir = train::ResolveCheckpointPath(checkpoint);
+  return train::PretrainingLengthOf(
+      train::LoadCheckpointModelConfig(checkpoint).model,
+      dir + (train::IsHfModelFolder(dir) ? "/config.json" : "/config.yaml"));
+}
+
+train::ExtensionLengths TrainingLengths(const train::TrainConfig& config) {
+  train::ExtensionLengths lengths;
+  lengths.train_seq_len = config.train.seq_len;
+  const std::string& base = config.train.init_from;
+  if (!base.empty() && std::filesystem::exists(base)) {
+    lengths.pretraining = CheckpointPretrainingLength(base);
+  }
+  return lengths;
+}
+
+void EnforceLintFindings(const std::vector<train::LintFinding>& findings,
+                         const std::string& source,
+                         const std::string& command,
+                         std::ostream& warnings) {
+  std::string errors;
+  for (const train::LintFinding& finding : findings) {
+    if (finding.severity == train::LintSeverity::kError) {
+      errors += StrCat(errors.empty() ? "" : "\n", source, ": ",
+                       finding.message);
+    } else {
+      warnings << "rotor " << command << ": warning: " << source << ": "
+                << finding.message << "\n";
+    }
+  }
+  if (!errors.empty()) throw Error(errors);
 }
 
 CLI::Option* AddOverrides(CLI::App& command,

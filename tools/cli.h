@@ -10,12 +10,15 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "train/config/extension_lint.h"
 #include "train/config/model_edit.h"
+#include "train/config/train_config.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
@@ -142,6 +145,23 @@ CLI::Option* AddOverrides(CLI::App& command,
 train::ModelEdit WithOverrides(const std::string& checkpoint,
                                train::ModelEdit edit,
                                const std::vector<std::string>& overrides);
+
+// The pre-training length of the model `checkpoint` names (a run, a
+// checkpoint or a Hugging Face folder), as its config file declares it.
+train::PretrainingLength CheckpointPretrainingLength(
+    const std::string& checkpoint);
+
+// The lengths the context-extension lint checks a training config against:
+// train.seq_len, and the pre-training length of train.init_from's model (a
+// Hugging Face folder or a rotor checkpoint) when it exists.
+train::ExtensionLengths TrainingLengths(const train::TrainConfig& config);
+
+// Prints the lint's warnings about `source` to `warnings` ("rotor COMMAND:
+// warning: SOURCE: ..."), then throws its errors, one line each, naming
+// `source`.
+void EnforceLintFindings(const std::vector<train::LintFinding>& findings,
+                         const std::string& source, const std::string& command,
+                         std::ostream& warnings);
 
 // The positional CONFIG.yaml (required), then its overrides.
 void AddConfigWithOverrides(CLI::App& command, std::string& config_path,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -190,6 +191,56 @@ train::ModelEdit EvalEdit(const std::string& rope_from,
     edit.source = rope_from + "'s RoPE settings";
   }
   return WithOverrides(options.checkpoint, edit, options.overrides);
+}
+
+// The lengths this run evaluates, for the context-extension lint: --lengths
+// and --passkey-lengths, or the validation's sequence length.
+train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
+                                         const train::TrainConfig& config) {
+  train::ExtensionLengths lengths;
+  const std::vector<int64_t>& by_length = options.length_eval.lengths;
+  const std::vector<int64_t>& passkey =
+      options.passkey ? options.passkey_eval.lengths : std::vector<int64_t>{};
+  if (by_length.empty() && !options.passkey) {
+    lengths.eval_lengths = {options.seq_len > 0 ? options.seq_len
+                                                : config.train.seq_len};
+    lengths.eval_lengths_key = options.seq_len > 0 ? "--seq-len" : "train.seq_len";
+    return lengths;
+  }
+  lengths.eval_lengths = by_length;
+  lengths.eval_lengths.insert(lengths.eval_lengths.end(), passkey.begin(),
+                              passkey.end());
+  std::sort(lengths.eval_lengths.begin(), lengths.eval_lengths.end());
+  lengths.eval_lengths.erase(
+      std::unique(lengths.eval_lengths.begin(), lengths.eval_lengths.end()),
+      lengths.eval_lengths.end());
+  lengths.eval_lengths_key = passkey.empty()     ? "--lengths"
+                             : by_length.empty() ? "--passkey-lengths"
+                                                 : "--lengths and --passkey-lengths";
+  return lengths;
+}
+
+// The context-extension lint of each model this run evaluates (the
+// checkpoint with each --rope-from file and the overrides) against the
+// lengths it evaluates, before anything slow: errors stop the run. An
+// edited model is also checked against the checkpoint's pre-training
+// length.
+void LintEvaluatedModels(const EvalOptions& options) {
+  const std::vector<std::string> rope_from =
+      options.rope_from.empty() ? std::vector<std::string>{""}
+                                : options.rope_from;
+  for (const std::string& file : rope_from) {
+    const train::TrainConfig in_force = train::LoadCheckpointModelConfig(
+        options.checkpoint, EvalEdit(file, options));
+    train::ExtensionLengths lengths = EvaluatedLengths(options, in_force);
+    std::string source = options.checkpoint;
+    if (!file.empty() || !options.overrides.empty()) {
+      lengths.pretraining = CheckpointPretrainingLength(options.checkpoint);
+      source += file.empty() ? " with overrides" : " with --rope-from " + file;
+    }
+    EnforceLintFindings(train::LintContextExtension(in_force.model, lengths),
+                        source, "eval", std::cerr);
+  }
 }
 
 // A curve's name in the plot: the RoPE type, and with several --rope-from
@@ -382,6 +433,7 @@ void RunEval(const EvalOptions& options) {
         "several --rope-from files compare perplexity against length: give "
         "--lengths");
   }
+  LintEvaluatedModels(options);
   train::TrainConfig config;
   auto model = train::LoadCheckpointModel(
       options.checkpoint,

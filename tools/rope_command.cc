@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
+#include "train/config/extension_lint.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_config.h"
 #include "train/config/train_config.h"
@@ -49,13 +51,18 @@ constexpr char kRopeDetails[] =
     "      model.rope_scaling.factor=4\n"
     "  rotor rope --config configs/extend/hf-yarn-4x.yaml\n"
     "\n"
-    "It prints the resolved parameters,\n"
-    "one row per frequency i (inv_freq, wavelength 2*pi/inv_freq in tokens,\n"
-    "ratio to the unscaled frequency), the attention factor a, and\n"
-    "a*cos(p*inv_freq_i) and a*sin(p*inv_freq_i) at the given positions p,\n"
-    "as applied to q and k.\n"
+    "It prints the resolved parameters, the attention factor a, the\n"
+    "context-extension checks (the lint rotor train and eval run), the\n"
+    "effective scale of each rotary pair i (the unscaled theta_i, the\n"
+    "scaled inv_freq_i, scale = theta_i / inv_freq_i and the wavelength\n"
+    "2*pi/inv_freq_i in tokens, to 6 digits), and a*cos(p*inv_freq_i) and\n"
+    "a*sin(p*inv_freq_i) at the given positions p, as applied to q and k\n"
+    "(%.17g, full double precision; --json gives every number so).\n"
     "\n"
-    "Numbers are printed with %.17g (full double precision).\n"
+    "--check PATH prints only the checks of PATH (a training config is\n"
+    "checked against its train.seq_len and train.init_from's pre-training\n"
+    "length) and exits with status 1 if one is an error:\n"
+    "  rotor rope --check configs/extend/yarn-4x.yaml\n"
     "\n"
     "--html FILE writes the RoPE explorer instead: one self-contained page\n"
     "(no network) with every scaling method's wavelengths and per-pair\n"
@@ -76,6 +83,7 @@ struct RopeOptions {
   std::string html_path;
   std::string compare_path;
   std::string report_dir;
+  std::string check_path;
   std::vector<std::string> overrides;  // key.path=value, as eval takes them
   bool force = false;
 };
@@ -95,15 +103,29 @@ struct RopeReport {
   std::vector<int64_t> positions;
   std::vector<std::vector<double>> cos;  // [position][i], times a
   std::vector<std::vector<double>> sin;
+  std::vector<train::LintFinding> findings;  // the context-extension lint
 };
+
+// The lint of `model` against `lengths`, and --seq-len as a length used.
+std::vector<train::LintFinding> Lint(const train::ModelConfig& model,
+                                     train::ExtensionLengths lengths,
+                                     int64_t seq_len) {
+  if (seq_len > 0) {
+    lengths.eval_lengths = {seq_len};
+    lengths.eval_lengths_key = "--seq-len";
+  }
+  return train::LintContextExtension(model, lengths);
+}
 
 // The model `path` names, resolved as train and eval resolve it: a folder
 // (a run's output_dir, a checkpoint, a Hugging Face model) as eval's
 // --checkpoint, a .json file as a Hugging Face config.json, a YAML file as
 // train's config (only a model: section is enough); `overrides` as either
-// applies them.
+// applies them. `lengths`, when given, gets what the context-extension lint
+// checks it against: a training config's train.seq_len and base.
 train::ModelConfig LoadRopeModel(const std::string& path,
-                                 const std::vector<std::string>& overrides) {
+                                 const std::vector<std::string>& overrides,
+                                 train::ExtensionLengths* lengths = nullptr) {
   if (std::filesystem::is_directory(path)) {
     const train::ModelConfig model =
         train::LoadCheckpointModelConfig(path).model;
@@ -119,12 +141,19 @@ train::ModelConfig LoadRopeModel(const std::string& path,
                ? model
                : train::OverrideModelConfig(model, overrides, path);
   }
-  return train::LoadConfigFileModel(path, overrides);
+  std::optional<train::TrainConfig> training;
+  const train::ModelConfig model =
+      train::LoadConfigFileModel(path, overrides, &training);
+  if (lengths != nullptr && training) *lengths = TrainingLengths(*training);
+  return model;
 }
 
 RopeReport BuildReport(const RopeOptions& options) {
   RopeReport report;
-  report.model = LoadRopeModel(options.config_path, options.overrides);
+  train::ExtensionLengths lengths;
+  report.model =
+      LoadRopeModel(options.config_path, options.overrides, &lengths);
+  report.findings = Lint(report.model, lengths, options.seq_len);
   const RopeScalingConfig& rope = report.model.rope;
   report.seq_len =
       options.seq_len > 0 ? options.seq_len : rope.max_position_embeddings;
@@ -160,6 +189,30 @@ std::vector<double> Wavelengths(const std::vector<double>& inv_freq) {
   return wavelengths;
 }
 
+// theta_i / inv_freq_i per pair: the effective interpolation scale (1: the
+// pair is kept, s: divided by the factor).
+std::vector<double> Scales(const RopeReport& report) {
+  std::vector<double> scales;
+  for (size_t i = 0; i < report.frequencies.inv_freq.size(); ++i) {
+    scales.push_back(report.unscaled_inv_freq[i] /
+                     report.frequencies.inv_freq[i]);
+  }
+  return scales;
+}
+
+train::Json FindingsJson(const std::vector<train::LintFinding>& findings) {
+  train::Json list = train::Json::array();
+  for (const train::LintFinding& finding : findings) {
+    list.push_back(
+        {{"severity", finding.severity == train::LintSeverity::kError
+                          ? "error"
+                          : "warning"},
+         {"keys", finding.keys},
+         {"message", finding.message}});
+  }
+  return list;
+}
+
 void PrintJson(const RopeOptions& options, const RopeReport& report) {
   const RopeFrequencies& f = report.frequencies;
   const train::Json json = {
@@ -175,9 +228,11 @@ void PrintJson(const RopeOptions& options, const RopeReport& report) {
       {"inv_freq", f.inv_freq},
       {"unscaled_inv_freq", report.unscaled_inv_freq},
       {"wavelength", Wavelengths(f.inv_freq)},
+      {"scale", Scales(report)},
       {"positions", report.positions},
       {"cos", report.cos},
-      {"sin", report.sin}};
+      {"sin", report.sin},
+      {"findings", FindingsJson(report.findings)}};
   std::cout << json.dump(2) << "\n";
 }
 
@@ -226,17 +281,20 @@ void PrintMethodSettings(const RopeReport& report) {
   }
 }
 
-// inv_freq, wavelength and ratio per pair; a*cos and a*sin per position.
+// The effective per-pair scale: theta_i, inv_freq_i, their ratio and the
+// wavelength, one compact row per pair; a*cos and a*sin per position.
 void PrintTables(const RopeReport& report) {
   const RopeFrequencies& f = report.frequencies;
-  std::cout << "\nFrequencies (wavelength = 2*pi/inv_freq tokens; ratio = "
-               "inv_freq / unscaled inv_freq):\n";
-  std::printf("  %4s  %-24s  %-24s  %s\n", "i", "inv_freq", "wavelength",
-              "ratio");
+  const std::vector<double> scales = Scales(report);
+  std::cout << "\nEffective scale per pair (theta_i = unscaled inv_freq; "
+               "scale = theta_i / inv_freq: 1 kept, factor divided; "
+               "wavelength = 2*pi/inv_freq tokens):\n";
+  std::printf("  %4s  %-12s  %-12s  %-10s  %s\n", "i", "theta_i", "inv_freq",
+              "scale", "wavelength");
   for (size_t i = 0; i < f.inv_freq.size(); ++i) {
-    std::printf("  %4zu  %-24s  %-24s  %s\n", i, Number(f.inv_freq[i]).c_str(),
-                Number(2.0 * kPi / f.inv_freq[i]).c_str(),
-                Number(f.inv_freq[i] / report.unscaled_inv_freq[i]).c_str());
+    std::printf("  %4zu  %-12.6g  %-12.6g  %-10.6g  %.6g\n", i,
+                report.unscaled_inv_freq[i], f.inv_freq[i], scales[i],
+                2.0 * kPi / f.inv_freq[i]);
   }
   std::cout << "\na*cos(p*inv_freq_i) and a*sin(p*inv_freq_i), as applied to "
                "q and k:\n";
@@ -249,6 +307,15 @@ void PrintTables(const RopeReport& report) {
     }
   }
   std::fflush(stdout);
+}
+
+// The context-extension lint's findings, one per line.
+void PrintFindings(const std::vector<train::LintFinding>& findings) {
+  std::cout << "\nContext-extension checks (docs/context-extension.md):\n";
+  if (findings.empty()) std::cout << "  none\n";
+  for (const train::LintFinding& finding : findings) {
+    std::cout << "  " << train::FormatLintFinding(finding) << "\n";
+  }
 }
 
 void PrintText(const RopeOptions& options, const RopeReport& report) {
@@ -283,6 +350,7 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
   }
   PrintMethodSettings(report);
   PrintRow("attention_factor a", Number(f.attention_factor));
+  PrintFindings(report.findings);
   PrintTables(report);
 }
 
@@ -321,6 +389,28 @@ void Plot(const RopeOptions& options, const RopeReport& report) {
   const std::string problem = train::DrawLineChart(chart, options.plot_path);
   ROTOR_CHECK(problem.empty(), "--plot: ", problem);
   std::cerr << "rotor rope: wrote " << options.plot_path << "\n";
+}
+
+// --check: the findings alone; errors make the exit status 1.
+void Check(const RopeOptions& options) {
+  train::ExtensionLengths lengths;
+  const train::ModelConfig model =
+      LoadRopeModel(options.check_path, options.overrides, &lengths);
+  const std::vector<train::LintFinding> findings =
+      Lint(model, lengths, options.seq_len);
+  std::cout << options.check_path << ": "
+            << (findings.empty() ? "no context-extension findings\n" : "\n");
+  for (const train::LintFinding& finding : findings) {
+    std::cout << "  " << train::FormatLintFinding(finding) << "\n";
+  }
+  std::cout << std::flush;
+  const auto errors = std::count_if(
+      findings.begin(), findings.end(), [](const train::LintFinding& f) {
+        return f.severity == train::LintSeverity::kError;
+      });
+  ROTOR_CHECK(errors == 0, options.check_path, ": ", errors,
+              errors == 1 ? " context-extension error"
+                          : " context-extension errors");
 }
 
 // The explorer page for --config, --compare and --report, in that order.
@@ -402,7 +492,22 @@ void AddRopeCommand(CLI::App& rotor) {
   AddOverrides(*command, options->overrides,
                "change the model's settings, as in rotor eval (e.g.\n"
                "model.rope_scaling.rope_type=yarn); with --compare, both");
-  command->callback([options, config, report_dir, html] {
+  CLI::Option* check =
+      command
+          ->add_option("--check", options->check_path,
+                       "only the context-extension checks of PATH (any\n"
+                       "PATH --config takes): exit status 1 on an error,\n"
+                       "0 with warnings only")
+          ->type_name("PATH")
+          ->excludes(config)
+          ->excludes(html)
+          ->excludes(json)
+          ->excludes(plot);
+  command->callback([options, config, report_dir, html, check] {
+    if (check->count() > 0) {
+      Check(*options);
+      return;
+    }
     if (config->count() == 0 && report_dir->count() == 0) {
       throw CLI::RequiredError("--config (or --report with --html)");
     }

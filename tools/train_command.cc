@@ -65,6 +65,13 @@ void Train(const TrainOptions& options, train::Communicator& communicator,
     out << "# " << options.config_path << ", resolved\n" << resolved;
     return;
   }
+  // Before anything is built: a context extension that would be wrong is
+  // refused, a suspicious one warned about (rank 0 alone prints).
+  std::ostream silent(nullptr);
+  EnforceLintFindings(
+      train::LintContextExtension(config.model, TrainingLengths(config)),
+      options.config_path, "train",
+      communicator.rank() == 0 ? std::cerr : silent);
   train::Trainer trainer(config, out, communicator);
   out << trainer.Summary() << std::flush;
   if (communicator.rank() == 0) {

@@ -128,9 +128,18 @@ TEST(RopeCommand, TextShowsResolvedParametersAndTables) {
   EXPECT_NE(yarn.output.find("attention_factor a                "
                              "1.2079441541679836"),
             std::string::npos);
-  // Row 63: wavelength and ratio 1/8 (fully interpolated).
-  EXPECT_NE(yarn.output.find("    63  "), std::string::npos);
-  EXPECT_NE(yarn.output.find("  0.125\n"), std::string::npos);
+  // The effective scale per pair: theta_i / inv_freq_i, 1 for pair 0
+  // (kept), 8 for pair 63 (fully interpolated).
+  EXPECT_NE(yarn.output.find("Effective scale per pair"), std::string::npos);
+  EXPECT_NE(yarn.output.find("\n     0  1             1             1  "),
+            std::string::npos)
+      << yarn.output;
+  const size_t row63 = yarn.output.find("\n    63  ");
+  ASSERT_NE(row63, std::string::npos);
+  const std::string line =
+      yarn.output.substr(row63 + 1, yarn.output.find('\n', row63 + 1) - row63);
+  EXPECT_NE(line.find("  8           "), std::string::npos) << line;
+  EXPECT_NE(yarn.output.find("Context-extension checks"), std::string::npos);
   EXPECT_NE(yarn.output.find("  position 5\n"), std::string::npos);
 
   const RunResult llama3 =
@@ -227,6 +236,103 @@ TEST(RopeCommand, ConfigErrorsExitOneWithFileLineAndKey) {
   const RunResult missing = RunRotor("rope --config /nonexistent.yaml");
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.output.find("cannot read config file"), std::string::npos);
+}
+
+// A config file in /tmp with `text`, removed at the end of the scope.
+class TempConfig {
+ public:
+  explicit TempConfig(const std::string& text) {
+    const int fd = mkstemp(path_);
+    if (fd >= 0) close(fd);
+    std::ofstream(path_) << text;
+  }
+  ~TempConfig() { std::remove(path_); }
+  std::string path() const { return path_; }
+
+ private:
+  char path_[64] = "/tmp/rotor-rope-check-XXXXXX";
+};
+
+// A training config from scratch: YaRN 2x of 16 positions, trained at
+// `seq_len` of max_position_embeddings 64.
+std::string YarnTrainingConfig(int seq_len) {
+  return "output_dir: /tmp/rotor-rope-check-never-written\n"
+         "model:\n  vocab_size: 257\n  hidden_size: 32\n"
+         "  intermediate_size: 64\n  num_hidden_layers: 1\n"
+         "  num_attention_heads: 4\n  max_position_embeddings: 64\n"
+         "  rope_scaling: {rope_type: yarn, factor: 2, "
+         "original_max_position_embeddings: 16}\n"
+         "data:\n  path: brown\ntrain:\n  seq_len: " +
+         std::to_string(seq_len) + "\n  batch_size: 1\n  max_steps: 1\n";
+}
+
+TEST(RopeCommand, CheckExitsOneOnErrorsAndZeroWithWarnings) {
+  // seq_len 64 > 2 x 16: an error (and the factor disagrees with 64 / 16).
+  const TempConfig wrong(YarnTrainingConfig(64));
+  RunResult run = RunRotor("rope --check " + wrong.path());
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_NE(run.output.find("  error: train.seq_len 64 is beyond the 32 "
+                            "positions model.rope_scaling.factor 2 x "
+                            "model.rope_scaling.original_max_position_"
+                            "embeddings 16 covers"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("set model.rope_scaling.factor: 4"),
+            std::string::npos);
+  EXPECT_NE(run.output.find("  warning: model.rope_scaling.factor 2 "
+                            "disagrees with"),
+            std::string::npos);
+  EXPECT_NE(run.output.find("rotor rope: error: " + wrong.path() +
+                            ": 1 context-extension error"),
+            std::string::npos)
+      << run.output;
+  // seq_len 32: only the warning, status 0.
+  const TempConfig suspicious(YarnTrainingConfig(32));
+  run = RunRotor("rope --check " + suspicious.path());
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("  warning: model.rope_scaling.factor 2"),
+            std::string::npos);
+  EXPECT_EQ(run.output.find("error"), std::string::npos) << run.output;
+  // A consistent shipped config.
+  run = RunRotor("rope --check '" + ConfigPath("yarn") + "'");
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find(": no context-extension findings"),
+            std::string::npos)
+      << run.output;
+  // --seq-len is a length it is used at; --check excludes --config.
+  run = RunRotor("rope --check '" + ConfigPath("yarn") + "' --seq-len 70000");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_NE(run.output.find("warning: --seq-len 70000 is beyond "
+                            "model.max_position_embeddings 65536"),
+            std::string::npos)
+      << run.output;
+  run = RunRotor("rope --check x.yaml --config y.yaml");
+  EXPECT_EQ(run.status, 2) << run.output;
+  // The findings are in --json too.
+  run = RunRotor("rope --config " + wrong.path() + " --json");
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("\"severity\": \"error\""), std::string::npos);
+  EXPECT_NE(run.output.find("\"train.seq_len\""), std::string::npos);
+}
+
+// rotor train refuses a lint error before it builds anything, naming the
+// config file.
+TEST(RopeCommand, TrainRefusesALintErrorBeforeTraining) {
+  const TempConfig wrong(YarnTrainingConfig(64));
+  const RunResult run = RunRotor("train " + wrong.path());
+  EXPECT_EQ(run.status, 1) << run.output;
+  EXPECT_NE(run.output.find("rotor train: error: " + wrong.path() +
+                            ": train.seq_len 64 is beyond the 32 positions"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("rotor train: warning: " + wrong.path() +
+                            ": model.rope_scaling.factor 2 disagrees"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("step"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::ifstream("/tmp/rotor-rope-check-never-written/"
+                             "resolved_config.yaml")
+                   .good());
 }
 
 TEST(RopeCommand, PlotWritesAPng) {

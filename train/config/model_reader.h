@@ -240,7 +240,9 @@ class ModelReader {
                  StrCat("'", Excerpt(*value.template Decode<std::string>()),
                         "' contradicts ", type_key, " '",
                         Excerpt(*type_node->template Decode<std::string>()),
-                        "' (type is the legacy name of rope_type; give one)"));
+                        "' (type is the legacy name of rope_type, and "
+                        "readers differ in which they take): delete one, or "
+                        "give both the same method"));
           }
           type_node = value;
           type_key = key;

@@ -11,6 +11,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "train/config/extension_lint.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_yaml.h"
 #include "train/config/yaml.h"
@@ -103,9 +104,12 @@ std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config) {
   }
   const int64_t max_positions = config.model.rope.max_position_embeddings;
   if (t.seq_len > max_positions) {
-    return ConfigProblem{"train.seq_len",
-                         StrCat("exceeds model.max_position_embeddings (",
-                                max_positions, "), got ", t.seq_len)};
+    return ConfigProblem{
+        "train.seq_len",
+        StrCat("exceeds model.max_position_embeddings (", max_positions,
+               "), got ", t.seq_len, ": set train.seq_len: ", max_positions,
+               ", or model.max_position_embeddings: ", t.seq_len,
+               " with a rope_scaling whose factor covers it")};
   }
   const int64_t shortest =
       PasskeyMinLength(static_cast<int>(config.data.passkey_digits));
@@ -141,8 +145,10 @@ namespace {
 // the length the folder was pre-trained at: a rope_scaling that reads
 // original_max_position_embeddings (yarn, llama3, longrope) gets the
 // folder's when it leaves the key out (as axolotl does), and a different
-// value is refused, naming both: YaRN's ramp and attention factor, and
-// what an export writes, would be those of another model.
+// value is refused, naming both (the context-extension lint's check,
+// PretrainingLengthProblem, here at the key's line): YaRN's ramp and
+// attention factor, and what an export writes, would be those of another
+// model.
 void InheritPretrainedLength(const SectionReader& model_section,
                              const std::string& folder, const ModelConfig& base,
                              YAML::Node& model) {
@@ -169,21 +175,19 @@ void InheritPretrainedLength(const SectionReader& model_section,
     return;
   }
   const std::optional<int64_t> value = DecodeScalar<int64_t>(given);
-  if (!value || *value == pretrained) return;  // the parser checks the type
-  model_section.Fail(
-      given,
-      model_section.Join(nested
-                             ? "rope_scaling.original_max_position_embeddings"
-                             : "original_max_position_embeddings"),
-      StrCat(*value, ", but ", folder,
-             "/config.json says the model was pre-trained at ", pretrained,
-             " tokens (",
-             pretrained == base.rope.max_position_embeddings
-                 ? "its max_position_embeddings"
-                 : "its rope_scaling.original_max_position_"
-                   "embeddings",
-             "); set ", pretrained,
-             ", or leave the key out to take it from the folder"));
+  if (!value) return;  // the parser checks the type
+  PretrainingLength length =
+      PretrainingLengthOf(base, folder + "/config.json");
+  length.inherited_when_absent = true;
+  if (const std::optional<std::string> problem =
+          PretrainingLengthProblem(*value, length)) {
+    model_section.Fail(
+        given,
+        model_section.Join(nested
+                               ? "rope_scaling.original_max_position_embeddings"
+                               : "original_max_position_embeddings"),
+        *problem);
+  }
 }
 
 // Fine-tuning a Hugging Face model (train.init_from names its folder): the
@@ -315,14 +319,19 @@ TrainConfig LoadTrainConfig(const std::string& path,
 }
 
 ModelConfig LoadConfigFileModel(const std::string& path,
-                                const std::vector<std::string>& overrides) {
+                                const std::vector<std::string>& overrides,
+                                std::optional<TrainConfig>* training) {
   const std::string text = ReadConfigText(path);
   const YAML::Node root = LoadConfigYaml(text, path);
   bool model_only = root.IsMap();
   for (const auto& entry : model_only ? root : YAML::Node()) {
     if (entry.first.Scalar() != "model") model_only = false;
   }
-  if (!model_only) return ParseTrainConfig(text, path, overrides).model;
+  if (!model_only) {
+    TrainConfig config = ParseTrainConfig(text, path, overrides);
+    if (training != nullptr) *training = config;
+    return config.model;
+  }
   const ModelConfig model = ParseModelConfigText(text, path);
   return overrides.empty() ? model
                            : OverrideModelConfig(model, overrides, path);

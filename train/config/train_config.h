@@ -354,9 +354,11 @@ TrainConfig LoadTrainConfig(const std::string& path,
 // rotor train would build it: a training config (any section besides
 // model:) through ParseTrainConfig, so a model: section that only amends
 // train.init_from's config.json is resolved against it; a file with only a
-// model: section (configs/rope/) as that section.
+// model: section (configs/rope/) as that section. `training`, when given,
+// is set to the training config (left unset for a model-only file).
 ModelConfig LoadConfigFileModel(const std::string& path,
-                                const std::vector<std::string>& overrides = {});
+                                const std::vector<std::string>& overrides = {},
+                                std::optional<TrainConfig>* training = nullptr);
 
 // Parses the config.yaml saved in a checkpoint (`file` names it). Checkpoints
 // written before data.passkey_loss existed scored every token of their

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
+#include "train/config/extension_lint.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_config.h"
 #include "train/config/model_edit.h"
@@ -514,14 +516,27 @@ TEST(ConfigFields, EveryShippedConfigSetsOnlyKnownKeys) {
     } else if (entry.path().filename().string().rfind("hf-", 0) == 0) {
       // train.init_from names a folder scripts/hf_extend.sh makes, whose
       // config.json the model: section amends: here, the one it would write.
-      EXPECT_NO_THROW(
-          LoadTrainConfig(path, {"train.init_from=" + hf_folder.path()}));
+      const TrainConfig config =
+          LoadTrainConfig(path, {"train.init_from=" + hf_folder.path()});
+      ExtensionLengths lengths;
+      lengths.train_seq_len = config.train.seq_len;
+      lengths.pretraining = PretrainingLengthOf(
+          LoadHfConfig(hf_folder.Path("config.json")), "config.json");
+      EXPECT_TRUE(LintContextExtension(config.model, lengths).empty());
     } else if (entry.path().filename().string().rfind("dynamic-", 0) == 0) {
       // RoPE settings only, for rotor eval --rope-from (dynamic NTK is not
       // fine-tuned).
       EXPECT_NO_THROW(RopeEditFromConfig(path));
     } else {
-      EXPECT_NO_THROW(LoadConfigFileModel(path));
+      // The context-extension lint finds nothing: every shipped extension
+      // is consistent with its train.seq_len.
+      std::optional<TrainConfig> training;
+      const ModelConfig model = LoadConfigFileModel(path, {}, &training);
+      ExtensionLengths lengths;
+      if (training) lengths.train_seq_len = training->train.seq_len;
+      for (const LintFinding& finding : LintContextExtension(model, lengths)) {
+        ADD_FAILURE() << FormatLintFinding(finding);
+      }
     }
     ++read;
   }

@@ -1,0 +1,374 @@
+#include "train/config/extension_lint.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "nn/rope_scaling.h"
+
+namespace rotor::train {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+constexpr char kFactor[] = "model.rope_scaling.factor";
+constexpr char kOriginal[] =
+    "model.rope_scaling.original_max_position_embeddings";
+constexpr char kMaxPositions[] = "model.max_position_embeddings";
+constexpr char kRopeType[] = "model.rope_scaling.rope_type";
+constexpr char kSeqLen[] = "train.seq_len";
+
+LintFinding Finding(LintSeverity severity, std::vector<std::string> keys,
+                    std::string message) {
+  return LintFinding{severity, std::move(keys), std::move(message)};
+}
+
+// The methods that read original_max_position_embeddings.
+bool ReadsOriginalLength(RopeType type) {
+  return type == RopeType::kYarn || type == RopeType::kLlama3 ||
+         type == RopeType::kLongRope;
+}
+
+// The methods whose fixed frequencies stretch the positions by s.
+bool StretchesByFactor(RopeType type) {
+  return type == RopeType::kLinear || type == RopeType::kNtk ||
+         type == RopeType::kYarn || type == RopeType::kLlama3;
+}
+
+// L0 and how to name it in a message.
+struct OriginalLength {
+  int64_t tokens = 0;
+  std::string name;  // "model.rope_scaling.original_max_position_embeddings"
+};
+
+// L0 of the methods that read it; linear and ntk, which do not, measure
+// from the base model's length when it is known.
+std::optional<OriginalLength> OriginalLengthOf(
+    const RopeScalingConfig& rope, const ExtensionLengths& lengths) {
+  if (ReadsOriginalLength(rope.rope_type)) {
+    return OriginalLength{rope.original_max_position_embeddings.value_or(
+                              rope.max_position_embeddings),
+                          kOriginal};
+  }
+  if ((rope.rope_type == RopeType::kLinear ||
+       rope.rope_type == RopeType::kNtk) &&
+      lengths.pretraining) {
+    return OriginalLength{
+        lengths.pretraining->tokens,
+        StrCat("the pre-training length (", lengths.pretraining->statement,
+               ")")};
+  }
+  return std::nullopt;
+}
+
+std::string JoinLengths(const std::vector<int64_t>& lengths) {
+  std::string text;
+  for (const int64_t length : lengths) {
+    if (!text.empty()) text += ", ";
+    text += std::to_string(length);
+  }
+  return text;
+}
+
+// A number for a message: integers in full, others to 6 digits.
+std::string Num(double value) {
+  if (std::fabs(value) < 1e15 && value == std::floor(value)) {
+    return std::to_string(static_cast<int64_t>(value));
+  }
+  return StrCat(value);
+}
+
+bool Same(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
+
+void CheckPretraining(const RopeScalingConfig& rope,
+                      const ExtensionLengths& lengths,
+                      std::vector<LintFinding>& findings) {
+  if (!ReadsOriginalLength(rope.rope_type) || !lengths.pretraining) return;
+  if (const std::optional<std::string> problem = PretrainingLengthProblem(
+          rope.original_max_position_embeddings.value_or(
+              rope.max_position_embeddings),
+          *lengths.pretraining)) {
+    findings.push_back(Finding(LintSeverity::kError, {kOriginal},
+                               StrCat(kOriginal, ": ", *problem)));
+  }
+}
+
+void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
+                             const OriginalLength& original,
+                             std::vector<LintFinding>& findings) {
+  // Llama 3.1 itself declares 131072 positions with factor 8 of 8192: its
+  // bands keep the fast pairs, and it was trained past s * L0.
+  if (!rope.factor || rope.rope_type == RopeType::kLlama3) return;
+  const double s = *rope.factor;
+  const int64_t m = rope.max_position_embeddings;
+  const double ratio =
+      static_cast<double>(m) / static_cast<double>(original.tokens);
+  if (Same(s, ratio)) return;
+  const double covered = s * static_cast<double>(original.tokens);
+  std::string consequence;
+  if (rope.rope_type == RopeType::kYarn) {
+    consequence =
+        ", and transformers 4.51-4.55 replace a yarn factor by that ratio";
+  } else if (rope.rope_type == RopeType::kLongRope) {
+    consequence = StrCat(", and the attention factor sqrt(1 + ln s / ln ",
+                         original.tokens, ") is computed from the factor");
+  }
+  std::vector<std::string> keys = {kFactor, kMaxPositions};
+  if (original.name == kOriginal) keys.push_back(kOriginal);
+  findings.push_back(Finding(
+      LintSeverity::kWarning, keys,
+      StrCat(kFactor, " ", Num(s), " disagrees with ", kMaxPositions, " / ",
+             original.name, " = ", m, " / ", original.tokens, " = ",
+             Num(ratio), ": the scaling covers ", Num(s), " x ",
+             original.tokens, " = ", Num(covered),
+             " positions but the model declares ", m, consequence, "; set ",
+             kMaxPositions, ": ", Num(std::floor(covered)), ", or ", kFactor,
+             ": ", Num(ratio))));
+}
+
+void CheckTrainingCoverage(const RopeScalingConfig& rope,
+                           const OriginalLength& original, int64_t seq_len,
+                           std::vector<LintFinding>& findings) {
+  if (!StretchesByFactor(rope.rope_type) || !rope.factor) return;
+  const double s = *rope.factor;
+  const double l0 = static_cast<double>(original.tokens);
+  const double covered = s * l0;
+  const double needed = static_cast<double>(seq_len) / l0;
+  if (rope.rope_type != RopeType::kLlama3 &&
+      static_cast<double>(seq_len) > covered && !Same(needed, s)) {
+    findings.push_back(Finding(
+        LintSeverity::kError, {kSeqLen, kFactor},
+        StrCat(kSeqLen, " ", seq_len, " is beyond the ", Num(covered),
+               " positions ", kFactor, " ", Num(s), " x ", original.name, " ", original.tokens,
+               " covers: positions past ", Num(covered),
+               " lie outside the range the scaling maps into the pre-trained "
+               "one, so the run would train on extrapolated positions; set ",
+               kFactor, ": ", Num(needed), " (", kSeqLen, " / ",
+               original.tokens, "), or ", kSeqLen, ": ",
+               static_cast<int64_t>(std::floor(covered)))));
+    return;
+  }
+  // A run at or below L0 is a fine-tune that keeps a model's own scaling
+  // (as Llama 3.1's are), not an extension.
+  const double length = static_cast<double>(seq_len);
+  if (length > l0 && covered > 2.0 * length && !Same(covered, 2.0 * length)) {
+    findings.push_back(Finding(
+        LintSeverity::kWarning, {kFactor, kSeqLen},
+        StrCat(kFactor, " ", Num(s), " makes room for ", Num(s), " x ",
+               original.tokens, " = ", Num(covered),
+               " positions, more than twice ", kSeqLen, " ", seq_len,
+               ": the run trains only the first of them, and a larger factor "
+               "blurs nearby positions more for lengths it never trains "
+               "(the YaRN paper trains at half its s x L0 at most); set ",
+               kFactor, ": ", Num(needed), " (", kSeqLen, " / ",
+               original.tokens, ", with ", kMaxPositions, ": ", seq_len,
+               "), or ", kSeqLen, ": ",
+               std::min<int64_t>(static_cast<int64_t>(std::floor(covered)),
+                                 rope.max_position_embeddings))));
+  }
+}
+
+void CheckFactorOne(const RopeScalingConfig& rope,
+                    const std::optional<OriginalLength>& original,
+                    std::vector<LintFinding>& findings) {
+  if (!StretchesByFactor(rope.rope_type) || !rope.factor ||
+      *rope.factor != 1.0) {
+    return;
+  }
+  const std::string ratio =
+      original && original->tokens < rope.max_position_embeddings
+          ? StrCat(" (", kMaxPositions, " / ", original->name, " = ",
+                   rope.max_position_embeddings, " / ", original->tokens,
+                   " = ",
+                   Num(static_cast<double>(rope.max_position_embeddings) /
+                       static_cast<double>(original->tokens)),
+                   ")")
+          : "";
+  findings.push_back(Finding(
+      LintSeverity::kWarning, {kFactor},
+      StrCat(kFactor, " 1 leaves every frequency of rope_type '",
+             RopeTypeName(rope.rope_type),
+             "' as it is (attention factor 1): the model is default RoPE; set ",
+             kFactor, " to the new length over the pre-training length",
+             ratio)));
+}
+
+// No pair is interpolated when every frequency is the unscaled one (with
+// low < high, iff the slowest pair i = F-1, wavelength 2 pi b^(2(F-1)/r),
+// is at or below the ramp's start: L0 / wavelength >= beta_fast).
+void CheckYarnRamp(const RopeScalingConfig& rope,
+                   std::vector<LintFinding>& findings) {
+  if (rope.rope_type != RopeType::kYarn || rope.factor.value_or(1.0) == 1.0 ||
+      ComputeRopeFrequencies(rope, rope.max_position_embeddings).inv_freq !=
+          UnscaledInvFreq(rope)) {
+    return;
+  }
+  const int64_t r = RotaryDim(rope);
+  const int64_t last = r / 2 - 1;
+  const int64_t original = rope.original_max_position_embeddings.value_or(
+      rope.max_position_embeddings);
+  const double wavelength =
+      2.0 * kPi *
+      std::pow(rope.rope_theta, 2.0 * static_cast<double>(last) /
+                                    static_cast<double>(r));
+  const double turns = static_cast<double>(original) / wavelength;
+  findings.push_back(Finding(
+      LintSeverity::kWarning, {"model.rope_scaling.beta_fast", kOriginal},
+      StrCat("rope_type yarn interpolates no pair: a pair is divided by the "
+             "factor only when it turns fewer than "
+             "model.rope_scaling.beta_fast ",
+             Num(rope.beta_fast), " times within ", kOriginal, " ", original,
+             ", and even the slowest pair (i = ", last, ", wavelength ",
+             Num(wavelength), " tokens) turns ", Num(turns),
+             " times, so YaRN changes only the attention factor; set "
+             "model.rope_scaling.beta_fast: ",
+             Num(std::floor(turns) + 1.0), " (above ", Num(turns), ") or more")));
+}
+
+void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
+                                 const ExtensionLengths& lengths,
+                                 std::vector<LintFinding>& findings) {
+  if (rope.rope_type != RopeType::kLongRope) return;
+  std::vector<std::string> used;
+  std::vector<std::string> keys = {"model.rope_scaling.long_factor",
+                                   kOriginal};
+  int64_t longest = 0;
+  if (lengths.train_seq_len) {
+    used.push_back(StrCat(kSeqLen, " ", *lengths.train_seq_len));
+    keys.push_back(kSeqLen);
+    longest = *lengths.train_seq_len;
+  }
+  if (!lengths.eval_lengths.empty()) {
+    used.push_back(StrCat(lengths.eval_lengths_key, " ",
+                          JoinLengths(lengths.eval_lengths)));
+    keys.push_back(lengths.eval_lengths_key);
+    longest = std::max(longest, *std::max_element(lengths.eval_lengths.begin(),
+                                                  lengths.eval_lengths.end()));
+  }
+  const int64_t original = rope.original_max_position_embeddings.value_or(
+      rope.max_position_embeddings);
+  if (used.empty() || longest > original) return;
+  const std::string setting =
+      lengths.train_seq_len ? std::string(kSeqLen) : lengths.eval_lengths_key;
+  const std::string range =
+      rope.max_position_embeddings > original
+          ? StrCat(setting, " between ", original + 1, " and ",
+                   rope.max_position_embeddings, " (", kMaxPositions, ")")
+          : StrCat(kMaxPositions, " and ", setting, " above ", original);
+  findings.push_back(Finding(
+      LintSeverity::kWarning, keys,
+      StrCat("every length used (",
+             used.size() == 1 ? used[0] : used[0] + " and " + used[1],
+             ") is at most ", kOriginal, " ", original,
+             ", where LongRoPE uses model.rope_scaling.short_factor: "
+             "model.rope_scaling.long_factor is never used; set ",
+             range, " to use it")));
+}
+
+void CheckDynamicTraining(const RopeScalingConfig& rope, int64_t seq_len,
+                          std::vector<LintFinding>& findings) {
+  if (rope.rope_type != RopeType::kDynamic) return;
+  findings.push_back(Finding(
+      LintSeverity::kWarning, {kRopeType, kSeqLen},
+      StrCat(kRopeType, " dynamic scales only sequences longer than ",
+             kMaxPositions, " ", rope.max_position_embeddings, " (its L0), and ",
+             kSeqLen, " ", seq_len,
+             " cannot exceed it, so this run trains plain RoPE and ", kFactor,
+             " does nothing. A warning, not an error: a dynamic model is a "
+             "plain-RoPE model scaled at inference, so fine-tuning it at L0 is "
+             "sound; but dynamic NTK cannot extend a model by training (HF "
+             "recomputes the base from each batch's length, so training past "
+             "L0 would learn a different frequency for every length). To "
+             "extend by fine-tuning, set ",
+             kRopeType, ": ntk or yarn, with ", kMaxPositions,
+             ": the new length")));
+}
+
+void CheckEvaluationBeyond(const RopeScalingConfig& rope,
+                           const ExtensionLengths& lengths,
+                           std::vector<LintFinding>& findings) {
+  // Dynamic NTK is made for lengths past max_position_embeddings (its L0).
+  if (rope.rope_type == RopeType::kDynamic) return;
+  std::vector<int64_t> beyond;
+  for (const int64_t length : lengths.eval_lengths) {
+    if (length > rope.max_position_embeddings) beyond.push_back(length);
+  }
+  if (beyond.empty()) return;
+  findings.push_back(Finding(
+      LintSeverity::kWarning, {kMaxPositions, lengths.eval_lengths_key},
+      StrCat(lengths.eval_lengths_key, " ", JoinLengths(beyond),
+             beyond.size() == 1 ? " is" : " are", " beyond ", kMaxPositions,
+             " ", rope.max_position_embeddings,
+             ": positions past it are extrapolation with rope_type '",
+             RopeTypeName(rope.rope_type),
+             "' (expect the perplexity to rise there); to cover ", beyond.back(),
+             ", set ", kMaxPositions, ": ", beyond.back(),
+             " with a rope_scaling that stretches the positions that far")));
+}
+
+}  // namespace
+
+PretrainingLength PretrainingLengthOf(const ModelConfig& base,
+                                      const std::string& source) {
+  PretrainingLength length;
+  length.tokens = PretrainedLength(base);
+  length.statement = StrCat(
+      source, " says the model was pre-trained at ", length.tokens,
+      " tokens (",
+      length.tokens == base.rope.max_position_embeddings
+          ? "its max_position_embeddings"
+          : "its rope_scaling.original_max_position_embeddings",
+      ")");
+  return length;
+}
+
+std::optional<std::string> PretrainingLengthProblem(
+    int64_t original, const PretrainingLength& pretraining) {
+  if (original == pretraining.tokens) return std::nullopt;
+  return StrCat(original, ", but ", pretraining.statement, "; set ",
+                pretraining.tokens,
+                pretraining.inherited_when_absent
+                    ? ", or leave the key out to take it from the folder"
+                    : "");
+}
+
+std::vector<LintFinding> LintContextExtension(const ModelConfig& model,
+                                              const ExtensionLengths& lengths) {
+  const RopeScalingConfig& rope = model.rope;
+  std::vector<LintFinding> findings;
+  CheckPretraining(rope, lengths, findings);
+  const std::optional<OriginalLength> original =
+      OriginalLengthOf(rope, lengths);
+  if (original) {
+    CheckFactorAgainstRatio(rope, *original, findings);
+    if (lengths.train_seq_len) {
+      CheckTrainingCoverage(rope, *original, *lengths.train_seq_len, findings);
+    }
+  }
+  CheckFactorOne(rope, original, findings);
+  CheckYarnRamp(rope, findings);
+  CheckLongRopeUsesLongFactor(rope, lengths, findings);
+  if (lengths.train_seq_len) {
+    CheckDynamicTraining(rope, *lengths.train_seq_len, findings);
+  }
+  CheckEvaluationBeyond(rope, lengths, findings);
+  std::stable_partition(
+      findings.begin(), findings.end(),
+      [](const LintFinding& f) { return f.severity == LintSeverity::kError; });
+  return findings;
+}
+
+bool HasLintErrors(const std::vector<LintFinding>& findings) {
+  return std::any_of(findings.begin(), findings.end(), [](const LintFinding& f) {
+    return f.severity == LintSeverity::kError;
+  });
+}
+
+std::string FormatLintFinding(const LintFinding& finding) {
+  return StrCat(finding.severity == LintSeverity::kError ? "error" : "warning",
+                ": ", finding.message);
+}
+
+}  // namespace rotor::train
