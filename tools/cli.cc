@@ -196,17 +196,16 @@ train::ExtensionLengths TrainingLengths(const train::TrainConfig& config) {
 }
 
 void EnforceLintFindings(const std::vector<train::LintFinding>& findings,
-                         const std::string& source,
-                         const std::string& command,
+                         const std::string& source, const std::string& command,
                          std::ostream& warnings) {
   std::string errors;
   for (const train::LintFinding& finding : findings) {
     if (finding.severity == train::LintSeverity::kError) {
-      errors += StrCat(errors.empty() ? "" : "\n", source, ": ",
-                       finding.message);
+      errors +=
+          StrCat(errors.empty() ? "" : "\n", source, ": ", finding.message);
     } else {
       warnings << "rotor " << command << ": warning: " << source << ": "
-                << finding.message << "\n";
+               << finding.message << "\n";
     }
   }
   if (!errors.empty()) throw Error(errors);

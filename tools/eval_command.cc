@@ -204,7 +204,8 @@ train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
   if (by_length.empty() && !options.passkey) {
     lengths.eval_lengths = {options.seq_len > 0 ? options.seq_len
                                                 : config.train.seq_len};
-    lengths.eval_lengths_key = options.seq_len > 0 ? "--seq-len" : "train.seq_len";
+    lengths.eval_lengths_key =
+        options.seq_len > 0 ? "--seq-len" : "train.seq_len";
     return lengths;
   }
   lengths.eval_lengths = by_length;
@@ -214,9 +215,10 @@ train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
   lengths.eval_lengths.erase(
       std::unique(lengths.eval_lengths.begin(), lengths.eval_lengths.end()),
       lengths.eval_lengths.end());
-  lengths.eval_lengths_key = passkey.empty()     ? "--lengths"
-                             : by_length.empty() ? "--passkey-lengths"
-                                                 : "--lengths and --passkey-lengths";
+  lengths.eval_lengths_key = passkey.empty() ? "--lengths"
+                             : by_length.empty()
+                                 ? "--passkey-lengths"
+                                 : "--lengths and --passkey-lengths";
   return lengths;
 }
 
@@ -226,9 +228,9 @@ train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
 // edited model is also checked against the checkpoint's pre-training
 // length.
 void LintEvaluatedModels(const EvalOptions& options) {
-  const std::vector<std::string> rope_from =
-      options.rope_from.empty() ? std::vector<std::string>{""}
-                                : options.rope_from;
+  const std::vector<std::string> rope_from = options.rope_from.empty()
+                                                 ? std::vector<std::string>{""}
+                                                 : options.rope_from;
   for (const std::string& file : rope_from) {
     const train::TrainConfig in_force = train::LoadCheckpointModelConfig(
         options.checkpoint, EvalEdit(file, options));

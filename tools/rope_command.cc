@@ -203,12 +203,11 @@ std::vector<double> Scales(const RopeReport& report) {
 train::Json FindingsJson(const std::vector<train::LintFinding>& findings) {
   train::Json list = train::Json::array();
   for (const train::LintFinding& finding : findings) {
-    list.push_back(
-        {{"severity", finding.severity == train::LintSeverity::kError
-                          ? "error"
-                          : "warning"},
-         {"keys", finding.keys},
-         {"message", finding.message}});
+    list.push_back({{"severity", finding.severity == train::LintSeverity::kError
+                                     ? "error"
+                                     : "warning"},
+                    {"keys", finding.keys},
+                    {"message", finding.message}});
   }
   return list;
 }
@@ -408,9 +407,9 @@ void Check(const RopeOptions& options) {
       findings.begin(), findings.end(), [](const train::LintFinding& f) {
         return f.severity == train::LintSeverity::kError;
       });
-  ROTOR_CHECK(errors == 0, options.check_path, ": ", errors,
-              errors == 1 ? " context-extension error"
-                          : " context-extension errors");
+  ROTOR_CHECK(
+      errors == 0, options.check_path, ": ", errors,
+      errors == 1 ? " context-extension error" : " context-extension errors");
 }
 
 // The explorer page for --config, --compare and --report, in that order.

@@ -53,10 +53,9 @@ std::optional<OriginalLength> OriginalLengthOf(
   if ((rope.rope_type == RopeType::kLinear ||
        rope.rope_type == RopeType::kNtk) &&
       lengths.pretraining) {
-    return OriginalLength{
-        lengths.pretraining->tokens,
-        StrCat("the pre-training length (", lengths.pretraining->statement,
-               ")")};
+    return OriginalLength{lengths.pretraining->tokens,
+                          StrCat("the pre-training length (",
+                                 lengths.pretraining->statement, ")")};
   }
   return std::nullopt;
 }
@@ -120,12 +119,11 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
   findings.push_back(Finding(
       LintSeverity::kWarning, keys,
       StrCat(kFactor, " ", Num(s), " disagrees with ", kMaxPositions, " / ",
-             original.name, " = ", m, " / ", original.tokens, " = ",
-             Num(ratio), ": the scaling covers ", Num(s), " x ",
-             original.tokens, " = ", Num(covered),
-             " positions but the model declares ", m, consequence, "; set ",
-             kMaxPositions, ": ", Num(std::floor(covered)), ", or ", kFactor,
-             ": ", Num(ratio))));
+             original.name, " = ", m, " / ", original.tokens, " = ", Num(ratio),
+             ": the scaling covers ", Num(s), " x ", original.tokens, " = ",
+             Num(covered), " positions but the model declares ", m, consequence,
+             "; set ", kMaxPositions, ": ", Num(std::floor(covered)), ", or ",
+             kFactor, ": ", Num(ratio))));
 }
 
 void CheckTrainingCoverage(const RopeScalingConfig& rope,
@@ -141,8 +139,8 @@ void CheckTrainingCoverage(const RopeScalingConfig& rope,
     findings.push_back(Finding(
         LintSeverity::kError, {kSeqLen, kFactor},
         StrCat(kSeqLen, " ", seq_len, " is beyond the ", Num(covered),
-               " positions ", kFactor, " ", Num(s), " x ", original.name, " ", original.tokens,
-               " covers: positions past ", Num(covered),
+               " positions ", kFactor, " ", Num(s), " x ", original.name, " ",
+               original.tokens, " covers: positions past ", Num(covered),
                " lie outside the range the scaling maps into the pre-trained "
                "one, so the run would train on extrapolated positions; set ",
                kFactor, ": ", Num(needed), " (", kSeqLen, " / ",
@@ -180,8 +178,7 @@ void CheckFactorOne(const RopeScalingConfig& rope,
   const std::string ratio =
       original && original->tokens < rope.max_position_embeddings
           ? StrCat(" (", kMaxPositions, " / ", original->name, " = ",
-                   rope.max_position_embeddings, " / ", original->tokens,
-                   " = ",
+                   rope.max_position_embeddings, " / ", original->tokens, " = ",
                    Num(static_cast<double>(rope.max_position_embeddings) /
                        static_cast<double>(original->tokens)),
                    ")")
@@ -211,8 +208,8 @@ void CheckYarnRamp(const RopeScalingConfig& rope,
       rope.max_position_embeddings);
   const double wavelength =
       2.0 * kPi *
-      std::pow(rope.rope_theta, 2.0 * static_cast<double>(last) /
-                                    static_cast<double>(r));
+      std::pow(rope.rope_theta,
+               2.0 * static_cast<double>(last) / static_cast<double>(r));
   const double turns = static_cast<double>(original) / wavelength;
   findings.push_back(Finding(
       LintSeverity::kWarning, {"model.rope_scaling.beta_fast", kOriginal},
@@ -224,7 +221,8 @@ void CheckYarnRamp(const RopeScalingConfig& rope,
              Num(wavelength), " tokens) turns ", Num(turns),
              " times, so YaRN changes only the attention factor; set "
              "model.rope_scaling.beta_fast: ",
-             Num(std::floor(turns) + 1.0), " (above ", Num(turns), ") or more")));
+             Num(std::floor(turns) + 1.0), " (above ", Num(turns),
+             ") or more")));
 }
 
 void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
@@ -232,8 +230,7 @@ void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
                                  std::vector<LintFinding>& findings) {
   if (rope.rope_type != RopeType::kLongRope) return;
   std::vector<std::string> used;
-  std::vector<std::string> keys = {"model.rope_scaling.long_factor",
-                                   kOriginal};
+  std::vector<std::string> keys = {"model.rope_scaling.long_factor", kOriginal};
   int64_t longest = 0;
   if (lengths.train_seq_len) {
     used.push_back(StrCat(kSeqLen, " ", *lengths.train_seq_len));
@@ -257,14 +254,14 @@ void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
           ? StrCat(setting, " between ", original + 1, " and ",
                    rope.max_position_embeddings, " (", kMaxPositions, ")")
           : StrCat(kMaxPositions, " and ", setting, " above ", original);
-  findings.push_back(Finding(
-      LintSeverity::kWarning, keys,
-      StrCat("every length used (",
-             used.size() == 1 ? used[0] : used[0] + " and " + used[1],
-             ") is at most ", kOriginal, " ", original,
-             ", where LongRoPE uses model.rope_scaling.short_factor: "
-             "model.rope_scaling.long_factor is never used; set ",
-             range, " to use it")));
+  findings.push_back(
+      Finding(LintSeverity::kWarning, keys,
+              StrCat("every length used (",
+                     used.size() == 1 ? used[0] : used[0] + " and " + used[1],
+                     ") is at most ", kOriginal, " ", original,
+                     ", where LongRoPE uses model.rope_scaling.short_factor: "
+                     "model.rope_scaling.long_factor is never used; set ",
+                     range, " to use it")));
 }
 
 void CheckDynamicTraining(const RopeScalingConfig& rope, int64_t seq_len,
@@ -273,8 +270,8 @@ void CheckDynamicTraining(const RopeScalingConfig& rope, int64_t seq_len,
   findings.push_back(Finding(
       LintSeverity::kWarning, {kRopeType, kSeqLen},
       StrCat(kRopeType, " dynamic scales only sequences longer than ",
-             kMaxPositions, " ", rope.max_position_embeddings, " (its L0), and ",
-             kSeqLen, " ", seq_len,
+             kMaxPositions, " ", rope.max_position_embeddings,
+             " (its L0), and ", kSeqLen, " ", seq_len,
              " cannot exceed it, so this run trains plain RoPE and ", kFactor,
              " does nothing. A warning, not an error: a dynamic model is a "
              "plain-RoPE model scaled at inference, so fine-tuning it at L0 is "
@@ -303,8 +300,8 @@ void CheckEvaluationBeyond(const RopeScalingConfig& rope,
              " ", rope.max_position_embeddings,
              ": positions past it are extrapolation with rope_type '",
              RopeTypeName(rope.rope_type),
-             "' (expect the perplexity to rise there); to cover ", beyond.back(),
-             ", set ", kMaxPositions, ": ", beyond.back(),
+             "' (expect the perplexity to rise there); to cover ",
+             beyond.back(), ", set ", kMaxPositions, ": ", beyond.back(),
              " with a rope_scaling that stretches the positions that far")));
 }
 
@@ -315,8 +312,7 @@ PretrainingLength PretrainingLengthOf(const ModelConfig& base,
   PretrainingLength length;
   length.tokens = PretrainedLength(base);
   length.statement = StrCat(
-      source, " says the model was pre-trained at ", length.tokens,
-      " tokens (",
+      source, " says the model was pre-trained at ", length.tokens, " tokens (",
       length.tokens == base.rope.max_position_embeddings
           ? "its max_position_embeddings"
           : "its rope_scaling.original_max_position_embeddings",
@@ -361,9 +357,9 @@ std::vector<LintFinding> LintContextExtension(const ModelConfig& model,
 }
 
 bool HasLintErrors(const std::vector<LintFinding>& findings) {
-  return std::any_of(findings.begin(), findings.end(), [](const LintFinding& f) {
-    return f.severity == LintSeverity::kError;
-  });
+  return std::any_of(
+      findings.begin(), findings.end(),
+      [](const LintFinding& f) { return f.severity == LintSeverity::kError; });
 }
 
 std::string FormatLintFinding(const LintFinding& finding) {

@@ -176,8 +176,7 @@ void InheritPretrainedLength(const SectionReader& model_section,
   }
   const std::optional<int64_t> value = DecodeScalar<int64_t>(given);
   if (!value) return;  // the parser checks the type
-  PretrainingLength length =
-      PretrainingLengthOf(base, folder + "/config.json");
+  PretrainingLength length = PretrainingLengthOf(base, folder + "/config.json");
   length.inherited_when_absent = true;
   if (const std::optional<std::string> problem =
           PretrainingLengthProblem(*value, length)) {

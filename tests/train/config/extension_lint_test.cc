@@ -72,8 +72,7 @@ TEST(ExtensionLint, AnOriginalLengthThatIsNotTheBasesIsAnError) {
   ExtensionLengths lengths;
   lengths.pretraining =
       PretrainingLengthOf(Model(512, "null"), "base/config.json");
-  const std::vector<LintFinding> findings =
-      LintContextExtension(yarn, lengths);
+  const std::vector<LintFinding> findings = LintContextExtension(yarn, lengths);
   ASSERT_EQ(findings.size(), 1u) << Messages(findings);
   EXPECT_EQ(findings[0].severity, LintSeverity::kError);
   EXPECT_EQ(findings[0].keys, std::vector<std::string>{kOriginal});
@@ -105,10 +104,9 @@ TEST(ExtensionLint, AFactorThatIsNotTheRatioOfTheLengthsWarns) {
   const std::vector<LintFinding> findings = LintContextExtension(yarn, {});
   ASSERT_EQ(findings.size(), 1u) << Messages(findings);
   EXPECT_EQ(findings[0].severity, LintSeverity::kWarning);
-  EXPECT_EQ(findings[0].keys,
-            (std::vector<std::string>{"model.rope_scaling.factor",
-                                      "model.max_position_embeddings",
-                                      kOriginal}));
+  EXPECT_EQ(findings[0].keys, (std::vector<std::string>{
+                                  "model.rope_scaling.factor",
+                                  "model.max_position_embeddings", kOriginal}));
   EXPECT_EQ(findings[0].message,
             "model.rope_scaling.factor 4 disagrees with "
             "model.max_position_embeddings / " +
@@ -137,8 +135,9 @@ TEST(ExtensionLint, TrainingPastWhatTheFactorCoversIsAnError) {
       LintContextExtension(yarn, Training(4096));
   ASSERT_EQ(findings.size(), 2u) << Messages(findings);
   EXPECT_EQ(findings[0].severity, LintSeverity::kError);  // errors first
-  EXPECT_EQ(findings[0].keys, (std::vector<std::string>{
-                                  "train.seq_len", "model.rope_scaling.factor"}));
+  EXPECT_EQ(
+      findings[0].keys,
+      (std::vector<std::string>{"train.seq_len", "model.rope_scaling.factor"}));
   EXPECT_CONTAINS(findings[0].message,
                   "train.seq_len 4096 is beyond the 2048 positions "
                   "model.rope_scaling.factor 4 x " +
@@ -169,8 +168,9 @@ TEST(ExtensionLint, AFactorMuchLargerThanTheTrainingLengthNeedsWarns) {
       LintContextExtension(Model(4096, yarn16), Training(1024));
   ASSERT_EQ(findings.size(), 1u) << Messages(findings);
   EXPECT_EQ(findings[0].severity, LintSeverity::kWarning);
-  EXPECT_EQ(findings[0].keys, (std::vector<std::string>{
-                                  "model.rope_scaling.factor", "train.seq_len"}));
+  EXPECT_EQ(
+      findings[0].keys,
+      (std::vector<std::string>{"model.rope_scaling.factor", "train.seq_len"}));
   EXPECT_CONTAINS(findings[0].message,
                   "model.rope_scaling.factor 16 makes room for 16 x 256 = "
                   "4096 positions, more than twice train.seq_len 1024");
@@ -247,8 +247,8 @@ TEST(ExtensionLint, AYarnRampThatInterpolatesNoPairWarns) {
   EXPECT_EQ(ComputeRopeFrequencies(yarn(32).rope, 32768).inv_freq,
             UnscaledInvFreq(yarn(32).rope));
   // The value the message says to set interpolates the slowest pair.
-  const double turns = 16384.0 / (2.0 * 3.14159265358979323846 *
-                                  std::pow(100.0, 6.0 / 8.0));
+  const double turns =
+      16384.0 / (2.0 * 3.14159265358979323846 * std::pow(100.0, 6.0 / 8.0));
   const double suggested = std::floor(turns) + 1.0;
   EXPECT_CONTAINS(findings[0].message,
                   StrCat("set model.rope_scaling.beta_fast: ",
@@ -320,9 +320,9 @@ TEST(ExtensionLint, EvaluatingPastMaxPositionsWarnsOfExtrapolation) {
   const std::vector<LintFinding> findings =
       LintContextExtension(Model(256, "null"), lengths);
   ASSERT_EQ(findings.size(), 1u) << Messages(findings);
-  EXPECT_EQ(findings[0].keys,
-            (std::vector<std::string>{"model.max_position_embeddings",
-                                      "--lengths"}));
+  EXPECT_EQ(
+      findings[0].keys,
+      (std::vector<std::string>{"model.max_position_embeddings", "--lengths"}));
   EXPECT_EQ(findings[0].message,
             "--lengths 512, 1024 are beyond model.max_position_embeddings "
             "256: positions past it are extrapolation with rope_type "
@@ -353,7 +353,8 @@ TEST(ExtensionLint, ASeqLenPastMaxPositionsIsRefused) {
       ParseTrainConfig("model:\n  head_dim: 8\n  max_position_embeddings: 64\n"
                        "data:\n  path: brown\ntrain:\n  seq_len: 128\n",
                        "cfg.yaml"),
-      "cfg.yaml:7:", "train.seq_len: exceeds model.max_position_embeddings "
+      "cfg.yaml:7:",
+      "train.seq_len: exceeds model.max_position_embeddings "
       "(64), got 128: set train.seq_len: 64, or "
       "model.max_position_embeddings: 128 with a rope_scaling whose factor "
       "covers it");
