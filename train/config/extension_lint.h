@@ -29,10 +29,12 @@
 //       never trained (the YaRN paper's s = 32 at 64k of 4k is the limit).
 //       A run at L <= L0 is a fine-tune keeping a model's own scaling.
 //   factor 1             (warning) s = 1 leaves every frequency as it is.
-//   YaRN ramp            (warning) pair i is interpolated iff it turns fewer
-//       than beta_fast times within L0: L0 / (2 pi b^(2i/r)) < beta_fast
-//       (nn/rope_scaling.h ComputeYarnRampBounds: i > low); if even the
-//       slowest pair turns more, YaRN changes only the attention factor.
+//   YaRN ramp            (warning) no inv_freq differs from theta: with
+//       the ramp rising (low < high, nn/rope_scaling.h
+//       ComputeYarnRampBounds), pair i is interpolated iff i > low, i.e. it
+//       turns fewer than beta_fast times within L0, L0 / (2 pi b^(2i/r)) <
+//       beta_fast; if even the slowest pair turns more, YaRN changes only
+//       the attention factor.
 //   LongRoPE short only  (warning) long_factor applies to sequences > L0;
 //       training and evaluating only at lengths <= L0 never use it.
 //   dynamic in training  (warning) dynamic NTK is unscaled up to L0 = M,
