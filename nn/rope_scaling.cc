@@ -54,12 +54,6 @@ bool FactorRequired(RopeType type) {
          type == RopeType::kLlama3;
 }
 
-// L0 for yarn, llama3 and longrope.
-int64_t OriginalLength(const RopeScalingConfig& config) {
-  return config.original_max_position_embeddings.value_or(
-      config.max_position_embeddings);
-}
-
 // s; longrope without `factor` uses max_position_embeddings / L0.
 double ScaleFactor(const RopeScalingConfig& config) {
   if (config.factor) return *config.factor;
@@ -148,6 +142,11 @@ std::optional<RopeConfigProblem> CheckNtkBase(const RopeScalingConfig& config) {
 }
 
 }  // namespace
+
+int64_t OriginalLength(const RopeScalingConfig& config) {
+  return config.original_max_position_embeddings.value_or(
+      config.max_position_embeddings);
+}
 
 const char* RopeTypeName(RopeType type) { return InfoFor(type).name; }
 

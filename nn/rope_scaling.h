@@ -123,6 +123,10 @@ struct RopeFrequencies {
 // The unscaled frequencies theta_i = rope_theta^(-2i/r) of `config`.
 std::vector<double> UnscaledInvFreq(const RopeScalingConfig& config);
 
+// L0 of yarn, llama3 and longrope: original_max_position_embeddings, or
+// max_position_embeddings when it is absent (as HF defaults it).
+int64_t OriginalLength(const RopeScalingConfig& config);
+
 // True for the methods whose frequencies depend on the sequence length
 // (dynamic, longrope).
 bool RopeDependsOnSequenceLength(RopeType type);

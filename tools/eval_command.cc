@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,13 +232,17 @@ void LintEvaluatedModels(const EvalOptions& options) {
   const std::vector<std::string> rope_from = options.rope_from.empty()
                                                  ? std::vector<std::string>{""}
                                                  : options.rope_from;
+  std::optional<train::PretrainingLength> pretraining;
   for (const std::string& file : rope_from) {
     const train::TrainConfig in_force = train::LoadCheckpointModelConfig(
         options.checkpoint, EvalEdit(file, options));
     train::ExtensionLengths lengths = EvaluatedLengths(options, in_force);
     std::string source = options.checkpoint;
     if (!file.empty() || !options.overrides.empty()) {
-      lengths.pretraining = CheckpointPretrainingLength(options.checkpoint);
+      if (!pretraining) {
+        pretraining = CheckpointPretrainingLength(options.checkpoint);
+      }
+      lengths.pretraining = pretraining;
       source += file.empty() ? " with overrides" : " with --rope-from " + file;
     }
     EnforceLintFindings(train::LintContextExtension(in_force.model, lengths),

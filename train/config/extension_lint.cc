@@ -9,8 +9,6 @@
 namespace rotor::train {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 constexpr char kFactor[] = "model.rope_scaling.factor";
 constexpr char kOriginal[] =
     "model.rope_scaling.original_max_position_embeddings";
@@ -36,26 +34,24 @@ bool StretchesByFactor(RopeType type) {
 }
 
 // L0 and how to name it in a message.
-struct OriginalLength {
+struct BaseLength {
   int64_t tokens = 0;
   std::string name;  // "model.rope_scaling.original_max_position_embeddings"
 };
 
 // L0 of the methods that read it; linear and ntk, which do not, measure
 // from the base model's length when it is known.
-std::optional<OriginalLength> OriginalLengthOf(
-    const RopeScalingConfig& rope, const ExtensionLengths& lengths) {
+std::optional<BaseLength> BaseLengthOf(const RopeScalingConfig& rope,
+                                       const ExtensionLengths& lengths) {
   if (ReadsOriginalLength(rope.rope_type)) {
-    return OriginalLength{rope.original_max_position_embeddings.value_or(
-                              rope.max_position_embeddings),
-                          kOriginal};
+    return BaseLength{OriginalLength(rope), kOriginal};
   }
   if ((rope.rope_type == RopeType::kLinear ||
        rope.rope_type == RopeType::kNtk) &&
       lengths.pretraining) {
-    return OriginalLength{lengths.pretraining->tokens,
-                          StrCat("the pre-training length (",
-                                 lengths.pretraining->statement, ")")};
+    return BaseLength{lengths.pretraining->tokens,
+                      StrCat("the pre-training length (",
+                             lengths.pretraining->statement, ")")};
   }
   return std::nullopt;
 }
@@ -86,16 +82,14 @@ void CheckPretraining(const RopeScalingConfig& rope,
                       std::vector<LintFinding>& findings) {
   if (!ReadsOriginalLength(rope.rope_type) || !lengths.pretraining) return;
   if (const std::optional<std::string> problem = PretrainingLengthProblem(
-          rope.original_max_position_embeddings.value_or(
-              rope.max_position_embeddings),
-          *lengths.pretraining)) {
+          OriginalLength(rope), *lengths.pretraining)) {
     findings.push_back(Finding(LintSeverity::kError, {kOriginal},
                                StrCat(kOriginal, ": ", *problem)));
   }
 }
 
 void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
-                             const OriginalLength& original,
+                             const BaseLength& original,
                              std::vector<LintFinding>& findings) {
   // Llama 3.1 itself declares 131072 positions with factor 8 of 8192: its
   // bands keep the fast pairs, and it was trained past s * L0.
@@ -127,7 +121,7 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
 }
 
 void CheckTrainingCoverage(const RopeScalingConfig& rope,
-                           const OriginalLength& original, int64_t seq_len,
+                           const BaseLength& original, int64_t seq_len,
                            std::vector<LintFinding>& findings) {
   if (!StretchesByFactor(rope.rope_type) || !rope.factor) return;
   const double s = *rope.factor;
@@ -169,7 +163,7 @@ void CheckTrainingCoverage(const RopeScalingConfig& rope,
 }
 
 void CheckFactorOne(const RopeScalingConfig& rope,
-                    const std::optional<OriginalLength>& original,
+                    const std::optional<BaseLength>& original,
                     std::vector<LintFinding>& findings) {
   if (!StretchesByFactor(rope.rope_type) || !rope.factor ||
       *rope.factor != 1.0) {
@@ -197,19 +191,17 @@ void CheckFactorOne(const RopeScalingConfig& rope,
 // is at or below the ramp's start: L0 / wavelength >= beta_fast).
 void CheckYarnRamp(const RopeScalingConfig& rope,
                    std::vector<LintFinding>& findings) {
-  if (rope.rope_type != RopeType::kYarn || rope.factor.value_or(1.0) == 1.0 ||
-      ComputeRopeFrequencies(rope, rope.max_position_embeddings).inv_freq !=
-          UnscaledInvFreq(rope)) {
+  if (rope.rope_type != RopeType::kYarn || rope.factor.value_or(1.0) == 1.0) {
     return;
   }
-  const int64_t r = RotaryDim(rope);
-  const int64_t last = r / 2 - 1;
-  const int64_t original = rope.original_max_position_embeddings.value_or(
-      rope.max_position_embeddings);
-  const double wavelength =
-      2.0 * kPi *
-      std::pow(rope.rope_theta,
-               2.0 * static_cast<double>(last) / static_cast<double>(r));
+  const std::vector<double> unscaled = UnscaledInvFreq(rope);
+  if (ComputeRopeFrequencies(rope, rope.max_position_embeddings).inv_freq !=
+      unscaled) {
+    return;
+  }
+  const int64_t last = static_cast<int64_t>(unscaled.size()) - 1;
+  const int64_t original = OriginalLength(rope);
+  const double wavelength = 2.0 * M_PI / unscaled.back();
   const double turns = static_cast<double>(original) / wavelength;
   findings.push_back(Finding(
       LintSeverity::kWarning, {"model.rope_scaling.beta_fast", kOriginal},
@@ -244,8 +236,7 @@ void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
     longest = std::max(longest, *std::max_element(lengths.eval_lengths.begin(),
                                                   lengths.eval_lengths.end()));
   }
-  const int64_t original = rope.original_max_position_embeddings.value_or(
-      rope.max_position_embeddings);
+  const int64_t original = OriginalLength(rope);
   if (used.empty() || longest > original) return;
   const std::string setting =
       lengths.train_seq_len ? std::string(kSeqLen) : lengths.eval_lengths_key;
@@ -335,8 +326,7 @@ std::vector<LintFinding> LintContextExtension(const ModelConfig& model,
   const RopeScalingConfig& rope = model.rope;
   std::vector<LintFinding> findings;
   CheckPretraining(rope, lengths, findings);
-  const std::optional<OriginalLength> original =
-      OriginalLengthOf(rope, lengths);
+  const std::optional<BaseLength> original = BaseLengthOf(rope, lengths);
   if (original) {
     CheckFactorAgainstRatio(rope, *original, findings);
     if (lengths.train_seq_len) {
