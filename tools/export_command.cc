@@ -112,20 +112,17 @@ void RunGgufExport(const ExportOptions& options) {
             << "\n";
 }
 
-// The dtype to write: --dtype, else the base's torch_dtype, so a bfloat16
-// folder fine-tuned and exported stays bfloat16 (half the size of float32),
-// else float32 (a model trained from scratch, or a float16 base: rotor
-// writes float32 and bfloat16 only, and says so).
+// The dtype to write: --dtype, else the base's (train::DefaultExportDtype:
+// float32 for a model trained from scratch; rotor writes float32 and
+// bfloat16 only, and says so for a float16 base).
 std::string ExportDtype(const std::string& asked,
                         const train::ModelConfig& model) {
   if (!asked.empty()) return asked;
-  const std::string base = model.torch_dtype.value_or("float32");
-  if (base == "float16") {
+  if (model.torch_dtype == "float16") {
     std::cout << "the base is float16, which rotor does not write: writing "
                  "float32 (--dtype bfloat16 for half the size)\n";
-    return "float32";
   }
-  return base;
+  return train::DefaultExportDtype(model);
 }
 
 void RunExport(const ExportOptions& options) {

@@ -70,6 +70,29 @@ int64_t FolderBytes(const std::string& dir) {
   return bytes;
 }
 
+// The logits of `length` fixed byte ids through rotor's model of
+// `checkpoint` and through the independent reference's reading of the HF
+// folder `folder`: the largest difference over the largest logit.
+double RelativeLogitError(const std::string& checkpoint,
+                          const std::string& folder, int64_t length) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < length; ++i) {
+    ids.push_back(static_cast<int32_t>((i * 37 + 11) % 256));
+  }
+  auto model = train::LoadCheckpointModel(checkpoint, {});
+  model->SetSequenceLength(length);
+  const Tensor logits = model->Logits(ids, 1, length);
+  const std::vector<double> reference = test::hf::ReferenceLogits(
+      folder, std::vector<int>(ids.begin(), ids.end()));
+  EXPECT_EQ(reference.size(), static_cast<size_t>(logits.numel()));
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    worst = std::max(worst, std::abs(logits.data()[i] - reference[i]));
+    scale = std::max(scale, std::abs(reference[i]));
+  }
+  return worst / scale;
+}
+
 class HfCli : public test::PreparedDataTest {
  protected:
   Result Run(const std::string& args) const {
@@ -158,20 +181,7 @@ TEST_F(HfCli, ExtendAnHfModelWithYarnAndExportIt) {
 
   // The exported folder, read by the reference alone, computes what the
   // fine-tuned checkpoint computes in rotor, at the extended length.
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 64; ++i) ids.push_back((i * 37 + 11) % 256);
-  auto model = train::LoadCheckpointModel(dir_.Path("run"), {});
-  model->SetSequenceLength(64);
-  const Tensor logits = model->Logits(ids, 1, 64);
-  const std::vector<double> reference = test::hf::ReferenceLogits(
-      exported, std::vector<int>(ids.begin(), ids.end()));
-  ASSERT_EQ(reference.size(), static_cast<size_t>(logits.numel()));
-  double worst = 0.0, scale = 0.0;
-  for (size_t i = 0; i < reference.size(); ++i) {
-    worst = std::max(worst, std::abs(logits.data()[i] - reference[i]));
-    scale = std::max(scale, std::abs(reference[i]));
-  }
-  EXPECT_LT(worst, 2e-5 * scale) << "scale " << scale;
+  EXPECT_LT(RelativeLogitError(dir_.Path("run"), exported, 64), 2e-5);
 
   // The exported byte-level model pairs with byte-level data again.
   r = Run("eval --checkpoint " + Quote(exported) + " --data " + Quote(data_) +
@@ -318,6 +328,81 @@ TEST_F(HfCli, ExportRemovesTheLeftoversOfAKilledExport) {
     EXPECT_FALSE(fs::exists(dir_.Path("out.tmp-Q1w2E3.old")));
     EXPECT_TRUE(fs::exists(dir_.Path("out2.tmp-ZzZ999")));
   }
+}
+
+// rotor extend-report on a model you already have: a bf16 HF folder as
+// base.init_from and a folder of text files as base.data (prepared with the
+// folder's tokenizer), with no base training; every fine-tune is exported
+// as an HF folder that the independent reference reads as rotor does. Data
+// prepared with another tokenizer is refused before anything runs.
+TEST_F(HfCli, ExtendReportOnAnHfFolder) {
+  const std::string base = ExportRandom("base");
+  const std::string text = fs::path(data_).parent_path().string() + "/text";
+  const std::string report = dir_.Path("report");
+  const auto report_config = [&](const std::string& data) {
+    return dir_.Write("report.yaml",
+                      "base:\n  init_from: " + base + "\n  data: " + data +
+                          "\noutput_dir: " + report +
+                          "\nfactor: 4\nmethods: [default, yarn]\n"
+                          "finetune: {steps: 1, warmup_steps: 1, "
+                          "tokens_per_step: 256}\n"
+                          "eval: {documents: 1, depths: [1], trials: 1}\n"
+                          "export: hf\nthreads: 1\n");
+  };
+  Result r = Run("extend-report " + Quote(report_config(text)));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "(an existing model, not trained here; L = 32)");
+  EXPECT_CONTAINS(r.out,
+                  "prepared " + text + " with byte into " + report + "/data");
+  EXPECT_FALSE(fs::exists(report + "/logs/base.log"));
+  const std::string markdown = train::ReadFile(report + "/report.md");
+  EXPECT_CONTAINS(markdown, "an existing model, not trained here");
+  EXPECT_CONTAINS(markdown, "base training: none (an existing model)");
+  EXPECT_CONTAINS(markdown, "/export/<method>");
+  // The default grid starts at L/4 = 8 and L/2 = 16; passkey lengths are
+  // those that fit the prompt (128 and 256 of 8..256).
+  const nlohmann::json results =
+      nlohmann::json::parse(train::ReadFile(report + "/results.json"));
+  std::vector<int64_t> lengths, passkey_lengths;
+  for (const auto& point : results["variants"][0]["perplexity"]) {
+    lengths.push_back(point["length"]);
+  }
+  for (const auto& cell : results["variants"][0]["passkey"]) {
+    passkey_lengths.push_back(cell["length"]);
+  }
+  EXPECT_EQ(lengths, (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
+  EXPECT_EQ(passkey_lengths, (std::vector<int64_t>{128, 256}));
+
+  for (const char* method : {"default", "yarn"}) {
+    SCOPED_TRACE(method);
+    const std::string exported = report + "/export/" + method;
+    const nlohmann::json config =
+        nlohmann::json::parse(train::ReadFile(exported + "/config.json"));
+    EXPECT_EQ(config["torch_dtype"], "bfloat16");
+    EXPECT_EQ(config["max_position_embeddings"], 128);
+    EXPECT_LT(RelativeLogitError(exported, exported, 128), 1e-5);
+  }
+  const nlohmann::json yarn = nlohmann::json::parse(
+      train::ReadFile(report + "/export/yarn/config.json"));
+  EXPECT_EQ(yarn["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(yarn["rope_scaling"]["factor"], 4.0);
+  EXPECT_EQ(yarn["rope_scaling"]["original_max_position_embeddings"], 32);
+
+  // Data in another tokenizer's ids is refused, naming both.
+  r = Run("tokenizer train --input " + Quote(text) +
+          " --vocab-size 300 --output " + Quote(dir_.Path("bpe.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Run("prepare --input " + Quote(text) + " --output " +
+          Quote(dir_.Path("bpe-data")) + " --tokenizer " +
+          Quote(dir_.Path("bpe.json")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Run("extend-report " + Quote(report_config(dir_.Path("bpe-data"))) +
+          " output_dir=" + dir_.Path("other"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "base.data " + dir_.Path("bpe-data") +
+                             " was prepared with tokenizer " +
+                             dir_.Path("bpe-data") +
+                             "/tokenizer.json, but the model's is byte");
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "train/config/yaml.h"
-#include "train/data/passkey.h"
 
 namespace rotor::train {
 
@@ -22,11 +21,32 @@ std::string RefuseMethod(const std::string& given) {
   return StrCat("unknown method '", given, "' (", RopeTypeNames(), ")");
 }
 
+const char* ReportExportName(ReportExport format) {
+  return format == ReportExport::kHf ? "hf" : "none";
+}
+
+ReportExport ParseReportExport(const std::string& name) {
+  if (name == "none") return ReportExport::kNone;
+  if (name == "hf") return ReportExport::kHf;
+  throw Error(StrCat("export must be 'none' or 'hf', got '", name, "'"));
+}
+
 std::optional<ConfigProblem> FindReportConfigProblem(
     const ExtendReportConfig& config) {
-  if (config.base_config.empty()) {
+  if (config.base_config.empty() && config.base_init_from.empty()) {
     return ConfigProblem{"base.config",
-                         "is required: the training config of the base model"};
+                         "is required: the training config of the base model "
+                         "(or base.init_from: a model you already have)"};
+  }
+  if (config.base_config.empty() && !config.base_overrides.empty()) {
+    return ConfigProblem{"base.overrides",
+                         "need base.config: they are overrides of it"};
+  }
+  if (config.base_config.empty() && config.base_data.empty()) {
+    return ConfigProblem{"base.data",
+                         "is required with base.init_from and no base.config: "
+                         "the text to fine-tune and evaluate on (a prepared "
+                         "data folder or a folder of text files)"};
   }
   if (config.practice_steps > 0 && config.practice_output_dir.empty()) {
     return ConfigProblem{"base.practice.output_dir",
@@ -55,17 +75,13 @@ std::optional<ConfigProblem> FindReportConfigProblem(
                                   "] (rotor's limit), got ", length)};
     }
   }
+  // The shortest passkey prompt depends on the tokenizer: PlanReport checks
+  // it.
   for (int64_t length : config.passkey_lengths) {
-    if (length > limits::kMaxPositions) {
+    if (length < 1 || length > limits::kMaxPositions) {
       return ConfigProblem{"eval.passkey_lengths",
-                           StrCat("must be <= ", limits::kMaxPositions,
-                                  " (rotor's limit), got ", length)};
-    }
-    if (length < PasskeyMinLength()) {
-      return ConfigProblem{
-          "eval.passkey_lengths",
-          StrCat("must be >= ", PasskeyMinLength(),
-                 " (the shortest passkey prompt), got ", length)};
+                           StrCat("must be in [1, ", limits::kMaxPositions,
+                                  "] (rotor's limit), got ", length)};
     }
   }
   for (double depth : config.depths) {

@@ -3,6 +3,7 @@
 // documents every key:
 //
 //   base: { config: configs/default.yaml, overrides: [],
+//           init_from: "", data: "",
 //           practice: { steps: 800, passkey_fraction: 0.75, warmup_steps: 50,
 //                       output_dir: runs/default-passkey } }
 //   output_dir: runs/extend-report
@@ -18,7 +19,14 @@
 //   checks: { zeroshot_ppl_ratio_min: 1.5, finetuned_ppl_ratio_max: 1.1,
 //             finetuned_passkey_min: 0.9, base_passkey_min: 0.95,
 //             max_seconds: 3600 }
+//   export: none
 //   threads: 0
+//
+// The base is either trained here from base.config, or, with
+// base.init_from, a model you already have (a Hugging Face folder or a rotor
+// checkpoint), used as it is: no base training, its tokenizer and
+// pre-training length from the folder, base.config (optional) only for the
+// fine-tunes' training settings.
 #ifndef ROTOR_TRAIN_CONFIG_REPORT_CONFIG_H_
 #define ROTOR_TRAIN_CONFIG_REPORT_CONFIG_H_
 
@@ -64,10 +72,25 @@ void VisitFields(Visitor& v, ExtendReportChecks& c) {
 // "unknown method 'X' (default, linear, ...)", for a report's method lists.
 std::string RefuseMethod(const std::string& given);
 
+// What the report writes of each fine-tuned model besides its checkpoint:
+// nothing, or a Hugging Face folder <output_dir>/export/<method>[-lora]
+// (LoRA merged), in the base's dtype when that is bfloat16.
+enum class ReportExport { kNone, kHf };
+const char* ReportExportName(ReportExport format);
+// "none" / "hf"; throws rotor::Error naming the accepted values.
+ReportExport ParseReportExport(const std::string& name);
+
 struct ExtendReportConfig {
   std::string file;                         // for messages
   std::string base_config;                  // a training config (YAML)
   std::vector<std::string> base_overrides;  // key=value on it
+  // A model to extend as it is (an HF folder, a rotor checkpoint or run
+  // folder) instead of training one from base_config; "" = train it.
+  std::string base_init_from;
+  // The text to fine-tune and evaluate on: a folder prepared with the
+  // model's tokenizer, or a folder of text files the report prepares with
+  // it into <output_dir>/data; "" = base_config's data.path.
+  std::string base_data;
   // Passkey practice after the base run, at the base length, from its
   // weights, with the base config's learning rate; 0 steps = none.
   int64_t practice_steps = 0;
@@ -98,15 +121,18 @@ struct ExtendReportConfig {
   // finetune's ratio).
   FinetuneSection lora_finetune;
   double lora_lr = 0.0;
-  // Evaluation. Empty lengths mean {L, 2L, s*L, 2*s*L} (sorted, unique).
+  // Evaluation. Empty lengths mean {L/4, L/2, L, 2L, s*L, 2*s*L} (sorted,
+  // unique): the short ones show what static scaling costs below L.
   std::vector<int64_t> lengths;
   int64_t documents = 10;
   LengthEvalMethod ppl_method = LengthEvalMethod::kTruncate;
-  int64_t stride = 0;                    // sliding only; 0 = L / 2
-  std::vector<int64_t> passkey_lengths;  // empty: the perplexity lengths
+  int64_t stride = 0;  // sliding only; 0 = L / 2
+  // Empty: the perplexity lengths that fit the shortest passkey prompt.
+  std::vector<int64_t> passkey_lengths;
   std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int64_t trials = 10;
   ExtendReportChecks checks;
+  ReportExport export_format = ReportExport::kNone;
   int64_t threads = 0;
 };
 
@@ -116,10 +142,14 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
   const field::Choices<RopeType> methods{
       {RopeTypeName, RopeTypeFromName, RefuseMethod}, "rope_type names"};
   v.Map(Key{"base", "the base model"}, [&](auto& base) {
-    base(Key{"config", "its training config (required)"}, c.base_config,
-         field::Text{});
+    base(Key{"config", "its training config (required to train one)"},
+         c.base_config, field::Text{});
     base(Key{"overrides", "key=value overrides of that config"},
          c.base_overrides, field::Strings{"key.path=value strings"});
+    base(Key{"init_from", "an HF folder or checkpoint, used as it is"},
+         c.base_init_from, field::Text{});
+    base(Key{"data", "prepared data or a folder of text files"}, c.base_data,
+         field::Text{});
     base.Map(Key{"practice", "passkey practice after the base run"},
              [&](auto& practice) {
                practice(Key{"steps", "steps of practice; 0: none"},
@@ -138,6 +168,9 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
   v(Key{"factor", "s: the extended context over the base's"}, c.factor,
     field::RealAbove{1.0, 64.0});
   v(Key{"methods", "the scaling methods compared"}, c.methods, methods);
+  v(Key{"export", "none, or hf: each fine-tune as an HF folder"},
+    c.export_format,
+    field::Parsed<ReportExport>{ReportExportName, ParseReportExport});
   v(Key{"threads", "threads; 0: all cores"}, c.threads,
     field::Int{0, limits::kMaxThreads});
   v.Map(Key{"finetune", "the fine-tunes at s*L"}, [&](auto& finetune) {
@@ -168,14 +201,14 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
         &c.lora_finetune.lora.enabled);
   });
   v.Map(Key{"eval", "perplexity and passkey"}, [&](auto& eval) {
-    eval(Key{"lengths", "perplexity lengths; empty: L, 2L, sL, 2sL"}, c.lengths,
-         field::Ints{"positive integers"});
+    eval(Key{"lengths", "perplexity lengths; empty: L/4, L/2, L, 2L, sL, 2sL"},
+         c.lengths, field::Ints{"positive integers"});
     eval(Key{"documents", "documents per length"}, c.documents, field::Int{1});
     eval(Key{"method", "truncate or sliding"}, c.ppl_method,
          field::Parsed<LengthEvalMethod>{LengthEvalMethodName,
                                          LengthEvalMethodFromName});
     eval(Key{"stride", "sliding only; 0: L / 2"}, c.stride, field::Int{0});
-    eval(Key{"passkey_lengths", "passkey lengths; empty: the above"},
+    eval(Key{"passkey_lengths", "empty: those above that fit a prompt"},
          c.passkey_lengths, field::Ints{"positive integers"});
     eval(Key{"depths", "key depths in [0, 1]"}, c.depths,
          field::Numbers{"numbers in [0, 1]"});

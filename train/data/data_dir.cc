@@ -17,6 +17,11 @@ std::string CacheDir() {
 
 namespace {
 
+// The folder data.path names.
+std::string DataDirOf(const std::string& path) {
+  return path == "brown" ? CacheDir() + "/brown" : path;
+}
+
 // How to make the token files data.path `dir` lacks. A folder that already
 // holds files is most likely the text itself, which rotor prepare must not
 // write into: it gets another folder, data/NAME.
@@ -44,11 +49,18 @@ std::string HowToPrepare(const std::string& dir) {
 
 }  // namespace
 
-std::string ResolveDataDir(const std::string& path) {
+bool HoldsPreparedData(const std::string& path) {
   namespace fs = std::filesystem;
-  const std::string dir = path == "brown" ? CacheDir() + "/brown" : path;
-  ROTOR_CHECK(fs::exists(dir + "/train.bin") && fs::exists(dir + "/val.bin"),
-              "data.path '", path, "': ", dir, " has no train.bin/val.bin; ",
+  const std::string dir = DataDirOf(path);
+  std::error_code error;
+  return fs::exists(dir + "/train.bin", error) &&
+         fs::exists(dir + "/val.bin", error);
+}
+
+std::string ResolveDataDir(const std::string& path) {
+  const std::string dir = DataDirOf(path);
+  ROTOR_CHECK(HoldsPreparedData(path), "data.path '", path, "': ", dir,
+              " has no train.bin/val.bin; ",
               path == "brown" ? "run scripts/fetch_brown.sh to download and "
                                 "prepare the Brown corpus"
                               : HowToPrepare(dir));

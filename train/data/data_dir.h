@@ -15,6 +15,10 @@ std::string CacheDir();
 // Throws, saying how to prepare it, if train.bin or val.bin is missing.
 std::string ResolveDataDir(const std::string& path);
 
+// Whether data.path `path` names a prepared folder (ResolveDataDir would
+// return it) rather than, say, a folder of text files.
+bool HoldsPreparedData(const std::string& path);
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_DATA_DATA_DIR_H_

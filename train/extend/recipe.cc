@@ -5,7 +5,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/checkpoint.h"
+#include "train/data/data_dir.h"
 #include "train/data/passkey.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 
@@ -53,28 +56,53 @@ void CheckBuiltConfig(const TrainConfig& config, const std::string& what) {
 
 ReportPlan PlanReport(const ExtendReportConfig& report) {
   ReportPlan plan;
-  plan.base = LoadTrainConfig(report.base_config, report.base_overrides);
+  if (!report.base_config.empty()) {
+    plan.base = LoadTrainConfig(report.base_config, report.base_overrides);
+  }
   plan.base.train.threads = report.threads;
   plan.base.logging.progress = false;
+  plan.init_from = report.base_init_from;
+  plan.tokenizer = plan.base.data.tokenizer.empty() ? ByteTokenizer::kName
+                                                    : plan.base.data.tokenizer;
+  if (!plan.init_from.empty()) {
+    // The folder's own model, tokenizer and pre-training length.
+    plan.base.model = LoadCheckpointModelConfig(plan.init_from).model;
+    plan.tokenizer = CheckpointTokenizerSpec(plan.init_from);
+    plan.base.data.tokenizer = plan.tokenizer;
+    plan.base.train.seq_len = PretrainedLength(plan.base.model);
+  }
+  if (!report.base_data.empty()) {
+    plan.base.data.path = report.base_data;
+    if (!HoldsPreparedData(report.base_data)) {
+      plan.text_files = report.base_data;
+      plan.base.data.path = report.output_dir + "/data";
+    }
+  }
   plan.base_length = plan.base.train.seq_len;
   plan.extended_length =
       static_cast<int64_t>(std::llround(report.factor * plan.base_length));
+  const int64_t l = plan.base_length;
   plan.lengths = report.lengths;
   if (plan.lengths.empty()) {
-    plan.lengths = {plan.base_length, 2 * plan.base_length,
-                    plan.extended_length, 2 * plan.extended_length};
+    plan.lengths = {
+        std::max<int64_t>(l / 4, 1), std::max<int64_t>(l / 2, 1), l, 2 * l,
+        plan.extended_length,        2 * plan.extended_length};
   }
   std::sort(plan.lengths.begin(), plan.lengths.end());
   plan.lengths.erase(std::unique(plan.lengths.begin(), plan.lengths.end()),
                      plan.lengths.end());
-  plan.passkey_lengths =
-      report.passkey_lengths.empty() ? plan.lengths : report.passkey_lengths;
+  const int digits = static_cast<int>(plan.base.data.passkey_digits);
+  const int64_t shortest = PasskeyMinLength(digits);
+  plan.passkey_lengths = report.passkey_lengths;
+  if (plan.passkey_lengths.empty()) {
+    for (int64_t length : plan.lengths) {
+      if (length >= shortest) plan.passkey_lengths.push_back(length);
+    }
+  }
   for (int64_t length : plan.passkey_lengths) {
-    const int digits = static_cast<int>(plan.base.data.passkey_digits);
-    ROTOR_CHECK(length >= PasskeyMinLength(digits), report.file,
-                ": passkey length ", length,
-                " is below the shortest passkey prompt (",
-                PasskeyMinLength(digits), " tokens); set eval.passkey_lengths");
+    ROTOR_CHECK(length >= shortest, report.file, ": passkey length ", length,
+                " is below the shortest passkey prompt (", shortest,
+                " tokens); set eval.passkey_lengths");
   }
   return plan;
 }

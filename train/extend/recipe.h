@@ -18,22 +18,36 @@
 
 namespace rotor::train {
 
-// The base run and the lengths every variant is measured at.
+// The base model and the lengths every variant is measured at.
 struct ReportPlan {
   // The base model's training config (report.base_config with
-  // report.base_overrides), with the report's thread count and no live
-  // progress line.
+  // report.base_overrides, or the defaults), with the report's thread count
+  // and no live progress line. With report.base_init_from, its model is the
+  // folder's, its seq_len the folder's pre-training length
+  // (PretrainedLength), and its data.path report.base_data (or where the
+  // report prepares it).
   TrainConfig base;
-  int64_t base_length = 0;      // L: the base run's seq_len
+  // The existing base model (report.base_init_from), or "" when the report
+  // trains it from `base`.
+  std::string init_from;
+  // The model's tokenizer spec: init_from's, or base.data.tokenizer's.
+  std::string tokenizer;
+  // A folder of text files (report.base_data that holds no prepared data)
+  // that the runner prepares with `tokenizer` into base.data.path
+  // (<output_dir>/data); "" when base.data.path is prepared already.
+  std::string text_files;
+  int64_t base_length = 0;      // L: the base's pre-training length
   int64_t extended_length = 0;  // s*L, rounded
-  // Perplexity lengths (report.lengths, or L, 2L, s*L, 2*s*L), sorted and
-  // unique; passkey lengths (report.passkey_lengths, or the same).
+  // Perplexity lengths (report.lengths, or L/4, L/2, L, 2L, s*L, 2*s*L),
+  // sorted and unique; passkey lengths (report.passkey_lengths, or those of
+  // the perplexity lengths that fit the shortest passkey prompt).
   std::vector<int64_t> lengths;
   std::vector<int64_t> passkey_lengths;
 };
 
-// Loads the base config and resolves the lengths; throws when a passkey
-// length is below the shortest passkey prompt.
+// Loads the base config (and the existing base's model config) and resolves
+// the lengths; throws when a passkey length is below the shortest passkey
+// prompt.
 ReportPlan PlanReport(const ExtendReportConfig& report);
 
 // `base`'s model extended by `factor` from its training length

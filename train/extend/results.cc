@@ -108,6 +108,12 @@ std::string VariantResultPath(const std::string& output_dir, RopeType method,
          ".json";
 }
 
+std::string ReportExportDir(const std::string& output_dir, RopeType method,
+                            bool lora) {
+  return StrCat(output_dir, "/export/", RopeTypeName(method),
+                lora ? "-lora" : "");
+}
+
 std::optional<VariantResult> LoadVariantResult(const std::string& path) {
   if (!std::filesystem::exists(path)) return std::nullopt;
   return VariantResultFromJson(ParseJson(ReadFile(path), path), path);

@@ -47,6 +47,10 @@ const VariantResult* FindVariant(const std::vector<VariantResult>& results,
 // <output_dir>/results/<VariantName>.json.
 std::string VariantResultPath(const std::string& output_dir, RopeType method,
                               bool finetuned, bool lora = false);
+// <output_dir>/export/<method>[-lora]: the fine-tune as an HF folder
+// (`export: hf`), named as its run folder <output_dir>/finetune/<...>.
+std::string ReportExportDir(const std::string& output_dir, RopeType method,
+                            bool lora);
 // The result stored at `path`, or nullopt if there is none.
 std::optional<VariantResult> LoadVariantResult(const std::string& path);
 void SaveVariantResult(const std::string& path, const VariantResult& result);

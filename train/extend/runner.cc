@@ -8,14 +8,17 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "nn/lora.h"
 #include "train/checkpoint.h"
 #include "train/data/data_dir.h"
+#include "train/data/prepare.h"
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/extend/recipe.h"
 #include "train/extend/results.h"
 #include "train/extend/writer.h"
+#include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
 #include "train/metrics.h"
 #include "train/tokenizer/byte_tokenizer.h"
@@ -89,14 +92,25 @@ class ReportRunner {
   std::string TrainOrReuse(const TrainConfig& config, const std::string& reused,
                            const std::string& log_name,
                            const std::string& announcement);
-  // Sets run_.base_checkpoint to the base run's, or the passkey practice's.
+  // With report text files (plan_.text_files), prepares them with the
+  // model's tokenizer into plan_.base.data.path; then checks that the data
+  // folder's tokenizer is the model's.
+  void PrepareData();
+  // Sets run_.base_checkpoint to the existing base (base.init_from) or the
+  // base run's, or to the passkey practice's.
   void TrainBase();
   VariantResult Evaluate(nn::Transformer& model, RopeType method,
                          bool finetuned);
   VariantResult ZeroShot(RopeType method);
   VariantResult Finetuned(RopeType method, bool lora);
-  // The stored result if there is one, else ZeroShot or Finetuned, stored.
+  // The stored result if there is one, else ZeroShot or Finetuned, stored;
+  // with `export: hf`, a fine-tuned model is also written as a Hugging Face
+  // folder (ExportFinetuned).
   VariantResult RunVariant(RopeType method, bool finetuned, bool lora = false);
+  // Writes the fine-tune of `method` as <output_dir>/export/<name>, its
+  // LoRA adapters merged, unless an earlier invocation has (the folder is
+  // written atomically, so one that exists is complete).
+  void ExportFinetuned(RopeType method, bool lora);
 
   const ExtendReportConfig& config_;
   std::ostream& log_;
@@ -122,15 +136,48 @@ std::string ReportRunner::TrainOrReuse(const TrainConfig& config,
   return StatusOf(config).checkpoint;
 }
 
+void ReportRunner::PrepareData() {
+  const std::string& dir = plan_.base.data.path;
+  if (!plan_.text_files.empty()) {
+    // Preparing is fast and deterministic: the same files give the same
+    // token files, so a rerun never changes what the runs were trained on.
+    PrepareOptions prepare;
+    prepare.inputs = {plan_.text_files};
+    prepare.output = dir;
+    prepare.tokenizer = plan_.tokenizer;
+    prepare.force = true;
+    const PrepareSummary summary = RunPrepare(prepare);
+    Say(StrCat("prepared ", plan_.text_files, " with ", plan_.tokenizer,
+               " into ", dir, " (", summary.train.tokens, " training and ",
+               summary.val.tokens, " validation tokens)"));
+  }
+  const std::string data_dir = ResolveDataDir(dir);
+  const std::string data_tokenizer = TokenizerSpecIn(data_dir);
+  if (plan_.tokenizer.empty()) plan_.tokenizer = data_tokenizer;
+  ROTOR_CHECK(SameTokenizer(data_tokenizer, plan_.tokenizer), config_.file,
+              ": base.data ", data_dir, " was prepared with tokenizer ",
+              data_tokenizer, ", but the model's is ", plan_.tokenizer,
+              "; prepare it with the model's (rotor prepare --tokenizer ",
+              plan_.tokenizer,
+              "), or name a folder of text files, which the report prepares");
+}
+
 void ReportRunner::TrainBase() {
-  const TrainConfig& base = plan_.base;
-  run_.base_checkpoint = TrainOrReuse(
-      base, "", "base.log",
-      StrCat("training the base model (", config_.base_config, " -> ",
-             base.output_dir, ", ", base.train.max_steps, " steps"));
-  run_.base_train_seconds =
-      LoadTrainerState(run_.base_checkpoint).elapsed_seconds;
-  Say("base model: " + run_.base_checkpoint);
+  if (!plan_.init_from.empty()) {
+    run_.base_checkpoint = ResolveCheckpointPath(plan_.init_from);
+    Say(StrCat("base model: ", run_.base_checkpoint,
+               " (an existing model, not trained here; L = ", plan_.base_length,
+               ")"));
+  } else {
+    const TrainConfig& base = plan_.base;
+    run_.base_checkpoint = TrainOrReuse(
+        base, "", "base.log",
+        StrCat("training the base model (", config_.base_config, " -> ",
+               base.output_dir, ", ", base.train.max_steps, " steps"));
+    run_.base_train_seconds =
+        LoadTrainerState(run_.base_checkpoint).elapsed_seconds;
+    Say("base model: " + run_.base_checkpoint);
+  }
   if (config_.practice_steps == 0) return;
 
   const TrainConfig practice =
@@ -171,13 +218,14 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
 VariantResult ReportRunner::ZeroShot(RopeType method) {
   Say(VariantName(method, false) + ": evaluating the base weights with " +
       RopeTypeName(method));
-  // The base checkpoint's own model settings, extended.
+  // The base's own model settings, extended.
   const ModelConfig saved =
-      LoadCheckpointTrainConfig(run_.base_checkpoint).model;
-  auto model = LoadCheckpointModel(
-      run_.base_checkpoint,
-      ModelEdit{
-          ExtendModelConfig(saved, method, config_.factor, plan_.base_length)});
+      LoadCheckpointModelConfig(run_.base_checkpoint).model;
+  ModelEdit edit;
+  edit.model =
+      ExtendModelConfig(saved, method, config_.factor, plan_.base_length);
+  edit.source = StrCat(RopeTypeName(method), " x", config_.factor);
+  auto model = LoadCheckpointModel(run_.base_checkpoint, edit);
   return Evaluate(*model, method, false);
 }
 
@@ -215,16 +263,28 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
   return result;
 }
 
+void ReportRunner::ExportFinetuned(RopeType method, bool lora) {
+  const std::string dir = ReportExportDir(config_.output_dir, method, lora);
+  if (std::filesystem::exists(dir + "/" + kHfExportMarker)) return;
+  const std::string checkpoint =
+      StatusOf(
+          FinetuneConfig(config_, plan_, method, run_.base_checkpoint, lora))
+          .checkpoint;
+  TrainConfig config;
+  const auto model = LoadCheckpointModel(checkpoint, {}, &config);
+  nn::MergeLora(*model);  // a LoRA run's W += (alpha / r) B A
+  HfExportOptions options;
+  options.dtype = DefaultExportDtype(config.model);
+  WriteHfModelFolder(dir, *model, config.model,
+                     CheckpointTokenizerSpec(checkpoint), options);
+  Say(StrCat(VariantName(method, true, lora), ": exported to ", dir, " (",
+             options.dtype, ")"));
+}
+
 ExtendReportSummary ReportRunner::Run() {
   const double start = SteadySeconds();
   SetNumThreads(static_cast<int>(config_.threads));
   plan_ = PlanReport(config_);
-  // Its passkey test builds examples from bytes (train/data/passkey.h).
-  const std::string data_dir = ResolveDataDir(plan_.base.data.path);
-  ROTOR_CHECK(TokenizerSpecIn(data_dir) == ByteTokenizer::kName, config_.file,
-              ": the extend report needs data prepared with the byte "
-              "tokenizer (its passkey test is built from bytes), but ",
-              data_dir, " uses ", TokenizerSpecIn(data_dir));
   // output_dir must be a folder rotor can write, before any training.
   for (const char* sub : {"/logs", "/results"}) {
     std::error_code error;
@@ -235,6 +295,12 @@ ExtendReportSummary ReportRunner::Run() {
   }
   WriteFileAtomically(config_.output_dir + "/report_config.yaml",
                       ExtendReportConfigToYaml(config_));
+  PrepareData();
+  // Its passkey test builds examples from bytes (train/data/passkey.h).
+  ROTOR_CHECK(plan_.tokenizer == ByteTokenizer::kName, config_.file,
+              ": the extend report needs a model with the byte tokenizer (its "
+              "passkey test is built from bytes), but its tokenizer is ",
+              plan_.tokenizer);
 
   TrainBase();
   run_.val_path = ResolveDataDir(plan_.base.data.path) + "/val.bin";
@@ -251,10 +317,13 @@ ExtendReportSummary ReportRunner::Run() {
         std::find(skip.begin(), skip.end(), method) != skip.end()) {
       continue;
     }
-    results.push_back(RunVariant(method, true));
     // The same budget with LoRA, for the full/LoRA comparison.
-    if (config_.lora_finetune.lora.enabled) {
-      results.push_back(RunVariant(method, true, /*lora=*/true));
+    for (bool lora : {false, true}) {
+      if (lora && !config_.lora_finetune.lora.enabled) continue;
+      results.push_back(RunVariant(method, true, lora));
+      if (config_.export_format == ReportExport::kHf) {
+        ExportFinetuned(method, lora);
+      }
     }
   }
   run_.invocation_seconds = SteadySeconds() - start;

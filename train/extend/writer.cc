@@ -208,8 +208,12 @@ std::vector<std::string> ReportWriter::DrawDepthMaps() {
 void ReportWriter::WriteIntro() {
   const int64_t sl = plan_.extended_length;
   md_ << "# Context extension report\n\n"
-      << "Base model `" << run_.base_checkpoint << "` (config `"
-      << config_.base_config << "`";
+      << "Base model `" << run_.base_checkpoint << "` (";
+  if (!plan_.init_from.empty()) {
+    md_ << "an existing model, not trained here";
+  } else {
+    md_ << "config `" << config_.base_config << "`";
+  }
   for (const std::string& o : config_.base_overrides) md_ << " `" << o << "`";
   if (config_.practice_steps > 0) {
     md_ << ", then " << config_.practice_steps
@@ -372,7 +376,9 @@ double ReportWriter::AllSeconds() const {
 void ReportWriter::WriteTime() {
   md_ << "## Time\n\nOn this machine ("
       << (config_.threads > 0 ? StrCat(config_.threads) : std::string("all"))
-      << " threads); base training: " << FormatDuration(run_.base_train_seconds)
+      << " threads); base training: "
+      << (plan_.init_from.empty() ? FormatDuration(run_.base_train_seconds)
+                                  : std::string("none (an existing model)"))
       << (config_.practice_steps > 0
               ? ", passkey practice: " + FormatDuration(run_.practice_seconds)
               : std::string())
@@ -426,6 +432,11 @@ void ReportWriter::WriteSettings() {
         << LoraSettingsText(config_.lora_finetune) << "; lr " << lora.train.lr
         << " -> " << lora.train.min_lr << ". Runs: `" << config_.output_dir
         << "/finetune/<method>-lora` (docs/lora.md).\n";
+  }
+  if (config_.export_format == ReportExport::kHf) {
+    md_ << "- Exports (`export: hf`): each fine-tuned model as a Hugging Face "
+           "folder, LoRA merged, in `"
+        << config_.output_dir << "/export/<method>`.\n";
   }
   md_ << "- Methods (`model.*` overrides on the base config):\n";
   for (RopeType method : config_.methods) {

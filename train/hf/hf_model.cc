@@ -223,6 +223,11 @@ std::unique_ptr<nn::Transformer> LoadHfModel(const std::string& dir,
   return transformer;
 }
 
+std::string DefaultExportDtype(const ModelConfig& model) {
+  const std::string dtype = model.torch_dtype.value_or("float32");
+  return dtype == "bfloat16" ? dtype : "float32";
+}
+
 std::string HfTokenizerSpec(const std::string& dir) {
   ROTOR_CHECK(fs::exists(JoinPath(dir, "tokenizer.json")), dir,
               ": has no tokenizer.json (rotor reads Hugging Face "

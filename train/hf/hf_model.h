@@ -68,6 +68,11 @@ struct HfExportOptions {
   int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
 };
 
+// The dtype an export of `model` writes by default: its torch_dtype when
+// that is one rotor writes (a bfloat16 folder fine-tuned stays bfloat16,
+// half the size of float32), else float32.
+std::string DefaultExportDtype(const ModelConfig& model);
+
 // The file by which an export knows a folder it wrote: a JSON object
 // {"written_by": "rotor export", "files": [every other file it wrote]}.
 inline constexpr char kHfExportMarker[] = ".rotor-export";

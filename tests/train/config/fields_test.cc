@@ -299,6 +299,8 @@ TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
   ExtendReportConfig config;
   config.base_config = "configs/tiny.yaml";
   config.base_overrides = {"train.max_steps=20", "train.lr=2e-3"};
+  config.base_init_from = "hf/SmolLM2-135M";
+  config.base_data = "texts";
   config.practice_steps = 30;
   config.practice_passkey_fraction = 0.5;
   config.practice_warmup_steps = 3;
@@ -324,6 +326,7 @@ TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
   config.depths = {0.5};
   config.trials = 4;
   config.checks = {2.0, 1.2, 0.8, 0.9, 60.0};
+  config.export_format = ReportExport::kHf;
   config.threads = 1;
   const std::map<std::string, std::string> defaults =
       ValuesOf(ExtendReportConfig());

@@ -40,10 +40,25 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
       ParseExtendReportConfig("base: {config: b.yaml}\neval: {lenghts: []}\n",
                               "r.yaml"),
       "eval.lenghts", "unknown key");
+  // A base you already have: base.config is optional, then base.data is
+  // required, and base.overrides need a config to override.
+  const ExtendReportConfig existing = ParseExtendReportConfig(
+      "base: {init_from: hf/model, data: texts}\nexport: hf\n", "r.yaml");
+  EXPECT_EQ(existing.base_init_from, "hf/model");
+  EXPECT_EQ(existing.base_data, "texts");
+  EXPECT_EQ(existing.export_format, ReportExport::kHf);
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {init_from: hf/model}\n", "r.yaml"),
+      "base.data", "is required with base.init_from and no base.config");
   ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig(
-          "base: {config: b.yaml}\neval: {passkey_lengths: [64]}\n", "r.yaml"),
-      "eval.passkey_lengths", "must be >= ");
+          "base: {init_from: hf/model, data: t, overrides: [a.b=1]}\n",
+          "r.yaml"),
+      "base.overrides", "need base.config");
+  ROTOR_EXPECT_ERROR(ParseExtendReportConfig(
+                         "base: {config: b.yaml}\nexport: gguf\n", "r.yaml"),
+                     "r.yaml:2:", "export",
+                     "must be 'none' or 'hf', got 'gguf'");
   ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10}}\n",
                               "r.yaml"),
@@ -122,7 +137,7 @@ TEST(ExtendReportConfig, SizesAreBoundedByRotorsLimits) {
                   "eval.lengths: must be in [1, 16777216] (rotor's limit), "
                   "got 4611686018427387904"},
         std::pair{"eval: {passkey_lengths: [68719476736]}",
-                  "eval.passkey_lengths: must be <= 16777216"},
+                  "eval.passkey_lengths: must be in [1, 16777216]"},
         std::pair{"finetune: {steps: 4611686018427387904}",
                   "finetune.steps: must be <= 1099511627776"},
         std::pair{"finetune: {tokens_per_step: 4611686018427387904}",

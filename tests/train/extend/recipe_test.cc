@@ -146,8 +146,15 @@ TEST(PlanReport, ResolvesTheLengths) {
   const ReportPlan plan = PlanReport(TinyReport({}));
   EXPECT_EQ(plan.base_length, 32);
   EXPECT_EQ(plan.extended_length, 128);
-  EXPECT_EQ(plan.lengths, (std::vector<int64_t>{32, 64, 128, 256}));
+  // L/4 and L/2 show what static scaling costs below L.
+  EXPECT_EQ(plan.lengths, (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(plan.passkey_lengths, std::vector<int64_t>{112});
+  // Without eval.passkey_lengths: the lengths that fit the prompt.
+  EXPECT_EQ(PlanReport(TinyReport({"eval.passkey_lengths=[]"})).passkey_lengths,
+            (std::vector<int64_t>{128, 256}));
+  ROTOR_EXPECT_ERROR(PlanReport(TinyReport({"eval.passkey_lengths=[64]"})),
+                     "passkey length 64 is below the shortest passkey prompt",
+                     "set eval.passkey_lengths");
   EXPECT_EQ(plan.base.train.threads, 1);
   EXPECT_FALSE(plan.base.logging.progress);
   EXPECT_EQ(PlanReport(TinyReport({"eval.lengths=[256, 32, 256]"})).lengths,
