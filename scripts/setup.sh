@@ -70,6 +70,7 @@ PACKAGES=(
   libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev
   libopenmpi-dev openmpi-bin
+  time
 )
 
 log() { echo "setup: $*"; }
