@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -18,7 +19,6 @@
 #include "train/extend/writer.h"
 #include "train/io/atomic_file.h"
 #include "train/metrics.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/trainer.h"
 
@@ -163,7 +163,9 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   passkey.depths = config_.depths;
   passkey.trials = config_.trials;
   passkey.num_digits = static_cast<int>(plan_.base.data.passkey_digits);
-  result.passkey = EvaluatePasskey(model, passkey);
+  const std::unique_ptr<Tokenizer> tokenizer =
+      LoadTokenizer(TokenizerSpecIn(ResolveDataDir(plan_.base.data.path)));
+  result.passkey = EvaluatePasskey(model, *tokenizer, passkey);
   result.eval_seconds = SteadySeconds() - start;
   return result;
 }
@@ -219,12 +221,6 @@ ExtendReportSummary ReportRunner::Run() {
   const double start = SteadySeconds();
   SetNumThreads(static_cast<int>(config_.threads));
   plan_ = PlanReport(config_);
-  // Its passkey test builds examples from bytes (train/data/passkey.h).
-  const std::string data_dir = ResolveDataDir(plan_.base.data.path);
-  ROTOR_CHECK(TokenizerSpecIn(data_dir) == ByteTokenizer::kName, config_.file,
-              ": the extend report needs data prepared with the byte "
-              "tokenizer (its passkey test is built from bytes), but ",
-              data_dir, " uses ", TokenizerSpecIn(data_dir));
   // output_dir must be a folder rotor can write, before any training.
   for (const char* sub : {"/logs", "/results"}) {
     std::error_code error;
