@@ -146,6 +146,8 @@ int main(int argc, char** argv) {
   train::PasskeyEvalOptions passkey;
   passkey.lengths = {seq_len};
   passkey.num_digits = config.data.passkey_digits;
+  const train::ByteTokenizer bytes;  // the model reads bytes
+  const train::PasskeyMaker passkeys(bytes, seq_len + 1);
   const std::vector<rotor::Tensor> parameters = model.Parameters();
   train::Batch batch;
   int64_t step = 0;  // over both phases
@@ -168,9 +170,10 @@ int main(int argc, char** argv) {
       sampler.Next(batch);  // inputs, targets: [16, 128] token ids
       // Replace some rows by passkey examples; their unscored targets
       // become kPasskeyIgnoredTarget, which the loss skips.
-      train::MixPasskeyExamples(
-          batch, passkey_fraction, config.data.passkey_loss, config.train.seed,
-          static_cast<uint64_t>(i * batch_size), config.data.passkey_digits);
+      train::MixPasskeyExamples(batch, passkeys, passkey_fraction,
+                                config.data.passkey_loss, config.train.seed,
+                                static_cast<uint64_t>(i * batch_size),
+                                config.data.passkey_digits);
       // Forward: the mean cross-entropy of each next byte, a scalar tensor
       // that remembers the graph that made it.
       const rotor::Tensor loss =
@@ -188,9 +191,10 @@ int main(int argc, char** argv) {
       }
     }
     if (phase == 1) {
-      std::printf("after phase 1 (passkeys only): passkey retrieval %.0f%%\n",
-                  100.0 * train::PasskeyAccuracyAt(
-                              train::EvaluatePasskey(model, passkey), seq_len));
+      std::printf(
+          "after phase 1 (passkeys only): passkey retrieval %.0f%%\n",
+          100.0 * train::PasskeyAccuracyAt(
+                      train::EvaluatePasskey(model, bytes, passkey), seq_len));
     }
   }
 
@@ -202,8 +206,8 @@ int main(int argc, char** argv) {
       train::PerplexityByLength(model, val, {{seq_len}, 10})[0].perplexity;
   std::printf("\nvalidation perplexity at %lld bytes: %.3f\n",
               static_cast<long long>(seq_len), ppl);
-  const double retrieved =
-      train::PasskeyAccuracyAt(train::EvaluatePasskey(model, passkey), seq_len);
+  const double retrieved = train::PasskeyAccuracyAt(
+      train::EvaluatePasskey(model, bytes, passkey), seq_len);
   std::printf("passkey retrieval at %lld bytes: %.0f%%\n",
               static_cast<long long>(seq_len), 100.0 * retrieved);
   train::SamplingOptions sampling;

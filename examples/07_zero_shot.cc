@@ -31,6 +31,7 @@
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/extend/recipe.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 int main(int argc, char** argv) {
   namespace train = rotor::train;
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
     train::PasskeyEvalOptions passkey;
     passkey.lengths = lengths;
     passkey.num_digits = saved.data.passkey_digits;
-    const auto cells = train::EvaluatePasskey(*model, passkey);
+    const auto cells =
+        train::EvaluatePasskey(*model, train::ByteTokenizer(), passkey);
     std::printf("%-9s %8.3f %8.3f %8.3f", rotor::RopeTypeName(method),
                 ppl[0].perplexity, ppl[1].perplexity, ppl[2].perplexity);
     for (int64_t length : lengths) {

@@ -30,6 +30,7 @@
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/io/atomic_file.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/trainer.h"
 
 namespace {
@@ -86,8 +87,8 @@ void Measure(const char* what, rotor::nn::Transformer& model,
   train::PasskeyEvalOptions options;
   options.lengths = {length};
   options.num_digits = digits;
-  *passkey =
-      train::PasskeyAccuracyAt(train::EvaluatePasskey(model, options), length);
+  *passkey = train::PasskeyAccuracyAt(
+      train::EvaluatePasskey(model, train::ByteTokenizer(), options), length);
   std::printf("%-28s perplexity@%lld %.3f   passkey@%lld %.0f%%\n", what,
               static_cast<long long>(length), *ppl,
               static_cast<long long>(length), 100 * *passkey);

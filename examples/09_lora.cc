@@ -23,6 +23,7 @@
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
     ppl[i] =
         train::PerplexityByLength(*model, val, {{length}, 10})[0].perplexity;
     retrieved[i] = train::PasskeyAccuracyAt(
-        train::EvaluatePasskey(*model, passkey), length);
+        train::EvaluatePasskey(*model, train::ByteTokenizer(), passkey),
+        length);
     std::printf("%-26s perplexity@%lld %.3f   passkey@%lld %.0f%%\n", names[i],
                 static_cast<long long>(length), ppl[i],
                 static_cast<long long>(length), 100 * retrieved[i]);

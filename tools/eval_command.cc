@@ -20,6 +20,7 @@
 #include "train/checkpoint.h"
 #include "train/config/model_config.h"
 #include "train/data/data_dir.h"
+#include "train/data/prompt_tokens.h"
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
@@ -28,7 +29,6 @@
 #include "train/io/json.h"
 #include "train/io/output_file.h"
 #include "train/io/plot.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
@@ -54,7 +54,8 @@ constexpr char kEvalDetails[] =
     "(e.g. configs/extend/dynamic-4x.yaml); --rope-from A,B,... measures\n"
     "each in turn and draws their curves in one plot (--passkey uses the\n"
     "first). --passkey adds passkey retrieval over --passkey-lengths x\n"
-    "--depths.\n"
+    "--depths, in the model's tokens whatever its tokenizer; its filler is\n"
+    "the Landmark sentences, or the validation text (--passkey-filler).\n"
     "\n"
     "--json prints every figure as one JSON object at full precision\n"
     "instead of the text (numbers JSON cannot hold, such as an infinite\n"
@@ -80,6 +81,7 @@ struct EvalOptions {
   bool passkey = false;
   train::PasskeyEvalOptions passkey_eval;
   std::string passkey_plot = "passkey.png";
+  std::string passkey_filler = "landmark";  // or "validation"
   bool force = false;
   bool json = false;
 };
@@ -387,7 +389,8 @@ void PrintPasskeyHint(const std::vector<train::PasskeyCell>& cells,
       config.data.passkey_fraction);
 }
 
-void RunPasskey(nn::Transformer& model, const EvalOptions& options,
+void RunPasskey(nn::Transformer& model, const train::Tokenizer& tokenizer,
+                const train::TokenFile& val, const EvalOptions& options,
                 const train::TrainConfig& config, train::Json& report) {
   train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
   // Keys as long as the ones the model practised on.
@@ -395,8 +398,14 @@ void RunPasskey(nn::Transformer& model, const EvalOptions& options,
   if (passkey_eval.lengths.empty()) {
     passkey_eval.lengths = options.length_eval.lengths;
   }
+  if (options.passkey_filler == "validation") {
+    passkey_eval.filler = train::TokenFileFiller(
+        val, *std::max_element(passkey_eval.lengths.begin(),
+                               passkey_eval.lengths.end()) +
+                 1);
+  }
   const std::vector<train::PasskeyCell> cells =
-      train::EvaluatePasskey(model, passkey_eval);
+      train::EvaluatePasskey(model, tokenizer, passkey_eval);
   train::Json section = train::Json::object();
   if (options.json) {
     section = PasskeyTableJson(cells, passkey_eval);
@@ -455,14 +464,8 @@ void RunEval(const EvalOptions& options) {
   const std::string data_dir = train::ResolveDataDir(
       options.data.empty() ? config.data.path : options.data);
   train::CheckSameTokenizer(options.checkpoint, data_dir);
-  const std::string tokenizer =
-      train::TokenizerSpecIn(train::ResolveCheckpointPath(options.checkpoint));
-  if (options.passkey && tokenizer != train::ByteTokenizer::kName) {
-    throw Error(StrCat("checkpoint ", options.checkpoint, " uses tokenizer ",
-                       tokenizer,
-                       "; --passkey builds its examples from bytes and "
-                       "needs a byte-tokenizer model"));
-  }
+  const std::unique_ptr<train::Tokenizer> tokenizer = train::LoadTokenizer(
+      train::TokenizerSpecIn(train::ResolveCheckpointPath(options.checkpoint)));
   const train::TokenFile val(data_dir + "/val.bin");
   // Every input is open now: check the plots before the slow part.
   if (!lengths.empty()) {
@@ -494,7 +497,9 @@ void RunEval(const EvalOptions& options) {
     if (!lengths.empty()) {
       RunPerplexityByLength(*model, options, val, config, report);
     }
-    if (options.passkey) RunPasskey(*model, options, config, report);
+    if (options.passkey) {
+      RunPasskey(*model, *tokenizer, val, options, config, report);
+    }
   }
   if (options.json) std::printf("%s\n", report.dump().c_str());
 }
@@ -548,6 +553,12 @@ void AddEvalCommand(CLI::App& rotor) {
                 "key depths in [0, 1] (default 0,0.25,0.5,0.75,1)");
   AddIntegerOption(*command, "--trials", options->passkey_eval.trials, 1,
                    "examples per length and depth (default 10)");
+  command
+      ->add_option("--passkey-filler", options->passkey_filler,
+                   "landmark (default): the Landmark sentences;\n"
+                   "validation: the tokens of the data's val.bin")
+      ->type_name("F")
+      ->check(CLI::IsMember({"landmark", "validation"}));
   command
       ->add_option("--passkey-plot", options->passkey_plot,
                    "heat map (default passkey.png)")

@@ -22,7 +22,6 @@
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
 #include "train/optim/lr_schedule.h"
-#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 
@@ -128,12 +127,10 @@ void Trainer::LoadDataTokenizer() {
               "; prepare the data with that tokenizer (rotor prepare "
               "--tokenizer), or drop data.tokenizer to use the data's own");
   tokenizer_ = LoadTokenizer(tokenizer_spec_);
-  ROTOR_CHECK(config_.data.passkey_fraction == 0.0 ||
-                  tokenizer_spec_ == ByteTokenizer::kName,
-              config_.file,
-              ": data.passkey_fraction needs data prepared with the byte "
-              "tokenizer (passkey examples are built from bytes), but ",
-              data_dir_, " uses ", tokenizer_spec_);
+  if (config_.data.passkey_fraction > 0.0) {
+    passkey_maker_ =
+        std::make_unique<PasskeyMaker>(*tokenizer_, config_.train.seq_len + 1);
+  }
 }
 
 nn::TransformerConfig Trainer::CheckRunFits() const {
@@ -370,9 +367,11 @@ double Trainer::ForwardBackward() {
     sampler_->Next(batch);
     const uint64_t first_row = (sampler_->state().batches_drawn - 1) *
                                static_cast<uint64_t>(batch.batch_size);
-    MixPasskeyExamples(batch, config_.data.passkey_fraction,
-                       config_.data.passkey_loss, t.seed, first_row,
-                       static_cast<int>(config_.data.passkey_digits));
+    if (passkey_maker_) {
+      MixPasskeyExamples(batch, *passkey_maker_, config_.data.passkey_fraction,
+                         config_.data.passkey_loss, t.seed, first_row,
+                         static_cast<int>(config_.data.passkey_digits));
+    }
     scored.push_back(static_cast<int64_t>(std::count_if(
         batch.targets.begin(), batch.targets.end(),
         [](TokenId target) { return target != kPasskeyIgnoredTarget; })));

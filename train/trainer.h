@@ -99,8 +99,8 @@ class Trainer {
   //
   // This rank's threads and collective timeout; a batch the ranks share.
   void SetUpRank();
-  // tokenizer_: the data's, as data.tokenizer and data.passkey_fraction
-  // allow.
+  // tokenizer_: the data's, as data.tokenizer allows; passkey_maker_ in
+  // its tokens when data.passkey_fraction mixes passkey rows.
   void LoadDataTokenizer();
   // The model's config, once the run fits in memory and its token count in
   // int64_t, the model's vocabulary covers the data's, and val.bin holds a
@@ -162,6 +162,7 @@ class Trainer {
   std::string data_dir_;        // data.path resolved (before the token files)
   std::string tokenizer_spec_;  // the data's: "byte" or its tokenizer.json
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<PasskeyMaker> passkey_maker_;  // null without passkey rows
   TokenFile train_tokens_;
   TokenFile val_tokens_;
   MetricsLog metrics_;

@@ -596,10 +596,27 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   EXPECT_CONTAINS(r.out,
                   "  length      tokens       loss   perplexity  "
                   "bits/byte\n");
-  // The passkey test is made of bytes: refused for a BPE model.
-  r = Run("eval --checkpoint " + Quote(checkpoint) + " --passkey --lengths 16");
-  EXPECT_EQ(r.status, 1);
-  EXPECT_CONTAINS(r.err, "--passkey builds its examples from bytes");
+  // Passkey rows are made of the data's tokens.
+  r = Run("train " + Quote(test::TinyConfigPath()) + " " +
+          Quote("output_dir=" + dir_.Path("passkey-run")) + " " +
+          Quote("data.path=" + dir_.Path("bpe")) +
+          " train.max_steps=2 train.seq_len=128 train.batch_size=2 "
+          "model.max_position_embeddings=128 model.vocab_size=300 "
+          "data.passkey_fraction=0.5 --samples 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "step 2/2");
+  // The passkey test is made of the model's tokens.
+  r = Run("eval --checkpoint " + Quote(checkpoint) +
+          " --passkey --passkey-lengths 128 --depths 0.5 --trials 2 --json "
+          "--passkey-plot " +
+          Quote(dir_.Path("passkey.png")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(train::ParseJson(r.out, "eval")
+                .at("passkey")
+                .at("cells")
+                .at(0)
+                .at("trials"),
+            2);
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 #include "train/data/passkey.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstring>
+#include <utility>
 
 #include "core/error.h"
 
@@ -20,12 +19,14 @@ std::string KeyLine(const std::string& key) {
   return kKeyLineStart + key + kKeyLineMiddle + key + kKeyLineEnd;
 }
 
-// `count` bytes of the filler, repeated from its start.
-void AppendFiller(int64_t count, std::vector<TokenId>& out) {
-  const int64_t period = static_cast<int64_t>(std::strlen(kPasskeyFiller));
-  for (int64_t i = 0; i < count; ++i) {
-    out.push_back(static_cast<unsigned char>(kPasskeyFiller[i % period]));
-  }
+// The key line between newlines, the piece after the prefix filler.
+std::string KeyPiece(const std::string& key) {
+  return "\n" + KeyLine(key) + "\n";
+}
+
+// The question and the answer, the piece after the suffix filler.
+std::string QuestionPiece(const std::string& key) {
+  return "\n" + std::string(kPasskeyQuestion) + key;
 }
 
 }  // namespace
@@ -37,49 +38,75 @@ Rng PasskeyItemRng(uint64_t seed, uint64_t index) {
 }
 
 int64_t PasskeyMinLength(int num_digits) {
-  // BOS, "\n" after the prefix, the key line, "\n" after it, "\n" after the
-  // suffix, the question and the answer.
-  return 1 + 1 +
-         static_cast<int64_t>(KeyLine(std::string(num_digits, '0')).size()) +
-         1 + 1 + static_cast<int64_t>(std::strlen(kPasskeyQuestion)) +
-         num_digits;
+  // BOS, the two pieces' bytes.
+  const std::string key(num_digits, '0');
+  return 1 + static_cast<int64_t>(KeyPiece(key).size()) +
+         static_cast<int64_t>(QuestionPiece(key).size());
 }
 
-PasskeyExample MakePasskeyExample(int64_t length, double depth, Rng& rng,
-                                  int num_digits) {
+std::vector<TokenId> LandmarkFiller(const Tokenizer& tokenizer,
+                                    int64_t min_tokens) {
+  return RepeatedTextTokens(tokenizer, kPasskeyFiller, min_tokens);
+}
+
+PasskeyMaker::PasskeyMaker(const Tokenizer& tokenizer, int64_t max_length)
+    : PasskeyMaker(tokenizer, LandmarkFiller(tokenizer, max_length)) {}
+
+PasskeyMaker::PasskeyMaker(const Tokenizer& tokenizer,
+                           std::vector<TokenId> filler)
+    : tokenizer_(tokenizer),
+      separator_(DocumentSeparator(tokenizer)),
+      filler_(std::move(filler)) {}
+
+PasskeyExample PasskeyMaker::Make(int64_t length, double depth, Rng& rng,
+                                  int num_digits) const {
   ROTOR_CHECK(depth >= 0.0 && depth <= 1.0,
               "passkey: depth must be in [0, 1], got ", depth);
   ROTOR_CHECK(num_digits >= 1 && num_digits <= kPasskeyMaxDigits,
               "passkey: num_digits must be in [1, ", kPasskeyMaxDigits,
               "], got ", num_digits);
-  const int64_t min_length = PasskeyMinLength(num_digits);
-  ROTOR_CHECK(length >= min_length, "passkey: an example with ", num_digits,
-              " digits needs at least ", min_length, " tokens, got ", length);
   PasskeyExample example;
   for (int i = 0; i < num_digits; ++i) {
     example.key.push_back(static_cast<char>('0' + rng.Below(10)));
   }
-  const int64_t filler = length - min_length;
+  const std::vector<TokenId> key_piece =
+      EncodeInText(tokenizer_, KeyPiece(example.key));
+  const std::vector<TokenId> question_piece =
+      EncodeInText(tokenizer_, QuestionPiece(example.key));
+  const std::vector<TokenSpan> mentions = DigitRuns(tokenizer_, key_piece);
+  const std::vector<TokenSpan> answers = DigitRuns(tokenizer_, question_piece);
+  ROTOR_CHECK(mentions.size() == 2 && answers.size() == 1 &&
+                  answers[0].first + answers[0].count ==
+                      static_cast<int64_t>(question_piece.size()),
+              "passkey: tokenizer ", tokenizer_.Name(),
+              " does not write the key ", example.key,
+              " as tokens of digits apart from the text around it");
+  const int64_t needed = 1 + static_cast<int64_t>(key_piece.size()) +
+                         static_cast<int64_t>(question_piece.size());
+  ROTOR_CHECK(length >= needed, "passkey: the example with key ", example.key,
+              " needs at least ", needed, " tokens (",
+              PasskeyMinLength(num_digits), " for every key of ", num_digits,
+              " digits), got ", length, "; set a longer length");
+  const int64_t filler = length - needed;
+  ROTOR_CHECK(filler <= static_cast<int64_t>(filler_.size()),
+              "passkey: an example of ", length, " tokens needs ", filler,
+              " filler tokens, but the filler holds ", filler_.size());
   const int64_t prefix =
       static_cast<int64_t>(std::llround(depth * static_cast<double>(filler)));
 
   std::vector<TokenId>& tokens = example.tokens;
   tokens.reserve(static_cast<size_t>(length));
-  tokens.push_back(ByteTokenizer::kEndOfText);
-  AppendFiller(prefix, tokens);
-  tokens.push_back('\n');
-  example.key_position = static_cast<int64_t>(tokens.size());
-  ByteTokenizer::EncodeAppend(KeyLine(example.key), tokens);
-  example.second_mention = static_cast<int64_t>(
-      tokens.size() - example.key.size() - std::strlen(kKeyLineEnd));
-  tokens.push_back('\n');
-  AppendFiller(filler - prefix, tokens);
-  tokens.push_back('\n');
-  ByteTokenizer::EncodeAppend(kPasskeyQuestion, tokens);
-  example.answer_start = static_cast<int64_t>(tokens.size());
-  ByteTokenizer::EncodeAppend(example.key, tokens);
-  ROTOR_CHECK(static_cast<int64_t>(tokens.size()) == length, "passkey: built ",
-              tokens.size(), " tokens instead of ", length);
+  tokens.push_back(separator_);
+  tokens.insert(tokens.end(), filler_.begin(), filler_.begin() + prefix);
+  const int64_t key_start = static_cast<int64_t>(tokens.size());
+  example.key_position = key_start + FirstNonBlankToken(tokenizer_, key_piece);
+  example.second_mention = {key_start + mentions[1].first, mentions[1].count};
+  tokens.insert(tokens.end(), key_piece.begin(), key_piece.end());
+  tokens.insert(tokens.end(), filler_.begin(),
+                filler_.begin() + (filler - prefix));
+  example.answer = {static_cast<int64_t>(tokens.size()) + answers[0].first,
+                    answers[0].count};
+  tokens.insert(tokens.end(), question_piece.begin(), question_piece.end());
   return example;
 }
 
@@ -94,8 +121,9 @@ const char* PasskeyLossName(PasskeyLoss loss) {
   return loss == PasskeyLoss::kRetrieval ? "retrieval" : "all";
 }
 
-void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
-                        uint64_t seed, uint64_t first_row, int num_digits) {
+void MixPasskeyExamples(Batch& batch, const PasskeyMaker& maker,
+                        double fraction, PasskeyLoss loss, uint64_t seed,
+                        uint64_t first_row, int num_digits) {
   ROTOR_CHECK(fraction >= 0.0 && fraction <= 1.0,
               "passkey mix: fraction must be in [0, 1], got ", fraction);
   if (fraction == 0.0) return;
@@ -105,18 +133,17 @@ void MixPasskeyExamples(Batch& batch, double fraction, PasskeyLoss loss,
     if (rng.Uniform() >= fraction) continue;
     const double depth =
         rng.Uniform() < kPasskeyStartShare ? 0.0 : rng.Uniform();
-    const PasskeyExample example =
-        MakePasskeyExample(seq + 1, depth, rng, num_digits);
+    const PasskeyExample example = maker.Make(seq + 1, depth, rng, num_digits);
     std::copy(example.tokens.begin(), example.tokens.end() - 1,
               batch.inputs.begin() + row * seq);
     TokenId* targets = batch.targets.data() + row * seq;
     std::copy(example.tokens.begin() + 1, example.tokens.end(), targets);
     if (loss == PasskeyLoss::kRetrieval) {
       // Target t is token t + 1: keep the two copies of the key.
+      const TokenSpan& second = example.second_mention;
       const auto copied = [&](int64_t token) {
-        return (token >= example.second_mention &&
-                token < example.second_mention + num_digits) ||
-               token >= example.answer_start;
+        return (token >= second.first && token < second.first + second.count) ||
+               token >= example.answer.first;
       };
       for (int64_t t = 0; t < seq; ++t) {
         if (!copied(t + 1)) targets[t] = kPasskeyIgnoredTarget;

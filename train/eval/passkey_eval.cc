@@ -1,9 +1,12 @@
 #include "train/eval/passkey_eval.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "train/eval/generate.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 
@@ -18,36 +21,81 @@ bool PasskeyAnswerMatches(const std::string& generated,
   return std::string(begin, end) == key;
 }
 
+namespace {
+
+// Whether the argmax of the logits row that predicts token `index` of the
+// example is that token.
+bool PredictsToken(const float* logits, int64_t vocab,
+                   const PasskeyExample& example, int64_t index) {
+  const float* row = logits + (index - 1) * vocab;
+  return std::max_element(row, row + vocab) - row == example.tokens[index];
+}
+
+}  // namespace
+
 int64_t PasskeyDigitsRight(const float* logits, int64_t vocab,
-                           const PasskeyExample& example) {
-  const int64_t digits = static_cast<int64_t>(example.key.size());
+                           const PasskeyExample& example,
+                           const Tokenizer& tokenizer) {
   int64_t right = 0;
-  for (int64_t i = 0; i < digits; ++i) {
-    // The digit at token answer_start + i is predicted by input position
-    // answer_start + i - 1.
-    const float* row = logits + (example.answer_start + i - 1) * vocab;
-    const TokenId predicted =
-        static_cast<TokenId>(std::max_element(row, row + vocab) - row);
-    right += predicted == example.tokens[example.answer_start + i] ? 1 : 0;
+  for (int64_t i = example.answer.first;
+       i < example.answer.first + example.answer.count; ++i) {
+    if (PredictsToken(logits, vocab, example, i)) {
+      right += DigitsInToken(tokenizer, example.tokens[i]);
+    }
   }
   return right;
 }
 
 bool PasskeyRetrieved(const float* logits, int64_t vocab,
                       const PasskeyExample& example) {
-  return PasskeyDigitsRight(logits, vocab, example) ==
-         static_cast<int64_t>(example.key.size());
+  for (int64_t i = example.answer.first;
+       i < example.answer.first + example.answer.count; ++i) {
+    if (!PredictsToken(logits, vocab, example, i)) return false;
+  }
+  return true;
+}
+
+bool GeneratedAnswerMatches(const Tokenizer& tokenizer,
+                            std::vector<TokenId> generated,
+                            const std::string& key) {
+  const int num_digits = static_cast<int>(key.size());
+  size_t kept = 0;
+  for (int digits = 0; kept < generated.size() && digits < num_digits; ++kept) {
+    digits += DigitsInToken(tokenizer, generated[kept]);
+  }
+  generated.resize(kept);
+  return PasskeyAnswerMatches(tokenizer.Decode(generated, false), key);
+}
+
+bool GreedyAnswerMatches(nn::Transformer& model, const Tokenizer& tokenizer,
+                         const PasskeyExample& example) {
+  SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  greedy.max_new_tokens = static_cast<int64_t>(example.key.size()) + 1;
+  const std::vector<TokenId> prompt(
+      example.tokens.begin(), example.tokens.begin() + example.answer.first);
+  return GeneratedAnswerMatches(
+      tokenizer, GenerateTokens(model, tokenizer, prompt, greedy), example.key);
 }
 
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
+                                         const Tokenizer& tokenizer,
                                          const PasskeyEvalOptions& options) {
   ROTOR_CHECK(options.trials >= 1, "passkey eval: trials must be >= 1, got ",
               options.trials);
   NoGradGuard no_grad;
   const int64_t vocab = model.config().vocab_size;
+  int64_t longest = 0;
+  for (const int64_t length : options.lengths) {
+    longest = std::max(longest, length);
+  }
+  const PasskeyMaker maker = options.filler.empty()
+                                 ? PasskeyMaker(tokenizer, longest + 1)
+                                 : PasskeyMaker(tokenizer, options.filler);
+  // A byte is a token: greedy decoding writes the key only as its digits.
+  const bool decode_misses = tokenizer.Name() != ByteTokenizer::kName;
   std::vector<PasskeyCell> cells;
   for (const int64_t length : options.lengths) {
-    model.SetSequenceLength(length);
     for (size_t d = 0; d < options.depths.size(); ++d) {
       // Keys depend on (seed, length, depth index) only.
       Rng rng = PasskeyItemRng(options.seed,
@@ -56,22 +104,31 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
       std::vector<TokenId> inputs;
       inputs.reserve(static_cast<size_t>(options.trials * length));
       for (int64_t trial = 0; trial < options.trials; ++trial) {
-        examples.push_back(MakePasskeyExample(length + 1, options.depths[d],
-                                              rng, options.num_digits));
+        examples.push_back(
+            maker.Make(length + 1, options.depths[d], rng, options.num_digits));
         inputs.insert(inputs.end(), examples.back().tokens.begin(),
                       examples.back().tokens.end() - 1);
       }
+      model.SetSequenceLength(length);
       const Tensor logits = model.Logits(inputs, options.trials, length);
       PasskeyCell cell;
       cell.length = length;
       cell.depth = options.depths[d];
       cell.trials = options.trials;
       cell.num_digits = options.num_digits;
+      std::vector<bool> retrieved;
       for (int64_t trial = 0; trial < options.trials; ++trial) {
-        const int64_t right = PasskeyDigitsRight(
-            logits.data() + trial * length * vocab, vocab, examples[trial]);
-        cell.digits_right += right;
-        cell.correct += right == options.num_digits ? 1 : 0;
+        const float* rows = logits.data() + trial * length * vocab;
+        cell.digits_right +=
+            PasskeyDigitsRight(rows, vocab, examples[trial], tokenizer);
+        retrieved.push_back(PasskeyRetrieved(rows, vocab, examples[trial]));
+      }
+      for (int64_t trial = 0; trial < options.trials; ++trial) {
+        const bool right =
+            retrieved[trial] ||
+            (decode_misses &&
+             GreedyAnswerMatches(model, tokenizer, examples[trial]));
+        cell.correct += right ? 1 : 0;
       }
       cells.push_back(cell);
     }

@@ -1,9 +1,18 @@
-// Passkey retrieval as an evaluation (the examples: train/data/passkey.h):
-// accuracy over a grid of context lengths x depths. An example of L + 1
-// tokens gives L inputs; it counts as retrieved when the argmax of the
-// logits predicts every answer digit, given the true digits before it. That
-// is exactly "greedy decoding writes the key" (by induction over the
-// digits), computed in one forward pass for a whole batch of examples.
+// Passkey retrieval as an evaluation (the examples: train/data/passkey.h),
+// in any tokenizer's tokens: accuracy over a grid of context lengths x
+// depths. An example of L + 1 tokens gives L inputs; it counts as retrieved
+// when greedy decoding writes the key: the first run of digits of the
+// decoded continuation is the key (PasskeyAnswerMatches).
+//
+// That is computed exactly and mostly in one batched forward pass: when the
+// argmax of the logits predicts every answer token, given the true tokens
+// before it, greedy decoding writes exactly those tokens (by induction), so
+// the key is retrieved. Otherwise a BPE model may still write the digits
+// with other tokens ("4", "0517" for "405", "17"), so the example is
+// decoded greedily from its prompt (KV cache, GreedyAnswerMatches). With
+// the byte tokenizer a digit is a token, so the fallback could only agree
+// and is skipped. Digit accuracy (partial credit) counts the digits carried
+// by the answer tokens whose teacher-forced argmax is right.
 #ifndef ROTOR_TRAIN_EVAL_PASSKEY_EVAL_H_
 #define ROTOR_TRAIN_EVAL_PASSKEY_EVAL_H_
 
@@ -13,6 +22,7 @@
 
 #include "nn/transformer.h"
 #include "train/data/passkey.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -22,13 +32,29 @@ namespace rotor::train {
 bool PasskeyAnswerMatches(const std::string& generated, const std::string& key);
 
 // How many of an example's answer digits the logits of its inputs
-// ([rows >= answer_start + num_digits - 1, vocab], row t predicting token
-// t + 1) get right: the argmax at answer position i is the key's digit i
-// (given the true digits before it). The key is retrieved when all are.
+// ([rows >= answer.first + answer.count - 1, vocab], row t predicting token
+// t + 1) get right: the digits of each answer token that is the argmax
+// (given the true tokens before it). The key is retrieved when all are.
 int64_t PasskeyDigitsRight(const float* logits, int64_t vocab,
-                           const PasskeyExample& example);
+                           const PasskeyExample& example,
+                           const Tokenizer& tokenizer);
 bool PasskeyRetrieved(const float* logits, int64_t vocab,
                       const PasskeyExample& example);
+
+// Whether generated ids write the key: cut after the token that completes
+// as many digits as the key has (what follows is past the answer, as for
+// the teacher-forced check), decoded, then PasskeyAnswerMatches.
+bool GeneratedAnswerMatches(const Tokenizer& tokenizer,
+                            std::vector<TokenId> generated,
+                            const std::string& key);
+
+// Whether greedy decoding from the example's prompt (its tokens before the
+// answer) writes the key: num_digits + 1 new tokens at most (a space, then
+// at least one digit a token), checked by GeneratedAnswerMatches. Leaves
+// the model's sequence length at the prompt's plus the new tokens
+// (GenerateTokens).
+bool GreedyAnswerMatches(nn::Transformer& model, const Tokenizer& tokenizer,
+                         const PasskeyExample& example);
 
 // Accuracy over a grid of context lengths x depths.
 struct PasskeyEvalOptions {
@@ -37,6 +63,9 @@ struct PasskeyEvalOptions {
   int64_t trials = 10;  // examples per (length, depth)
   uint64_t seed = 1;    // the same keys for every model
   int num_digits = kPasskeyDefaultDigits;
+  // The token stream filler is cut from (e.g. TokenFileFiller of the data's
+  // val.bin, at least max(lengths) + 1 tokens); empty: the Landmark passage.
+  std::vector<TokenId> filler;
 };
 
 struct PasskeyCell {
@@ -58,11 +87,14 @@ struct PasskeyCell {
   }
 };
 
-// One cell per (length, depth), lengths outer. Each cell runs its trials as
-// one batch with the RoPE frequencies fixed for length L
-// (Transformer::SetSequenceLength). Examples depend only on the options, not
-// on the model, so different models answer the same questions.
+// One cell per (length, depth), lengths outer, with examples in
+// `tokenizer`'s tokens (the model's). Each cell runs its trials as one
+// batch with the RoPE frequencies fixed for length L
+// (Transformer::SetSequenceLength). Examples depend only on the options and
+// the tokenizer, not on the model, so different models with one tokenizer
+// answer the same questions.
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
+                                         const Tokenizer& tokenizer,
                                          const PasskeyEvalOptions& options);
 
 // The mean accuracy (whole keys) and digit accuracy over the cells of one

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -21,7 +22,6 @@
 #include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
 #include "train/metrics.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/trainer.h"
 
@@ -210,7 +210,9 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   passkey.depths = config_.depths;
   passkey.trials = config_.trials;
   passkey.num_digits = static_cast<int>(plan_.base.data.passkey_digits);
-  result.passkey = EvaluatePasskey(model, passkey);
+  const std::unique_ptr<Tokenizer> tokenizer =
+      LoadTokenizer(TokenizerSpecIn(ResolveDataDir(plan_.base.data.path)));
+  result.passkey = EvaluatePasskey(model, *tokenizer, passkey);
   result.eval_seconds = SteadySeconds() - start;
   return result;
 }

@@ -1,0 +1,88 @@
+// rotor eval --passkey on models whose tokenizer is not bytes: a Hugging
+// Face folder with Llama 3's tokenizer.json and random weights, evaluated
+// on data prepared with that tokenizer, prints the grid and its JSON.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/temp_dir.h"
+#include "tests/test_util.h"
+#include "tests/tools/run_rotor.h"
+#include "tests/train/tokenizer/hf_reference.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Quote(const std::string& text) { return "'" + text + "'"; }
+
+// A small random Llama with Llama 3's vocabulary and tokenizer in dir/NAME,
+// and text prepared with that tokenizer in dir/data.
+class Llama3FolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string tokenizer = test::Llama3Reference().TokenizerJson();
+    const std::string config = dir_.Write("model.yaml", R"(model:
+  vocab_size: 128256
+  hidden_size: 16
+  intermediate_size: 32
+  num_hidden_layers: 1
+  num_attention_heads: 2
+  num_key_value_heads: 1
+  max_position_embeddings: 256
+)");
+    test::RotorResult r =
+        test::RunRotor(dir_, "export --random " + Quote(config) +
+                                 " --seed 5 --output " + Quote(folder_));
+    ASSERT_EQ(r.status, 0) << r.err;
+    fs::copy_file(tokenizer, folder_ + "/tokenizer.json",
+                  fs::copy_options::overwrite_existing);
+    std::string text;
+    for (int i = 0; i < 40; ++i) {
+      text += "The quick brown fox " + std::to_string(i) +
+              " jumps over the lazy dog.\n";
+    }
+    dir_.Write("text/a.txt", text);
+    dir_.Write("text/b.txt", text);
+    r = test::RunRotor(dir_, "prepare --input " + Quote(dir_.Path("text")) +
+                                 " --output " + Quote(data_) +
+                                 " --val-fraction 0.5 --tokenizer " +
+                                 Quote(tokenizer));
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+
+  test::TempDir dir_;
+  const std::string folder_ = dir_.Path("llama3");
+  const std::string data_ = dir_.Path("data");
+};
+
+TEST_F(Llama3FolderTest, PasskeyRunsInTheModelsTokens) {
+  const std::string eval = "eval --checkpoint " + Quote(folder_) + " --data " +
+                           Quote(data_) +
+                           " --passkey --passkey-lengths 64,128 --depths 0,1"
+                           " --trials 2 --force --passkey-plot " +
+                           Quote(dir_.Path("passkey.png"));
+  test::RotorResult r = test::RunRotor(dir_, eval);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "passkey accuracy");
+  for (const char* filler : {"landmark", "validation"}) {
+    r = test::RunRotor(
+        dir_, eval + " --json --passkey-filler " + std::string(filler));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json passkey = nlohmann::json::parse(r.out).at("passkey");
+    EXPECT_EQ(passkey.at("lengths"), nlohmann::json::parse("[64, 128]"));
+    ASSERT_EQ(passkey.at("cells").size(), 4u);
+    for (const nlohmann::json& cell : passkey.at("cells")) {
+      EXPECT_EQ(cell.at("trials"), 2);
+      EXPECT_GE(cell.at("digit_accuracy").get<double>(), 0.0);
+      EXPECT_LE(cell.at("digit_accuracy").get<double>(), 1.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rotor::tools
