@@ -116,6 +116,7 @@ class ReportRunner {
   std::ostream& log_;
   ReportPlan plan_;
   ReportRun run_;
+  std::unique_ptr<Tokenizer> tokenizer_;         // the model's
   std::vector<std::vector<TokenId>> documents_;  // the perplexity documents
 };
 
@@ -210,9 +211,7 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   passkey.depths = config_.depths;
   passkey.trials = config_.trials;
   passkey.num_digits = static_cast<int>(plan_.base.data.passkey_digits);
-  const std::unique_ptr<Tokenizer> tokenizer =
-      LoadTokenizer(TokenizerSpecIn(ResolveDataDir(plan_.base.data.path)));
-  result.passkey = EvaluatePasskey(model, *tokenizer, passkey);
+  result.passkey = EvaluatePasskey(model, *tokenizer_, passkey);
   result.eval_seconds = SteadySeconds() - start;
   return result;
 }
@@ -298,11 +297,8 @@ ExtendReportSummary ReportRunner::Run() {
   WriteFileAtomically(config_.output_dir + "/report_config.yaml",
                       ExtendReportConfigToYaml(config_));
   PrepareData();
-  // Its passkey test builds examples from bytes (train/data/passkey.h).
-  ROTOR_CHECK(plan_.tokenizer == ByteTokenizer::kName, config_.file,
-              ": the extend report needs a model with the byte tokenizer (its "
-              "passkey test is built from bytes), but its tokenizer is ",
-              plan_.tokenizer);
+  // The passkey prompts are built in the model's tokens.
+  tokenizer_ = LoadTokenizer(plan_.tokenizer);
 
   TrainBase();
   run_.val_path = ResolveDataDir(plan_.base.data.path) + "/val.bin";

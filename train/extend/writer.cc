@@ -237,7 +237,8 @@ void ReportWriter::WritePerplexity(bool have_plots) {
   const int64_t l = plan_.base_length;
   const int64_t sl = plan_.extended_length;
   md_ << "## Perplexity against context length\n\n"
-      << "Perplexity per byte on the same " << config_.documents
+      << "Perplexity per token (tokenizer `" << plan_.tokenizer
+      << "`) on the same " << config_.documents
       << " validation documents at every length (`" << run_.val_path << "`), "
       << (config_.ppl_method == LengthEvalMethod::kTruncate
               ? "each cut to its first L tokens and scored in one window "
