@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The context-extension report on a model shaped like the ones people extend
-# (docs/context-extension.md, part 8): a Llama-shaped model with its own
+# (docs/context-extension.md, part 7.8): a Llama-shaped model with its own
 # byte-level BPE tokenizer, pre-trained at L = 256 tokens, exported as a
 # Hugging Face folder in bf16 shards the way save_pretrained writes them, and
 # then extended from that folder alone (base.init_from) by rotor
@@ -8,7 +8,7 @@
 # perplexity against length, passkey and RULER-style retrieval.
 #
 #   bash scripts/extend_hf_report.sh             # about 40 minutes on 2 cores
-#   bash scripts/extend_hf_report.sh factor=8    # arguments override hf-report.yaml keys
+#   bash scripts/extend_hf_report.sh factor=8    # arguments override report-hf.yaml keys
 #   bash scripts/extend_hf_report.sh --smoke     # every step at a few optimizer
 #                                                # steps (CI; no set-up: needs
 #                                                # the build and the Brown cache)
@@ -24,7 +24,7 @@
 #                              L = 256 tokens -> runs/hf-report-base
 #   5. rotor export            its newest checkpoint as a Hugging Face folder,
 #                              bfloat16, in shards -> runs/hf-report-base/hf
-#   6. rotor extend-report     configs/extend/hf-report.yaml with that folder
+#   6. rotor extend-report     configs/extend/report-hf.yaml with that folder
 #                              as base.init_from -> runs/hf-report/report.md
 # Each step prints its time and peak memory (the maximum resident set size,
 # GNU time's %M), and all of them are in runs/hf-report/steps.tsv.
@@ -118,6 +118,6 @@ step base "${ROTOR}" train "${REPO_ROOT}/configs/brown-bpe.yaml" \
   step export "${ROTOR}" export --checkpoint "${BASE_RUN}" \
     --output "${BASE_HF}" --dtype bfloat16 --max-shard-size 4000000
 cd "${REPO_ROOT}"
-step report "${ROTOR}" extend-report configs/extend/hf-report.yaml \
+step report "${ROTOR}" extend-report configs/extend/report-hf.yaml \
   "${report_overrides[@]}" "${overrides[@]}"
 log "report: ${REPORT}/report.md; time and peak memory per step: ${STEPS}"
