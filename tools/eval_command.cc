@@ -24,6 +24,7 @@
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
+#include "train/eval/retrieval.h"
 #include "train/eval/validation.h"
 #include "train/hf/hf_model.h"
 #include "train/io/json.h"
@@ -56,6 +57,8 @@ constexpr char kEvalDetails[] =
     "first). --passkey adds passkey retrieval over --passkey-lengths x\n"
     "--depths, in the model's tokens whatever its tokenizer; its filler is\n"
     "the Landmark sentences, or the validation text (--passkey-filler).\n"
+    "--retrieval TASKS adds RULER-style retrieval tasks on the same grid\n"
+    "(docs/context-extension.md, \"Retrieval tasks\").\n"
     "\n"
     "--json prints every figure as one JSON object at full precision\n"
     "instead of the text (numbers JSON cannot hold, such as an infinite\n"
@@ -82,6 +85,8 @@ struct EvalOptions {
   train::PasskeyEvalOptions passkey_eval;
   std::string passkey_plot = "passkey.png";
   std::string passkey_filler = "landmark";  // or "validation"
+  // RULER-style retrieval tasks, on the passkey grid.
+  std::string retrieval;  // a comma list of tasks; empty: none
   bool force = false;
   bool json = false;
 };
@@ -117,6 +122,32 @@ void PrintPasskeyTable(const std::vector<train::PasskeyCell>& cells,
     std::printf("  %5.0f%%  %5.0f%%\n",
                 100.0 * train::PasskeyAccuracyAt(cells, lengths[l]),
                 100.0 * train::PasskeyDigitAccuracyAt(cells, lengths[l]));
+  }
+}
+
+void PrintRetrievalTable(const std::vector<train::RetrievalCell>& cells,
+                         const train::RetrievalEvalOptions& retrieval) {
+  const size_t per_task = retrieval.lengths.size() * retrieval.depths.size();
+  for (size_t t = 0; t < retrieval.tasks.size(); ++t) {
+    std::printf(
+        "%s accuracy (rows: context length, columns: depth; match: RULER's "
+        "string_match_all)\n",
+        train::RetrievalTaskName(retrieval.tasks[t]));
+    std::printf("%8s", "length");
+    for (double depth : retrieval.depths) std::printf("  %6.2f", depth);
+    std::printf("  %6s\n", "match");
+    for (size_t l = 0; l < retrieval.lengths.size(); ++l) {
+      std::printf("%8lld", static_cast<long long>(retrieval.lengths[l]));
+      double match = 0.0;
+      for (size_t d = 0; d < retrieval.depths.size(); ++d) {
+        const train::RetrievalCell& cell =
+            cells[t * per_task + l * retrieval.depths.size() + d];
+        std::printf("  %5.0f%%", 100.0 * cell.accuracy());
+        match += cell.string_match_all();
+      }
+      std::printf("  %5.0f%%\n",
+                  100.0 * match / static_cast<double>(retrieval.depths.size()));
+    }
   }
 }
 
@@ -197,14 +228,16 @@ train::ModelEdit EvalEdit(const std::string& rope_from,
 }
 
 // The lengths this run evaluates, for the context-extension lint: --lengths
-// and --passkey-lengths, or the validation's sequence length.
+// and --passkey-lengths (passkey and retrieval), or the validation's
+// sequence length.
 train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
                                          const train::TrainConfig& config) {
   train::ExtensionLengths lengths;
   const std::vector<int64_t>& by_length = options.length_eval.lengths;
+  const bool grid = options.passkey || !options.retrieval.empty();
   const std::vector<int64_t>& passkey =
-      options.passkey ? options.passkey_eval.lengths : std::vector<int64_t>{};
-  if (by_length.empty() && !options.passkey) {
+      grid ? options.passkey_eval.lengths : std::vector<int64_t>{};
+  if (by_length.empty() && !grid) {
     lengths.eval_lengths = {options.seq_len > 0 ? options.seq_len
                                                 : config.train.seq_len};
     lengths.eval_lengths_key =
@@ -389,6 +422,16 @@ void PrintPasskeyHint(const std::vector<train::PasskeyCell>& cells,
       config.data.passkey_fraction);
 }
 
+// The filler --passkey-filler names for examples of up to max(lengths) + 1
+// tokens: none (the Landmark passage) or the validation tokens.
+std::vector<train::TokenId> PasskeyFiller(const EvalOptions& options,
+                                          const train::TokenFile& val,
+                                          const std::vector<int64_t>& lengths) {
+  if (options.passkey_filler != "validation") return {};
+  return train::TokenFileFiller(
+      val, *std::max_element(lengths.begin(), lengths.end()) + 1);
+}
+
 void RunPasskey(nn::Transformer& model, const train::Tokenizer& tokenizer,
                 const train::TokenFile& val, const EvalOptions& options,
                 const train::TrainConfig& config, train::Json& report) {
@@ -398,12 +441,7 @@ void RunPasskey(nn::Transformer& model, const train::Tokenizer& tokenizer,
   if (passkey_eval.lengths.empty()) {
     passkey_eval.lengths = options.length_eval.lengths;
   }
-  if (options.passkey_filler == "validation") {
-    passkey_eval.filler = train::TokenFileFiller(
-        val, *std::max_element(passkey_eval.lengths.begin(),
-                               passkey_eval.lengths.end()) +
-                 1);
-  }
+  passkey_eval.filler = PasskeyFiller(options, val, passkey_eval.lengths);
   const std::vector<train::PasskeyCell> cells =
       train::EvaluatePasskey(model, tokenizer, passkey_eval);
   train::Json section = train::Json::object();
@@ -436,12 +474,62 @@ void RunPasskey(nn::Transformer& model, const train::Tokenizer& tokenizer,
   if (options.json) report["passkey"] = std::move(section);
 }
 
+// The --json form of the retrieval tables: every cell.
+train::Json RetrievalJson(const std::vector<train::RetrievalCell>& cells,
+                          const train::RetrievalEvalOptions& retrieval) {
+  train::Json tasks = train::Json::array();
+  for (const train::RetrievalTask task : retrieval.tasks) {
+    tasks.push_back(train::RetrievalTaskName(task));
+  }
+  train::Json cell_rows = train::Json::array();
+  for (const train::RetrievalCell& cell : cells) {
+    cell_rows.push_back({{"task", train::RetrievalTaskName(cell.task)},
+                         {"length", cell.length},
+                         {"depth", cell.depth},
+                         {"trials", cell.trials},
+                         {"correct", cell.correct},
+                         {"accuracy", cell.accuracy()},
+                         {"string_match_all", cell.string_match_all()}});
+  }
+  return {{"tasks", std::move(tasks)},
+          {"lengths", retrieval.lengths},
+          {"depths", retrieval.depths},
+          {"trials", retrieval.trials},
+          {"cells", std::move(cell_rows)}};
+}
+
+// The retrieval tasks on the passkey grid (train/eval/retrieval.h).
+void RunRetrieval(nn::Transformer& model, const train::Tokenizer& tokenizer,
+                  const train::TokenFile& val, const EvalOptions& options,
+                  train::Json& report) {
+  train::RetrievalEvalOptions retrieval;
+  retrieval.tasks = train::ParseRetrievalTasks(options.retrieval);
+  retrieval.lengths = options.passkey_eval.lengths.empty()
+                          ? options.length_eval.lengths
+                          : options.passkey_eval.lengths;
+  retrieval.depths = options.passkey_eval.depths;
+  retrieval.trials = options.passkey_eval.trials;
+  retrieval.seed = options.passkey_eval.seed;
+  retrieval.filler = PasskeyFiller(options, val, retrieval.lengths);
+  const std::vector<train::RetrievalCell> cells =
+      train::EvaluateRetrieval(model, tokenizer, retrieval);
+  if (options.json) {
+    report["retrieval"] = RetrievalJson(cells, retrieval);
+  } else {
+    PrintRetrievalTable(cells, retrieval);
+  }
+}
+
 void RunEval(const EvalOptions& options) {
   const std::vector<int64_t>& lengths = options.length_eval.lengths;
-  if (options.passkey && lengths.empty() &&
-      options.passkey_eval.lengths.empty()) {
+  const bool grid = options.passkey || !options.retrieval.empty();
+  if (grid && lengths.empty() && options.passkey_eval.lengths.empty()) {
     throw CLI::ValidationError(
-        "--passkey needs --passkey-lengths or --lengths");
+        StrCat(options.passkey ? "--passkey" : "--retrieval",
+               " needs --passkey-lengths or --lengths"));
+  }
+  if (!options.retrieval.empty()) {
+    train::ParseRetrievalTasks(options.retrieval);  // refused before loading
   }
   SetNumThreads(static_cast<int>(options.threads));
   if (options.rope_from.size() > 1 && lengths.empty()) {
@@ -476,7 +564,7 @@ void RunEval(const EvalOptions& options) {
                            "--passkey-plot");
   }
   train::Json report = {{"checkpoint", options.checkpoint}};
-  if (lengths.empty() && !options.passkey) {
+  if (lengths.empty() && !grid) {
     RunValidation(
         *model, options, val,
         options.batch_size > 0 ? options.batch_size : config.train.batch_size,
@@ -499,6 +587,9 @@ void RunEval(const EvalOptions& options) {
     }
     if (options.passkey) {
       RunPasskey(*model, *tokenizer, val, options, config, report);
+    }
+    if (!options.retrieval.empty()) {
+      RunRetrieval(*model, *tokenizer, val, options, report);
     }
   }
   if (options.json) std::printf("%s\n", report.dump().c_str());
@@ -559,6 +650,12 @@ void AddEvalCommand(CLI::App& rotor) {
                    "validation: the tokens of the data's val.bin")
       ->type_name("F")
       ->check(CLI::IsMember({"landmark", "validation"}));
+  command
+      ->add_option("--retrieval", options->retrieval,
+                   "RULER-style tasks on the passkey grid, a comma list\n"
+                   "of niah_single, niah_multikey, niah_multivalue,\n"
+                   "variable_tracking")
+      ->type_name("TASKS");
   command
       ->add_option("--passkey-plot", options->passkey_plot,
                    "heat map (default passkey.png)")

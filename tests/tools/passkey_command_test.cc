@@ -1,6 +1,7 @@
-// rotor eval --passkey on models whose tokenizer is not bytes: a Hugging
-// Face folder with Llama 3's tokenizer.json and random weights, evaluated
-// on data prepared with that tokenizer, prints the grid and its JSON.
+// rotor eval --passkey and --retrieval on models whose tokenizer is not
+// bytes: a Hugging Face folder with Llama 3's tokenizer.json and random
+// weights, evaluated on data prepared with that tokenizer, prints the grids
+// and their JSON.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,17 +56,21 @@ class Llama3FolderTest : public ::testing::Test {
     ASSERT_EQ(r.status, 0) << r.err;
   }
 
+  // rotor eval of the folder on the data, with `args`.
+  std::string Eval(const std::string& args) const {
+    return "eval --checkpoint " + Quote(folder_) + " --data " + Quote(data_) +
+           " --force --passkey-plot " + Quote(dir_.Path("passkey.png")) + " " +
+           args;
+  }
+
   test::TempDir dir_;
   const std::string folder_ = dir_.Path("llama3");
   const std::string data_ = dir_.Path("data");
 };
 
 TEST_F(Llama3FolderTest, PasskeyRunsInTheModelsTokens) {
-  const std::string eval = "eval --checkpoint " + Quote(folder_) + " --data " +
-                           Quote(data_) +
-                           " --passkey --passkey-lengths 64,128 --depths 0,1"
-                           " --trials 2 --force --passkey-plot " +
-                           Quote(dir_.Path("passkey.png"));
+  const std::string eval =
+      Eval("--passkey --passkey-lengths 64,128 --depths 0,1 --trials 2");
   test::RotorResult r = test::RunRotor(dir_, eval);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "passkey accuracy");
@@ -82,6 +87,36 @@ TEST_F(Llama3FolderTest, PasskeyRunsInTheModelsTokens) {
       EXPECT_LE(cell.at("digit_accuracy").get<double>(), 1.0);
     }
   }
+}
+
+TEST_F(Llama3FolderTest, RetrievalTasksRunWithThePasskey) {
+  const std::string eval = Eval(
+      "--passkey --retrieval "
+      "niah_single,niah_multikey,niah_multivalue,variable_tracking "
+      "--passkey-lengths 256 --depths 0,1 --trials 1");
+  test::RotorResult r = test::RunRotor(dir_, eval);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "passkey accuracy");
+  EXPECT_CONTAINS(r.out, "niah_multivalue accuracy");
+  EXPECT_CONTAINS(r.out, "variable_tracking accuracy");
+  r = test::RunRotor(dir_, eval + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(report.contains("passkey"));
+  const nlohmann::json& retrieval = report.at("retrieval");
+  EXPECT_EQ(retrieval.at("tasks"),
+            nlohmann::json::parse(R"(["niah_single", "niah_multikey",
+                "niah_multivalue", "variable_tracking"])"));
+  ASSERT_EQ(retrieval.at("cells").size(), 8u);
+  EXPECT_EQ(retrieval.at("cells")[7].at("task"), "variable_tracking");
+  EXPECT_EQ(retrieval.at("cells")[7].at("depth"), 1.0);
+  for (const nlohmann::json& cell : retrieval.at("cells")) {
+    EXPECT_EQ(cell.at("length"), 256);
+    EXPECT_GE(cell.at("string_match_all").get<double>(), 0.0);
+  }
+  r = test::RunRotor(dir_, eval + " --retrieval niah_double");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "unknown retrieval task 'niah_double'");
 }
 
 }  // namespace

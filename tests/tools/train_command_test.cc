@@ -605,6 +605,14 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
           "data.passkey_fraction=0.5 --samples 0");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_CONTAINS(r.out, "step 2/2");
+  // So are the retrieval tasks.
+  r = Run("eval --checkpoint " + Quote(checkpoint) +
+          " --retrieval niah_single,niah_multikey,niah_multivalue,"
+          "variable_tracking --passkey-lengths 1024 --depths 0.5 --trials 1 "
+          "--json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(train::ParseJson(r.out, "eval").at("retrieval").at("cells").size(),
+            4u);
   // The passkey test is made of the model's tokens.
   r = Run("eval --checkpoint " + Quote(checkpoint) +
           " --passkey --passkey-lengths 128 --depths 0.5 --trials 2 --json "

@@ -50,13 +50,11 @@ std::vector<TokenId> LandmarkFiller(const Tokenizer& tokenizer,
 }
 
 PasskeyMaker::PasskeyMaker(const Tokenizer& tokenizer, int64_t max_length)
-    : PasskeyMaker(tokenizer, LandmarkFiller(tokenizer, max_length)) {}
+    : parts_(tokenizer, LandmarkFiller(tokenizer, max_length)) {}
 
 PasskeyMaker::PasskeyMaker(const Tokenizer& tokenizer,
                            std::vector<TokenId> filler)
-    : tokenizer_(tokenizer),
-      separator_(DocumentSeparator(tokenizer)),
-      filler_(std::move(filler)) {}
+    : parts_(tokenizer, std::move(filler)) {}
 
 PasskeyExample PasskeyMaker::Make(int64_t length, double depth, Rng& rng,
                                   int num_digits) const {
@@ -70,15 +68,17 @@ PasskeyExample PasskeyMaker::Make(int64_t length, double depth, Rng& rng,
     example.key.push_back(static_cast<char>('0' + rng.Below(10)));
   }
   const std::vector<TokenId> key_piece =
-      EncodeInText(tokenizer_, KeyPiece(example.key));
+      EncodeInText(parts_.tokenizer, KeyPiece(example.key));
   const std::vector<TokenId> question_piece =
-      EncodeInText(tokenizer_, QuestionPiece(example.key));
-  const std::vector<TokenSpan> mentions = DigitRuns(tokenizer_, key_piece);
-  const std::vector<TokenSpan> answers = DigitRuns(tokenizer_, question_piece);
+      EncodeInText(parts_.tokenizer, QuestionPiece(example.key));
+  const std::vector<TokenSpan> mentions =
+      DigitRuns(parts_.tokenizer, key_piece);
+  const std::vector<TokenSpan> answers =
+      DigitRuns(parts_.tokenizer, question_piece);
   ROTOR_CHECK(mentions.size() == 2 && answers.size() == 1 &&
                   answers[0].first + answers[0].count ==
                       static_cast<int64_t>(question_piece.size()),
-              "passkey: tokenizer ", tokenizer_.Name(),
+              "passkey: tokenizer ", parts_.tokenizer.Name(),
               " does not write the key ", example.key,
               " as tokens of digits apart from the text around it");
   const int64_t needed = 1 + static_cast<int64_t>(key_piece.size()) +
@@ -88,22 +88,22 @@ PasskeyExample PasskeyMaker::Make(int64_t length, double depth, Rng& rng,
               PasskeyMinLength(num_digits), " for every key of ", num_digits,
               " digits), got ", length, "; set a longer length");
   const int64_t filler = length - needed;
-  ROTOR_CHECK(filler <= static_cast<int64_t>(filler_.size()),
-              "passkey: an example of ", length, " tokens needs ", filler,
-              " filler tokens, but the filler holds ", filler_.size());
+  parts_.CheckFiller(filler, length, "passkey");
   const int64_t prefix =
       static_cast<int64_t>(std::llround(depth * static_cast<double>(filler)));
 
   std::vector<TokenId>& tokens = example.tokens;
   tokens.reserve(static_cast<size_t>(length));
-  tokens.push_back(separator_);
-  tokens.insert(tokens.end(), filler_.begin(), filler_.begin() + prefix);
+  tokens.push_back(parts_.separator);
+  tokens.insert(tokens.end(), parts_.filler.begin(),
+                parts_.filler.begin() + prefix);
   const int64_t key_start = static_cast<int64_t>(tokens.size());
-  example.key_position = key_start + FirstNonBlankToken(tokenizer_, key_piece);
+  example.key_position =
+      key_start + FirstNonBlankToken(parts_.tokenizer, key_piece);
   example.second_mention = {key_start + mentions[1].first, mentions[1].count};
   tokens.insert(tokens.end(), key_piece.begin(), key_piece.end());
-  tokens.insert(tokens.end(), filler_.begin(),
-                filler_.begin() + (filler - prefix));
+  tokens.insert(tokens.end(), parts_.filler.begin(),
+                parts_.filler.begin() + (filler - prefix));
   example.answer = {static_cast<int64_t>(tokens.size()) + answers[0].first,
                     answers[0].count};
   tokens.insert(tokens.end(), question_piece.begin(), question_piece.end());

@@ -113,12 +113,10 @@ class PasskeyMaker {
   PasskeyExample Make(int64_t length, double depth, Rng& rng,
                       int num_digits = kPasskeyDefaultDigits) const;
 
-  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Tokenizer& tokenizer() const { return parts_.tokenizer; }
 
  private:
-  const Tokenizer& tokenizer_;
-  TokenId separator_;
-  std::vector<TokenId> filler_;
+  PromptParts parts_;
 };
 
 // Share of training examples with the key at the very start (depth 0). A

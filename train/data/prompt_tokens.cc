@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "core/error.h"
 
@@ -76,6 +77,19 @@ std::vector<TokenId> TokenFileFiller(const TokenFile& file,
     tokens.push_back(tokens[i]);
   }
   return tokens;
+}
+
+PromptParts::PromptParts(const Tokenizer& tokenizer,
+                         std::vector<TokenId> filler)
+    : tokenizer(tokenizer),
+      separator(DocumentSeparator(tokenizer)),
+      filler(std::move(filler)) {}
+
+void PromptParts::CheckFiller(int64_t count, int64_t length,
+                              const char* what) const {
+  ROTOR_CHECK(count <= static_cast<int64_t>(filler.size()), what,
+              ": an example of ", length, " tokens needs ", count,
+              " filler tokens, but the filler holds ", filler.size());
 }
 
 int DigitsInToken(const Tokenizer& tokenizer, TokenId id) {

@@ -42,6 +42,19 @@ std::vector<TokenId> RepeatedTextTokens(const Tokenizer& tokenizer,
 // it holds no text token.
 std::vector<TokenId> TokenFileFiller(const TokenFile& file, int64_t min_tokens);
 
+// What a prompt maker builds from: a tokenizer (kept by reference), its
+// document separator (the prompt's first token) and the filler stream.
+struct PromptParts {
+  PromptParts(const Tokenizer& tokenizer, std::vector<TokenId> filler);
+  // Throws rotor::Error unless the stream holds `count` tokens, the filler
+  // of an example of `length` tokens (`what`: "passkey", ... for messages).
+  void CheckFiller(int64_t count, int64_t length, const char* what) const;
+
+  const Tokenizer& tokenizer;
+  TokenId separator;
+  std::vector<TokenId> filler;
+};
+
 // A run of consecutive tokens: [first, first + count).
 struct TokenSpan {
   int64_t first = 0;

@@ -346,15 +346,6 @@ std::string Trimmed(const std::string& text) {
   return text.substr(begin, text.find_last_not_of(" \n") - begin + 1);
 }
 
-// The text of tokens [span.first, span.first + span.count).
-std::string SpanText(const Tokenizer& tokenizer, const PasskeyExample& example,
-                     TokenSpan span) {
-  return tokenizer.Decode(
-      std::vector<TokenId>(example.tokens.begin() + span.first,
-                           example.tokens.begin() + span.first + span.count),
-      false);
-}
-
 // `count` characters of the Landmark filler repeated.
 std::string FillerText(size_t count) {
   std::string text;
@@ -394,15 +385,17 @@ TEST(Passkey, EveryTokenizerGetsTheExactLengthDepthAndKey) {
                                stream.begin() + (filler - prefix),
                                example.tokens.begin() + 1 + prefix +
                                    static_cast<int64_t>(key_piece.size())));
-        EXPECT_EQ(SpanText(*tokenizer, example, {example.key_position, 4})
+        EXPECT_EQ(test::SpanText(*tokenizer, example.tokens,
+                                 {example.key_position, 4})
                       .substr(0, 3),
                   "The");
         // Both copies of the key decode back to it, and the answer is last.
-        EXPECT_EQ(
-            Trimmed(SpanText(*tokenizer, example, example.second_mention)),
-            example.key);
-        EXPECT_EQ(Trimmed(SpanText(*tokenizer, example, example.answer)),
+        EXPECT_EQ(Trimmed(test::SpanText(*tokenizer, example.tokens,
+                                         example.second_mention)),
                   example.key);
+        EXPECT_EQ(
+            Trimmed(test::SpanText(*tokenizer, example.tokens, example.answer)),
+            example.key);
         EXPECT_EQ(example.answer.first + example.answer.count, length);
         // The whole prompt reads as the Landmark layout.
         const std::string text =

@@ -12,6 +12,7 @@
 
 #include "tests/temp_dir.h"
 #include "tests/train/tokenizer/hf_reference.h"
+#include "train/data/prompt_tokens.h"
 #include "train/tokenizer/bpe_trainer.h"
 #include "train/tokenizer/byte_tokenizer.h"
 
@@ -44,6 +45,16 @@ inline std::vector<std::unique_ptr<train::Tokenizer>> PromptTokenizers(
   tokenizers.push_back(
       train::LoadTokenizer(dir.Write("rotor-bpe.json", RotorBpeJson())));
   return tokenizers;
+}
+
+// The text of tokens [span.first, span.first + span.count) of `ids`.
+inline std::string SpanText(const train::Tokenizer& tokenizer,
+                            const std::vector<train::TokenId>& ids,
+                            train::TokenSpan span) {
+  return tokenizer.Decode(
+      std::vector<train::TokenId>(ids.begin() + span.first,
+                                  ids.begin() + span.first + span.count),
+      false);
 }
 
 }  // namespace rotor::test
