@@ -125,6 +125,8 @@ void PrintPasskeyTable(const std::vector<train::PasskeyCell>& cells,
   }
 }
 
+// One table per retrieval task: accuracy by length and depth, and RULER's
+// string_match_all averaged over the depths.
 void PrintRetrievalTable(const std::vector<train::RetrievalCell>& cells,
                          const train::RetrievalEvalOptions& retrieval) {
   const size_t per_task = retrieval.lengths.size() * retrieval.depths.size();

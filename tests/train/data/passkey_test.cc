@@ -458,9 +458,15 @@ TEST(PasskeyMix, AnyTokenizerScoresTheSecondMentionAndTheAnswer) {
     batch.targets.assign(rows * seq, 1);
     Batch again = batch;
     MixPasskeyExamples(batch, maker, 1.0, PasskeyLoss::kRetrieval, 8, 100);
-    MixPasskeyExamples(again, maker, 1.0, PasskeyLoss::kRetrieval, 8, 100);
-    EXPECT_EQ(batch.inputs, again.inputs);
-    EXPECT_EQ(batch.targets, again.targets);
+    // A resumed run: rows 102 and 103 alone mix as in the whole batch.
+    again.batch_size = 2;
+    again.inputs.resize(2 * seq);
+    again.targets.resize(2 * seq);
+    MixPasskeyExamples(again, maker, 1.0, PasskeyLoss::kRetrieval, 8, 102);
+    EXPECT_TRUE(std::equal(again.inputs.begin(), again.inputs.end(),
+                           batch.inputs.begin() + 2 * seq));
+    EXPECT_TRUE(std::equal(again.targets.begin(), again.targets.end(),
+                           batch.targets.begin() + 2 * seq));
     for (int64_t row = 0; row < rows; ++row) {
       std::vector<TokenId> scored;
       for (int64_t t = 0; t < seq; ++t) {
