@@ -346,7 +346,10 @@ TEST_F(HfCli, ExtendReportOnAnHfFolder) {
                           "\nfactor: 4\nmethods: [default, yarn]\n"
                           "finetune: {steps: 1, warmup_steps: 1, "
                           "tokens_per_step: 256}\n"
-                          "eval: {documents: 1, depths: [1], trials: 1}\n"
+                          "eval: {documents: 1, depths: [1], trials: 1,\n"
+                          "       retrieval_tasks: [niah_single, "
+                          "variable_tracking],\n"
+                          "       retrieval_lengths: [448]}\n"
                           "export: hf\nthreads: 1\n");
   };
   Result r = Run("extend-report " + Quote(report_config(text)));
@@ -372,6 +375,17 @@ TEST_F(HfCli, ExtendReportOnAnHfFolder) {
   }
   EXPECT_EQ(lengths, (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
   EXPECT_EQ(passkey_lengths, (std::vector<int64_t>{128, 256}));
+  // The retrieval tasks asked for, at their lengths, in the JSON and in a
+  // table each.
+  std::vector<std::string> retrieval;
+  for (const auto& cell : results["variants"][0]["retrieval"]) {
+    retrieval.push_back(StrCat(cell["task"].get<std::string>(), "@",
+                               cell["length"].get<int64_t>()));
+  }
+  EXPECT_EQ(retrieval, (std::vector<std::string>{"niah_single@448",
+                                                 "variable_tracking@448"}));
+  EXPECT_CONTAINS(markdown, "## Retrieval (RULER-style)");
+  EXPECT_CONTAINS(markdown, "### variable_tracking\n\n| model | 448 |");
 
   for (const char* method : {"default", "yarn"}) {
     SCOPED_TRACE(method);

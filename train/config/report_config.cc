@@ -84,6 +84,13 @@ std::optional<ConfigProblem> FindReportConfigProblem(
                                   "] (rotor's limit), got ", length)};
     }
   }
+  for (int64_t length : config.retrieval_lengths) {
+    if (length < 1 || length > limits::kMaxPositions) {
+      return ConfigProblem{"eval.retrieval_lengths",
+                           StrCat("must be in [1, ", limits::kMaxPositions,
+                                  "] (rotor's limit), got ", length)};
+    }
+  }
   for (double depth : config.depths) {
     if (!(depth >= 0.0 && depth <= 1.0)) {
       return ConfigProblem{"eval.depths",

@@ -15,7 +15,10 @@
 //               lora: { r, alpha, dropout, target_modules, trainable, lr } }
 //   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
 //           passkey_lengths: [], depths: [0, 0.25, 0.5, 0.75, 1],
-//           trials: 10 }
+//           trials: 10,
+//           retrieval_tasks: [niah_single, niah_multikey, niah_multivalue,
+//                             variable_tracking],
+//           retrieval_lengths: [], retrieval_trials: 2 }
 //   checks: { zeroshot_ppl_ratio_min: 1.5, finetuned_ppl_ratio_max: 1.1,
 //             finetuned_passkey_min: 0.9, base_passkey_min: 0.95,
 //             max_seconds: 3600 }
@@ -41,6 +44,7 @@
 #include "train/config/fields.h"
 #include "train/config/train_config.h"
 #include "train/eval/length_eval.h"
+#include "train/eval/retrieval.h"
 
 namespace rotor::train {
 
@@ -131,6 +135,11 @@ struct ExtendReportConfig {
   std::vector<int64_t> passkey_lengths;
   std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int64_t trials = 10;
+  // RULER-style retrieval (train/eval/retrieval.h) at the same depths; empty
+  // lengths: each task at the passkey lengths that hold its prompt.
+  std::vector<RetrievalTask> retrieval_tasks = AllRetrievalTasks();
+  std::vector<int64_t> retrieval_lengths;
+  int64_t retrieval_trials = 2;
   ExtendReportChecks checks;
   ReportExport export_format = ReportExport::kNone;
   int64_t threads = 0;
@@ -200,7 +209,7 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
         },
         &c.lora_finetune.lora.enabled);
   });
-  v.Map(Key{"eval", "perplexity and passkey"}, [&](auto& eval) {
+  v.Map(Key{"eval", "perplexity, passkey and retrieval"}, [&](auto& eval) {
     eval(Key{"lengths", "perplexity lengths; empty: L/4, L/2, L, 2L, sL, 2sL"},
          c.lengths, field::Ints{"positive integers"});
     eval(Key{"documents", "documents per length"}, c.documents, field::Int{1});
@@ -214,6 +223,15 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
          field::Numbers{"numbers in [0, 1]"});
     eval(Key{"trials", "passkey trials per length and depth"}, c.trials,
          field::Int{1});
+    eval(Key{"retrieval_tasks", "RULER-style tasks; []: none"},
+         c.retrieval_tasks,
+         field::Choices<RetrievalTask>{
+             {RetrievalTaskName, RetrievalTaskFromName, RefuseRetrievalTask},
+             "retrieval task names"});
+    eval(Key{"retrieval_lengths", "empty: the passkey lengths that fit"},
+         c.retrieval_lengths, field::Ints{"positive integers"});
+    eval(Key{"retrieval_trials", "examples per task, length and depth"},
+         c.retrieval_trials, field::Int{1});
   });
   v.Section(Key{"checks", "the expected outcome"}, c.checks);
 }

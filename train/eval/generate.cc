@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/limits.h"
 #include "core/memory_limit.h"
+#include "core/tensor.h"
 
 namespace rotor::train {
 
@@ -112,6 +113,13 @@ std::vector<TokenId> GenerateTokens(
     if (i + 1 == options.max_new_tokens) break;
     logits = model.Logits({next}, 1, 1, cache.length, &cache);
   }
+  // Each decoded token grows the KV cache by one position, so every step
+  // allocated buffers of sizes no later step asks for again; the tensor
+  // pool (core/tensor.h) would keep them all, and an evaluation of many
+  // prompts (the retrieval tasks) would grow by tens of MB per prompt.
+  logits = Tensor();
+  cache = nn::KvCache();
+  ReleaseCachedMemory();
   return generated;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <string_view>
 #include <utility>
 
 #include "core/autograd.h"
@@ -192,22 +193,68 @@ const char* RetrievalTaskName(RetrievalTask task) {
   return "?";
 }
 
+std::optional<RetrievalTask> RetrievalTaskFromName(const std::string& name) {
+  for (RetrievalTask task : kTasks) {
+    if (name == RetrievalTaskName(task)) return task;
+  }
+  return std::nullopt;
+}
+
+std::string RefuseRetrievalTask(const std::string& given) {
+  return StrCat("unknown retrieval task '", given,
+                "'; the tasks are niah_single, niah_multikey, "
+                "niah_multivalue and variable_tracking");
+}
+
 std::vector<RetrievalTask> ParseRetrievalTasks(const std::string& list) {
   std::vector<RetrievalTask> tasks;
   size_t start = 0;
   while (start <= list.size()) {
     const size_t comma = std::min(list.find(',', start), list.size());
     const std::string name = list.substr(start, comma - start);
-    const auto known = std::find_if(
-        std::begin(kTasks), std::end(kTasks),
-        [&](RetrievalTask t) { return name == RetrievalTaskName(t); });
-    ROTOR_CHECK(known != std::end(kTasks), "unknown retrieval task '", name,
-                "'; the tasks are niah_single, niah_multikey, "
-                "niah_multivalue and variable_tracking");
-    tasks.push_back(*known);
+    const std::optional<RetrievalTask> task = RetrievalTaskFromName(name);
+    if (!task) throw Error(RefuseRetrievalTask(name));
+    tasks.push_back(*task);
     start = comma + 1;
   }
   return tasks;
+}
+
+const std::vector<RetrievalTask>& AllRetrievalTasks() {
+  static const std::vector<RetrievalTask> all(std::begin(kTasks),
+                                              std::end(kTasks));
+  return all;
+}
+
+int64_t RetrievalMinLength(RetrievalTask task) {
+  Rng rng(0);
+  TaskText text = ComposeTask(task, rng);
+  if (task != RetrievalTask::kVariableTracking) {
+    // Variable names and values have fixed lengths; keys do not.
+    const auto longest = [](const auto& words) {
+      return std::string(*std::max_element(
+          std::begin(words), std::end(words), [](const char* a, const char* b) {
+            return std::string_view(a).size() < std::string_view(b).size();
+          }));
+    };
+    const std::string key = longest(kAdjectives) + "-" + longest(kNouns);
+    TaskText widest = NiahText(key, task == RetrievalTask::kNiahMultivalue);
+    for (size_t i = 0; i < text.needles.size(); ++i) {
+      widest.needles.push_back(Needle(key, std::string(kNiahValueDigits, '1')));
+    }
+    widest.expected = text.expected;
+    text = widest;
+  }
+  // BOS, the introduction, "\n" + question, each "\n<needle>\n", and the
+  // answer " v1, v2, ..." with its slack.
+  int64_t bytes = 1 + static_cast<int64_t>(text.introduction.size()) + 1 +
+                  static_cast<int64_t>(text.question.size()) + 1 +
+                  static_cast<int64_t>(Joined(text.expected, ", ").size()) +
+                  kAnswerSlack;
+  for (const std::string& needle : text.needles) {
+    bytes += static_cast<int64_t>(needle.size()) + 2;
+  }
+  return bytes;
 }
 
 RetrievalMaker::RetrievalMaker(const Tokenizer& tokenizer, int64_t max_length)
@@ -342,6 +389,39 @@ std::vector<RetrievalCell> EvaluateRetrieval(
     }
   }
   return cells;
+}
+
+namespace {
+
+// sum(part(cell)) / sum(trials) over the cells of `task` at `length`.
+template <typename Part>
+std::optional<double> ShareAt(const std::vector<RetrievalCell>& cells,
+                              RetrievalTask task, int64_t length, Part part) {
+  double numerator = 0.0;
+  int64_t trials = 0;
+  for (const RetrievalCell& cell : cells) {
+    if (cell.task != task || cell.length != length) continue;
+    numerator += part(cell);
+    trials += cell.trials;
+  }
+  if (trials == 0) return std::nullopt;
+  return numerator / static_cast<double>(trials);
+}
+
+}  // namespace
+
+std::optional<double> RetrievalAccuracyAt(
+    const std::vector<RetrievalCell>& cells, RetrievalTask task,
+    int64_t length) {
+  return ShareAt(cells, task, length, [](const RetrievalCell& c) {
+    return static_cast<double>(c.correct);
+  });
+}
+
+std::optional<double> RetrievalMatchAt(const std::vector<RetrievalCell>& cells,
+                                       RetrievalTask task, int64_t length) {
+  return ShareAt(cells, task, length,
+                 [](const RetrievalCell& c) { return c.match_sum; });
 }
 
 }  // namespace rotor::train

@@ -33,6 +33,7 @@
 #define ROTOR_TRAIN_EVAL_RETRIEVAL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,21 @@ enum class RetrievalTask {
   kVariableTracking,
 };
 
-// "niah_single", ... <-> RetrievalTask; ParseRetrievalTasks reads a comma
-// list and throws rotor::Error naming an unknown task and the known ones.
+// "niah_single", ... <-> RetrievalTask. RefuseRetrievalTask is the message
+// for a name that is no task (naming the known ones); ParseRetrievalTasks
+// reads a comma list and throws it.
 const char* RetrievalTaskName(RetrievalTask task);
+std::optional<RetrievalTask> RetrievalTaskFromName(const std::string& name);
+std::string RefuseRetrievalTask(const std::string& given);
 std::vector<RetrievalTask> ParseRetrievalTasks(const std::string& list);
+// The four tasks, in the order above.
+const std::vector<RetrievalTask>& AllRetrievalTasks();
+
+// The fewest tokens that hold an example of `task` (prompt and answer) for
+// every key and every tokenizer: its text's bytes without filler, with the
+// longest key, plus the answer slack. As for PasskeyMinLength, each token
+// of a piece carries at least one of its (ASCII) characters.
+int64_t RetrievalMinLength(RetrievalTask task);
 
 struct RetrievalExample {
   RetrievalTask task = RetrievalTask::kNiahSingle;
@@ -127,6 +139,14 @@ struct RetrievalCell {
 std::vector<RetrievalCell> EvaluateRetrieval(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const RetrievalEvalOptions& options);
+
+// The accuracy (whole answers) and RULER's string_match_all over the cells
+// of one task and length (all depths), or nullopt when none was measured.
+std::optional<double> RetrievalAccuracyAt(
+    const std::vector<RetrievalCell>& cells, RetrievalTask task,
+    int64_t length);
+std::optional<double> RetrievalMatchAt(const std::vector<RetrievalCell>& cells,
+                                       RetrievalTask task, int64_t length);
 
 }  // namespace rotor::train
 

@@ -104,6 +104,23 @@ ReportPlan PlanReport(const ExtendReportConfig& report) {
                 " is below the shortest passkey prompt (", shortest,
                 " tokens); set eval.passkey_lengths");
   }
+  for (RetrievalTask task : report.retrieval_tasks) {
+    const int64_t needed = RetrievalMinLength(task);
+    RetrievalTaskLengths measured{task, {}};
+    for (int64_t length : report.retrieval_lengths.empty()
+                              ? plan.passkey_lengths
+                              : report.retrieval_lengths) {
+      if (length >= needed) {
+        measured.lengths.push_back(length);
+      } else {
+        ROTOR_CHECK(report.retrieval_lengths.empty(), report.file,
+                    ": retrieval length ", length, " is below the shortest ",
+                    RetrievalTaskName(task), " prompt (", needed,
+                    " tokens); set eval.retrieval_lengths");
+      }
+    }
+    plan.retrieval.push_back(measured);
+  }
   return plan;
 }
 

@@ -15,8 +15,15 @@
 #include "train/config/model_config.h"
 #include "train/config/report_config.h"
 #include "train/config/train_config.h"
+#include "train/eval/retrieval.h"
 
 namespace rotor::train {
+
+// The lengths one retrieval task is measured at.
+struct RetrievalTaskLengths {
+  RetrievalTask task = RetrievalTask::kNiahSingle;
+  std::vector<int64_t> lengths;  // empty: its prompt fits none
+};
 
 // The base model and the lengths every variant is measured at.
 struct ReportPlan {
@@ -43,11 +50,14 @@ struct ReportPlan {
   // the perplexity lengths that fit the shortest passkey prompt).
   std::vector<int64_t> lengths;
   std::vector<int64_t> passkey_lengths;
+  // Each of report.retrieval_tasks at report.retrieval_lengths, or at the
+  // passkey lengths that hold its prompt (RetrievalMinLength).
+  std::vector<RetrievalTaskLengths> retrieval;
 };
 
 // Loads the base config (and the existing base's model config) and resolves
-// the lengths; throws when a passkey length is below the shortest passkey
-// prompt.
+// the lengths; throws when a passkey or retrieval length is below the
+// shortest prompt.
 ReportPlan PlanReport(const ExtendReportConfig& report);
 
 // `base`'s model extended by `factor` from its training length

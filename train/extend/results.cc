@@ -57,10 +57,20 @@ Json ToJson(const VariantResult& result) {
                        {"num_digits", c.num_digits},
                        {"trials", c.trials}});
   }
+  Json retrieval = Json::array();
+  for (const RetrievalCell& c : result.retrieval) {
+    retrieval.push_back({{"task", RetrievalTaskName(c.task)},
+                         {"length", c.length},
+                         {"depth", c.depth},
+                         {"correct", c.correct},
+                         {"match_sum", c.match_sum},
+                         {"trials", c.trials}});
+  }
   Json json = {{"method", RopeTypeName(result.method)},
                {"finetuned", result.finetuned},
                {"perplexity", std::move(perplexity)},
                {"passkey", std::move(passkey)},
+               {"retrieval", std::move(retrieval)},
                {"eval_seconds", result.eval_seconds},
                {"finetune_seconds", result.finetune_seconds}};
   if (result.lora) json["lora"] = true;
@@ -94,6 +104,21 @@ VariantResult VariantResultFromJson(const Json& json,
         static_cast<int>(JsonMember<int64_t>(item, "num_digits", source));
     c.trials = JsonMember<int64_t>(item, "trials", source);
     r.passkey.push_back(c);
+  }
+  if (json.contains("retrieval")) {
+    for (const Json& item : json.at("retrieval")) {
+      RetrievalCell c;
+      const std::string task = JsonMember<std::string>(item, "task", source);
+      const std::optional<RetrievalTask> parsed = RetrievalTaskFromName(task);
+      ROTOR_CHECK(parsed.has_value(), source, ": ", RefuseRetrievalTask(task));
+      c.task = *parsed;
+      c.length = JsonMember<int64_t>(item, "length", source);
+      c.depth = JsonMember<double>(item, "depth", source);
+      c.correct = JsonMember<int64_t>(item, "correct", source);
+      c.match_sum = JsonMember<double>(item, "match_sum", source);
+      c.trials = JsonMember<int64_t>(item, "trials", source);
+      r.retrieval.push_back(c);
+    }
   }
   r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);
   r.finetune_seconds = JsonMember<double>(json, "finetune_seconds", source);

@@ -14,6 +14,7 @@
 #include "nn/rope_scaling.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
+#include "train/eval/retrieval.h"
 
 namespace rotor::train {
 
@@ -24,6 +25,9 @@ struct VariantResult {
       false;  // fine-tuned with LoRA (finetune.lora) rather than in full
   std::vector<LengthPerplexity> perplexity;
   std::vector<PasskeyCell> passkey;  // lengths outer, depths inner
+  // Tasks outer, then lengths, then depths; absent in results written
+  // before the report had retrieval tasks.
+  std::vector<RetrievalCell> retrieval;
   double eval_seconds = 0.0;
   // Training time of the fine-tune (its checkpoint's elapsed_seconds, so it
   // counts every invocation that worked on it); 0 for zero-shot.

@@ -212,6 +212,17 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
   passkey.trials = config_.trials;
   passkey.num_digits = static_cast<int>(plan_.base.data.passkey_digits);
   result.passkey = EvaluatePasskey(model, *tokenizer_, passkey);
+  for (const RetrievalTaskLengths& task : plan_.retrieval) {
+    if (task.lengths.empty()) continue;
+    RetrievalEvalOptions retrieval;
+    retrieval.tasks = {task.task};
+    retrieval.lengths = task.lengths;
+    retrieval.depths = config_.depths;
+    retrieval.trials = config_.retrieval_trials;
+    const std::vector<RetrievalCell> cells =
+        EvaluateRetrieval(model, *tokenizer_, retrieval);
+    result.retrieval.insert(result.retrieval.end(), cells.begin(), cells.end());
+  }
   result.eval_seconds = SteadySeconds() - start;
   return result;
 }

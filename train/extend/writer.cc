@@ -70,9 +70,14 @@ class ReportWriter {
   void WritePerplexity(bool have_plots);
   void WritePasskey(bool have_overview,
                     const std::vector<std::string>& depth_maps);
+  // The head of a table with a row per variant and a column per length.
+  void WriteLengthsHeader(const std::vector<int64_t>& lengths);
   // One row per variant, one column per passkey length.
   template <typename AccuracyAt>
   void WritePasskeyTable(AccuracyAt accuracy_at);
+  // One table per retrieval task: a row per variant, a column per length,
+  // whole answers and RULER's string_match_all.
+  void WriteRetrieval();
   void WriteChecks();
   void WriteTime();
   void WriteSettings();
@@ -97,6 +102,7 @@ std::string ReportWriter::Write() {
   WriteIntro();
   WritePerplexity(have_ppl_plots);
   WritePasskey(have_overview, depth_maps);
+  WriteRetrieval();
   WriteChecks();
   WriteTime();
   WriteSettings();
@@ -276,13 +282,17 @@ void ReportWriter::WritePerplexity(bool have_plots) {
   }
 }
 
+void ReportWriter::WriteLengthsHeader(const std::vector<int64_t>& lengths) {
+  md_ << "| model |";
+  for (int64_t length : lengths) md_ << " " << length << " |";
+  md_ << "\n|---|";
+  for (size_t i = 0; i < lengths.size(); ++i) md_ << "---:|";
+  md_ << "\n";
+}
+
 template <typename AccuracyAt>
 void ReportWriter::WritePasskeyTable(AccuracyAt accuracy_at) {
-  md_ << "| model |";
-  for (int64_t length : plan_.passkey_lengths) md_ << " " << length << " |";
-  md_ << "\n|---|";
-  for (size_t i = 0; i < plan_.passkey_lengths.size(); ++i) md_ << "---:|";
-  md_ << "\n";
+  WriteLengthsHeader(plan_.passkey_lengths);
   for (const VariantResult& r : results_) {
     md_ << "| " << VariantLabel(r) << " |";
     for (int64_t length : plan_.passkey_lengths) {
@@ -314,6 +324,49 @@ void ReportWriter::WritePasskey(bool have_overview,
       md_ << " [" << name << "](passkey_" << name << ".png)";
     }
     md_ << "\n\n";
+  }
+}
+
+void ReportWriter::WriteRetrieval() {
+  if (plan_.retrieval.empty()) return;
+  md_ << "## Retrieval (RULER-style)\n\n"
+      << "RULER's tasks (docs/context-extension.md, 7.5.1) at the passkey "
+         "depths, "
+      << config_.retrieval_trials
+      << " examples per task, length and depth, the same examples for every "
+         "model. An example counts when greedy decoding writes every expected "
+         "value (train/eval/retrieval.h); in parentheses, RULER's "
+         "string_match_all (the share of the values written) where it "
+         "differs. Mean over depths.\n\n";
+  for (const RetrievalTaskLengths& task : plan_.retrieval) {
+    md_ << "### " << RetrievalTaskName(task.task) << "\n\n";
+    if (task.lengths.empty()) {
+      md_ << "Not measured: its prompt needs up to "
+          << RetrievalMinLength(task.task)
+          << " tokens, more than any length here.\n\n";
+      continue;
+    }
+    WriteLengthsHeader(task.lengths);
+    for (const VariantResult& r : results_) {
+      md_ << "| " << VariantLabel(r) << " |";
+      for (int64_t length : task.lengths) {
+        const std::optional<double> accuracy =
+            RetrievalAccuracyAt(r.retrieval, task.task, length);
+        const std::optional<double> match =
+            RetrievalMatchAt(r.retrieval, task.task, length);
+        if (!accuracy) {
+          md_ << " - |";
+          continue;
+        }
+        md_ << " " << Percent(*accuracy);
+        if (Percent(*match) != Percent(*accuracy)) {
+          md_ << " (" << Percent(*match) << ")";
+        }
+        md_ << " |";
+      }
+      md_ << "\n";
+    }
+    md_ << "\n";
   }
 }
 

@@ -325,6 +325,9 @@ TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
   config.passkey_lengths = {200};
   config.depths = {0.5};
   config.trials = 4;
+  config.retrieval_tasks = {RetrievalTask::kVariableTracking};
+  config.retrieval_lengths = {500};
+  config.retrieval_trials = 3;
   config.checks = {2.0, 1.2, 0.8, 0.9, 60.0};
   config.export_format = ReportExport::kHf;
   config.threads = 1;

@@ -152,6 +152,25 @@ TEST(GenerateTokens, SeededSamplingRepeats) {
   EXPECT_NE(GenerateTokens(model, ByteTokenizer(), prompt, options), a);
 }
 
+// Every decoded token grows the KV cache, so its buffers have sizes no later
+// step reuses: generation hands them back to the system instead of leaving
+// them in the tensor pool, where an evaluation of many prompts (the
+// retrieval tasks) grew by tens of MB per prompt.
+TEST(GenerateTokens, KeepsNoBuffersOfItsGrowingCache) {
+  nn::Transformer model(ByteModelConfig(true), 1);
+  SamplingOptions options = Options(0.0, 0, 1.0);
+  options.max_new_tokens = 12;
+  options.stop_at_end_of_text = false;
+  const size_t live = GetMemoryStats().live_bytes;
+  for (const int length : {5, 9, 14}) {
+    const std::vector<TokenId> prompt(static_cast<size_t>(length), 'a');
+    EXPECT_EQ(GenerateTokens(model, ByteTokenizer(), prompt, options).size(),
+              12u);
+    EXPECT_EQ(GetMemoryStats().cached_bytes, 0u) << length;
+    EXPECT_EQ(GetMemoryStats().live_bytes, live) << length;
+  }
+}
+
 TEST(GenerateTokens, LengthsBeyondRotorsLimitAreErrors) {
   nn::Transformer model(ByteModelConfig(true), 1);
   SamplingOptions options = Options(0.0, 0, 1.0);

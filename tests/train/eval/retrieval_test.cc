@@ -148,5 +148,30 @@ TEST(Retrieval, GridCellsPerTaskLengthAndDepth) {
   }
 }
 
+// RetrievalMinLength holds every example of its task in every tokenizer,
+// and a task name round-trips while an unknown one is refused naming the
+// tasks.
+TEST(Retrieval, MinLengthHoldsEveryExampleInEveryTokenizer) {
+  const test::TempDir dir;
+  for (const auto& tokenizer : test::PromptTokenizers(dir)) {
+    SCOPED_TRACE(tokenizer->Name());
+    const RetrievalMaker maker(*tokenizer, 1024);
+    for (const RetrievalTask task : AllRetrievalTasks()) {
+      SCOPED_TRACE(RetrievalTaskName(task));
+      Rng rng(11);
+      for (int i = 0; i < 200; ++i) {
+        EXPECT_NO_THROW(
+            maker.Make(task, RetrievalMinLength(task), rng.Uniform(), rng));
+      }
+    }
+  }
+  for (const RetrievalTask task : AllRetrievalTasks()) {
+    EXPECT_EQ(RetrievalTaskFromName(RetrievalTaskName(task)), task);
+  }
+  EXPECT_FALSE(RetrievalTaskFromName("niah"));
+  ROTOR_EXPECT_ERROR(ParseRetrievalTasks("niah_single,niah"),
+                     "unknown retrieval task 'niah'", "variable_tracking");
+}
+
 }  // namespace
 }  // namespace rotor::train

@@ -152,6 +152,19 @@ TEST(PlanReport, ResolvesTheLengths) {
   // Without eval.passkey_lengths: the lengths that fit the prompt.
   EXPECT_EQ(PlanReport(TinyReport({"eval.passkey_lengths=[]"})).passkey_lengths,
             (std::vector<int64_t>{128, 256}));
+  // Each retrieval task at the passkey lengths that hold its prompt.
+  const ReportPlan longer =
+      PlanReport(TinyReport({"eval.passkey_lengths=[112, 400, 600]"}));
+  ASSERT_EQ(longer.retrieval.size(), 4u);
+  EXPECT_EQ(longer.retrieval[0].task, RetrievalTask::kNiahSingle);
+  EXPECT_EQ(longer.retrieval[0].lengths, (std::vector<int64_t>{400, 600}));
+  EXPECT_EQ(longer.retrieval[1].lengths, std::vector<int64_t>{600});
+  EXPECT_TRUE(longer.retrieval[2].lengths.empty());  // 617 tokens at most
+  EXPECT_EQ(longer.retrieval[3].lengths, std::vector<int64_t>{600});
+  ROTOR_EXPECT_ERROR(
+      PlanReport(TinyReport({"eval.retrieval_lengths=[300, 400]"})),
+      "retrieval length 300 is below the shortest niah_single prompt (375 "
+      "tokens); set eval.retrieval_lengths");
   ROTOR_EXPECT_ERROR(PlanReport(TinyReport({"eval.passkey_lengths=[64]"})),
                      "passkey length 64 is below the shortest passkey prompt",
                      "set eval.passkey_lengths");
