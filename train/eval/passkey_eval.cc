@@ -110,18 +110,32 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                       examples.back().tokens.end() - 1);
       }
       model.SetSequenceLength(length);
-      const Tensor logits = model.Logits(inputs, options.trials, length);
       PasskeyCell cell;
       cell.length = length;
       cell.depth = options.depths[d];
       cell.trials = options.trials;
       cell.num_digits = options.num_digits;
+      // The logits of a batch are [rows * length, vocab]: with a large
+      // vocabulary the trials run in batches of at most kLogitBudget floats
+      // (10 trials of 2,048 tokens over 8,192 ids would be 671 MB at once).
+      constexpr int64_t kLogitBudget = int64_t{1} << 25;  // 128 MiB
+      const int64_t batch = std::clamp<int64_t>(
+          kLogitBudget / std::max<int64_t>(length * vocab, 1), 1,
+          options.trials);
       std::vector<bool> retrieved;
-      for (int64_t trial = 0; trial < options.trials; ++trial) {
-        const float* rows = logits.data() + trial * length * vocab;
-        cell.digits_right +=
-            PasskeyDigitsRight(rows, vocab, examples[trial], tokenizer);
-        retrieved.push_back(PasskeyRetrieved(rows, vocab, examples[trial]));
+      for (int64_t first = 0; first < options.trials; first += batch) {
+        const int64_t rows = std::min(batch, options.trials - first);
+        const std::vector<TokenId> batch_inputs(
+            inputs.begin() + first * length,
+            inputs.begin() + (first + rows) * length);
+        const Tensor logits = model.Logits(batch_inputs, rows, length);
+        for (int64_t row = 0; row < rows; ++row) {
+          const float* row_logits = logits.data() + row * length * vocab;
+          const PasskeyExample& example = examples[first + row];
+          cell.digits_right +=
+              PasskeyDigitsRight(row_logits, vocab, example, tokenizer);
+          retrieved.push_back(PasskeyRetrieved(row_logits, vocab, example));
+        }
       }
       for (int64_t trial = 0; trial < options.trials; ++trial) {
         const bool right =

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/tensor.h"
 #include "nn/lora.h"
 #include "train/checkpoint.h"
 #include "train/data/data_dir.h"
@@ -270,6 +271,10 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
   }
   const VariantResult result =
       finetuned ? Finetuned(method, lora) : ZeroShot(method);
+  // The tensor pool (core/tensor.h) keeps every buffer size a run asked
+  // for; the next variant trains or evaluates at other sizes, so without
+  // this the report's memory would be the sum of every variant's.
+  ReleaseCachedMemory();
   SaveVariantResult(path, result);
   Say(name + ": " + VariantSummary(result, plan_.extended_length));
   return result;
