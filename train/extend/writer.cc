@@ -306,12 +306,14 @@ void ReportWriter::WritePasskeyTable(AccuracyAt accuracy_at) {
 void ReportWriter::WritePasskey(bool have_overview,
                                 const std::vector<std::string>& depth_maps) {
   md_ << "## Passkey retrieval\n\n"
-      << "A 5-digit key hidden in filler text at depths";
+      << "A " << plan_.base.data.passkey_digits
+      << "-digit key hidden in filler text at depths";
   for (double depth : config_.depths) md_ << " " << depth;
   md_ << " (0 = start, 1 = just before the question), " << config_.trials
       << " examples per length and depth, the same keys for every model. "
-         "Retrieved = greedy decoding writes all 5 digits "
-         "(train/eval/passkey_eval.h). Mean accuracy over depths:\n\n";
+         "Retrieved = greedy decoding writes all "
+      << plan_.base.data.passkey_digits
+      << " digits (train/eval/passkey_eval.h). Mean accuracy over depths:\n\n";
   WritePasskeyTable(PasskeyAccuracyAt);
   if (have_overview) md_ << "![passkey accuracy](passkey.png)\n\n";
   md_ << "Partial credit: the share of answer digits right, each given the "

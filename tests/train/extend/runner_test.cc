@@ -100,7 +100,8 @@ TEST(ExtendReport, TinyModelEndToEnd) {
   for (const char* row :
        {"| default (zero-shot) |", "| dynamic (zero-shot) |",
         "| yarn (zero-shot) |", "| default + fine-tune |",
-        "| yarn + fine-tune |", "## Passkey retrieval", "## Checks",
+        "| yarn + fine-tune |", "## Passkey retrieval", "A 5-digit key hidden",
+        "writes all 5 digits", "## Checks",
         "unscaled RoPE degrades sharply at 128"}) {
     EXPECT_NE(report.find(row), std::string::npos) << row << "\n" << report;
   }
