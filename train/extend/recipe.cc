@@ -8,7 +8,6 @@
 #include "train/checkpoint.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
-#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 
@@ -62,8 +61,7 @@ ReportPlan PlanReport(const ExtendReportConfig& report) {
   plan.base.train.threads = report.threads;
   plan.base.logging.progress = false;
   plan.init_from = report.base_init_from;
-  plan.tokenizer = plan.base.data.tokenizer.empty() ? ByteTokenizer::kName
-                                                    : plan.base.data.tokenizer;
+  plan.tokenizer = plan.base.data.tokenizer;
   if (!plan.init_from.empty()) {
     // The folder's own model, tokenizer and pre-training length.
     plan.base.model = LoadCheckpointModelConfig(plan.init_from).model;

@@ -37,7 +37,9 @@ struct ReportPlan {
   // The existing base model (report.base_init_from), or "" when the report
   // trains it from `base`.
   std::string init_from;
-  // The model's tokenizer spec: init_from's, or base.data.tokenizer's.
+  // The model's tokenizer spec: init_from's, or base.data.tokenizer's; ""
+  // (a base trained here without data.tokenizer) = the data's own, which
+  // the runner reads once the data is prepared (bytes for text files).
   std::string tokenizer;
   // A folder of text files (report.base_data that holds no prepared data)
   // that the runner prepares with `tokenizer` into base.data.path

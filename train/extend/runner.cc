@@ -23,6 +23,7 @@
 #include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
 #include "train/metrics.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
 #include "train/trainer.h"
 
@@ -146,10 +147,11 @@ void ReportRunner::PrepareData() {
     PrepareOptions prepare;
     prepare.inputs = {plan_.text_files};
     prepare.output = dir;
-    prepare.tokenizer = plan_.tokenizer;
+    prepare.tokenizer =
+        plan_.tokenizer.empty() ? ByteTokenizer::kName : plan_.tokenizer;
     prepare.force = true;
     const PrepareSummary summary = RunPrepare(prepare);
-    Say(StrCat("prepared ", plan_.text_files, " with ", plan_.tokenizer,
+    Say(StrCat("prepared ", plan_.text_files, " with ", prepare.tokenizer,
                " into ", dir, " (", summary.train.tokens, " training and ",
                summary.val.tokens, " validation tokens)"));
   }

@@ -17,17 +17,13 @@
 namespace rotor::train {
 namespace {
 
-constexpr RetrievalTask kAllTasks[] = {
-    RetrievalTask::kNiahSingle, RetrievalTask::kNiahMultikey,
-    RetrievalTask::kNiahMultivalue, RetrievalTask::kVariableTracking};
-
 TEST(Retrieval, EveryTokenizerGetsTheExactLengthDepthAndValues) {
   const test::TempDir dir;
   for (const auto& tokenizer : test::PromptTokenizers(dir)) {
     SCOPED_TRACE(tokenizer->Name());
     const RetrievalMaker maker(*tokenizer, 2048);
     Rng rng(3);
-    for (const RetrievalTask task : kAllTasks) {
+    for (const RetrievalTask task : AllRetrievalTasks()) {
       for (const int64_t length : {int64_t{1024}, int64_t{2048}}) {
         for (const double depth : {0.0, 0.4, 1.0}) {
           SCOPED_TRACE(testing::Message() << RetrievalTaskName(task) << " "
@@ -96,7 +92,7 @@ TEST(Retrieval, EveryTokenizerGetsTheExactLengthDepthAndValues) {
 TEST(Retrieval, SameSeedSameExamples) {
   const ByteTokenizer bytes;
   const RetrievalMaker maker(bytes, 1500);
-  for (const RetrievalTask task : kAllTasks) {
+  for (const RetrievalTask task : AllRetrievalTasks()) {
     Rng a(9), b(9), c(10);
     const RetrievalExample x = maker.Make(task, 1500, 0.5, a);
     const RetrievalExample y = maker.Make(task, 1500, 0.5, b);

@@ -8,11 +8,15 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
+#include "train/data/prepare.h"
 #include "train/io/atomic_file.h"
+#include "train/tokenizer/bpe_trainer.h"
 
 namespace rotor::train {
 namespace {
@@ -180,6 +184,40 @@ TEST(ExtendReport, ComparesFullAndLoraFineTuning) {
       RunExtendReport(other, again),
       "yarn-finetuned-lora fine-tune: " + run + " holds another run",
       "finetune.lora.r 4 (checkpoint) vs 8 (config)");
+}
+
+// A base trained here from a config whose data holds another tokenizer's
+// ids (no data.tokenizer in the config): the report takes the data's own
+// tokenizer as the model's, for the passkey prompts too.
+TEST(ExtendReport, BaseTrainedOnDataOfAnotherTokenizer) {
+  test::TempDir dir;
+  test::PrepareTextData(dir);
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "the cat sat on the mat. ";
+  const std::vector<std::string_view> documents = {text};
+  BpeTrainerOptions bpe;
+  bpe.vocab_size = 257;  // the tiny model's vocabulary: no merges
+  const std::string tokenizer = dir.Write(
+      "bpe.json",
+      BpeTokenizerJson(TrainBpe(CountWords(documents, bpe.split_pattern), bpe),
+                       bpe));
+  PrepareOptions prepare;
+  prepare.inputs = {dir.Path("text")};
+  prepare.output = dir.Path("bpe-data");
+  prepare.val_fraction = 0.25;
+  prepare.tokenizer = tokenizer;
+  RunPrepare(prepare);
+  const ExtendReportConfig config =
+      TinyReport(dir, dir.Path("bpe-data"), "train.max_steps=1", "",
+                 "factor: 2\nmethods: [default]\nfinetune: {steps: 0}\n"
+                 "eval: {lengths: [32], documents: 1, passkey_lengths: [112],\n"
+                 "       depths: [1], trials: 1, retrieval_tasks: []}\n");
+  std::ostringstream log;
+  const ExtendReportSummary summary = RunExtendReport(config, log);
+  EXPECT_NE(ReadFile(summary.report_path)
+                .find("Perplexity per token (tokenizer `" +
+                      dir.Path("bpe-data") + "/tokenizer.json`)"),
+            std::string::npos);
 }
 
 }  // namespace
