@@ -42,6 +42,7 @@
 // Per-target helpers, after highway.h:
 #include "core/kernels/rope-inl.h"
 #include "core/kernels/simd-inl.h"
+#include "core/kernels/tile_product-inl.h"
 #include "core/parallel.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/contrib/math/math-inl.h"
@@ -187,6 +188,9 @@ struct TaskScratch {
     queries = take(kQueryTile * head_dim);
     row_max = take(kQueryTile);
     row_sum = take(kQueryTile);
+    static_assert(kKeyTile <= kQueryTile, "a key tile's rows fit acc");
+    dk_part = acc;
+    dv_part = queries;
   }
   hwy::AlignedFreeUniquePtr<float[]> buffer;
   float* keys_t;    // [D, kKeyTile]: the key tile, transposed
@@ -197,6 +201,10 @@ struct TaskScratch {
   float* queries;   // [kQueryTile, D]: a rotated query or key tile (RoPE)
   float* row_max;   // [kQueryTile]: running max m_i (forward)
   float* row_sum;   // [kQueryTile]: running sum l_i (forward)
+  // The backward's [kKeyTile, D] sums of dk and dv of one query head (the
+  // forward's acc and queries, which the backward does not use).
+  float* dk_part;
+  float* dv_part;
 };
 
 // out[e * kKeyTile + c] = rows[c * stride + e] for c < count, and 0 for
@@ -207,84 +215,6 @@ void TransposeTile(const float* HWY_RESTRICT rows, size_t stride, size_t count,
     float* out_row = out + e * kKeyTile;
     for (size_t c = 0; c < count; ++c) out_row[c] = rows[c * stride + e];
     for (size_t c = count; c < cols; ++c) out_row[c] = 0.0f;
-  }
-}
-
-// s0[c] = scale * sum_e x0[e] * keys_t[e * kKeyTile + c] for c < cols, i.e.
-// scale * <x0, key_c>, and with kRows = 2 the same for x1 into s1. cols is a
-// multiple of the vector length and keys_t is aligned. Four independent
-// accumulators per row hide the FMA latency; with two rows each key vector
-// loaded serves both (a 2 x 4-vector register block), which halves the
-// loads per FMA. A score is the same chain of FMAs over e either way, so
-// pairing rows does not change any bit.
-template <size_t kRows>
-void ScoreRows(const float* HWY_RESTRICT x0, const float* HWY_RESTRICT x1,
-               const float* HWY_RESTRICT keys_t, size_t dim, size_t cols,
-               float scale, float* HWY_RESTRICT s0, float* HWY_RESTRICT s1) {
-  static_assert(kRows == 1 || kRows == 2, "one or two rows");
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const auto vscale = hn::Set(d, scale);
-  size_t c = 0;
-  for (; c + 4 * lanes <= cols; c += 4 * lanes) {
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-    const float* col = keys_t + c;
-    for (size_t e = 0; e < dim; ++e, col += kKeyTile) {
-      const auto k0 = hn::Load(d, col), k1 = hn::Load(d, col + lanes);
-      const auto k2 = hn::Load(d, col + 2 * lanes);
-      const auto k3 = hn::Load(d, col + 3 * lanes);
-      const auto x0e = hn::Set(d, x0[e]);
-      a0 = hn::MulAdd(x0e, k0, a0);
-      a1 = hn::MulAdd(x0e, k1, a1);
-      a2 = hn::MulAdd(x0e, k2, a2);
-      a3 = hn::MulAdd(x0e, k3, a3);
-      if constexpr (kRows == 2) {
-        const auto x1e = hn::Set(d, x1[e]);
-        b0 = hn::MulAdd(x1e, k0, b0);
-        b1 = hn::MulAdd(x1e, k1, b1);
-        b2 = hn::MulAdd(x1e, k2, b2);
-        b3 = hn::MulAdd(x1e, k3, b3);
-      }
-    }
-    hn::StoreU(hn::Mul(a0, vscale), d, s0 + c);
-    hn::StoreU(hn::Mul(a1, vscale), d, s0 + c + lanes);
-    hn::StoreU(hn::Mul(a2, vscale), d, s0 + c + 2 * lanes);
-    hn::StoreU(hn::Mul(a3, vscale), d, s0 + c + 3 * lanes);
-    if constexpr (kRows == 2) {
-      hn::StoreU(hn::Mul(b0, vscale), d, s1 + c);
-      hn::StoreU(hn::Mul(b1, vscale), d, s1 + c + lanes);
-      hn::StoreU(hn::Mul(b2, vscale), d, s1 + c + 2 * lanes);
-      hn::StoreU(hn::Mul(b3, vscale), d, s1 + c + 3 * lanes);
-    }
-  }
-  for (; c < cols; c += lanes) {
-    auto a0 = hn::Zero(d), b0 = hn::Zero(d);
-    const float* col = keys_t + c;
-    for (size_t e = 0; e < dim; ++e, col += kKeyTile) {
-      const auto k0 = hn::Load(d, col);
-      a0 = hn::MulAdd(hn::Set(d, x0[e]), k0, a0);
-      if constexpr (kRows == 2) b0 = hn::MulAdd(hn::Set(d, x1[e]), k0, b0);
-    }
-    hn::StoreU(hn::Mul(a0, vscale), d, s0 + c);
-    if constexpr (kRows == 2) hn::StoreU(hn::Mul(b0, vscale), d, s1 + c);
-  }
-}
-
-// Scores of `rows` rows x_r = x + r * stride against a transposed key tile:
-// scores[r * kKeyTile + c] = scale * <x_r, key_c>, two rows at a time, an
-// odd last row alone.
-void ScoreTile(const float* HWY_RESTRICT x, size_t stride, size_t rows,
-               const float* HWY_RESTRICT keys_t, size_t dim, size_t cols,
-               float scale, float* HWY_RESTRICT scores) {
-  size_t r = 0;
-  for (; r + 2 <= rows; r += 2) {
-    ScoreRows<2>(x + r * stride, x + (r + 1) * stride, keys_t, dim, cols, scale,
-                 scores + r * kKeyTile, scores + (r + 1) * kKeyTile);
-  }
-  if (r < rows) {
-    ScoreRows<1>(x + r * stride, nullptr, keys_t, dim, cols, scale,
-                 scores + r * kKeyTile, nullptr);
   }
 }
 
@@ -328,131 +258,6 @@ void SoftmaxGrad(const float* HWY_RESTRICT p, float delta,
 void ScaleRow(float alpha, float* HWY_RESTRICT x, size_t n) {
   ForEachVector(n, [&](auto d, size_t e) HWY_ATTR {
     hn::StoreU(hn::Mul(hn::Set(d, alpha), hn::LoadU(d, x + e)), d, x + e);
-  });
-}
-
-// acc[e] += sum_{j < n} w[j * w_stride] * rows[j * stride + e] for e < dim:
-// a weighted sum of n rows (p v, ds k, p^T dout, ds^T q).
-// Loads are the bottleneck (one vector load per FMA is the most a core
-// sustains), so the main loop keeps four vectors of acc in registers and
-// broadcasts each weight once for all four. What remains of the row (fewer
-// than four vectors, then single lanes) goes one vector at a time, with four
-// partial sums over j, added in a fixed order.
-void AccumulateWeightedRows(const float* HWY_RESTRICT w, size_t w_stride,
-                            const float* HWY_RESTRICT rows, size_t stride,
-                            size_t n, size_t dim, float* HWY_RESTRICT acc) {
-  const hn::ScalableTag<float> df;
-  const size_t lanes = hn::Lanes(df);
-  size_t e = 0;
-  for (; e + 4 * lanes <= dim; e += 4 * lanes) {
-    auto a0 = hn::LoadU(df, acc + e);
-    auto a1 = hn::LoadU(df, acc + e + lanes);
-    auto a2 = hn::LoadU(df, acc + e + 2 * lanes);
-    auto a3 = hn::LoadU(df, acc + e + 3 * lanes);
-    const float* row = rows + e;
-    for (size_t j = 0; j < n; ++j, row += stride) {
-      const auto wj = hn::Set(df, w[j * w_stride]);
-      a0 = hn::MulAdd(wj, hn::LoadU(df, row), a0);
-      a1 = hn::MulAdd(wj, hn::LoadU(df, row + lanes), a1);
-      a2 = hn::MulAdd(wj, hn::LoadU(df, row + 2 * lanes), a2);
-      a3 = hn::MulAdd(wj, hn::LoadU(df, row + 3 * lanes), a3);
-    }
-    hn::StoreU(a0, df, acc + e);
-    hn::StoreU(a1, df, acc + e + lanes);
-    hn::StoreU(a2, df, acc + e + 2 * lanes);
-    hn::StoreU(a3, df, acc + e + 3 * lanes);
-  }
-  ForEachVector(dim - e, [&](auto d, size_t i) HWY_ATTR {
-    float* acc_e = acc + e + i;
-    auto a0 = hn::LoadU(d, acc_e);
-    auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-    const float* row = rows + e + i;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4, row += 4 * stride) {
-      a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
-      a1 = hn::MulAdd(hn::Set(d, w[(j + 1) * w_stride]),
-                      hn::LoadU(d, row + stride), a1);
-      a2 = hn::MulAdd(hn::Set(d, w[(j + 2) * w_stride]),
-                      hn::LoadU(d, row + 2 * stride), a2);
-      a3 = hn::MulAdd(hn::Set(d, w[(j + 3) * w_stride]),
-                      hn::LoadU(d, row + 3 * stride), a3);
-    }
-    for (; j < n; ++j, row += stride) {
-      a0 = hn::MulAdd(hn::Set(d, w[j * w_stride]), hn::LoadU(d, row), a0);
-    }
-    hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc_e);
-  });
-}
-
-// The same weighted sum for four outputs over the same n rows:
-// clang-format off
-//   acc[o * acc_stride + e] += sum_{j < n} w[o + j * w_stride] * rows[j * stride + e]
-// clang-format on
-// for o < 4 and e < dim (dk and dv of four neighbouring keys, whose weights
-// sit side by side in a [rows, keys] block). Each vector of a row is loaded
-// once for four FMAs, and each broadcast weight serves two vectors, which
-// roughly halves the loads per FMA of four separate calls. One chain of
-// FMAs per output vector, over j in order.
-void AccumulateWeightedRows4(const float* HWY_RESTRICT w, size_t w_stride,
-                             const float* HWY_RESTRICT rows, size_t stride,
-                             size_t n, size_t dim, float* HWY_RESTRICT acc,
-                             size_t acc_stride) {
-  const hn::ScalableTag<float> df;
-  const size_t lanes = hn::Lanes(df);
-  float* acc0 = acc;
-  float* acc1 = acc + acc_stride;
-  float* acc2 = acc + 2 * acc_stride;
-  float* acc3 = acc + 3 * acc_stride;
-  size_t e = 0;
-  for (; e + 2 * lanes <= dim; e += 2 * lanes) {
-    auto a0 = hn::LoadU(df, acc0 + e), b0 = hn::LoadU(df, acc0 + e + lanes);
-    auto a1 = hn::LoadU(df, acc1 + e), b1 = hn::LoadU(df, acc1 + e + lanes);
-    auto a2 = hn::LoadU(df, acc2 + e), b2 = hn::LoadU(df, acc2 + e + lanes);
-    auto a3 = hn::LoadU(df, acc3 + e), b3 = hn::LoadU(df, acc3 + e + lanes);
-    const float* row = rows + e;
-    const float* wj = w;
-    for (size_t j = 0; j < n; ++j, row += stride, wj += w_stride) {
-      const auto x = hn::LoadU(df, row);
-      const auto y = hn::LoadU(df, row + lanes);
-      const auto w0 = hn::Set(df, wj[0]);
-      a0 = hn::MulAdd(w0, x, a0);
-      b0 = hn::MulAdd(w0, y, b0);
-      const auto w1 = hn::Set(df, wj[1]);
-      a1 = hn::MulAdd(w1, x, a1);
-      b1 = hn::MulAdd(w1, y, b1);
-      const auto w2 = hn::Set(df, wj[2]);
-      a2 = hn::MulAdd(w2, x, a2);
-      b2 = hn::MulAdd(w2, y, b2);
-      const auto w3 = hn::Set(df, wj[3]);
-      a3 = hn::MulAdd(w3, x, a3);
-      b3 = hn::MulAdd(w3, y, b3);
-    }
-    hn::StoreU(a0, df, acc0 + e);
-    hn::StoreU(b0, df, acc0 + e + lanes);
-    hn::StoreU(a1, df, acc1 + e);
-    hn::StoreU(b1, df, acc1 + e + lanes);
-    hn::StoreU(a2, df, acc2 + e);
-    hn::StoreU(b2, df, acc2 + e + lanes);
-    hn::StoreU(a3, df, acc3 + e);
-    hn::StoreU(b3, df, acc3 + e + lanes);
-  }
-  ForEachVector(dim - e, [&](auto d, size_t i) HWY_ATTR {
-    const size_t at = e + i;
-    auto a0 = hn::LoadU(d, acc0 + at), a1 = hn::LoadU(d, acc1 + at);
-    auto a2 = hn::LoadU(d, acc2 + at), a3 = hn::LoadU(d, acc3 + at);
-    const float* row = rows + at;
-    const float* wj = w;
-    for (size_t j = 0; j < n; ++j, row += stride, wj += w_stride) {
-      const auto x = hn::LoadU(d, row);
-      a0 = hn::MulAdd(hn::Set(d, wj[0]), x, a0);
-      a1 = hn::MulAdd(hn::Set(d, wj[1]), x, a1);
-      a2 = hn::MulAdd(hn::Set(d, wj[2]), x, a2);
-      a3 = hn::MulAdd(hn::Set(d, wj[3]), x, a3);
-    }
-    hn::StoreU(a0, d, acc0 + at);
-    hn::StoreU(a1, d, acc1 + at);
-    hn::StoreU(a2, d, acc2 + at);
-    hn::StoreU(a3, d, acc3 + at);
   });
 }
 
@@ -577,17 +382,18 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
         TransposeTile(k_head + k0 * k_stride, k_stride, count, dim, cols,
                       scratch.keys_t);
       }
-      ScoreTile(q_tile + first_row * q_stride, q_stride, end_row - first_row,
-                tile_t, dim, cols, s.scale,
-                scratch.probs + first_row * kKeyTile);
+      TileProduct<false>(end_row - first_row, cols, dim,
+                         q_tile + first_row * q_stride, q_stride, 1, tile_t,
+                         kKeyTile, s.scale,
+                         scratch.probs + first_row * kKeyTile, kKeyTile);
     }
     for (size_t r = first_row; r < end_row; ++r) {
       // Masking is a range of the tile's keys, not a -inf sentinel: masked
-      // scores are never exponentiated.
+      // scores are never exponentiated, and their probabilities are 0.
       const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
       const size_t n = seen.count();
-      float* scores = scratch.probs + r * kKeyTile + seen.begin;
-      const float* values = v_head + (k0 + seen.begin) * v_stride;
+      float* probs = scratch.probs + r * kKeyTile;
+      float* scores = probs + seen.begin;
       if (!transpose_keys) {
         ScoreRowDirect(q_tile + r * q_stride,
                        k_head + (k0 + seen.begin) * k_stride, k_stride, n, dim,
@@ -595,15 +401,20 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       }
       const float new_max = std::max(row_max[r], Max(scores, n));
       const float tile_sum = ExpShift(scores, n, new_max);
+      std::fill(probs, scores, 0.0f);
+      std::fill(probs + seen.end, probs + count, 0.0f);
       // exp(m_old - m_new): 0 on the first tile (m_old = -inf), where acc
       // and l are still 0.
       const float correction = std::exp(row_max[r] - new_max);
       row_sum[r] = row_sum[r] * correction + tile_sum;
       if (correction != 1.0f) ScaleRow(correction, acc + r * dim, dim);
-      AccumulateWeightedRows(scores, 1, values, v_stride, n, dim,
-                             acc + r * dim);
       row_max[r] = new_max;
     }
+    // acc += P V over the rows that see the tile.
+    TileProduct<true>(end_row - first_row, dim, count,
+                      scratch.probs + first_row * kKeyTile, kKeyTile, 1,
+                      v_head + k0 * v_stride, v_stride, 1.0f,
+                      acc + first_row * dim, dim);
   }
   for (size_t r = 0; r < rows; ++r) {
     const size_t row = head * s.q_len + q0 + r;
@@ -684,7 +495,7 @@ size_t ForwardWorkspaceFloats(const AttentionShape& s) {
 bool GathersOutputRows(const AttentionShape& s) {
   return !IsContiguous(s.out_strides, s.q_heads, s.q_len, s.head_dim);
 }
-size_t BackwardWorkspaceFloats(const AttentionShape& s) {
+size_t RopeBackwardFloats(const AttentionShape& s) {
   if (s.rope.rows == nullptr) return 0;
   return 2 * BlockFloats(QueryFloats(s)) + 2 * BlockFloats(KeyFloats(s)) +
          (GathersOutputRows(s) ? BlockFloats(QueryFloats(s)) : 0);
@@ -750,12 +561,57 @@ void ScaleRows(float scale, float* HWY_RESTRICT first, size_t stride,
   for (size_t r = 0; r < rows; ++r) ScaleRow(scale, first + r * stride, dim);
 }
 
+// The probabilities and score gradients of query rows [i0, i0 + rows) of
+// head `head` (of batch element b) against the key tile [k0, k0 + count),
+// whose keys and values scratch holds transposed (TransposeTile):
+//   p_ij  = exp(scale <q_i, k_j> - L_i)         -> scratch.probs [rows, keys]
+//   dp_ij = <dout_i, v_j>
+//   ds_ij = p_ij (dp_ij - delta_i)               -> scratch.grads [rows, keys]
+// both 0 outside each row's visible keys. Every row given sees at least one
+// key of the tile. q_rows and dout_rows point at row i0.
+void TileGradients(const AttentionShape& s, size_t b, size_t head, size_t i0,
+                   size_t rows, size_t k0, size_t count, size_t cols,
+                   const float* HWY_RESTRICT q_rows, size_t q_stride,
+                   const float* HWY_RESTRICT dout_rows, size_t o_stride,
+                   const float* HWY_RESTRICT lse,
+                   const float* HWY_RESTRICT delta, TaskScratch& scratch) {
+  const size_t dim = s.head_dim;
+  TileProduct<false>(rows, cols, dim, q_rows, q_stride, 1, scratch.keys_t,
+                     kKeyTile, s.scale, scratch.probs, kKeyTile);
+  TileProduct<false>(rows, cols, dim, dout_rows, o_stride, 1, scratch.values_t,
+                     kKeyTile, 1.0f, scratch.grads, kKeyTile);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t row = head * s.q_len + i0 + r;
+    const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
+    float* p = scratch.probs + r * kKeyTile;
+    float* ds = scratch.grads + r * kKeyTile;
+    ExpShift(p + seen.begin, seen.count(), lse[row]);
+    SoftmaxGrad(p + seen.begin, delta[row], ds + seen.begin, seen.count());
+    std::fill(p, p + seen.begin, 0.0f);
+    std::fill(ds, ds + seen.begin, 0.0f);
+    std::fill(p + seen.end, p + count, 0.0f);
+    std::fill(ds + seen.end, ds + count, 0.0f);
+  }
+}
+
+// dst row r += src row r for r < rows (dim floats each).
+void AddRows(const float* HWY_RESTRICT src, size_t src_stride,
+             float* HWY_RESTRICT dst, size_t dst_stride, size_t rows,
+             size_t dim) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* from = src + r * src_stride;
+    float* to = dst + r * dst_stride;
+    ForEachVector(dim, [&](auto d, size_t e) HWY_ATTR {
+      hn::StoreU(hn::Add(hn::LoadU(d, to + e), hn::LoadU(d, from + e)), d,
+                 to + e);
+    });
+  }
+}
+
 // Backward, pass 1, for query rows [q0, q0 + rows) of head `head`:
 //   delta_i = <dout_i, out_i>          (stored for pass 2)
-//   p_ij = exp(s_ij - L_i)             (recomputed from the saved L)
-//   dp_ij = <dout_i, v_j>
-//   ds_ij = p_ij (dp_ij - delta_i)
-//   dq_i = scale * sum_j ds_ij k_j
+//   p_ij, ds_ij                        (TileGradients, from the saved L)
+//   dq_i = scale * sum_j ds_ij k_j     (dq += ds K per key tile, in order)
 void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
                    const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                    const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
@@ -789,34 +645,108 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
     // Only rows r0 .. r1 - 1 see keys of this tile.
     const size_t r0 = FirstRowSeeing(s, q0, rows, k0);
     const size_t r1 = RowsSeeingBefore(s, b, q0, rows, k0 + count);
-    ScoreTile(q_head + (q0 + r0) * q_stride, q_stride, r1 - r0, scratch.keys_t,
-              dim, cols, s.scale, scratch.probs);
-    ScoreTile(dout_head + (q0 + r0) * o_stride, o_stride, r1 - r0,
-              scratch.values_t, dim, cols, 1.0f, scratch.grads);
-    for (size_t r = r0; r < r1; ++r) {
-      const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
-      const size_t n = seen.count();
-      const size_t row = head * s.q_len + q0 + r;
-      float* probs = scratch.probs + (r - r0) * kKeyTile + seen.begin;
-      float* grads = scratch.grads + (r - r0) * kKeyTile + seen.begin;
-      ExpShift(probs, n, lse[row]);
-      SoftmaxGrad(probs, delta[row], grads, n);
-      AccumulateWeightedRows(grads, 1, k_head + (k0 + seen.begin) * k_stride,
-                             k_stride, n, dim, dq_head + (q0 + r) * q_stride);
-    }
+    const size_t i0 = q0 + r0;
+    TileGradients(s, b, head, i0, r1 - r0, k0, count, cols,
+                  q_head + i0 * q_stride, q_stride, dout_head + i0 * o_stride,
+                  o_stride, lse, delta, scratch);
+    TileProduct<true>(r1 - r0, dim, count, scratch.grads, kKeyTile, 1,
+                      k_head + k0 * k_stride, k_stride, 1.0f,
+                      dq_head + i0 * q_stride, q_stride);
   }
   ScaleRows(s.scale, dq_head + q0 * q_stride, q_stride, rows, dim);
 }
 
-// Backward, pass 2, for keys [k0, k0 + count) of kv head `kv_head` (=
-// b * kv_heads + g), over every query of the group's query heads in order:
-//   dv_j = sum_i p_ij dout_i,   dk_j = scale * sum_i ds_ij q_i.
-// Probabilities and ds of a query tile are kept as [rows, keys] blocks
-// (zero where masked), then each key's row of dk and dv is one weighted sum
-// over the block's column.
-// With `dq_unscaled` (the one-pass backward, FusedGradTask) it also adds
-// this key tile's share of dq_i / scale = sum_j ds_ij k_j to every query row,
-// with the same ds and in the same order as QueryGradTask.
+// One query head's share of the gradients of keys [k0, k0 + count) of its
+// kv head, whose keys and values scratch holds transposed, over every query
+// that sees them, query tile by query tile in order:
+//   dv_j  = sum_i p_ij dout_i          (dv_dst += P^T dO)
+//   dk_j' = sum_i ds_ij q_i            (dk_dst += ds^T Q; scale comes later)
+// written (not added) to dk_dst and dv_dst (rows dk_stride and dv_stride
+// floats apart). With
+// `dq_unscaled` (the one-pass backward) it also adds the tile's share of
+// dq_i / scale = sum_j ds_ij k_j to every query row, with the same ds and in
+// the same order as QueryGradTask.
+void HeadKeyTileGrads(const AttentionShape& s, size_t head, size_t k0,
+                      size_t count, size_t cols, const float* HWY_RESTRICT q,
+                      const float* HWY_RESTRICT k_tile,
+                      const float* HWY_RESTRICT lse,
+                      const float* HWY_RESTRICT dout,
+                      const float* HWY_RESTRICT delta,
+                      float* HWY_RESTRICT dk_dst, size_t dk_stride,
+                      float* HWY_RESTRICT dv_dst, size_t dv_stride,
+                      float* HWY_RESTRICT dq_unscaled, TaskScratch& scratch) {
+  const size_t dim = s.head_dim;
+  const size_t b = head / s.q_heads;
+  const size_t q_stride = s.q_strides.row;
+  const size_t o_stride = s.out_strides.row;
+  const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
+  const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
+  // Only queries first_query .. end_query - 1 see any of these keys.
+  const size_t first_query =
+      (s.causal && k0 > s.q_offset) ? k0 - s.q_offset : 0;
+  const size_t end_query = RowsSeeingBefore(s, b, 0, s.q_len, k0 + count);
+  if (first_query >= end_query) {  // no query sees them
+    for (size_t c = 0; c < count; ++c) {
+      std::fill(dk_dst + c * dk_stride, dk_dst + c * dk_stride + dim, 0.0f);
+      std::fill(dv_dst + c * dv_stride, dv_dst + c * dv_stride + dim, 0.0f);
+    }
+    return;
+  }
+  for (size_t i0 = first_query; i0 < end_query; i0 += kQueryTile) {
+    const size_t rows = std::min(kQueryTile, end_query - i0);
+    const float* q_rows = q_head + i0 * q_stride;
+    const float* dout_rows = dout_head + i0 * o_stride;
+    TileGradients(s, b, head, i0, rows, k0, count, cols, q_rows, q_stride,
+                  dout_rows, o_stride, lse, delta, scratch);
+    if (dq_unscaled != nullptr) {
+      TileProduct<true>(rows, dim, count, scratch.grads, kKeyTile, 1, k_tile,
+                        s.k_strides.row, 1.0f,
+                        dq_unscaled + RowAt(s.q_strides, s.q_heads, head, i0),
+                        q_stride);
+    }
+    // The first query tile writes, the others add.
+    if (i0 == first_query) {
+      TileProduct<false>(count, dim, rows, scratch.probs, 1, kKeyTile,
+                         dout_rows, o_stride, 1.0f, dv_dst, dv_stride);
+      TileProduct<false>(count, dim, rows, scratch.grads, 1, kKeyTile, q_rows,
+                         q_stride, 1.0f, dk_dst, dk_stride);
+    } else {
+      TileProduct<true>(count, dim, rows, scratch.probs, 1, kKeyTile, dout_rows,
+                        o_stride, 1.0f, dv_dst, dv_stride);
+      TileProduct<true>(count, dim, rows, scratch.grads, 1, kKeyTile, q_rows,
+                        q_stride, 1.0f, dk_dst, dk_stride);
+    }
+  }
+}
+
+// The key and value tile [k0, count) of kv head `kv_head`, transposed into
+// scratch; returns its number of columns (count rounded up to vectors).
+size_t LoadKeyValueTile(const AttentionShape& s, size_t kv_head, size_t k0,
+                        size_t count, const float* HWY_RESTRICT k,
+                        const float* HWY_RESTRICT v, TaskScratch& scratch) {
+  const hn::ScalableTag<float> d;
+  const size_t cols = DivCeil(count, hn::Lanes(d)) * hn::Lanes(d);
+  TransposeTile(k + RowAt(s.k_strides, s.kv_heads, kv_head, k0),
+                s.k_strides.row, count, s.head_dim, cols, scratch.keys_t);
+  TransposeTile(v + RowAt(s.v_strides, s.kv_heads, kv_head, k0),
+                s.v_strides.row, count, s.head_dim, cols, scratch.values_t);
+  return cols;
+}
+
+// The first query head of kv head `kv_head`'s group.
+size_t FirstHeadOf(const AttentionShape& s, size_t kv_head) {
+  return (kv_head / s.kv_heads) * s.q_heads +
+         (kv_head % s.kv_heads) * (s.q_heads / s.kv_heads);
+}
+
+// Backward, pass 2, for keys [k0, k0 + count) of kv head `kv_head`:
+//   dv_j = sum_h sum_i p_ij dout_i,   dk_j = scale * sum_h sum_i ds_ij q_i
+// over the group's query heads h. The first head's sums are written into dk
+// and dv; each further head's go to a scratch tile, added after it in head
+// order. That is the order every backward scheme sums in (the per-head
+// scheme adds whole per-head arrays the same way), so all give the same
+// bits. With `dq_unscaled` (the one-pass backward, FusedGradTask) it also
+// adds this key tile's share of dq / scale.
 void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                  const float* HWY_RESTRICT v, const float* HWY_RESTRICT lse,
@@ -824,90 +754,36 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
                  const float* HWY_RESTRICT delta, float* HWY_RESTRICT dk,
                  float* HWY_RESTRICT dv, float* HWY_RESTRICT dq_unscaled,
                  TaskScratch& scratch) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
   const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
-  const size_t b = kv_head / s.kv_heads;
-  const size_t g = kv_head % s.kv_heads;
   const size_t count = std::min(kKeyTile, s.kv_len - k0);
-  const size_t cols = DivCeil(count, lanes) * lanes;
-  const size_t q_stride = s.q_strides.row;
   const size_t k_stride = s.k_strides.row;
   const size_t v_stride = s.v_strides.row;
-  const size_t o_stride = s.out_strides.row;
   const size_t k_at = RowAt(s.k_strides, s.kv_heads, kv_head, k0);
   const size_t v_at = RowAt(s.v_strides, s.kv_heads, kv_head, k0);
   float* dk_tile = dk + k_at;
   float* dv_tile = dv + v_at;
-  for (size_t c = 0; c < count; ++c) {
-    std::fill(dk_tile + c * k_stride, dk_tile + c * k_stride + dim, 0.0f);
-    std::fill(dv_tile + c * v_stride, dv_tile + c * v_stride + dim, 0.0f);
-  }
-  TransposeTile(k + k_at, k_stride, count, dim, cols, scratch.keys_t);
-  TransposeTile(v + v_at, v_stride, count, dim, cols, scratch.values_t);
-  // Only queries first_query .. end_query - 1 see any of these keys.
-  const size_t first_query =
-      (s.causal && k0 > s.q_offset) ? k0 - s.q_offset : 0;
-  const size_t end_query = RowsSeeingBefore(s, b, 0, s.q_len, k0 + count);
-  for (size_t h = g * group; h < (g + 1) * group; ++h) {
-    const size_t head = b * s.q_heads + h;
-    const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
-    const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
-    for (size_t i0 = first_query; i0 < end_query; i0 += kQueryTile) {
-      const size_t rows = std::min(kQueryTile, end_query - i0);
-      const float* q_rows = q_head + i0 * q_stride;
-      const float* dout_rows = dout_head + i0 * o_stride;
-      ScoreTile(q_rows, q_stride, rows, scratch.keys_t, dim, cols, s.scale,
-                scratch.probs);
-      ScoreTile(dout_rows, o_stride, rows, scratch.values_t, dim, cols, 1.0f,
-                scratch.grads);
-      for (size_t r = 0; r < rows; ++r) {
-        const size_t row = head * s.q_len + i0 + r;
-        // At least one key, since first_query <= i0 + r < end_query.
-        const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
-        const size_t n = seen.count();
-        float* p = scratch.probs + r * kKeyTile;
-        float* ds = scratch.grads + r * kKeyTile;
-        ExpShift(p + seen.begin, n, lse[row]);
-        SoftmaxGrad(p + seen.begin, delta[row], ds + seen.begin, n);
-        if (dq_unscaled != nullptr) {
-          AccumulateWeightedRows(
-              ds + seen.begin, 1, k + k_at + seen.begin * k_stride, k_stride, n,
-              dim, dq_unscaled + RowAt(s.q_strides, s.q_heads, head, i0 + r));
-        }
-        // Masked keys.
-        std::fill(p, p + seen.begin, 0.0f);
-        std::fill(ds, ds + seen.begin, 0.0f);
-        std::fill(p + seen.end, p + count, 0.0f);
-        std::fill(ds + seen.end, ds + count, 0.0f);
-      }
-      // Four keys at a time, then one by one.
-      size_t c = 0;
-      for (; c + 4 <= count; c += 4) {
-        AccumulateWeightedRows4(scratch.probs + c, kKeyTile, dout_rows,
-                                o_stride, rows, dim, dv_tile + c * v_stride,
-                                v_stride);
-        AccumulateWeightedRows4(scratch.grads + c, kKeyTile, q_rows, q_stride,
-                                rows, dim, dk_tile + c * k_stride, k_stride);
-      }
-      for (; c < count; ++c) {
-        AccumulateWeightedRows(scratch.probs + c, kKeyTile, dout_rows, o_stride,
-                               rows, dim, dv_tile + c * v_stride);
-        AccumulateWeightedRows(scratch.grads + c, kKeyTile, q_rows, q_stride,
-                               rows, dim, dk_tile + c * k_stride);
-      }
+  const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, k, v, scratch);
+  const size_t first_head = FirstHeadOf(s, kv_head);
+  for (size_t head = first_head; head < first_head + group; ++head) {
+    const bool first = head == first_head;
+    HeadKeyTileGrads(s, head, k0, count, cols, q, k + k_at, lse, dout, delta,
+                     first ? dk_tile : scratch.dk_part, first ? k_stride : dim,
+                     first ? dv_tile : scratch.dv_part, first ? v_stride : dim,
+                     dq_unscaled, scratch);
+    if (!first) {
+      AddRows(scratch.dk_part, dim, dk_tile, k_stride, count, dim);
+      AddRows(scratch.dv_part, dim, dv_tile, v_stride, count, dim);
     }
   }
   ScaleRows(s.scale, dk_tile, k_stride, count, dim);
 }
 
-// The one-pass backward of kv head `kv_head` (= b * kv_heads + g) and its
-// group of query heads b * q_heads + g * group .. + group - 1: delta for
-// all their rows, then KeyGradTask over the key tiles in order, each adding
-// its share to dq. Every p_ij and ds_ij is computed once instead of once
-// per pass, and the results are bitwise those of the two passes (the same
-// sums in the same order).
+// The one-pass backward of kv head `kv_head` and its group of query heads:
+// delta for all their rows, then KeyGradTask over the key tiles in order,
+// each adding its share to dq. Every p_ij and ds_ij is computed once instead
+// of once per pass, and the results are bitwise those of the two passes
+// (the same sums in the same order).
 void FusedGradTask(const AttentionShape& s, size_t kv_head,
                    const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                    const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
@@ -916,8 +792,7 @@ void FusedGradTask(const AttentionShape& s, size_t kv_head,
                    float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
                    float* HWY_RESTRICT dv, TaskScratch& scratch) {
   const size_t group = s.q_heads / s.kv_heads;
-  const size_t first_head =
-      (kv_head / s.kv_heads) * s.q_heads + (kv_head % s.kv_heads) * group;
+  const size_t first_head = FirstHeadOf(s, kv_head);
   StartQueryRows(s, first_head, group, 0, s.q_len, out, dout, delta, dq);
   for (size_t k0 = 0; k0 < s.kv_len; k0 += kKeyTile) {
     KeyGradTask(s, kv_head, k0, q, k, v, lse, dout, delta, dk, dv, dq, scratch);
@@ -928,38 +803,155 @@ void FusedGradTask(const AttentionShape& s, size_t kv_head,
   }
 }
 
-// The one-pass FusedGradTask gives each thread whole kv heads (over the
-// batch); the two passes split finer: pass 1 (QueryGradTask, per query
-// tile) writes delta and dq; pass 2 (KeyGradTask, per key tile), which
-// reads delta, writes dk and dv. Both give the same bits, so the choice is
-// speed alone. One pass does 10 D flops per query-key pair and two passes
-// 14, but whole kv heads may not divide evenly over the threads: with H kv
-// heads on T threads the one-pass time goes as ceil(H / T) * 10 and the
-// two-pass time as H / T * 14 (their tasks are small enough to balance).
-// One thread, or SmolLM2's 3 kv heads on 2 threads (20 against 21), takes
-// one pass; 1 kv head on 2 threads takes two.
-bool OnePassIsFaster(size_t kv_heads, size_t threads) {
-  return DivCeil(kv_heads, threads) * 10 * threads <= kv_heads * 14;
+// Floats of one per-head partial of dk or dv (PerHeadBackward): kv_len rows.
+size_t PartialFloats(const AttentionShape& s) {
+  return BlockFloats(s.kv_len * s.head_dim);
+}
+
+// The one-pass backward of one query head `head`: delta and dq for its rows,
+// and its own sums of dk and dv over every key tile in order, into dk and dv
+// for the first head of each group and into its partials (rows of D floats)
+// for the others; PerHeadBackward adds those in head order afterwards.
+void HeadGradTask(const AttentionShape& s, size_t head,
+                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                  const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
+                  const float* HWY_RESTRICT lse, const float* HWY_RESTRICT dout,
+                  float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
+                  float* HWY_RESTRICT dk, float* HWY_RESTRICT dv,
+                  float* HWY_RESTRICT dk_part, float* HWY_RESTRICT dv_part,
+                  TaskScratch& scratch) {
+  const size_t dim = s.head_dim;
+  const size_t kv_head = KvHeadOf(s, head);
+  const bool first = head == FirstHeadOf(s, kv_head);
+  StartQueryRows(s, head, 1, 0, s.q_len, out, dout, delta, dq);
+  for (size_t k0 = 0; k0 < s.kv_len; k0 += kKeyTile) {
+    const size_t count = std::min(kKeyTile, s.kv_len - k0);
+    const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, k, v, scratch);
+    const size_t k_at = RowAt(s.k_strides, s.kv_heads, kv_head, k0);
+    const size_t v_at = RowAt(s.v_strides, s.kv_heads, kv_head, k0);
+    HeadKeyTileGrads(s, head, k0, count, cols, q, k + k_at, lse, dout, delta,
+                     first ? dk + k_at : dk_part + k0 * dim,
+                     first ? s.k_strides.row : dim,
+                     first ? dv + v_at : dv_part + k0 * dim,
+                     first ? s.v_strides.row : dim, dq, scratch);
+  }
+  ScaleRows(s.scale, dq + RowAt(s.q_strides, s.q_heads, head, 0),
+            s.q_strides.row, s.q_len, dim);
+}
+
+// How the backward splits its work over the threads. All three give the
+// same bits (each sums in the same order), so the choice is speed alone:
+//   kPerKvHead  one task per kv head and its query heads (FusedGradTask):
+//               every p_ij and ds_ij once, 10 D flops per query-key pair;
+//   kPerHead    one task per query head (HeadGradTask), its dk and dv
+//               sums kept apart and added in head order after: 10 D flops
+//               too, in group times more tasks, for 2 (group - 1) partial
+//               arrays of k's size;
+//   kTwoPasses  dq per query tile, then dk and dv per key tile (QueryGrad-
+//               Task, KeyGradTask): tasks small enough to balance any
+//               thread count, at 14 D flops per pair (p and ds twice).
+// With H kv heads of group g on T threads the times go as ceil(H / T) g
+// 10, ceil(H g / T) 10 and H g 14 / T. One thread, or many kv heads, takes
+// kPerKvHead; SmolLM2's 3 kv heads of 3 on 2 threads kPerHead (50 against
+// 60 and 63); one query head on 2 threads kTwoPasses.
+enum class BackwardScheme { kPerKvHead, kPerHead, kTwoPasses };
+
+BackwardScheme ChooseBackwardScheme(const AttentionShape& s, size_t threads) {
+  const size_t kv_heads = s.batch * s.kv_heads;
+  const size_t heads = s.batch * s.q_heads;
+  const size_t group = s.q_heads / s.kv_heads;
+  const size_t per_kv_head = DivCeil(kv_heads, threads) * group * 10 * threads;
+  const size_t per_head = DivCeil(heads, threads) * 10 * threads;
+  const size_t two_passes = heads * 14;
+  if (per_kv_head <= per_head && per_kv_head <= two_passes) {
+    return BackwardScheme::kPerKvHead;
+  }
+  return per_head <= two_passes ? BackwardScheme::kPerHead
+                                : BackwardScheme::kTwoPasses;
+}
+
+// Floats of workspace the plain backward needs: the per-head partials.
+size_t PlainBackwardWorkspaceFloats(const AttentionShape& s) {
+  if (ChooseBackwardScheme(s, static_cast<size_t>(NumThreads())) !=
+      BackwardScheme::kPerHead) {
+    return 0;
+  }
+  const size_t group = s.q_heads / s.kv_heads;
+  return 2 * s.batch * s.kv_heads * (group - 1) * PartialFloats(s);
+}
+
+// kPerHead: HeadGradTask for every query head, then per kv head dk += the
+// partials of heads 2 .. g of its group in order (and dv alike), then
+// dk *= scale, as KeyGradTask does tile by tile.
+void PerHeadBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
+                     const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
+                     const float* HWY_RESTRICT out,
+                     const float* HWY_RESTRICT lse,
+                     const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
+                     float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
+                     float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+  const size_t dim = s.head_dim;
+  const size_t group = s.q_heads / s.kv_heads;
+  const size_t kv_heads = s.batch * s.kv_heads;
+  Workspace blocks(workspace, PlainBackwardWorkspaceFloats(s));
+  // Partial p of kv head g (p = 0 .. group - 2, for its heads 2 .. group).
+  float* dk_parts = blocks.Take(kv_heads * (group - 1) * PartialFloats(s));
+  float* dv_parts = blocks.Take(kv_heads * (group - 1) * PartialFloats(s));
+  auto part = [&](float* parts, size_t kv_head, size_t head) {
+    const size_t p = kv_head * (group - 1) + (head - FirstHeadOf(s, kv_head));
+    return parts + (p - 1) * PartialFloats(s);
+  };
+  ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+    TaskScratch scratch(dim);
+    for (int64_t head = begin; head < end; ++head) {
+      const size_t kv_head = KvHeadOf(s, head);
+      const bool first = static_cast<size_t>(head) == FirstHeadOf(s, kv_head);
+      HeadGradTask(s, head, q, k, v, out, lse, dout, delta, dq, dk, dv,
+                   first ? nullptr : part(dk_parts, kv_head, head),
+                   first ? nullptr : part(dv_parts, kv_head, head), scratch);
+    }
+  });
+  ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
+      const size_t first_head = FirstHeadOf(s, kv_head);
+      float* dk_head = dk + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
+      float* dv_head = dv + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
+      for (size_t head = first_head + 1; head < first_head + group; ++head) {
+        AddRows(part(dk_parts, kv_head, head), dim, dk_head, s.k_strides.row,
+                s.kv_len, dim);
+        AddRows(part(dv_parts, kv_head, head), dim, dv_head, s.v_strides.row,
+                s.kv_len, dim);
+      }
+      ScaleRows(s.scale, dk_head, s.k_strides.row, s.kv_len, dim);
+    }
+  });
 }
 
 // The backward without RoPE. out may be null when delta already holds
-// <dout_i, out_i> (the RoPE path computes them itself).
+// <dout_i, out_i> (the RoPE path computes them itself). workspace: null or
+// PlainBackwardWorkspaceFloats(s) floats.
 void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                    const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
                    const float* HWY_RESTRICT out, const float* HWY_RESTRICT lse,
                    const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
                    float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
-                   float* HWY_RESTRICT dv) {
-  const size_t kv_heads = s.batch * s.kv_heads;
-  if (OnePassIsFaster(kv_heads, static_cast<size_t>(NumThreads()))) {
-    ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
-      TaskScratch scratch(s.head_dim);
-      for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
-        FusedGradTask(s, kv_head, q, k, v, out, lse, dout, delta, dq, dk, dv,
-                      scratch);
-      }
-    });
-    return;
+                   float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+  switch (ChooseBackwardScheme(s, static_cast<size_t>(NumThreads()))) {
+    case BackwardScheme::kPerKvHead:
+      ParallelFor(s.batch * s.kv_heads, 1,
+                  [&](int64_t begin, int64_t end) HWY_ATTR {
+                    TaskScratch scratch(s.head_dim);
+                    for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
+                      FusedGradTask(s, kv_head, q, k, v, out, lse, dout, delta,
+                                    dq, dk, dv, scratch);
+                    }
+                  });
+      return;
+    case BackwardScheme::kPerHead:
+      PerHeadBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+      return;
+    case BackwardScheme::kTwoPasses:
+      break;
   }
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   ParallelFor(s.batch * s.q_heads * q_tiles, 1,
@@ -981,6 +973,12 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                               /*dq_unscaled=*/nullptr, scratch);
                 }
               });
+}
+
+// The rotated operands of the RoPE backward, then the plain backward's
+// partials.
+size_t BackwardWorkspaceFloats(const AttentionShape& s) {
+  return RopeBackwardFloats(s) + PlainBackwardWorkspaceFloats(s);
 }
 
 // Backward with RoPE, on the plain kernels: q_rot = R(theta) q and k_rot =
@@ -1006,6 +1004,7 @@ void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
   float* dk_rot = blocks.Take(KeyFloats(s));
   const bool gather = GathersOutputRows(s);
   float* dout_rows = gather ? blocks.Take(QueryFloats(s)) : nullptr;
+  float* plain_workspace = blocks.Take(PlainBackwardWorkspaceFloats(s));
   AttentionShape plain = RotateQueriesAndKeys(s, q, k, q_rot, k_rot);
   if (gather) {
     plain.out_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, dim);
@@ -1023,7 +1022,8 @@ void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
   }
   // With gathered rows, out is null: delta is ready.
   PlainBackward(plain, q_rot, k_rot, v, gather ? nullptr : out, lse,
-                gather ? dout_rows : dout, delta, dq_rot, dk_rot, dv);
+                gather ? dout_rows : dout, delta, dq_rot, dk_rot, dv,
+                plain_workspace);
   RotateHeads<true>(s, s.q_heads, dq_rot, plain.q_strides, dq, s.q_strides);
   RotateHeads<true>(s, s.kv_heads, dk_rot, plain.k_strides, dk, s.k_strides);
 }
@@ -1039,8 +1039,20 @@ void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
   if (s.rope.rows != nullptr) {
     BackwardWithRope(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
   } else {
-    PlainBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv);
+    PlainBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
   }
+}
+
+const char* BackwardSchemeName(const AttentionShape& s) {
+  switch (ChooseBackwardScheme(s, static_cast<size_t>(NumThreads()))) {
+    case BackwardScheme::kPerKvHead:
+      return "per kv head";
+    case BackwardScheme::kPerHead:
+      return "per head";
+    case BackwardScheme::kTwoPasses:
+      break;
+  }
+  return "two passes";
 }
 
 const char* AttentionTarget() { return hwy::TargetName(HWY_TARGET); }
@@ -1062,6 +1074,7 @@ HWY_EXPORT(AttentionBackward);
 HWY_EXPORT(ForwardWorkspaceFloats);
 HWY_EXPORT(BackwardWorkspaceFloats);
 HWY_EXPORT(AttentionTarget);
+HWY_EXPORT(BackwardSchemeName);
 
 size_t AttentionTaskScratchFloats(size_t head_dim) {
   return 2 * head_dim * kAttentionKeyTile +
@@ -1144,6 +1157,10 @@ void AttentionBackward(const AttentionShape& shape, const float* q,
                        float* dq, float* dk, float* dv, float* workspace) {
   HWY_DYNAMIC_DISPATCH(AttentionBackward)
   (Resolved(shape), q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+}
+
+const char* AttentionBackwardScheme(const AttentionShape& shape) {
+  return HWY_DYNAMIC_DISPATCH(BackwardSchemeName)(Resolved(shape));
 }
 
 const char* AttentionTarget() {

@@ -51,8 +51,9 @@
 // (padded to whole key tiles).
 //
 // Determinism: every output element is produced by one task in a fixed
-// order, so results are bitwise identical run to run and for any thread
-// count.
+// order (dk and dv summed per query head, then over the group's heads in
+// order), so results are bitwise identical run to run and for any thread
+// count, whichever way the backward splits its work.
 #ifndef ROTOR_CORE_KERNELS_ATTENTION_H_
 #define ROTOR_CORE_KERNELS_ATTENTION_H_
 
@@ -166,6 +167,11 @@ void AttentionBackward(const AttentionShape& shape, const float* q,
                        const float* lse, const float* dout, float* delta,
                        float* dq, float* dk, float* dv,
                        float* workspace = nullptr);
+
+// How AttentionBackward splits `shape` over the current number of threads:
+// "per kv head", "per head" or "two passes" (docs/attention.md, part 5).
+// All three give the same bits; the choice is speed alone.
+const char* AttentionBackwardScheme(const AttentionShape& shape);
 
 // Name of the Highway target the attention dispatch chose ("AVX3", ...).
 const char* AttentionTarget();

@@ -280,55 +280,86 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
   }
 }
 
-// The one-pass backward (every shape at one thread) against the
-// reference: causal, with a decode offset, non-causal, misaligned.
-ROTOR_PER_TARGET_TEST(AttentionKernel, OnePassBackwardMatchesReference) {
+// The backward's three ways of splitting its work (attention.cc
+// ChooseBackwardScheme), each against the reference: causal, with a decode
+// offset, non-causal, misaligned. One thread takes one task per kv head.
+ROTOR_PER_TARGET_TEST(AttentionKernel, PerKvHeadBackwardMatchesReference) {
   test::ThreadCountGuard guard(1);
   std::mt19937 rng(17);
-  ExpectMatchesReference(MakeShape(4, 4, 1, 130, 130, 34), 0, rng);
-  ExpectMatchesReference(MakeShape(2, 4, 2, 33, 97, 6), 1, rng);
-  ExpectMatchesReference(MakeShape(1, 8, 4, 65, 70, 64, false), 3, rng);
+  for (const AttentionShape& s :
+       {MakeShape(4, 4, 1, 130, 130, 34), MakeShape(2, 4, 2, 33, 97, 6),
+        MakeShape(1, 8, 4, 65, 70, 64, false)}) {
+    ASSERT_STREQ(kernels::AttentionBackwardScheme(s), "per kv head");
+    ExpectMatchesReference(s, 3, rng);
+  }
 }
 
-// The two-pass backward (one kv head in all on two threads: one pass
-// would leave a thread idle) against the reference, the same cases.
-ROTOR_PER_TARGET_TEST(AttentionKernel, TwoPassBackwardMatchesReference) {
+// One kv head on two threads: one task per query head, each head's dk and dv
+// kept apart and added in head order after (as SmolLM2's 3 kv heads of 3
+// query heads take it on two threads).
+ROTOR_PER_TARGET_TEST(AttentionKernel, PerHeadBackwardMatchesReference) {
   test::ThreadCountGuard guard(2);
   std::mt19937 rng(18);
-  ExpectMatchesReference(MakeShape(1, 4, 1, 130, 130, 34), 0, rng);
-  ExpectMatchesReference(MakeShape(1, 3, 1, 33, 97, 6), 1, rng);
-  ExpectMatchesReference(MakeShape(1, 8, 1, 65, 70, 64, false), 3, rng);
+  for (const AttentionShape& s :
+       {MakeShape(1, 4, 1, 130, 130, 34), MakeShape(1, 3, 1, 33, 97, 6),
+        MakeShape(1, 8, 1, 65, 70, 64, false), MakeShape(1, 9, 3, 70, 70, 7)}) {
+    ASSERT_STREQ(kernels::AttentionBackwardScheme(s), "per head");
+    ExpectMatchesReference(s, 1, rng);
+  }
+}
+
+// Fewer query heads than threads: dq per query tile, then dk and dv per key
+// tile.
+ROTOR_PER_TARGET_TEST(AttentionKernel, TwoPassBackwardMatchesReference) {
+  std::mt19937 rng(19);
+  {
+    test::ThreadCountGuard guard(2);
+    const AttentionShape s = MakeShape(1, 1, 1, 130, 130, 34);
+    ASSERT_STREQ(kernels::AttentionBackwardScheme(s), "two passes");
+    ExpectMatchesReference(s, 0, rng);
+  }
+  test::ThreadCountGuard guard(4);
+  for (const AttentionShape& s :
+       {MakeShape(1, 2, 1, 130, 130, 34), MakeShape(1, 2, 1, 33, 97, 6),
+        MakeShape(1, 2, 1, 65, 70, 64, false)}) {
+    ASSERT_STREQ(kernels::AttentionBackwardScheme(s), "two passes");
+    ExpectMatchesReference(s, 3, rng);
+  }
 }
 
 // No float is reduced across threads, so results are bitwise identical run
-// to run at 2 threads, and equal to the 1-thread results. With one kv head
-// in all, one thread runs the one-pass backward and two threads the two
-// passes, so this also checks that both give the same bits. The same with
-// packed documents.
+// to run at 2 threads, and equal to the 1-thread results. The thread counts
+// pick different schemes: one kv head of 4 query heads takes one task per
+// kv head at 1 thread and one per query head at 2; one of 2 query heads
+// takes two passes at 4 threads. So this also checks that all three give
+// the same bits. The same with packed documents.
 ROTOR_PER_TARGET_TEST(AttentionKernel, BitwiseDeterministic) {
   const std::vector<int32_t> documents =
       DocumentKeyStarts(PackedLayouts(200), 200);
   for (const int32_t* key_start :
        {static_cast<const int32_t*>(nullptr), documents.data()}) {
-    AttentionShape s = MakeShape(1, 4, 1, 200, 200, 34);
-    s.key_start = key_start;
-    std::mt19937 rng(15);
-    const Inputs in(s, 0, rng);
-    auto run = [&] { return AllOutputs(RunKernels(s, in, 0)); };
     const std::string what = key_start ? "documents" : "no mask";
-    const std::vector<float> first = test::RunAtThreads(2, run);
-    EXPECT_TRUE(first == test::RunAtThreads(2, run))
-        << "two runs at 2 threads differ, " << what;
-    EXPECT_TRUE(first == test::RunAtThreads(1, run))
-        << "1 and 2 threads differ, " << what;
+    for (size_t q_heads : {4, 2}) {
+      const int threads = q_heads == 4 ? 2 : 4;
+      AttentionShape s = MakeShape(1, q_heads, 1, 200, 200, 34);
+      s.key_start = key_start;
+      std::mt19937 rng(15);
+      const Inputs in(s, 0, rng);
+      auto run = [&] { return AllOutputs(RunKernels(s, in, 0)); };
+      const std::vector<float> first = test::RunAtThreads(threads, run);
+      EXPECT_TRUE(first == test::RunAtThreads(threads, run))
+          << "two runs at " << threads << " threads differ, " << what;
+      EXPECT_TRUE(first == test::RunAtThreads(1, run))
+          << "1 and " << threads << " threads differ, " << what;
+    }
   }
 }
 
 // Packed documents (a per-query lower bound on the keys) against the
 // reference: training shapes around the tile sizes, GQA groups 1, 2 and 4,
-// head dims around the vector widths, both backward schemes (one pass at
-// one thread; two passes with one kv head on two threads), and misaligned
-// pointers.
+// head dims around the vector widths, the three backward schemes (per kv
+// head at one thread; one kv head of 4 query heads per head at two threads,
+// of 2 in two passes at four), and misaligned pointers.
 ROTOR_PER_TARGET_TEST(AttentionKernel, DocumentMaskMatchesReference) {
   std::mt19937 rng(18);
   for (size_t t : {1, 2, 7, 65, 130, 200}) {
@@ -345,14 +376,20 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DocumentMaskMatchesReference) {
     AttentionShape one_pass = MakeShape(2, 4, 2, t, t, 34);
     one_pass.key_start = key_start.data();
     // One kv head in all (the batch row of the first layout).
-    AttentionShape two_passes = MakeShape(1, 4, 1, t, t, 34);
+    AttentionShape per_head = MakeShape(1, 4, 1, t, t, 34);
+    per_head.key_start = key_start.data();
+    AttentionShape two_passes = MakeShape(1, 2, 1, t, t, 34);
     two_passes.key_start = key_start.data();
     for (size_t misalign : test::KernelTestMisalignments()) {
       {
         test::ThreadCountGuard guard(1);
         ExpectMatchesReference(one_pass, misalign, rng);
       }
-      test::ThreadCountGuard guard(2);
+      {
+        test::ThreadCountGuard guard(2);
+        ExpectMatchesReference(per_head, misalign, rng);
+      }
+      test::ThreadCountGuard guard(4);
       ExpectMatchesReference(two_passes, misalign, rng);
     }
   }
@@ -384,8 +421,8 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, KeyLowerBoundWithOffsetsAndWindows) {
 }
 
 // A row that is one document (key_start all 0) takes the exact path of no
-// lower bound: bitwise the same outputs, in both backward schemes (one kv
-// head: one pass at one thread, two passes at two).
+// lower bound: bitwise the same outputs, in the backward's schemes (one kv
+// head: per kv head at one thread, per head at two).
 ROTOR_PER_TARGET_TEST(AttentionKernel, OneDocumentEqualsUnmaskedBitwise) {
   std::mt19937 rng(20);
   for (int threads : {1, 2}) {
@@ -409,8 +446,8 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, OneDocumentEqualsUnmaskedBitwise) {
 // gives bitwise what it gives alone: its query tiles and key tiles line up
 // with those of the document alone, and the keys before it are skipped
 // (not added as zeros). Checked for the second of two documents, 64 + 70
-// positions, with one kv head: at 1 thread (one-pass backward) and at 2
-// (two passes).
+// positions, with one kv head: at 1 thread (the per-kv-head backward) and
+// at 2 (per head).
 ROTOR_PER_TARGET_TEST(AttentionKernel, TileAlignedDocumentEqualsAloneBitwise) {
   constexpr size_t kFirst = 64, kSecond = 70, kT = kFirst + kSecond, kDim = 34;
   std::mt19937 rng(21);
@@ -782,9 +819,8 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, StridedOperandsEqualContiguous) {
 // RoPE inside the kernels against RopeForward + attention + RopeBackward,
 // bitwise: both layouts, partial rotary dims, grouped-query heads, lengths
 // of 1 and 2 (the short path), across the 64-row tiles, position offsets,
-// packed documents with restarting positions, both backward schemes (one
-// pass at one thread, two passes with one kv head on two threads) and
-// misaligned pointers.
+// packed documents with restarting positions, the three backward schemes
+// (per kv head, per head and two passes) and misaligned pointers.
 ROTOR_PER_TARGET_TEST(AttentionKernel, RopeInsideEqualsSeparateKernels) {
   using kernels::RopeLayout;
   std::mt19937 rng(32);
@@ -806,13 +842,19 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, RopeInsideEqualsSeparateKernels) {
       }
     }
   }
-  // Both backward schemes at two threads: one pass (4 kv heads), two
-  // passes (1 kv head).
+  // The other schemes: at two threads per kv head (4 kv heads) and per
+  // head (1 kv head), at four two passes (1 kv head of 2 query heads).
   test::RunAtThreads(2, [&] {
     ExpectRopeInsideEqualsSeparate({2, 4, 2, 130, 34, 34}, 0, rng);
     ExpectRopeInsideEqualsSeparate({1, 4, 1, 130, 34, 34}, 0, rng);
     ExpectRopeInsideEqualsSeparate(
         {1, 4, 1, 130, 34, 34, RopeLayout::kSplitHalf, true}, 0, rng);
+    return 0;
+  });
+  test::RunAtThreads(4, [&] {
+    ExpectRopeInsideEqualsSeparate({1, 2, 1, 130, 34, 34}, 0, rng);
+    ExpectRopeInsideEqualsSeparate(
+        {1, 2, 1, 130, 34, 34, RopeLayout::kSplitHalf, true}, 0, rng);
     return 0;
   });
 }
