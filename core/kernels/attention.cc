@@ -188,19 +188,21 @@ struct TaskScratch {
     queries = take(kQueryTile * head_dim);
     row_max = take(kQueryTile);
     row_sum = take(kQueryTile);
+    corrections = take(kQueryTile);
     static_assert(kKeyTile <= kQueryTile, "a key tile's rows fit acc");
     dk_part = acc;
     dv_part = queries;
   }
   hwy::AlignedFreeUniquePtr<float[]> buffer;
-  float* keys_t;    // [D, kKeyTile]: the key tile, transposed
-  float* values_t;  // [D, kKeyTile]: the value tile, transposed (backward)
-  float* probs;     // [kQueryTile, kKeyTile]: scores, then probabilities
-  float* grads;     // [kQueryTile, kKeyTile]: dp, then ds (backward)
-  float* acc;       // [kQueryTile, D]: forward output accumulator
-  float* queries;   // [kQueryTile, D]: a rotated query or key tile (RoPE)
-  float* row_max;   // [kQueryTile]: running max m_i (forward)
-  float* row_sum;   // [kQueryTile]: running sum l_i (forward)
+  float* keys_t;       // [D, kKeyTile]: the key tile, transposed
+  float* values_t;     // [D, kKeyTile]: the value tile, transposed (backward)
+  float* probs;        // [kQueryTile, kKeyTile]: scores, then probabilities
+  float* grads;        // [kQueryTile, kKeyTile]: dp, then ds (backward)
+  float* acc;          // [kQueryTile, D]: forward output accumulator
+  float* queries;      // [kQueryTile, D]: a rotated query or key tile (RoPE)
+  float* row_max;      // [kQueryTile]: running max m_i (forward)
+  float* row_sum;      // [kQueryTile]: running sum l_i (forward)
+  float* corrections;  // [kQueryTile]: exp(m_i - m_i') of a tile (forward)
   // The backward's [kKeyTile, D] sums of dk and dv of one query head (the
   // forward's acc and queries, which the backward does not use).
   float* dk_part;
@@ -245,12 +247,24 @@ float ExpShift(float* HWY_RESTRICT s, size_t n, float shift) {
   return ReduceSum(df, sum) + tail_sum;
 }
 
-// ds[c] = p[c] * (ds[c] - delta) for c < n: on entry ds holds dp.
-void SoftmaxGrad(const float* HWY_RESTRICT p, float delta,
-                 float* HWY_RESTRICT ds, size_t n) {
+// x[c] = exp(x[c]) for c < n (0 for -inf).
+void ExpInPlace(float* HWY_RESTRICT x, size_t n) {
   ForEachVector(n, [&](auto d, size_t c) HWY_ATTR {
+    hn::StoreU(hn::Exp(d, hn::LoadU(d, x + c)), d, x + c);
+  });
+}
+
+// One pass for the backward: p[c] = exp(p[c] - lse) (on entry p holds the
+// scores s), then ds[c] = p[c] * (ds[c] - delta) (on entry ds holds dp),
+// for c < n.
+void ProbsAndScoreGrads(float lse, float delta, float* HWY_RESTRICT p,
+                        float* HWY_RESTRICT ds, size_t n) {
+  ForEachVector(n, [&](auto d, size_t c) HWY_ATTR {
+    const auto probs =
+        hn::Exp(d, hn::Sub(hn::LoadU(d, p + c), hn::Set(d, lse)));
+    hn::StoreU(probs, d, p + c);
     const auto dp = hn::Sub(hn::LoadU(d, ds + c), hn::Set(d, delta));
-    hn::StoreU(hn::Mul(hn::LoadU(d, p + c), dp), d, ds + c);
+    hn::StoreU(hn::Mul(probs, dp), d, ds + c);
   });
 }
 
@@ -360,6 +374,7 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   float* acc = scratch.acc;
   float* row_max = scratch.row_max;
   float* row_sum = scratch.row_sum;
+  float* corrections = scratch.corrections;
 
   std::fill(acc, acc + rows * dim, 0.0f);
   std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
@@ -387,28 +402,33 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
                          kKeyTile, s.scale,
                          scratch.probs + first_row * kKeyTile, kKeyTile);
     }
+    // Masking is a range of the tile's keys, not a -inf sentinel: masked
+    // scores are never exponentiated, and their probabilities are 0. First
+    // the new running maxima m' and the rescaling factors exp(m - m') of
+    // all rows (one vector pass of exp), then each row's probabilities.
     for (size_t r = first_row; r < end_row; ++r) {
-      // Masking is a range of the tile's keys, not a -inf sentinel: masked
-      // scores are never exponentiated, and their probabilities are 0.
       const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
-      const size_t n = seen.count();
-      float* probs = scratch.probs + r * kKeyTile;
-      float* scores = probs + seen.begin;
+      float* scores = scratch.probs + r * kKeyTile + seen.begin;
       if (!transpose_keys) {
         ScoreRowDirect(q_tile + r * q_stride,
-                       k_head + (k0 + seen.begin) * k_stride, k_stride, n, dim,
-                       s.scale, scores);
+                       k_head + (k0 + seen.begin) * k_stride, k_stride,
+                       seen.count(), dim, s.scale, scores);
       }
-      const float new_max = std::max(row_max[r], Max(scores, n));
-      const float tile_sum = ExpShift(scores, n, new_max);
-      std::fill(probs, scores, 0.0f);
-      std::fill(probs + seen.end, probs + count, 0.0f);
-      // exp(m_old - m_new): 0 on the first tile (m_old = -inf), where acc
-      // and l are still 0.
-      const float correction = std::exp(row_max[r] - new_max);
-      row_sum[r] = row_sum[r] * correction + tile_sum;
-      if (correction != 1.0f) ScaleRow(correction, acc + r * dim, dim);
+      const float new_max = std::max(row_max[r], Max(scores, seen.count()));
+      // m - m' is -inf on a row's first tile, where acc and l are still 0.
+      corrections[r] = row_max[r] - new_max;
       row_max[r] = new_max;
+    }
+    ExpInPlace(corrections + first_row, end_row - first_row);
+    for (size_t r = first_row; r < end_row; ++r) {
+      const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
+      float* probs = scratch.probs + r * kKeyTile;
+      const float tile_sum =
+          ExpShift(probs + seen.begin, seen.count(), row_max[r]);
+      std::fill(probs, probs + seen.begin, 0.0f);
+      std::fill(probs + seen.end, probs + count, 0.0f);
+      row_sum[r] = row_sum[r] * corrections[r] + tile_sum;
+      if (corrections[r] != 1.0f) ScaleRow(corrections[r], acc + r * dim, dim);
     }
     // acc += P V over the rows that see the tile.
     TileProduct<true>(end_row - first_row, dim, count,
@@ -585,8 +605,8 @@ void TileGradients(const AttentionShape& s, size_t b, size_t head, size_t i0,
     const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
     float* p = scratch.probs + r * kKeyTile;
     float* ds = scratch.grads + r * kKeyTile;
-    ExpShift(p + seen.begin, seen.count(), lse[row]);
-    SoftmaxGrad(p + seen.begin, delta[row], ds + seen.begin, seen.count());
+    ProbsAndScoreGrads(lse[row], delta[row], p + seen.begin, ds + seen.begin,
+                       seen.count());
     std::fill(p, p + seen.begin, 0.0f);
     std::fill(ds, ds + seen.begin, 0.0f);
     std::fill(p + seen.end, p + count, 0.0f);
@@ -1079,7 +1099,7 @@ HWY_EXPORT(BackwardSchemeName);
 size_t AttentionTaskScratchFloats(size_t head_dim) {
   return 2 * head_dim * kAttentionKeyTile +
          2 * kAttentionQueryTile * kAttentionKeyTile +
-         2 * kAttentionQueryTile * head_dim + 2 * kAttentionQueryTile;
+         2 * kAttentionQueryTile * head_dim + 3 * kAttentionQueryTile;
 }
 
 AttentionStrides ContiguousAttentionStrides(size_t heads, size_t len,
