@@ -1,8 +1,9 @@
 // A fine-tuning step at long context on a real model shape: SmolLM2-135M
 // (hidden 576, 30 layers, 9 query heads sharing 3 key-value heads of dim 64,
-// FFN 1536, vocabulary 49,152, tied embeddings; configs/models/
-// smollm2-135m.yaml) with random weights, batch 1, one step = forward,
-// backward, gradient clipping and AdamW, built as the trainer builds it.
+// FFN 1536, vocabulary 49,152, tied embeddings; bench_util.h SmolLm2Shape,
+// as configs/models/smollm2-135m.yaml, and train_bench's smol config) with
+// random weights, batch 1, one step = forward, backward, gradient clipping
+// and AdamW, built as the trainer builds it.
 //
 // Each row is one (sequence length, fine-tuning mode, activation
 // checkpointing, threads) case in its own process, so its peak RSS (VmHWM:
@@ -13,8 +14,9 @@
 //   peak live        the peak of bytes held by live tensors (the rest of
 //                    the RSS is code, thread stacks, OpenBLAS's buffers and
 //                    buffers the pool keeps for reuse; core/tensor.h)
-//   model TFLOP      per step, 6 * (matmul weights) * T (the matmuls,
-//                    forward and backward) + 6 * layers * width * T^2
+//   model TFLOP      per step (bench_util.h ModelFlopsPerToken times T):
+//                    6 * (matmul weights) * T (the matmuls, forward and
+//                    backward) + 6 * layers * width * T^2
 //                    (causal attention: QK^T and PV over half the T x T
 //                    square, 4 * width * T^2 / 2 forward, twice that
 //                    backward); recomputation is not counted, as in MFU
