@@ -27,9 +27,22 @@
 // time, at configs/default.yaml's shape and SmolLM2-135M's at 4k tokens;
 // with the peak bytes of live tensors each needs.
 //
+// Table mode prints one markdown table instead: causal attention at
+// batch 1 with 16 query heads on 16 kv heads (B * Hq = 16; no grouped-query
+// sharing, and the 16 kv heads split evenly over 1 or 2 threads, so the
+// backward runs in one pass), T = 256, 1024, 4096, 16384, D = 32, 64, 128,
+// at 1 and 2 threads: forward and backward separately in wall time (the
+// fastest of a few calls after a warm-up one; a single timed call at T =
+// 16384), each also as a share of OpenBLAS sgemm's rate at the same thread
+// count measured in the same run: the forward, dx and dW products of a
+// 1024 x 1024 x 1024 linear layer (bench_util.h StepSgemmGflops), the
+// GEMM-class peak a matmul-heavy kernel can be held to. At T = 16384 one
+// thread needs about a minute per call at D = 128; --quick skips T = 16384.
+//
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
 //        build/bench/attention_bench packed      (the packed table only)
 //        build/bench/attention_bench rope        (the RoPE table only)
+//        build/bench/attention_bench table [--quick]
 #include <time.h>
 
 #include <algorithm>
@@ -37,8 +50,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -231,6 +246,77 @@ void RunRope() {
   }
 }
 
+// The processor's model name (/proc/cpuinfo), or "unknown".
+std::string ProcessorModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+// The markdown table of the header's table mode.
+void RunTable(bool quick) {
+  const int thread_counts[] = {1, 2};
+  double sgemm[2];
+  for (int i = 0; i < 2; ++i) {
+    SetNumThreads(thread_counts[i]);
+    sgemm[i] = bench::StepSgemmGflops({{1024, 1024, 1024, 1}});
+  }
+  std::printf(
+      "causal attention, B1 Hq16 Hkv16 (B * Hq = 16), processor %s, "
+      "Highway target %s\n"
+      "sgemm reference (OpenBLAS, 1024 x 1024 x 1024 linear layer, forward + "
+      "dx + dW): %.1f GFLOP/s at 1 thread, %.1f GFLOP/s at 2 threads\n"
+      "FLOPs over the causal pairs P: forward 4 D P, backward 8 D P; wall "
+      "time, fastest call\n\n"
+      "| T | D | threads | fwd ms | fwd GFLOP/s | fwd %% of sgemm | bwd ms | "
+      "bwd GFLOP/s | bwd %% of sgemm |\n"
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+      ProcessorModel().c_str(), kernels::AttentionTarget(), sgemm[0], sgemm[1]);
+  std::fflush(stdout);
+  for (size_t len : {256, 1024, 4096, 16384}) {
+    if (quick && len == 16384) break;
+    // Fewer calls as they lengthen: a 16384-long one takes seconds to a
+    // minute.
+    const int repeats = len >= 16384 ? 1 : len >= 4096 ? 2 : 5;
+    for (size_t head_dim : {32, 64, 128}) {
+      const AttentionShape s = TrainShape(1, 16, 16, len, head_dim);
+      Buffers x(s);
+      const double pairs = CausalPairs(s);
+      for (int i = 0; i < 2; ++i) {
+        SetNumThreads(thread_counts[i]);
+        const double fwd = bench::BestSeconds(
+            [&] {
+              kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
+                                        x.out.data(), x.lse.data());
+            },
+            repeats);
+        const double bwd = bench::BestSeconds(
+            [&] {
+              kernels::AttentionBackward(s, x.q.data(), x.k.data(), x.v.data(),
+                                         x.out.data(), x.lse.data(),
+                                         x.dout.data(), x.delta.data(),
+                                         x.dq.data(), x.dk.data(), x.dv.data());
+            },
+            repeats);
+        const double fwd_gflops = 4.0 * head_dim * pairs / fwd / 1e9;
+        const double bwd_gflops = 8.0 * head_dim * pairs / bwd / 1e9;
+        std::printf(
+            "| %zu | %zu | %d | %.2f | %.1f | %.0f%% | %.2f | %.1f | %.0f%% "
+            "|\n",
+            len, head_dim, thread_counts[i], fwd * 1e3, fwd_gflops,
+            100 * fwd_gflops / sgemm[i], bwd * 1e3, bwd_gflops,
+            100 * bwd_gflops / sgemm[i]);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
 void Run(size_t max_len) {
   std::printf("attention kernels, target %s, %d hardware threads\n",
               kernels::AttentionTarget(), HardwareThreads());
@@ -367,6 +453,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "rope") == 0) {
     rotor::RunRope();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "table") == 0) {
+    rotor::RunTable(argc > 2 && std::strcmp(argv[2], "--quick") == 0);
     return 0;
   }
   const size_t max_len = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1024;

@@ -1,7 +1,8 @@
 // Helpers shared by the benchmark programs in bench/: a wall-clock timer,
 // best-of-N timing, the machine's memory copy bandwidth measured in the
-// same run (the yardstick for memory-bound kernels), and OpenBLAS sgemm at
-// a training step's own matmul shapes (the yardstick for a whole step).
+// same run (the yardstick for memory-bound kernels), OpenBLAS sgemm at
+// a training step's own matmul shapes (the yardstick for a whole step), a
+// step's model FLOPs, and the SmolLM2-135M shape.
 #ifndef ROTOR_BENCH_BENCH_UTIL_H_
 #define ROTOR_BENCH_BENCH_UTIL_H_
 
@@ -17,6 +18,7 @@
 #include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "nn/transformer.h"
 
 namespace rotor {
 namespace bench {
@@ -85,6 +87,63 @@ inline double StepSgemmGflops(const std::vector<LinearShape>& shapes) {
     seconds += product * s.count;
   }
   return flops / seconds / 1e9;
+}
+
+// The `count` linear layers of one training step of `m` over `rows` token
+// rows: per layer q_proj, o_proj, k_proj, v_proj, gate_proj, up_proj,
+// down_proj, then the output head (tied or not, one [vocab, hidden] matmul).
+inline std::vector<LinearShape> StepShapes(const nn::TransformerConfig& m,
+                                           int64_t rows) {
+  const int64_t h = m.hidden_size, f = m.intermediate_size;
+  const int64_t q = m.num_attention_heads * m.head_dim;
+  const int64_t kv = m.num_key_value_heads * m.head_dim;
+  const int64_t layers = m.num_hidden_layers;
+  return {{rows, h, q, 2 * layers},     // q_proj, and o_proj (q -> h)
+          {rows, h, kv, 2 * layers},    // k_proj, v_proj
+          {rows, h, f, 2 * layers},     // gate_proj, up_proj
+          {rows, f, h, layers},         // down_proj
+          {rows, h, m.vocab_size, 1}};  // the head
+}
+
+// Model FLOPs per token of a training step of `m` on rows of `seq` tokens:
+// 6 per matmul weight (forward, dx and dW; the head counted once whether
+// tied or not, the embedding lookup being no matmul) plus causal
+// attention's 6 * layers * (query width) * seq: q k^T and p v over half the
+// seq x seq square, forward 4 * width * seq / 2 per token, backward twice
+// that, over the query heads (grouped-query sharing of kv heads saves no
+// attention FLOPs). Recomputation is not counted, as in MFU.
+inline double ModelFlopsPerToken(const nn::TransformerConfig& m, int64_t seq) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
+  const double kv = static_cast<double>(m.num_key_value_heads * m.head_dim);
+  const double per_layer =
+      h * (2 * q + 2 * kv) + 3 * h * static_cast<double>(m.intermediate_size);
+  const double layers = static_cast<double>(m.num_hidden_layers);
+  const double matmul_weights =
+      layers * per_layer + static_cast<double>(m.vocab_size) * h;
+  return 6 * matmul_weights + 6 * layers * q * static_cast<double>(seq);
+}
+
+// SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M's config.json, as in
+// configs/models/smollm2-135m.yaml: hidden 576, 30 layers, 9 query heads
+// sharing 3 kv heads of dim 64, FFN 1536, vocabulary 49,152, tied
+// embeddings, rms eps 1e-5, rope theta 100000) with `seq` positions.
+inline nn::TransformerConfig SmolLm2Shape(int64_t seq) {
+  nn::TransformerConfig config;
+  config.vocab_size = 49152;
+  config.hidden_size = 576;
+  config.intermediate_size = 1536;
+  config.num_hidden_layers = 30;
+  config.num_attention_heads = 9;
+  config.num_key_value_heads = 3;
+  config.head_dim = 64;
+  config.rms_norm_eps = 1e-5;
+  config.tie_word_embeddings = true;
+  config.initializer_range = 0.041666666666666664;
+  config.rope.head_dim = 64;
+  config.rope.rope_theta = 100000.0;
+  config.rope.max_position_embeddings = seq;
+  return config;
 }
 
 }  // namespace bench

@@ -1,8 +1,9 @@
 // A fine-tuning step at long context on a real model shape: SmolLM2-135M
 // (hidden 576, 30 layers, 9 query heads sharing 3 key-value heads of dim 64,
-// FFN 1536, vocabulary 49,152, tied embeddings; configs/models/
-// smollm2-135m.yaml) with random weights, batch 1, one step = forward,
-// backward, gradient clipping and AdamW, built as the trainer builds it.
+// FFN 1536, vocabulary 49,152, tied embeddings; bench_util.h SmolLm2Shape,
+// as configs/models/smollm2-135m.yaml, and train_bench's smol config) with
+// random weights, batch 1, one step = forward, backward, gradient clipping
+// and AdamW, built as the trainer builds it.
 //
 // Each row is one (sequence length, fine-tuning mode, activation
 // checkpointing, threads) case in its own process, so its peak RSS (VmHWM:
@@ -13,8 +14,9 @@
 //   peak live        the peak of bytes held by live tensors (the rest of
 //                    the RSS is code, thread stacks, OpenBLAS's buffers and
 //                    buffers the pool keeps for reuse; core/tensor.h)
-//   model TFLOP      per step, 6 * (matmul weights) * T (the matmuls,
-//                    forward and backward) + 6 * layers * width * T^2
+//   model TFLOP      per step (bench_util.h ModelFlopsPerToken times T):
+//                    6 * (matmul weights) * T (the matmuls, forward and
+//                    backward) + 6 * layers * width * T^2
 //                    (causal attention: QK^T and PV over half the T x T
 //                    square, 4 * width * T^2 / 2 forward, twice that
 //                    backward); recomputation is not counted, as in MFU
@@ -45,6 +47,7 @@
 // "does not fit" instead of running.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -68,53 +71,6 @@
 namespace rotor {
 namespace {
 
-nn::TransformerConfig SmolLm2Shape(int64_t seq) {
-  nn::TransformerConfig config;
-  config.vocab_size = 49152;
-  config.hidden_size = 576;
-  config.intermediate_size = 1536;
-  config.num_hidden_layers = 30;
-  config.num_attention_heads = 9;
-  config.num_key_value_heads = 3;
-  config.head_dim = 64;
-  config.tie_word_embeddings = true;
-  config.initializer_range = 0.041666666666666664;
-  config.rope.head_dim = 64;
-  config.rope.rope_theta = 100000.0;
-  config.rope.max_position_embeddings = seq;
-  return config;
-}
-
-// Model FLOPs of one step (see the header).
-double ModelFlops(const nn::TransformerConfig& m, int64_t seq) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
-  const double kv = static_cast<double>(m.num_key_value_heads * m.head_dim);
-  const double per_layer =
-      h * (2 * q + 2 * kv) + 3 * h * static_cast<double>(m.intermediate_size);
-  const double layers = static_cast<double>(m.num_hidden_layers);
-  const double matmul_weights =
-      layers * per_layer + static_cast<double>(m.vocab_size) * h;
-  const double t = static_cast<double>(seq);
-  return 6 * matmul_weights * t + 6 * layers * q * t * t;
-}
-
-// The step's linear layers, per layer and the head, with up to 4,096 rows
-// (sgemm's rate no longer depends on the row count there).
-std::vector<bench::LinearShape> StepShapes(const nn::TransformerConfig& m,
-                                           int64_t seq) {
-  const int64_t rows = std::min<int64_t>(seq, 4096);
-  const int64_t h = m.hidden_size, f = m.intermediate_size;
-  const int64_t q = m.num_attention_heads * m.head_dim;
-  const int64_t kv = m.num_key_value_heads * m.head_dim;
-  const int64_t layers = m.num_hidden_layers;
-  return {{rows, h, q, 2 * layers},     // q_proj, and o_proj (q -> h)
-          {rows, h, kv, 2 * layers},    // k_proj, v_proj
-          {rows, h, f, 2 * layers},     // gate_proj, up_proj
-          {rows, f, h, layers},         // down_proj
-          {rows, h, m.vocab_size, 1}};  // the head
-}
-
 double PeakRssGiB() {
   return static_cast<double>(PeakResidentBytes()) / (1024.0 * 1024 * 1024);
 }
@@ -126,7 +82,7 @@ int RunCase(int64_t seq, const std::string& mode,
             const std::string& checkpointing, int threads, int warmup,
             int steps) {
   SetNumThreads(threads);
-  const nn::TransformerConfig config = SmolLm2Shape(seq);
+  const nn::TransformerConfig config = bench::SmolLm2Shape(seq);
   train::TrainSection section;
   section.batch_size = 1;
   section.seq_len = seq;
@@ -192,10 +148,12 @@ int RunCase(int64_t seq, const std::string& mode,
   // count in them.
   const double rss = PeakRssGiB();
   const double live = GetMemoryStats().peak_live_bytes / (1024.0 * 1024 * 1024);
-  const double sgemm = bench::StepSgemmGflops(StepShapes(config, seq));
+  // Up to 4,096 rows: sgemm's rate no longer depends on the row count there.
+  const double sgemm = bench::StepSgemmGflops(
+      bench::StepShapes(config, std::min<int64_t>(seq, 4096)));
   print_case();
   std::printf(" %.2f %.2f %.2f %.2f %.1f %.3f %.3f\n", seq / best, rss, live,
-              ModelFlops(config, seq) / 1e12, sgemm,
+              bench::ModelFlopsPerToken(config, seq) * seq / 1e12, sgemm,
               phases.wall(profile::Phase::kMatmul) / best,
               phases.wall(profile::Phase::kAttention) / best);
   return 0;

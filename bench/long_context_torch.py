@@ -32,8 +32,7 @@ except ImportError:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_torch  # noqa: E402  (the same model as train_bench's)
 
-HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN = 576, 30, 9, 3, 64, 1536
-VOCAB, THETA = 49152, 100000.0
+HIDDEN, LAYERS, HEADS, FFN, _, _, SHAPE = train_torch.CONFIGS["smol"]
 
 
 def estimated_bytes(seq, checkpointed):
@@ -60,15 +59,13 @@ def run_case(seq, checkpointing, threads, steps):
         return
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    model = train_torch.Model(
-        HIDDEN, LAYERS, HEADS, FFN, seq, std=0.041666666666666664,
-        vocab=VOCAB, kv_heads=KV_HEADS, head_dim=HEAD_DIM, theta=THETA,
-        checkpoint_layers=checkpointed)
+    model = train_torch.Model(HIDDEN, LAYERS, HEADS, FFN, seq, **SHAPE,
+                              checkpoint_layers=checkpointed)
     optimizer = train_torch.make_optimizer(model, lr=1e-4)
 
     def step():
-        ids = torch.randint(0, VOCAB, (1, seq))
-        targets = torch.randint(0, VOCAB, (1, seq))
+        ids = torch.randint(0, model.vocab, (1, seq))
+        targets = torch.randint(0, model.vocab, (1, seq))
         optimizer.zero_grad()
         model(ids, targets).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,7 +1,8 @@
 // Training throughput and peak memory of a whole step, forward + backward +
 // gradient clipping + AdamW, built exactly as the trainer builds it
 // (nn::Transformer, AdamW over NamedParameters, clipping), on random
-// token batches. Three Llama-style configs, head_dim 32, tied embeddings:
+// token batches. Four Llama-style configs with tied embeddings, the first
+// three of head_dim 32:
 //
 //   tiny:    hidden 128, 4 layers, 4 heads, FFN 344, seq 256, batch 8,
 //            vocabulary 256
@@ -9,10 +10,16 @@
 //            vocabulary 256
 //   default: configs/default.yaml: hidden 192, 4 layers, 6 query heads
 //            sharing 2 kv heads, FFN 512, seq 256, batch 16, vocabulary 257
+//   smol:    SmolLM2-135M's shape (bench_util.h SmolLm2Shape): hidden 576,
+//            30 layers, 9 query heads sharing 3 kv heads of dim 64, FFN
+//            1536, seq 2048, batch 1, vocabulary 49,152, rope theta 100000
+//            (a step is about 2.1 model TFLOP, tens of seconds: its pairs
+//            take most of the sweep's time; --steps 1 --repeats 2 shortens it)
 //
 // tokens/s counts batch * seq tokens per step; model GF/s is tokens/s times
-// the model FLOPs per token (6 per matmul weight + 6 * layers * hidden * seq
-// for causal attention), and % sgemm its share of what OpenBLAS sgemm
+// the model FLOPs per token (bench_util.h ModelFlopsPerToken: 6 per matmul
+// weight, the tied head once, + 6 * layers * query width * seq for causal
+// attention), and % sgemm its share of what OpenBLAS sgemm
 // reaches on the step's own linear layers at that thread count, measured
 // in the same process (bench_util.h StepSgemmGflops). tok/CPU-s divides by the
 // process's CPU time instead of wall time (user + system, all threads), a
@@ -29,7 +36,7 @@
 // bench/train_torch.py, the same model in PyTorch eager.
 //
 // Usage: build/bench/train_bench [--steps N] [--repeats R] [--simd avx2]
-//        build/bench/train_bench --config tiny|small|default --threads T
+//        build/bench/train_bench --config tiny|small|default|smol --threads T
 //        [--steps N]
 //          [--repeats R] [--seq S] [--batch B] [--documents K]
 //          [--rope inside|separate] [--simd best|avx2]
@@ -72,53 +79,35 @@ namespace rotor {
 namespace {
 
 struct BenchConfig {
-  const char* name;
-  int64_t hidden, layers, heads, kv_heads, ffn, seq, batch, vocab;
+  std::string name;
+  nn::TransformerConfig model;
+  int64_t seq, batch;
 };
 
-constexpr BenchConfig kConfigs[] = {
-    {"tiny", 128, 4, 4, 4, 344, 256, 8, 256},
-    {"small", 256, 6, 8, 8, 688, 512, 8, 256},
-    // configs/default.yaml's model and batch (grouped-query attention).
-    {"default", 192, 4, 6, 2, 512, 256, 16, 257},
-};
-
-nn::TransformerConfig ModelConfig(const BenchConfig& c) {
+// A Llama-style model of head_dim 32 (hidden / heads), tied embeddings.
+nn::TransformerConfig SmallModel(int64_t hidden, int64_t layers, int64_t heads,
+                                 int64_t kv_heads, int64_t ffn, int64_t vocab) {
   nn::TransformerConfig config;
-  config.vocab_size = c.vocab;
-  config.hidden_size = c.hidden;
-  config.intermediate_size = c.ffn;
-  config.num_hidden_layers = c.layers;
-  config.num_attention_heads = c.heads;
-  config.num_key_value_heads = c.kv_heads;
-  config.head_dim = c.hidden / c.heads;
+  config.vocab_size = vocab;
+  config.hidden_size = hidden;
+  config.intermediate_size = ffn;
+  config.num_hidden_layers = layers;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads;
+  config.head_dim = hidden / heads;
   config.tie_word_embeddings = true;
   config.rope.head_dim = config.head_dim;
-  config.rope.max_position_embeddings = c.seq;
   return config;
 }
 
-// Model FLOPs per token: 6 per matmul weight (forward and backward) plus
-// causal attention's 6 * layers * hidden * seq (QK^T and PV over half the
-// square, forward 4 * hidden * seq / 2, backward twice that).
-double ModelFlops(const BenchConfig& c) {
-  const double kv_width = static_cast<double>(c.hidden) / c.heads * c.kv_heads;
-  const double matmul_weights =
-      c.layers * (2.0 * c.hidden * c.hidden + 2.0 * c.hidden * kv_width +
-                  3.0 * c.hidden * c.ffn) +
-      static_cast<double>(c.vocab) * c.hidden;
-  return 6.0 * matmul_weights + 6.0 * c.layers * c.hidden * c.seq;
-}
-
-// The step's linear layers (bench_util.h StepSgemmGflops).
-std::vector<bench::LinearShape> StepShapes(const BenchConfig& c) {
-  const int64_t rows = c.batch * c.seq;
-  const int64_t kv_width = c.hidden / c.heads * c.kv_heads;
-  return {{rows, c.hidden, c.hidden, 2 * c.layers},  // q, o
-          {rows, c.hidden, kv_width, 2 * c.layers},  // k, v
-          {rows, c.hidden, c.ffn, 2 * c.layers},     // gate, up
-          {rows, c.ffn, c.hidden, c.layers},         // down
-          {rows, c.hidden, c.vocab, 1}};             // the head
+std::vector<BenchConfig> Configs() {
+  return {
+      {"tiny", SmallModel(128, 4, 4, 4, 344, 256), 256, 8},
+      {"small", SmallModel(256, 6, 8, 8, 688, 256), 512, 8},
+      // configs/default.yaml's model and batch (grouped-query attention).
+      {"default", SmallModel(192, 4, 6, 2, 512, 257), 256, 16},
+      {"smol", bench::SmolLm2Shape(2048), 2048, 1},
+  };
 }
 
 // User + system CPU seconds this process has used so far (all threads).
@@ -159,14 +148,15 @@ nn::PackedDocuments EqualDocuments(const BenchConfig& c, int64_t documents) {
 void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
             int64_t documents, bool rope_inside_attention) {
   SetNumThreads(threads);
-  nn::TransformerConfig config = ModelConfig(c);
+  nn::TransformerConfig config = c.model;
+  config.rope.max_position_embeddings = c.seq;
   config.rope_inside_attention = rope_inside_attention;
   nn::Transformer model(config, /*seed=*/1);
   model.SetSequenceLength(c.seq);
   train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
   const std::vector<Tensor> parameters = model.Parameters();
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> token(0, c.vocab - 1);
+  std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
   std::vector<int32_t> inputs(c.batch * c.seq), targets(c.batch * c.seq);
   const nn::PackedDocuments packed =
       documents > 0 ? EqualDocuments(c, documents) : nn::PackedDocuments{};
@@ -212,11 +202,12 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
   profile::Enable(false);
   const profile::Totals phases = profile::Snapshot();
 
-  std::printf("%s %d %.0f %.0f %.0f %.1f %.1f %lld %.2f %.2f\n", c.name,
-              threads, tokens / best, tokens / worst, tokens / cpu_per_step,
-              rss, live, static_cast<long long>(model.NumParameters()),
-              ModelFlops(c) * tokens / best / 1e9,
-              bench::StepSgemmGflops(StepShapes(c)));
+  std::printf(
+      "%s %d %.0f %.0f %.0f %.1f %.1f %lld %.2f %.2f\n", c.name.c_str(),
+      threads, tokens / best, tokens / worst, tokens / cpu_per_step, rss, live,
+      static_cast<long long>(model.NumParameters()),
+      bench::ModelFlopsPerToken(config, c.seq) * tokens / best / 1e9,
+      bench::StepSgemmGflops(bench::StepShapes(config, c.batch * c.seq)));
   std::printf("%.6f %.6f %.6f", step_wall, step_cpu, step_process_cpu);
   for (int p = 0; p < profile::kNumPhases; ++p) {
     std::printf(" %.6f %.6f", phases.wall_seconds[p], phases.cpu_seconds[p]);
@@ -263,7 +254,7 @@ int Main(int argc, char** argv) {
   // OPENBLAS_CORETYPE=Haswell the matrix products are those of one too.
   if (simd == "avx2") hwy::DisableTargets(HWY_AVX2 - 1);
   if (!config_name.empty()) {
-    for (BenchConfig c : kConfigs) {
+    for (BenchConfig c : Configs()) {
       if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
           documents >= 0 && documents <= (seq > 0 ? seq : c.seq) &&
           (rope == "inside" || rope == "separate")) {
@@ -274,7 +265,7 @@ int Main(int argc, char** argv) {
       }
     }
     std::fprintf(stderr,
-                 "train_bench: --config must be tiny, small or default, "
+                 "train_bench: --config must be tiny, small, default or smol, "
                  "--threads "
                  "positive, --seq, --batch and --documents not negative, "
                  "--documents at most the sequence length, --rope inside or "
@@ -294,7 +285,7 @@ int Main(int argc, char** argv) {
     double phase_wall[profile::kNumPhases], phase_cpu[profile::kNumPhases];
   };
   std::vector<Breakdown> breakdowns;
-  for (const BenchConfig& c : kConfigs) {
+  for (const BenchConfig& c : Configs()) {
     for (int t : {1, 2}) {
       const std::string command = "'/proc/" + std::to_string(getpid()) +
                                   "/exe' --config " + c.name + " --threads " +

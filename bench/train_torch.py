@@ -4,7 +4,9 @@ a Llama-style decoder (RMSNorm, RoPE with rotate_half, grouped-query
 attention via repeat_kv, causal softmax attention as batched matmuls, SwiGLU,
 tied embeddings) trained with torch.optim.AdamW. The same work per step as
 rotor: forward, cross-entropy, backward, clip_grad_norm_, AdamW step on
-random token batches, same shapes, same initialisation scheme.
+random token batches, same shapes, same initialisation scheme. Configs
+tiny, small and smol (SmolLM2-135M's shape at seq 2,048, batch 1, as
+bench/long_context_torch.py's); the smol pairs take most of the time.
 
 Each (config, threads) pair runs in its own process (torch.set_num_threads
 and peak RSS are per process). tokens/s is batch * seq per step, from the
@@ -30,12 +32,17 @@ except ImportError:
     print("torch not installed; skipping the PyTorch comparison")
     sys.exit(0)
 
-CONFIGS = {
-    # hidden, layers, heads, ffn, seq, batch
-    "tiny": (128, 4, 4, 344, 256, 8),
-    "small": (256, 6, 8, 688, 512, 8),
-}
 VOCAB = 256
+# SmolLM2-135M's shape beyond hidden, layers, heads and ffn (bench_util.h
+# SmolLm2Shape): Model's keyword arguments.
+SMOLLM2 = dict(std=0.041666666666666664, vocab=49152, kv_heads=3, head_dim=64,
+               theta=100000.0)
+CONFIGS = {
+    # hidden, layers, heads, ffn, seq, batch, Model's other arguments
+    "tiny": (128, 4, 4, 344, 256, 8, {}),
+    "small": (256, 6, 8, 688, 512, 8, {}),
+    "smol": (576, 30, 9, 1536, 2048, 1, SMOLLM2),
+}
 
 
 class RMSNorm(torch.nn.Module):
@@ -192,13 +199,13 @@ def make_optimizer(model, lr):
 def run_one(name, threads, steps, repeats):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    hidden, layers, heads, ffn, seq, batch = CONFIGS[name]
-    model = Model(hidden, layers, heads, ffn, seq)
+    hidden, layers, heads, ffn, seq, batch, shape = CONFIGS[name]
+    model = Model(hidden, layers, heads, ffn, seq, **shape)
     optimizer = make_optimizer(model, lr=1e-3)
 
     def step():
-        ids = torch.randint(0, VOCAB, (batch, seq))
-        targets = torch.randint(0, VOCAB, (batch, seq))
+        ids = torch.randint(0, model.vocab, (batch, seq))
+        targets = torch.randint(0, model.vocab, (batch, seq))
         optimizer.zero_grad()
         loss = model(ids, targets)
         loss.backward()
@@ -232,7 +239,8 @@ def main():
                 repeats)
         return
     print(f"PyTorch {torch.__version__} eager training step (forward + "
-          f"backward + clip + AdamW), vocab {VOCAB}")
+          f"backward + clip + AdamW), vocab {VOCAB} "
+          f"(smol: {SMOLLM2['vocab']})")
     print(f"{'config':6s} {'threads':>7s} {'tok/s':>10s} {'(slowest)':>10s} "
           f"{'tok/CPU-s':>12s} {'peak RSS MiB':>13s} {'params':>8s}")
     for name in CONFIGS:
