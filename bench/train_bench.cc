@@ -110,15 +110,17 @@ double ModelFlops(const BenchConfig& c) {
   return 6.0 * matmul_weights + 6.0 * c.layers * c.hidden * c.seq;
 }
 
-// The step's linear layers (bench_util.h StepSgemmGflops).
+// The step's linear layers (bench_util.h StepSgemmGflops), as they run:
+// q, k and v fused into one product, gate and up into another
+// (nn/transformer.h, nn/layers.h).
 std::vector<bench::LinearShape> StepShapes(const BenchConfig& c) {
   const int64_t rows = c.batch * c.seq;
   const int64_t kv_width = c.hidden / c.heads * c.kv_heads;
-  return {{rows, c.hidden, c.hidden, 2 * c.layers},  // q, o
-          {rows, c.hidden, kv_width, 2 * c.layers},  // k, v
-          {rows, c.hidden, c.ffn, 2 * c.layers},     // gate, up
-          {rows, c.ffn, c.hidden, c.layers},         // down
-          {rows, c.hidden, c.vocab, 1}};             // the head
+  return {{rows, c.hidden, c.hidden + 2 * kv_width, c.layers},  // q, k, v
+          {rows, c.hidden, c.hidden, c.layers},                 // o
+          {rows, c.hidden, 2 * c.ffn, c.layers},                // gate, up
+          {rows, c.ffn, c.hidden, c.layers},                    // down
+          {rows, c.hidden, c.vocab, 1}};                        // the head
 }
 
 // User + system CPU seconds this process has used so far (all threads).

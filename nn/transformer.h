@@ -105,6 +105,12 @@ struct TokenPositions {
   std::vector<int32_t> key_start;  // [B * T], see CausalAttention
 };
 
+// q_proj's, k_proj's and v_proj's weights are row ranges of one
+// [(heads + 2 kv_heads) * D, H] storage (FusedWeights): one GEMM gives qkv
+// [B, T, (heads + 2 kv_heads) * D], attention reads q, k and v in place in
+// its rows and writes d(qkv) whole, and dx = d(qkv) W_qkv is one GEMM with
+// K = (heads + 2 kv_heads) * D. With a LoRA adapter on q_proj, k_proj or
+// v_proj, the three run as separate layers instead.
 class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(const TransformerConfig& config, Rng* rng);
@@ -117,6 +123,12 @@ class CausalSelfAttention : public Module {
                  const TokenPositions& positions, LayerKvCache* cache) const;
 
  private:
+  // qkv: q_proj's, k_proj's and v_proj's weights (FusedWeights).
+  CausalSelfAttention(const TransformerConfig& config, std::vector<Tensor> qkv,
+                      Rng* rng);
+  // Whether q, k and v come from one GEMM (no adapter on any of them).
+  bool fused() const;
+
   int64_t num_heads_, num_kv_heads_, head_dim_;
   double partial_rotary_factor_;
   bool rope_inside_attention_;

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/ops/attention.h"
 #include "nn/rope_scaling.h"
+#include "tests/nn/fused_storage.h"
 #include "tests/test_util.h"
 #include "train/optim/adamw.h"
 
@@ -276,6 +277,81 @@ TEST(Transformer, BitwiseAtAnyThreadCount) {
             << (tied ? "tied" : "untied") << (packed ? " packed" : "") << " at "
             << threads << " threads";
       }
+    }
+  }
+}
+
+// q_proj, k_proj, v_proj (and gate_proj, up_proj) are row ranges of one
+// storage; the parameters keep their names, shapes and contiguity.
+TEST(Transformer, FusedProjectionsShareOneStorage) {
+  nn::Transformer model(Config(11, 32, 24, 2, 4, 2, 32, false), 5);
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(model));
+  const auto params = model.NamedParameters();
+  ASSERT_EQ(params[2].first, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(params[2].second.shape(), (Shape{32, 32}));
+  ASSERT_EQ(params[3].first, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(params[3].second.shape(), (Shape{16, 32}));
+  EXPECT_TRUE(params[3].second.is_contiguous());
+}
+
+// The fused layers against the same layers run one by one: a LoRA adapter
+// whose B is zero adds exactly nothing, but makes each adapted projection
+// run on its own (nn/transformer.h), so the model with adapters on q, k,
+// v, gate and up is the unfused model. Loss and every base gradient agree
+// to float rounding (the fused products round in another order).
+TEST(Transformer, FusedProjectionsMatchSeparateLayers) {
+  const int64_t batch = 2, seq = 70;
+  const std::vector<int32_t> ids = RandomIds(batch * seq, 50, 3);
+  const std::vector<int32_t> targets = RandomIds(batch * seq, 50, 4);
+  for (const bool rope_inside : {true, false}) {
+    nn::TransformerConfig config = Config(50, 64, 96, 2, 4, 2, seq, false);
+    config.rope_inside_attention = rope_inside;
+    config.qkv_bias = config.mlp_bias = true;
+    nn::Transformer fused(config, 21);
+    nn::Transformer separate(config, 21);
+    Rng rng(22);
+    separate.ForEachModule([&](const std::string& path, nn::Module& module) {
+      auto* linear = dynamic_cast<nn::Linear*>(&module);
+      if (linear != nullptr && path.find("o_proj") == std::string::npos &&
+          path.find("down_proj") == std::string::npos &&
+          path.find("lm_head") == std::string::npos) {
+        linear->EnableLora(nn::LoraSettings{}, rng);
+      }
+    });
+    // Non-zero biases, the same in both.
+    Rng bias_rng(23);
+    const auto separate_params = separate.NamedParameters();
+    for (auto& [name, tensor] : fused.NamedParameters()) {
+      if (name.find("bias") == std::string::npos) continue;
+      for (int64_t i = 0; i < tensor.numel(); ++i) {
+        tensor.data()[i] = static_cast<float>(bias_rng.Uniform() - 0.5);
+      }
+      for (const auto& [other_name, other] : separate_params) {
+        if (other_name == name) Tensor(other).CopyFrom(tensor);
+      }
+    }
+    const auto fused_result =
+        LossAndGradients(fused, ids, targets, batch, seq, nullptr);
+    separate.ZeroGrad();
+    const Tensor loss = separate.Loss(ids, targets, batch, seq);
+    loss.Backward();
+    EXPECT_NEAR(fused_result[0][0], loss.item(), 1e-5);
+    const auto names = fused.NamedParameters();
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::vector<float>& expected = fused_result[1 + i];
+      const Tensor* other = nullptr;
+      for (const auto& [name, tensor] : separate_params) {
+        if (name == names[i].first) other = &tensor;
+      }
+      ASSERT_NE(other, nullptr) << names[i].first;
+      const std::vector<float> got = other->grad().ToVector();
+      double max_grad = 0.0, max_diff = 0.0;
+      for (size_t j = 0; j < got.size(); ++j) {
+        max_grad = std::max(max_grad, std::fabs(double(expected[j])));
+        max_diff = std::max(max_diff, std::fabs(double(got[j]) - expected[j]));
+      }
+      EXPECT_LE(max_diff, 1e-4 * std::max(max_grad, 1e-3))
+          << names[i].first << (rope_inside ? "" : " (RoPE outside)");
     }
   }
 }
