@@ -142,14 +142,16 @@ std::pair<Tensor, Tensor> RmsNorm::AddForward(const Tensor& x,
 }
 
 SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias,
-                     double init_std, double output_init_std, Rng* rng)
+                     double init_std, double output_init_std, bool fused,
+                     Rng* rng)
     : SwiGluMlp(
           FusedWeights({intermediate, intermediate}, hidden, init_std, rng),
-          hidden, bias, output_init_std, rng) {}
+          hidden, bias, output_init_std, fused, rng) {}
 
 SwiGluMlp::SwiGluMlp(std::vector<Tensor> gate_up, int64_t hidden, bool bias,
-                     double output_init_std, Rng* rng)
-    : gate_proj_(RegisterModule(
+                     double output_init_std, bool fused, Rng* rng)
+    : fused_(fused),
+      gate_proj_(RegisterModule(
           "gate_proj", std::make_unique<Linear>(std::move(gate_up[0]), bias))),
       up_proj_(RegisterModule(
           "up_proj", std::make_unique<Linear>(std::move(gate_up[1]), bias))),
@@ -159,7 +161,7 @@ SwiGluMlp::SwiGluMlp(std::vector<Tensor> gate_up, int64_t hidden, bool bias,
                                    output_init_std, rng))) {}
 
 Tensor SwiGluMlp::Forward(const Tensor& x) const {
-  if (gate_proj_.has_lora() || up_proj_.has_lora()) {
+  if (!fused_ || gate_proj_.has_lora() || up_proj_.has_lora()) {
     return down_proj_.Forward(
         SwiGlu(gate_proj_.Forward(x), up_proj_.Forward(x)));
   }

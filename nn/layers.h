@@ -121,17 +121,20 @@ class RmsNorm : public Module {
 // gate_up = x [W_gate; W_up]^T [..., 2I], SwiGlu reads its halves and its
 // backward writes one d(gate_up), whose product with [W_gate; W_up] is dx
 // (one GEMM with K = 2I, the two branches summed inside it). With a LoRA
-// adapter on gate_proj or up_proj the two run as separate layers.
+// adapter on gate_proj or up_proj, or without `fused`, the two run as
+// separate layers.
 class SwiGluMlp : public Module {
  public:
   SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias, double init_std,
-            double output_init_std, Rng* rng);
+            double output_init_std, bool fused, Rng* rng);
   Tensor Forward(const Tensor& x) const;
 
  private:
   // gate_up: gate_proj's and up_proj's weights (FusedWeights).
   SwiGluMlp(std::vector<Tensor> gate_up, int64_t hidden, bool bias,
-            double output_init_std, Rng* rng);
+            double output_init_std, bool fused, Rng* rng);
+
+  bool fused_;
   Linear& gate_proj_;
   Linear& up_proj_;
   Linear& down_proj_;

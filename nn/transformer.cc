@@ -43,6 +43,7 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
       head_dim_(config.head_dim),
       partial_rotary_factor_(config.rope.partial_rotary_factor),
       rope_inside_attention_(config.rope_inside_attention),
+      fuse_projections_(config.fuse_projections),
       layout_(config.rope_layout),
       q_proj_(RegisterModule(
           "q_proj",
@@ -59,7 +60,8 @@ CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
                         config.o_proj_bias, OutputInitStd(config), rng))) {}
 
 bool CausalSelfAttention::fused() const {
-  return !q_proj_.has_lora() && !k_proj_.has_lora() && !v_proj_.has_lora();
+  return fuse_projections_ && !q_proj_.has_lora() && !k_proj_.has_lora() &&
+         !v_proj_.has_lora();
 }
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
@@ -144,10 +146,10 @@ DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng* rng)
           "post_attention_layernorm",
           std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))),
       mlp_(RegisterModule(
-          "mlp",
-          std::make_unique<SwiGluMlp>(
-              config.hidden_size, config.intermediate_size, config.mlp_bias,
-              config.initializer_range, OutputInitStd(config), rng))) {}
+          "mlp", std::make_unique<SwiGluMlp>(
+                     config.hidden_size, config.intermediate_size,
+                     config.mlp_bias, config.initializer_range,
+                     OutputInitStd(config), config.fuse_projections, rng))) {}
 
 Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table,
                              const TokenPositions& positions,
