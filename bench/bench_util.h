@@ -90,14 +90,23 @@ inline double StepSgemmGflops(const std::vector<LinearShape>& shapes) {
 }
 
 // The `count` linear layers of one training step of `m` over `rows` token
-// rows: per layer q_proj, o_proj, k_proj, v_proj, gate_proj, up_proj,
-// down_proj, then the output head (tied or not, one [vocab, hidden] matmul).
+// rows, as they run: per layer q, k and v as one product and gate and up as
+// another when m.fuse_projections (nn/transformer.h), else each alone; then
+// o_proj, down_proj and the output head (tied or not, one [vocab, hidden]
+// matmul).
 inline std::vector<LinearShape> StepShapes(const nn::TransformerConfig& m,
                                            int64_t rows) {
   const int64_t h = m.hidden_size, f = m.intermediate_size;
   const int64_t q = m.num_attention_heads * m.head_dim;
   const int64_t kv = m.num_key_value_heads * m.head_dim;
   const int64_t layers = m.num_hidden_layers;
+  if (m.fuse_projections) {
+    return {{rows, h, q + 2 * kv, layers},  // q, k, v
+            {rows, q, h, layers},           // o_proj
+            {rows, h, 2 * f, layers},       // gate, up
+            {rows, f, h, layers},           // down_proj
+            {rows, h, m.vocab_size, 1}};    // the head
+  }
   return {{rows, h, q, 2 * layers},     // q_proj, and o_proj (q -> h)
           {rows, h, kv, 2 * layers},    // k_proj, v_proj
           {rows, h, f, 2 * layers},     // gate_proj, up_proj

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "bench/bench_util.h"
 #include "core/autograd.h"
@@ -94,6 +95,43 @@ void Run() {
     Report("Linear [2048, 512] -> 512, forward + backward",
            3 * 2.0 * rows * in * out, "GFLOP/s",
            [&] { Linear(x, w, bias).Backward(seed); });
+  }
+  {
+    // configs/default.yaml's q, k and v (192 -> 192, 64, 64 over 4096 rows)
+    // as three Linear layers, dx summed by autograd, against one
+    // FusedLinear on their weights as row ranges of one storage (one GEMM
+    // each for y, dx and dW).
+    const int64_t rows = 4096, in = 192;
+    const std::vector<int64_t> outs = {192, 64, 64};
+    Tensor x = Random({rows, in}, rng, true);
+    const Tensor stacked = Random({320, in}, rng, false);
+    std::vector<Tensor> weights, separate, seeds;
+    int64_t row = 0;
+    for (const int64_t out : outs) {
+      Tensor view = stacked.ViewAs({out, in}, {in, 1}, row * in);
+      weights.push_back(view.set_requires_grad(true));
+      separate.push_back(Random({out, in}, rng, true));
+      seeds.push_back(Tensor::Full({rows, out}, 1.0f));
+      row += out;
+    }
+    const Tensor fused_seed = Tensor::Full({rows, row}, 1.0f);
+    const double flops = 3 * 2.0 * rows * in * row;
+    auto clear = [&] {
+      x.ZeroGrad();
+      for (Tensor& w : weights) w.ZeroGrad();
+      for (Tensor& w : separate) w.ZeroGrad();
+    };
+    Report("q, k, v as 3 Linear, forward + backward", flops, "GFLOP/s", [&] {
+      clear();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        Linear(x, separate[i]).Backward(seeds[i]);
+      }
+    });
+    Report("q, k, v as 1 FusedLinear, forward + backward", flops, "GFLOP/s",
+           [&] {
+             clear();
+             FusedLinear(x, weights).Backward(fused_seed);
+           });
   }
   std::printf("row-parallel, forward + backward:\n");
   {

@@ -39,14 +39,19 @@
 //        build/bench/train_bench --config tiny|small|default|smol --threads T
 //        [--steps N]
 //          [--repeats R] [--seq S] [--batch B] [--documents K]
-//          [--rope inside|separate] [--simd best|avx2]
+//          [--rope inside|separate] [--projections fused|separate]
+//          [--simd best|avx2]
 //          (one pair, one result line; --seq and --batch replace the
 //          config's; --documents K cuts each row into K equal packed
 //          documents that neither attend to each other nor share positions,
 //          as data.document_mask and data.document_positions do; --rope
 //          separate runs RoPE as its own op before attention, with the
 //          layout copies around it, instead of inside the attention kernels:
-//          TransformerConfig::rope_inside_attention; --simd avx2 runs
+//          TransformerConfig::rope_inside_attention; --projections
+//          separate runs each of q, k, v, gate and up as its own GEMM
+//          instead of one GEMM for q, k, v and one for gate, up:
+//          TransformerConfig::fuse_projections (the sgemm reference stays
+//          at the fused shapes); --simd avx2 runs
 //          Highway's AVX2 code on an AVX-512 CPU, and with
 //          OPENBLAS_CORETYPE=Haswell the whole step is an AVX2 CPU's)
 // Steps are timed in R groups of N steps after two warm-up steps; the
@@ -146,11 +151,13 @@ nn::PackedDocuments EqualDocuments(const BenchConfig& c, int64_t documents) {
 // One (config, threads) measurement; prints one machine-readable line.
 // documents > 0: each row packs that many documents (EqualDocuments).
 void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
-            int64_t documents, bool rope_inside_attention) {
+            int64_t documents, bool rope_inside_attention,
+            bool fuse_projections) {
   SetNumThreads(threads);
   nn::TransformerConfig config = c.model;
   config.rope.max_position_embeddings = c.seq;
   config.rope_inside_attention = rope_inside_attention;
+  config.fuse_projections = fuse_projections;
   nn::Transformer model(config, /*seed=*/1);
   model.SetSequenceLength(c.seq);
   train::AdamW optimizer(model.NamedParameters(), train::AdamWSettings{});
@@ -219,7 +226,7 @@ int Main(int argc, char** argv) {
   std::string config_name;
   int threads = 0, steps = 3, repeats = 3;
   int64_t seq = 0, batch = 0, documents = 0;
-  std::string rope = "inside", simd = "best";
+  std::string rope = "inside", simd = "best", projections = "fused";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--config") {
@@ -238,6 +245,8 @@ int Main(int argc, char** argv) {
       documents = std::atoll(argv[i + 1]);
     } else if (flag == "--rope") {
       rope = argv[i + 1];
+    } else if (flag == "--projections") {
+      projections = argv[i + 1];
     } else if (flag == "--simd") {
       simd = argv[i + 1];
     } else {
@@ -257,10 +266,12 @@ int Main(int argc, char** argv) {
     for (BenchConfig c : Configs()) {
       if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
           documents >= 0 && documents <= (seq > 0 ? seq : c.seq) &&
-          (rope == "inside" || rope == "separate")) {
+          (rope == "inside" || rope == "separate") &&
+          (projections == "fused" || projections == "separate")) {
         if (seq > 0) c.seq = seq;
         if (batch > 0) c.batch = batch;
-        RunOne(c, threads, steps, repeats, documents, rope == "inside");
+        RunOne(c, threads, steps, repeats, documents, rope == "inside",
+               projections == "fused");
         return 0;
       }
     }
@@ -269,7 +280,7 @@ int Main(int argc, char** argv) {
                  "--threads "
                  "positive, --seq, --batch and --documents not negative, "
                  "--documents at most the sequence length, --rope inside or "
-                 "separate\n");
+                 "separate, --projections fused or separate\n");
     return 2;
   }
 

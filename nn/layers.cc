@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -24,6 +26,43 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias,
   weight_ = RegisterParameter(
       "weight", InitialWeight({out_features, in_features}, init_std, rng));
   if (bias) bias_ = RegisterParameter("bias", Tensor::Zeros({out_features}));
+}
+
+Linear::Linear(Tensor weight, bool bias) {
+  const int64_t out_features = weight.size(0);
+  weight_ = RegisterParameter("weight", std::move(weight));
+  if (bias) bias_ = RegisterParameter("bias", Tensor::Zeros({out_features}));
+}
+
+std::vector<Tensor> FusedWeights(const std::vector<int64_t>& rows,
+                                 int64_t in_features, double init_std,
+                                 Rng* rng) {
+  int64_t total = 0;
+  for (const int64_t r : rows) total += r;
+  const Tensor fused = InitialWeight({total, in_features}, init_std, rng);
+  std::vector<Tensor> weights;
+  int64_t start = 0;
+  for (const int64_t r : rows) {
+    weights.push_back(
+        fused.ViewAs({r, in_features}, {in_features, 1}, start * in_features));
+    start += r;
+  }
+  return weights;
+}
+
+Tensor FusedLinearForward(const std::vector<const Linear*>& layers,
+                          const Tensor& x) {
+  std::vector<Tensor> weights, biases;
+  for (const Linear* layer : layers) {
+    ROTOR_CHECK(!layer->has_lora(), "FusedLinearForward: a layer has a LoRA ",
+                "adapter (run it on its own)");
+    weights.push_back(layer->weight());
+    if (layer->bias().defined()) biases.push_back(layer->bias());
+  }
+  ROTOR_CHECK(biases.empty() || biases.size() == layers.size(),
+              "FusedLinearForward: ", biases.size(), " of ", layers.size(),
+              " layers have a bias (need all or none)");
+  return FusedLinear(x, weights, biases);
 }
 
 Tensor Linear::Forward(const Tensor& x) const {
@@ -103,19 +142,31 @@ std::pair<Tensor, Tensor> RmsNorm::AddForward(const Tensor& x,
 }
 
 SwiGluMlp::SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias,
-                     double init_std, double output_init_std, Rng* rng)
-    : gate_proj_(RegisterModule(
-          "gate_proj",
-          std::make_unique<Linear>(hidden, intermediate, bias, init_std, rng))),
+                     double init_std, double output_init_std, bool fused,
+                     Rng* rng)
+    : SwiGluMlp(
+          FusedWeights({intermediate, intermediate}, hidden, init_std, rng),
+          hidden, bias, output_init_std, fused, rng) {}
+
+SwiGluMlp::SwiGluMlp(std::vector<Tensor> gate_up, int64_t hidden, bool bias,
+                     double output_init_std, bool fused, Rng* rng)
+    : fused_(fused),
+      gate_proj_(RegisterModule(
+          "gate_proj", std::make_unique<Linear>(std::move(gate_up[0]), bias))),
       up_proj_(RegisterModule(
-          "up_proj",
-          std::make_unique<Linear>(hidden, intermediate, bias, init_std, rng))),
+          "up_proj", std::make_unique<Linear>(std::move(gate_up[1]), bias))),
       down_proj_(RegisterModule(
-          "down_proj", std::make_unique<Linear>(intermediate, hidden, bias,
-                                                output_init_std, rng))) {}
+          "down_proj",
+          std::make_unique<Linear>(up_proj_.weight().size(0), hidden, bias,
+                                   output_init_std, rng))) {}
 
 Tensor SwiGluMlp::Forward(const Tensor& x) const {
-  return down_proj_.Forward(SwiGlu(gate_proj_.Forward(x), up_proj_.Forward(x)));
+  if (!fused_ || gate_proj_.has_lora() || up_proj_.has_lora()) {
+    return down_proj_.Forward(
+        SwiGlu(gate_proj_.Forward(x), up_proj_.Forward(x)));
+  }
+  return down_proj_.Forward(
+      SwiGlu(FusedLinearForward({&gate_proj_, &up_proj_}, x)));
 }
 
 }  // namespace nn

@@ -43,8 +43,12 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, double init_std,
          Rng* rng);
+  // A layer on a given weight [out, in], e.g. a row range of FusedWeights;
+  // the bias, if any, starts at 0.
+  Linear(Tensor weight, bool bias);
   Tensor Forward(const Tensor& x) const;
   const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
 
   // Adds the adapter (A from `rng`, B zero). Throws if it already has one.
   void EnableLora(const LoraSettings& settings, Rng& rng);
@@ -63,6 +67,23 @@ class Linear : public Module {
   float lora_dropout_ = 0.0f;
   uint64_t lora_dropout_seed_ = 0;
 };
+
+// The weights of Linear layers that read the same input, as consecutive row
+// ranges of one [sum of rows, in] tensor: {rows[0] x in, rows[1] x in, ...}.
+// Drawn like the layers' own weights one after another (the same values in
+// the same order) or left uninitialised without `rng`. One GEMM then
+// computes all the layers' outputs (FusedLinearForward), and anything that
+// writes into a weight (a loader, an optimizer, MergeLora) writes into the
+// shared storage: none may replace a weight tensor.
+std::vector<Tensor> FusedWeights(const std::vector<int64_t>& rows,
+                                 int64_t in_features, double init_std,
+                                 Rng* rng);
+
+// The outputs of `layers` (all on one input x [..., in], none with a LoRA
+// adapter) side by side, [..., sum of out], from one product
+// (rotor::FusedLinear): in place when their weights are FusedWeights.
+Tensor FusedLinearForward(const std::vector<const Linear*>& layers,
+                          const Tensor& x);
 
 // Row lookup: ids -> rows of the table [vocab, dim] ("weight").
 class Embedding : public Module {
@@ -94,13 +115,26 @@ class RmsNorm : public Module {
 // Llama's feed-forward block: down(silu(gate(x)) * up(x)).
 // gate_proj, up_proj: [intermediate, hidden]; down_proj: [hidden,
 // intermediate]; with `bias` (HF's mlp_bias) each has a bias too.
+//
+// gate_proj's and up_proj's weights are the two row halves of one
+// [2 intermediate, hidden] storage (FusedWeights), so one GEMM gives
+// gate_up = x [W_gate; W_up]^T [..., 2I], SwiGlu reads its halves and its
+// backward writes one d(gate_up), whose product with [W_gate; W_up] is dx
+// (one GEMM with K = 2I, the two branches summed inside it). With a LoRA
+// adapter on gate_proj or up_proj, or without `fused`, the two run as
+// separate layers.
 class SwiGluMlp : public Module {
  public:
   SwiGluMlp(int64_t hidden, int64_t intermediate, bool bias, double init_std,
-            double output_init_std, Rng* rng);
+            double output_init_std, bool fused, Rng* rng);
   Tensor Forward(const Tensor& x) const;
 
  private:
+  // gate_up: gate_proj's and up_proj's weights (FusedWeights).
+  SwiGluMlp(std::vector<Tensor> gate_up, int64_t hidden, bool bias,
+            double output_init_std, bool fused, Rng* rng);
+
+  bool fused_;
   Linear& gate_proj_;
   Linear& up_proj_;
   Linear& down_proj_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -27,34 +28,52 @@ double OutputInitStd(const TransformerConfig& config) {
 // ---------------------------------------------------------------------------
 CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
                                          Rng* rng)
+    : CausalSelfAttention(
+          config,
+          FusedWeights({config.num_attention_heads * config.head_dim,
+                        config.num_key_value_heads * config.head_dim,
+                        config.num_key_value_heads * config.head_dim},
+                       config.hidden_size, config.initializer_range, rng),
+          rng) {}
+
+CausalSelfAttention::CausalSelfAttention(const TransformerConfig& config,
+                                         std::vector<Tensor> qkv, Rng* rng)
     : num_heads_(config.num_attention_heads),
       num_kv_heads_(config.num_key_value_heads),
       head_dim_(config.head_dim),
       partial_rotary_factor_(config.rope.partial_rotary_factor),
       rope_inside_attention_(config.rope_inside_attention),
+      fuse_projections_(config.fuse_projections),
       layout_(config.rope_layout),
       q_proj_(RegisterModule(
-          "q_proj", std::make_unique<Linear>(
-                        config.hidden_size, num_heads_ * head_dim_,
-                        config.qkv_bias, config.initializer_range, rng))),
+          "q_proj",
+          std::make_unique<Linear>(std::move(qkv[0]), config.qkv_bias))),
       k_proj_(RegisterModule(
-          "k_proj", std::make_unique<Linear>(
-                        config.hidden_size, num_kv_heads_ * head_dim_,
-                        config.qkv_bias, config.initializer_range, rng))),
+          "k_proj",
+          std::make_unique<Linear>(std::move(qkv[1]), config.qkv_bias))),
       v_proj_(RegisterModule(
-          "v_proj", std::make_unique<Linear>(
-                        config.hidden_size, num_kv_heads_ * head_dim_,
-                        config.qkv_bias, config.initializer_range, rng))),
+          "v_proj",
+          std::make_unique<Linear>(std::move(qkv[2]), config.qkv_bias))),
       o_proj_(RegisterModule(
           "o_proj", std::make_unique<Linear>(
                         num_heads_ * head_dim_, config.hidden_size,
                         config.o_proj_bias, OutputInitStd(config), rng))) {}
+
+bool CausalSelfAttention::fused() const {
+  return fuse_projections_ && !q_proj_.has_lora() && !k_proj_.has_lora() &&
+         !v_proj_.has_lora();
+}
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
                                     const TokenPositions& positions,
                                     LayerKvCache* cache) const {
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
+  // qkv [B, T, (heads + 2 kv_heads) * D] from one GEMM, unless an adapter
+  // sits on q, k or v (then each projection runs on its own).
+  const Tensor qkv = fused()
+                         ? FusedLinearForward({&q_proj_, &k_proj_, &v_proj_}, x)
+                         : Tensor();
   if (cache == nullptr && rope_inside_attention_) {
     // Training and scoring: the kernels read the projections [B, T,
     // heads*D] where they are and rotate q and k tiles as they load them;
@@ -64,21 +83,34 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
     rope.positions = positions.rope;
     rope.layout = layout_;
     rope.partial_rotary_factor = partial_rotary_factor_;
+    if (qkv.defined()) {
+      return o_proj_.Forward(
+          FusedRopeCausalAttention(qkv, num_heads_, num_kv_heads_, head_dim_,
+                                   rope, positions.key_start));
+    }
     return o_proj_.Forward(RopeCausalAttention(
         q_proj_.Forward(x), k_proj_.Forward(x), v_proj_.Forward(x), head_dim_,
         rope, positions.key_start));
   }
+  // q, k and v: column blocks of qkv (views), or the projections' own.
+  const int64_t q_width = num_heads_ * head_dim_;
+  const int64_t kv_width = num_kv_heads_ * head_dim_;
+  auto projection = [&](const Linear& layer, int64_t column, int64_t width) {
+    return qkv.defined() ? Narrow(qkv, 2, column, width) : layer.Forward(x);
+  };
   // Decoding with a KV cache (which keeps rotated keys), or RoPE outside
   // attention: RoPE runs first. Projections [B, T, heads*D], viewed as
-  // [B, heads, T, D] without copying; RoPE reads the views and writes
-  // contiguous rotated q and k.
+  // [B, heads, T, D] (a column block of qkv is copied to contiguous rows
+  // first); RoPE reads the views and writes contiguous rotated q and k.
   auto heads_view = [&](const Tensor& projected, int64_t heads) {
     return Permute(Reshape(projected, {batch, seq, heads, head_dim_}),
                    {0, 2, 1, 3});
   };
-  const Tensor q = heads_view(q_proj_.Forward(x), num_heads_);
-  const Tensor k = heads_view(k_proj_.Forward(x), num_kv_heads_);
-  Tensor values = Contiguous(heads_view(v_proj_.Forward(x), num_kv_heads_));
+  const Tensor q = heads_view(projection(q_proj_, 0, q_width), num_heads_);
+  const Tensor k =
+      heads_view(projection(k_proj_, q_width, kv_width), num_kv_heads_);
+  Tensor values = Contiguous(heads_view(
+      projection(v_proj_, q_width + kv_width, kv_width), num_kv_heads_));
   auto [q_rot, keys] =
       Rope(q, k, table, positions.rope, layout_, partial_rotary_factor_);
 
@@ -114,10 +146,10 @@ DecoderLayer::DecoderLayer(const TransformerConfig& config, Rng* rng)
           "post_attention_layernorm",
           std::make_unique<RmsNorm>(config.hidden_size, config.rms_norm_eps))),
       mlp_(RegisterModule(
-          "mlp",
-          std::make_unique<SwiGluMlp>(
-              config.hidden_size, config.intermediate_size, config.mlp_bias,
-              config.initializer_range, OutputInitStd(config), rng))) {}
+          "mlp", std::make_unique<SwiGluMlp>(
+                     config.hidden_size, config.intermediate_size,
+                     config.mlp_bias, config.initializer_range,
+                     OutputInitStd(config), config.fuse_projections, rng))) {}
 
 Tensor DecoderLayer::Forward(const Tensor& x, RopeTable& table,
                              const TokenPositions& positions,

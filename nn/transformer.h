@@ -66,6 +66,12 @@ struct TransformerConfig {
   // the same bits; the switch exists to measure and test one against the
   // other.
   bool rope_inside_attention = true;
+  // Whether q_proj, k_proj and v_proj run as one GEMM, and gate_proj and
+  // up_proj as another (CausalSelfAttention, SwiGluMlp), or one by one.
+  // Their weights share a storage either way. The values agree to float
+  // rounding (the fused products round in another order); the switch
+  // exists to measure and test one against the other.
+  bool fuse_projections = true;
 };
 
 // Tag for a Transformer whose weights a loader overwrites next: no random
@@ -105,6 +111,12 @@ struct TokenPositions {
   std::vector<int32_t> key_start;  // [B * T], see CausalAttention
 };
 
+// q_proj's, k_proj's and v_proj's weights are row ranges of one
+// [(heads + 2 kv_heads) * D, H] storage (FusedWeights): one GEMM gives qkv
+// [B, T, (heads + 2 kv_heads) * D], attention reads q, k and v in place in
+// its rows and writes d(qkv) whole, and dx = d(qkv) W_qkv is one GEMM with
+// K = (heads + 2 kv_heads) * D. With a LoRA adapter on q_proj, k_proj or
+// v_proj, or without fuse_projections, the three run as separate layers.
 class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(const TransformerConfig& config, Rng* rng);
@@ -117,9 +129,17 @@ class CausalSelfAttention : public Module {
                  const TokenPositions& positions, LayerKvCache* cache) const;
 
  private:
+  // qkv: q_proj's, k_proj's and v_proj's weights (FusedWeights).
+  CausalSelfAttention(const TransformerConfig& config, std::vector<Tensor> qkv,
+                      Rng* rng);
+  // Whether q, k and v come from one GEMM: fuse_projections and no adapter
+  // on any of them.
+  bool fused() const;
+
   int64_t num_heads_, num_kv_heads_, head_dim_;
   double partial_rotary_factor_;
   bool rope_inside_attention_;
+  bool fuse_projections_;
   RopeLayout layout_;
   Linear& q_proj_;
   Linear& k_proj_;

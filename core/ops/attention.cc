@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/autograd.h"
@@ -89,18 +90,34 @@ float* DataOrNull(Tensor& workspace) {
   return workspace.defined() ? workspace.data() : nullptr;
 }
 
-// Runs the kernels' forward for the checked `shape` on q_in, k_in and v_in
-// (as contiguous data) and records their backward: q, k, v, the output and
-// its lse are saved. `keep` owns what the shape's pointers point to
-// (key_start, RoPE rows and positions) for as long as the backward may run.
+// Where the kernels find q, k and v (and write dq, dk, dv) among the op's
+// inputs: each its own tensor, or all three side by side in the rows of one
+// fused [batch, len, (q_heads + 2 kv_heads) * D] tensor.
+std::vector<float*> OperandStarts(std::vector<Tensor>& tensors,
+                                  const kernels::AttentionShape& shape) {
+  if (tensors.size() == 3) {
+    return {tensors[0].data(), tensors[1].data(), tensors[2].data()};
+  }
+  float* qkv = tensors[0].data();
+  const size_t k_column = shape.q_heads * shape.head_dim;
+  const size_t v_column = k_column + shape.kv_heads * shape.head_dim;
+  return {qkv, qkv + k_column, qkv + v_column};
+}
+
+// Runs the kernels' forward for the checked `shape` on `inputs` (q, k and v,
+// or the fused qkv: OperandStarts), as contiguous data, into a fresh output
+// of `out_shape`, and records their backward, whose gradients have the
+// inputs' shapes: q, k, v (or qkv), the output and its lse are saved.
+// `keep` owns what the shape's pointers point to (key_start, RoPE rows and
+// positions) for as long as the backward may run.
 Tensor RunAttention(const char* op, const kernels::AttentionShape& shape,
-                    const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                    const std::vector<Tensor>& inputs, const Shape& out_shape,
                     std::shared_ptr<const void> keep) {
-  const Tensor q = ContiguousData(q_in);
-  const Tensor k = ContiguousData(k_in);
-  const Tensor v = ContiguousData(v_in);
+  std::vector<Tensor> data;
+  for (const Tensor& input : inputs) data.push_back(ContiguousData(input));
+  const std::vector<float*> qkv = OperandStarts(data, shape);
   // The kernel overwrites out and lse completely.
-  Tensor out = Tensor::Empty(q.shape());
+  Tensor out = Tensor::Empty(out_shape);
   // lse: [batch, q_heads, q_len], one float per query row.
   Tensor lse = Tensor::Empty({static_cast<int64_t>(shape.batch),
                               static_cast<int64_t>(shape.q_heads),
@@ -109,28 +126,32 @@ Tensor RunAttention(const char* op, const kernels::AttentionShape& shape,
     Tensor workspace =
         Workspace(kernels::AttentionForwardWorkspaceFloats(shape));
     profile::Scope scope(profile::Phase::kAttention);
-    kernels::AttentionForward(shape, q.data(), k.data(), v.data(), out.data(),
+    kernels::AttentionForward(shape, qkv[0], qkv[1], qkv[2], out.data(),
                               lse.data(), DataOrNull(workspace));
   }
   // Backward captures the output's data through a detached handle: the
   // output itself would own this node (a reference cycle).
   const Tensor saved_out = out.Detach();
   return RecordOp(
-      out, op, {q_in, k_in, v_in},
-      [shape, keep, q, k, v, saved_out, lse](const Tensor& grad_out) {
+      out, op, inputs,
+      [shape, keep, data, saved_out, lse](const Tensor& grad_out) {
         const Tensor dout = ContiguousData(grad_out);
         Tensor delta = Tensor::Empty(lse.shape());  // workspace
-        Tensor dq = Tensor::Empty(q.shape());
-        Tensor dk = Tensor::Empty(k.shape());
-        Tensor dv = Tensor::Empty(v.shape());
+        std::vector<Tensor> grads;
+        for (const Tensor& input : data) {
+          grads.push_back(Tensor::Empty(input.shape()));
+        }
+        std::vector<Tensor> saved = data;
+        const std::vector<float*> qkv = OperandStarts(saved, shape);
+        const std::vector<float*> dqkv = OperandStarts(grads, shape);
         Tensor workspace =
             Workspace(kernels::AttentionBackwardWorkspaceFloats(shape));
         profile::Scope scope(profile::Phase::kAttention);
-        kernels::AttentionBackward(shape, q.data(), k.data(), v.data(),
+        kernels::AttentionBackward(shape, qkv[0], qkv[1], qkv[2],
                                    saved_out.data(), lse.data(), dout.data(),
-                                   delta.data(), dq.data(), dk.data(),
-                                   dv.data(), DataOrNull(workspace));
-        return std::vector<Tensor>{dq, dk, dv};
+                                   delta.data(), dqkv[0], dqkv[1], dqkv[2],
+                                   DataOrNull(workspace));
+        return grads;
       });
 }
 
@@ -147,7 +168,24 @@ Tensor AttentionOp(const char* op, const Tensor& q_in, const Tensor& k_in,
     saved_key_start = std::make_shared<const std::vector<int32_t>>(key_start);
     shape.key_start = saved_key_start->data();
   }
-  return RunAttention(op, shape, q_in, k_in, v_in, saved_key_start);
+  return RunAttention(op, shape, {q_in, k_in, v_in}, q_in.shape(),
+                      saved_key_start);
+}
+
+// Causal self-attention over `seq` tokens (q_len = kv_len, q_offset 0) at
+// the default scale; the caller sets the strides.
+kernels::AttentionShape SelfAttentionShape(int64_t batch, int64_t seq,
+                                           int64_t q_heads, int64_t kv_heads,
+                                           int64_t head_dim) {
+  kernels::AttentionShape s;
+  s.batch = batch;
+  s.q_heads = q_heads;
+  s.kv_heads = kv_heads;
+  s.q_len = seq;
+  s.kv_len = seq;
+  s.head_dim = head_dim;
+  s.scale = DefaultAttentionScale(head_dim);
+  return s;
 }
 
 // The checked kernel shape of RopeCausalAttention's token-major operands.
@@ -173,14 +211,8 @@ kernels::AttentionShape RopeAttentionShape(const Tensor& q, const Tensor& k,
   ROTOR_CHECK(q_heads % kv_heads == 0, op, ": q_heads ", q_heads,
               " must be a multiple of kv_heads ", kv_heads, " (q ",
               ShapeToString(q.shape()), ", k ", ShapeToString(k.shape()), ")");
-  kernels::AttentionShape s;
-  s.batch = q.size(0);
-  s.q_heads = q_heads;
-  s.kv_heads = kv_heads;
-  s.q_len = q.size(1);
-  s.kv_len = q.size(1);
-  s.head_dim = head_dim;
-  s.scale = DefaultAttentionScale(head_dim);
+  kernels::AttentionShape s =
+      SelfAttentionShape(q.size(0), q.size(1), q_heads, kv_heads, head_dim);
   s.q_strides = s.out_strides =
       kernels::TokenMajorAttentionStrides(s.q_len, q.size(2), head_dim);
   s.k_strides = s.v_strides =
@@ -188,16 +220,38 @@ kernels::AttentionShape RopeAttentionShape(const Tensor& q, const Tensor& k,
   return s;
 }
 
-}  // namespace
+// The checked kernel shape of FusedRopeCausalAttention's operand: q, k and
+// v side by side in each token's row of qkv.
+kernels::AttentionShape FusedRopeAttentionShape(const Tensor& qkv,
+                                                int64_t q_heads,
+                                                int64_t kv_heads,
+                                                int64_t head_dim) {
+  const char* op = "FusedRopeCausalAttention";
+  ROTOR_CHECK(head_dim > 0 && kv_heads > 0 && q_heads % kv_heads == 0, op,
+              ": q_heads ", q_heads, " must be a multiple of kv_heads ",
+              kv_heads, " and head_dim ", head_dim, " positive");
+  const int64_t width = (q_heads + 2 * kv_heads) * head_dim;
+  ROTOR_CHECK(qkv.dim() == 3 && qkv.size(2) == width, op,
+              ": qkv must be [batch, seq, (q_heads + 2 kv_heads) * head_dim]",
+              " = [batch, seq, ", width, "], got ", ShapeToString(qkv.shape()));
+  kernels::AttentionShape s =
+      SelfAttentionShape(qkv.size(0), qkv.size(1), q_heads, kv_heads, head_dim);
+  s.q_strides = s.k_strides = s.v_strides =
+      kernels::TokenMajorAttentionStrides(s.q_len, width, head_dim);
+  s.out_strides = kernels::TokenMajorAttentionStrides(
+      s.q_len, q_heads * head_dim, head_dim);
+  return s;
+}
 
-Tensor RopeCausalAttention(const Tensor& q_in, const Tensor& k_in,
-                           const Tensor& v_in, int64_t head_dim,
-                           const AttentionRopeSettings& rope,
-                           const std::vector<int32_t>& key_start) {
-  const char* op = "RopeCausalAttention";
-  kernels::AttentionShape shape =
-      RopeAttentionShape(q_in, k_in, v_in, head_dim);
+// Sets the RoPE of the token-major `shape` from `rope` and its key_start
+// (checked), naming `op` in errors. Returns what the shape now points to,
+// for the backward to keep.
+std::shared_ptr<const void> SetRope(const char* op,
+                                    kernels::AttentionShape& shape,
+                                    const AttentionRopeSettings& rope,
+                                    const std::vector<int32_t>& key_start) {
   ROTOR_CHECK(rope.table != nullptr, op, ": no RoPE table");
+  const int64_t head_dim = static_cast<int64_t>(shape.head_dim);
   const int64_t rotary_dim =
       kernels::RopeRotaryDim(head_dim, rope.partial_rotary_factor);
   ROTOR_CHECK(rope.table->rotary_dim() == rotary_dim, op,
@@ -206,15 +260,14 @@ Tensor RopeCausalAttention(const Tensor& q_in, const Tensor& k_in,
               " with partial_rotary_factor ", rope.partial_rotary_factor,
               " needs rotary dim ", rotary_dim);
   kernels::RopeShape rope_shape;
-  rope_shape.batch = q_in.size(0);
-  rope_shape.seq = q_in.size(1);
+  rope_shape.batch = static_cast<int64_t>(shape.batch);
+  rope_shape.seq = static_cast<int64_t>(shape.q_len);
   rope_shape.head_dim = head_dim;
   rope_shape.rotary_dim = rotary_dim;
   // The table rows and positions the backward must use too, even if the
   // table is rebuilt in between.
   const auto rows =
       rope.table->Rows(kernels::RopePositionsEnd(rope_shape, rope.positions));
-  // What the shape points to, kept for the backward.
   struct Kept {
     std::shared_ptr<const kernels::RopeRows> rows;
     RopePositions positions;
@@ -231,7 +284,34 @@ Tensor RopeCausalAttention(const Tensor& q_in, const Tensor& k_in,
                   static_cast<int64_t>(shape.kv_len));
     shape.key_start = kept->key_start.data();
   }
-  return RunAttention(op, shape, q_in, k_in, v_in, kept);
+  return kept;
+}
+
+}  // namespace
+
+Tensor RopeCausalAttention(const Tensor& q_in, const Tensor& k_in,
+                           const Tensor& v_in, int64_t head_dim,
+                           const AttentionRopeSettings& rope,
+                           const std::vector<int32_t>& key_start) {
+  const char* op = "RopeCausalAttention";
+  kernels::AttentionShape shape =
+      RopeAttentionShape(q_in, k_in, v_in, head_dim);
+  auto kept = SetRope(op, shape, rope, key_start);
+  return RunAttention(op, shape, {q_in, k_in, v_in}, q_in.shape(),
+                      std::move(kept));
+}
+
+Tensor FusedRopeCausalAttention(const Tensor& qkv, int64_t q_heads,
+                                int64_t kv_heads, int64_t head_dim,
+                                const AttentionRopeSettings& rope,
+                                const std::vector<int32_t>& key_start) {
+  const char* op = "FusedRopeCausalAttention";
+  kernels::AttentionShape shape =
+      FusedRopeAttentionShape(qkv, q_heads, kv_heads, head_dim);
+  auto kept = SetRope(op, shape, rope, key_start);
+  return RunAttention(op, shape, {qkv},
+                      {qkv.size(0), qkv.size(1), q_heads * head_dim},
+                      std::move(kept));
 }
 
 float DefaultAttentionScale(int64_t head_dim) {

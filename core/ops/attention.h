@@ -94,6 +94,19 @@ Tensor RopeCausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                            int64_t head_dim, const AttentionRopeSettings& rope,
                            const std::vector<int32_t>& key_start = {});
 
+// RopeCausalAttention on the output of one fused q/k/v projection
+// (FusedLinear): qkv: [batch, seq, (q_heads + 2 kv_heads) * D], each token's
+// row holding q (columns [0, q_heads D)), then k, then v (kv_heads D each).
+// The kernels read q, k and v in place (row stride = qkv's width) and the
+// backward writes dq, dk and dv into one d(qkv) of qkv's shape, so the
+// projection's input gradient is one GEMM, d(qkv) W_qkv. result: [batch,
+// seq, q_heads * D]. The same bits as RopeCausalAttention on the three
+// column blocks.
+Tensor FusedRopeCausalAttention(const Tensor& qkv, int64_t q_heads,
+                                int64_t kv_heads, int64_t head_dim,
+                                const AttentionRopeSettings& rope,
+                                const std::vector<int32_t>& key_start = {});
+
 // Non-causal attention: every query sees every key.
 Tensor FullAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                      float scale);

@@ -1,5 +1,6 @@
 // Matrix products through OpenBLAS cblas_sgemm: MatMul (batched, with
-// broadcast batch dimensions) and Linear (x W^T + bias).
+// broadcast batch dimensions), Linear (x W^T + bias) and FusedLinear
+// (several Linear layers on one input in one product).
 //
 // sgemm computes C = alpha op(A) op(B) + beta C on row-major matrices, where
 // op(X) is X or X^T. A matrix operand is described by (data, trans, ld), so a
@@ -163,21 +164,84 @@ Tensor MatMul(const Tensor& a, const Tensor& b) {
       });
 }
 
-// Y [rows, out] = X [rows, in] W^T [in, out] + bias, rows = all leading
-// dimensions of x flattened. Backward:
-//   dX = dY W,   dW = dY^T X,   dbias = sum over rows of dY.
-Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  ROTOR_CHECK(weight.dim() == 2 && x.dim() >= 1 &&
-                  x.shape().back() == weight.shape()[1],
-              "Linear: input shape ", ShapeToString(x.shape()),
-              " and weight shape ", ShapeToString(weight.shape()),
-              " do not match (need [..., in] and [out, in])");
-  const int64_t out_features = weight.shape()[0];
-  const int64_t in_features = weight.shape()[1];
-  if (bias.defined()) {
-    ROTOR_CHECK(bias.shape() == Shape{out_features}, "Linear: bias shape ",
-                ShapeToString(bias.shape()), " does not match weight shape ",
-                ShapeToString(weight.shape()), " (need [", out_features, "])");
+namespace {
+
+// The weights of a (fused) linear layer as one [sum of out_i, in] matrix:
+// the one weight as it is (possibly a transposed view), the weights' own
+// storage when they are consecutive row ranges of it, else a concatenated
+// copy.
+Tensor StackedWeights(const std::vector<Tensor>& weights, int64_t in_features,
+                      int64_t out_features) {
+  if (weights.size() == 1) return weights[0];
+  bool in_place = true;
+  int64_t row = 0;
+  for (const Tensor& w : weights) {
+    in_place = in_place && w.is_contiguous() &&
+               w.impl()->storage == weights[0].impl()->storage &&
+               w.data() == weights[0].data() + row * in_features;
+    row += w.size(0);
+  }
+  if (in_place) {
+    return weights[0].ViewAs({out_features, in_features}, {in_features, 1}, 0);
+  }
+  Tensor stacked = Tensor::Empty({out_features, in_features});
+  row = 0;
+  for (const Tensor& w : weights) {
+    stacked.ViewAs(w.shape(), {in_features, 1}, row * in_features).CopyFrom(w);
+    row += w.size(0);
+  }
+  return stacked;
+}
+
+// The biases side by side, [sum of out_i] contiguous (undefined without).
+Tensor StackedBias(const std::vector<Tensor>& biases, int64_t out_features) {
+  if (biases.empty()) return Tensor();
+  if (biases.size() == 1 && biases[0].is_contiguous()) return biases[0];
+  Tensor stacked = Tensor::Empty({out_features});
+  int64_t column = 0;
+  for (const Tensor& b : biases) {
+    stacked.ViewAs(b.shape(), {1}, column).CopyFrom(b);
+    column += b.size(0);
+  }
+  return stacked;
+}
+
+// Linear and FusedLinear, named `op` in errors and profiles: Y [rows,
+// sum of out_i] = X [rows, in] [W_0; W_1; ...]^T + [b_0, b_1, ...], rows =
+// all leading dimensions of x flattened. Backward:
+//   dX = dY [W_0; W_1; ...]  (one GEMM, K = sum of out_i),
+//   dW_i = dY[:, cols_i]^T X,  db_i = sum over rows of dY[:, cols_i].
+// With several weights that all need gradients, dW = dY^T X is one GEMM
+// into a [sum of out_i, in] buffer whose row ranges are the dW_i (autograd
+// copies each view into its leaf's gradient: a weight's size, against the
+// GEMM's rows times as much work); otherwise one GEMM per weight that needs
+// one, into a fresh tensor autograd adopts.
+Tensor LinearOp(const char* op, const Tensor& x,
+                const std::vector<Tensor>& weights,
+                const std::vector<Tensor>& biases) {
+  ROTOR_CHECK(!weights.empty(), op, ": no weight");
+  ROTOR_CHECK(biases.empty() || biases.size() == weights.size(), op, ": ",
+              biases.size(), " biases for ", weights.size(),
+              " weights (need one each, or none)");
+  ROTOR_CHECK(x.dim() >= 1, op, ": input must have a dimension, got ",
+              ShapeToString(x.shape()));
+  const int64_t in_features = x.shape().back();
+  std::vector<int64_t> widths;
+  int64_t out_features = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor& w = weights[i];
+    ROTOR_CHECK(w.dim() == 2 && w.shape()[1] == in_features, op,
+                ": input shape ", ShapeToString(x.shape()),
+                " and weight shape ", ShapeToString(w.shape()),
+                " do not match (need [..., in] and [out, in])");
+    if (!biases.empty()) {
+      ROTOR_CHECK(biases[i].shape() == Shape{w.shape()[0]}, op, ": bias shape ",
+                  ShapeToString(biases[i].shape()),
+                  " does not match weight shape ", ShapeToString(w.shape()),
+                  " (need [", w.shape()[0], "])");
+    }
+    widths.push_back(w.shape()[0]);
+    out_features += w.shape()[0];
   }
   const int64_t rows =
       NumElements(Shape(x.shape().begin(), x.shape().end() - 1));
@@ -189,18 +253,18 @@ Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     x2d = xc.ViewAs({rows, in_features}, {in_features, 1}, 0);
   }
   const MatrixOperand x_op = MakeOperand(x2d, {});
-  const MatrixOperand w_op = MakeOperand(weight, {});
+  const MatrixOperand w_op =
+      MakeOperand(StackedWeights(weights, in_features, out_features), {});
 
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   Tensor out = Tensor::Empty(out_shape);
   Tensor out2d = out.ViewAs({rows, out_features}, {out_features, 1}, 0);
   BatchedGemm({}, x_op, Transposed(w_op), out2d, rows, out_features,
-              in_features, "Linear");
-  if (bias.defined()) {
-    const Tensor bias_c =
-        bias.is_contiguous() ? bias : internal::ContiguousCopy(bias);
-    const float* pb = bias_c.data();
+              in_features, op);
+  if (!biases.empty()) {
+    const Tensor bias = StackedBias(biases, out_features);
+    const float* pb = bias.data();
     float* po = out.data();
     ParallelFor(rows,
                 std::max<int64_t>(1, internal::kElementwiseGrain /
@@ -212,42 +276,81 @@ Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   }
                 });
   }
-  if (!AnyRequiresGrad({&x, &weight, &bias})) return out;
+  std::vector<Tensor> inputs = {x};
+  inputs.insert(inputs.end(), weights.begin(), weights.end());
+  inputs.insert(inputs.end(), biases.begin(), biases.end());
+  if (!AnyRequiresGrad(inputs)) return out;
 
-  const bool grad_x = x.requires_grad(), grad_w = weight.requires_grad();
-  const bool grad_b = bias.defined() && bias.requires_grad();
+  std::vector<bool> needs_grad;
+  for (const Tensor& input : inputs)
+    needs_grad.push_back(input.requires_grad());
   const Shape x_shape = x.shape();
-  std::vector<Tensor> inputs = {x, weight};
-  if (bias.defined()) inputs.push_back(bias);
+  const size_t parts = weights.size();
+  const bool has_bias = !biases.empty();
   return RecordOp(
-      out, "Linear", inputs,
-      [x_op, w_op, x_shape, rows, in_features, out_features, grad_x, grad_w,
-       grad_b, has_bias = bias.defined()](const Tensor& g) {
+      out, op, inputs,
+      [op, x_op, w_op, x_shape, rows, in_features, out_features, widths,
+       needs_grad, parts, has_bias](const Tensor& g) {
         const Tensor gc = g.is_contiguous() ? g : internal::ContiguousCopy(g);
         const MatrixOperand g_op = MakeOperand(
             gc.ViewAs({rows, out_features}, {out_features, 1}, 0), {});
-        std::vector<Tensor> grads(has_bias ? 3 : 2);
-        if (grad_x) {  // dX [rows, in] = dY [rows, out] W [out, in]
+        std::vector<Tensor> grads(needs_grad.size());
+        if (needs_grad[0]) {  // dX [rows, in] = dY [rows, out] W [out, in]
           grads[0] = Tensor::Empty(x_shape);  // sgemm overwrites (beta 0)
           Tensor dx2d =
               grads[0].ViewAs({rows, in_features}, {in_features, 1}, 0);
           BatchedGemm({}, g_op, w_op, dx2d, rows, in_features, out_features,
-                      "Linear");
+                      op);
         }
-        if (grad_w) {  // dW [out, in] = dY^T [out, rows] X [rows, in]
-          grads[1] = Tensor::Empty({out_features, in_features});
-          BatchedGemm({}, Transposed(g_op), x_op, grads[1], out_features,
-                      in_features, rows, "Linear");
+        const bool one_weight_gemm =
+            parts > 1 &&
+            std::all_of(needs_grad.begin() + 1, needs_grad.begin() + 1 + parts,
+                        [](bool needed) { return needed; });
+        Tensor dw;  // [out, in] = dY^T X, when one GEMM makes every dW_i
+        if (one_weight_gemm) {
+          dw = Tensor::Empty({out_features, in_features});
+          BatchedGemm({}, Transposed(g_op), x_op, dw, out_features, in_features,
+                      rows, op);
         }
-        if (grad_b) {  // rows added one after another: deterministic
-          grads[2] = Tensor::Zeros({out_features});
-          for (int64_t r = 0; r < rows; ++r) {
-            kernels::Axpy(1.0f, gc.data() + r * out_features, grads[2].data(),
-                          out_features);
+        int64_t column = 0;
+        for (size_t i = 0; i < parts; ++i) {
+          // dY's columns of part i: [rows, out_i] with leading dimension out.
+          MatrixOperand g_part = g_op;
+          g_part.data += column;
+          if (one_weight_gemm) {
+            grads[1 + i] = dw.ViewAs({widths[i], in_features}, {in_features, 1},
+                                     column * in_features);
+          } else if (needs_grad[1 + i]) {  // dW_i [out_i, in] = dY_i^T X
+            grads[1 + i] = Tensor::Empty({widths[i], in_features});
+            BatchedGemm({}, Transposed(g_part), x_op, grads[1 + i], widths[i],
+                        in_features, rows, op);
           }
+          if (has_bias && needs_grad[1 + parts + i]) {
+            // Rows added one after another: deterministic.
+            Tensor db = Tensor::Zeros({widths[i]});
+            for (int64_t r = 0; r < rows; ++r) {
+              kernels::Axpy(1.0f, g_part.data + r * out_features, db.data(),
+                            widths[i]);
+            }
+            grads[1 + parts + i] = db;
+          }
+          column += widths[i];
         }
         return grads;
       });
+}
+
+}  // namespace
+
+Tensor Linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return LinearOp(
+      "Linear", x, {weight},
+      bias.defined() ? std::vector<Tensor>{bias} : std::vector<Tensor>{});
+}
+
+Tensor FusedLinear(const Tensor& x, const std::vector<Tensor>& weights,
+                   const std::vector<Tensor>& biases) {
+  return LinearOp("FusedLinear", x, weights, biases);
 }
 
 }  // namespace rotor

@@ -72,6 +72,17 @@ Tensor MatMul(const Tensor& a, const Tensor& b);
 // y = x W^T + bias. x: [..., in], weight: [out, in], bias: [out] or undefined.
 Tensor Linear(const Tensor& x, const Tensor& weight,
               const Tensor& bias = Tensor());
+// Several Linear layers on the same x in one product, their outputs side by
+// side: y = x [W_0; W_1; ...]^T + [b_0, b_1, ...], i.e. [..., sum of out_i]
+// with layer i's output in columns [sum_{j<i} out_j, + out_i). weights[i]:
+// [out_i, in]; biases: one [out_i] each, or empty. When the weights are
+// consecutive row ranges of one storage (nn/layers.h FusedWeights) the
+// product reads them in place, else from a concatenated copy. Backward:
+//   dX = dY [W_0; W_1; ...]        one GEMM over K = sum of out_i, which
+//                                  sums the layers' input gradients,
+//   dW_i = dY[:, cols_i]^T X,  db_i = sum over rows of dY[:, cols_i].
+Tensor FusedLinear(const Tensor& x, const std::vector<Tensor>& weights,
+                   const std::vector<Tensor>& biases = {});
 
 // ---- Shape and views (core/ops/shape.cc) ----
 // One extent may be -1 (inferred). A view when `x` is contiguous, else a copy.
@@ -104,6 +115,11 @@ Tensor Gelu(const Tensor& x);
 Tensor Tanh(const Tensor& x);
 // SwiGLU's gating: silu(gate) * up, in one pass. gate, up: same shape.
 Tensor SwiGlu(const Tensor& gate, const Tensor& up);
+// The same on the two halves of one tensor, as a fused gate/up projection
+// (FusedLinear) writes them: gate_up [..., 2I], gate = columns [0, I), up =
+// columns [I, 2I) -> [..., I]. Backward writes d(gate_up) [..., 2I] whole:
+// dgate into the first half, dup into the second.
+Tensor SwiGlu(const Tensor& gate_up);
 
 // ---- Normalisation, softmax and losses: core/ops/softmax.cc (Softmax,
 // LogSoftmax, CrossEntropy), linear_cross_entropy.cc, rms_norm.cc,

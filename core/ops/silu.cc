@@ -1,5 +1,6 @@
 // Silu and SwiGlu (core/ops/ops.h): forward and backward side by side, running
 // the Highway kernels of core/kernels/activations.h on the flat tensors.
+#include <algorithm>
 #include <vector>
 
 #include "core/autograd.h"
@@ -7,6 +8,8 @@
 #include "core/kernels/activations.h"
 #include "core/ops/kernel_inputs.h"
 #include "core/ops/ops.h"
+#include "core/ops/strided.h"
+#include "core/parallel.h"
 #include "core/profile.h"
 
 namespace rotor {
@@ -53,6 +56,51 @@ Tensor SwiGlu(const Tensor& gate, const Tensor& up) {
                                 dgate.data(), dup.data(), dgate.numel());
         return std::vector<Tensor>{dgate, dup};
       });
+}
+
+// out[r] = silu(gate_up[r, :I]) * gate_up[r, I:], row by row; gate_up
+// [..., 2I] -> [..., I]. Backward writes d(gate_up)[r] = [dgate[r], dup[r]]
+// (see SwiGlu above), so the fused projection's backward reads one gradient.
+Tensor SwiGlu(const Tensor& gate_up) {
+  profile::Scope scope(profile::Phase::kKernels);
+  ROTOR_CHECK(gate_up.dim() >= 1 && gate_up.size(-1) % 2 == 0,
+              "SwiGlu: gate_up of shape ", ShapeToString(gate_up.shape()),
+              " must end in an even extent (the gate and up halves)");
+  const Tensor input = ContiguousOrCopy(gate_up);
+  const int64_t width = gate_up.size(-1) / 2;
+  const int64_t rows = gate_up.numel() / std::max<int64_t>(2 * width, 1);
+  Shape out_shape = gate_up.shape();
+  out_shape.back() = width;
+  Tensor out = Tensor::Empty(out_shape);
+  const int64_t grain = std::max<int64_t>(
+      1, internal::kElementwiseGrain / std::max<int64_t>(width, 1));
+  const float* in = input.data();
+  float* po = out.data();
+  ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = in + r * 2 * width;
+      kernels::SwiGluForward(row, row + width, po + r * width, width);
+    }
+  });
+  if (!AnyRequiresGrad({&gate_up})) return out;
+  const Tensor saved = input.Detach();
+  return RecordOp(out, "SwiGlu", {gate_up},
+                  [saved, width, rows, grain](const Tensor& dout) {
+                    const Tensor grad = ContiguousOrCopy(dout);
+                    Tensor dgate_up = Tensor::Empty(saved.shape());
+                    const float* in = saved.data();
+                    const float* dy = grad.data();
+                    float* dx = dgate_up.data();
+                    ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r) {
+                        const int64_t at = r * 2 * width;
+                        kernels::SwiGluBackward(in + at, in + at + width,
+                                                dy + r * width, dx + at,
+                                                dx + at + width, width);
+                      }
+                    });
+                    return std::vector<Tensor>{dgate_up};
+                  });
 }
 
 }  // namespace rotor

@@ -21,6 +21,7 @@
 #include "core/random.h"
 #include "nn/layers.h"
 #include "nn/transformer.h"
+#include "tests/nn/fused_storage.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -322,6 +323,9 @@ TEST(Finetuning, MergedLogitsEqualAdapterLogitsWithinRounding) {
     merged_names.push_back(name);
   }
   EXPECT_EQ(merged_names, base_names);
+  // The adapters ran their layers unfused; merged into the weights in place,
+  // the layers run fused again (one GEMM for q, k, v and one for gate, up).
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(model));
   const std::vector<float> merged = model.Logits(ids, 2, 9).ToVector();
   double max_diff = 0.0, max_logit = 0.0, max_adapter_effect = 0.0;
   nn::Transformer base(SmallConfig(/*tied=*/false), 3);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/ops/attention.h"
 #include "nn/rope_scaling.h"
+#include "tests/nn/fused_storage.h"
 #include "tests/test_util.h"
 #include "train/optim/adamw.h"
 
@@ -276,6 +277,65 @@ TEST(Transformer, BitwiseAtAnyThreadCount) {
             << (tied ? "tied" : "untied") << (packed ? " packed" : "") << " at "
             << threads << " threads";
       }
+    }
+  }
+}
+
+// q_proj, k_proj, v_proj (and gate_proj, up_proj) are row ranges of one
+// storage; the parameters keep their names, shapes and contiguity.
+TEST(Transformer, FusedProjectionsShareOneStorage) {
+  nn::Transformer model(Config(11, 32, 24, 2, 4, 2, 32, false), 5);
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(model));
+  const auto params = model.NamedParameters();
+  ASSERT_EQ(params[2].first, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(params[2].second.shape(), (Shape{32, 32}));
+  ASSERT_EQ(params[3].first, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(params[3].second.shape(), (Shape{16, 32}));
+  EXPECT_TRUE(params[3].second.is_contiguous());
+}
+
+// The fused projections against the same layers run one by one
+// (fuse_projections off): the loss and every gradient agree to float
+// rounding (the fused products round in another order), with biases on
+// q, k, v, gate and up, and with RoPE inside or outside attention.
+TEST(Transformer, FusedProjectionsMatchSeparateLayers) {
+  const int64_t batch = 2, seq = 70;
+  const std::vector<int32_t> ids = RandomIds(batch * seq, 50, 3);
+  const std::vector<int32_t> targets = RandomIds(batch * seq, 50, 4);
+  for (const bool rope_inside : {true, false}) {
+    nn::TransformerConfig config = Config(50, 64, 96, 2, 4, 2, seq, false);
+    config.rope_inside_attention = rope_inside;
+    config.qkv_bias = config.mlp_bias = true;
+    nn::Transformer fused(config, 21);
+    config.fuse_projections = false;
+    nn::Transformer separate(config, 21);
+    // Non-zero biases, the same in both.
+    Rng bias_rng(23);
+    const auto fused_params = fused.NamedParameters();
+    const auto separate_params = separate.NamedParameters();
+    ASSERT_EQ(fused_params.size(), separate_params.size());
+    for (size_t i = 0; i < fused_params.size(); ++i) {
+      Tensor target = fused_params[i].second;
+      if (fused_params[i].first.find("bias") != std::string::npos) {
+        for (int64_t j = 0; j < target.numel(); ++j) {
+          target.data()[j] = static_cast<float>(bias_rng.Uniform() - 0.5);
+        }
+      }
+      Tensor(separate_params[i].second).CopyFrom(target);
+    }
+    const auto a = LossAndGradients(fused, ids, targets, batch, seq, nullptr);
+    const auto b =
+        LossAndGradients(separate, ids, targets, batch, seq, nullptr);
+    EXPECT_NEAR(a[0][0], b[0][0], 1e-5);
+    for (size_t i = 1; i < a.size(); ++i) {
+      double max_grad = 0.0, max_diff = 0.0;
+      for (size_t j = 0; j < a[i].size(); ++j) {
+        max_grad = std::max(max_grad, std::fabs(double(a[i][j])));
+        max_diff = std::max(max_diff, std::fabs(double(a[i][j]) - b[i][j]));
+      }
+      EXPECT_LE(max_diff, 1e-4 * std::max(max_grad, 1e-3))
+          << fused_params[i - 1].first
+          << (rope_inside ? "" : " (RoPE outside)");
     }
   }
 }

@@ -16,6 +16,7 @@
 
 #include "core/random.h"
 #include "nn/transformer.h"
+#include "tests/nn/fused_storage.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
@@ -96,6 +97,10 @@ TEST(Checkpoint, SaveLoadRoundTripsWeightsMomentsAndStateExactly) {
   LoadModelWeights(path, restored);
   LoadOptimizerState(path, restored_optimizer);
   EXPECT_EQ(Values(restored.Parameters()), Values(model.Parameters()));
+  // Loading wrote into the parameters: the fused projections still share
+  // their storage, and so did training.
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(restored));
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(model));
   EXPECT_EQ(Values(restored_optimizer.first_moments()),
             Values(optimizer.first_moments()));
   EXPECT_EQ(Values(restored_optimizer.second_moments()),

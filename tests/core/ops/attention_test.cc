@@ -388,6 +388,85 @@ TEST(RopeAttentionOp, EqualsSeparateRopeAndAttentionBitwise) {
   }
 }
 
+// FusedRopeCausalAttention on one qkv [batch, seq, (heads + 2 kv_heads) D]:
+// the gradient check, and the bits of RopeCausalAttention on qkv's three
+// column blocks copied out, forward and gradient (d(qkv)'s column blocks
+// are dq, dk and dv), at 1 and 2 threads, with packed documents.
+TEST(FusedRopeAttentionOp, GradCheck) {
+  std::mt19937 rng(44);
+  RopeFixture full(4), partial(2);
+  GradCheck(
+      [&](const std::vector<Tensor>& x) {
+        return FusedRopeCausalAttention(x[0], 4, 2, 4, full.Settings());
+      },
+      {RandomTensor({2, 5, 32}, rng)});
+  const std::vector<int32_t> key_start = DocumentKeyStarts({{0, 3}}, 6);
+  GradCheck(
+      [&](const std::vector<Tensor>& x) {
+        return FusedRopeCausalAttention(
+            x[0], 2, 1, 4, partial.Settings(0.5, RopeLayout::kInterleaved),
+            key_start);
+      },
+      {RandomTensor({1, 6, 16}, rng)});
+}
+
+TEST(FusedRopeAttentionOp, EqualsRopeAttentionOnTheColumnBlocksBitwise) {
+  constexpr int64_t kD = 34, kSeq = 130;
+  for (int threads : {1, 2}) {
+    for (bool documents : {false, true}) {
+      test::RunAtThreads(threads, [&] {
+        std::mt19937 rng(45);
+        RopeFixture fixture(kD);
+        AttentionRopeSettings rope = fixture.Settings();
+        std::vector<int32_t> key_start;
+        if (documents) {
+          key_start = DocumentKeyStarts({{0, 5, 70}, {0, 64, 65}}, kSeq);
+        }
+        const Tensor qkv = RandomTensor({2, kSeq, 8 * kD}, rng);
+        std::vector<Tensor> blocks;
+        for (const auto& [column, width] :
+             {std::pair<int64_t, int64_t>{0, 4 * kD},
+              {4 * kD, 2 * kD},
+              {6 * kD, 2 * kD}}) {
+          Tensor block = Tensor::Empty({2, kSeq, width});
+          block.CopyFrom(Narrow(qkv, 2, column, width).Detach());
+          blocks.push_back(block.set_requires_grad(true));
+        }
+        const Tensor dy = RandomTensor({2, kSeq, 4 * kD}, rng, -1, 1, false);
+        const Tensor fused =
+            FusedRopeCausalAttention(qkv, 4, 2, kD, rope, key_start);
+        const Tensor separate = RopeCausalAttention(
+            blocks[0], blocks[1], blocks[2], kD, rope, key_start);
+        fused.Backward(dy);
+        separate.Backward(dy);
+        const std::string what = "threads=" + std::to_string(threads) +
+                                 (documents ? " documents" : "");
+        EXPECT_TRUE(fused.ToVector() == separate.ToVector()) << what;
+        const Tensor dqkv = qkv.grad();
+        EXPECT_TRUE(Contiguous(Narrow(dqkv, 2, 0, 4 * kD)).ToVector() ==
+                        blocks[0].grad().ToVector() &&
+                    Contiguous(Narrow(dqkv, 2, 4 * kD, 2 * kD)).ToVector() ==
+                        blocks[1].grad().ToVector() &&
+                    Contiguous(Narrow(dqkv, 2, 6 * kD, 2 * kD)).ToVector() ==
+                        blocks[2].grad().ToVector())
+            << what;
+        return 0;
+      });
+    }
+  }
+}
+
+TEST(FusedRopeAttentionOp, ErrorsNameTheProblem) {
+  RopeFixture fixture(4);
+  const AttentionRopeSettings rope = fixture.Settings();
+  ROTOR_EXPECT_ERROR(
+      FusedRopeCausalAttention(Tensor::Zeros({1, 3, 20}), 2, 1, 4, rope),
+      "FusedRopeCausalAttention", "[batch, seq, 16]", "[1, 3, 20]");
+  ROTOR_EXPECT_ERROR(
+      FusedRopeCausalAttention(Tensor::Zeros({1, 3, 28}), 3, 2, 4, rope),
+      "FusedRopeCausalAttention", "multiple of kv_heads");
+}
+
 TEST(RopeAttentionOp, ErrorsNameTheProblem) {
   std::mt19937 rng(43);
   RopeFixture fixture(4);

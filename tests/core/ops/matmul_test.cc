@@ -1,6 +1,6 @@
-// MatMul and Linear (OpenBLAS sgemm): values against triple loops in double,
-// every operand layout (transposed views go to sgemm as CblasTrans),
-// broadcast batches, gradients and shape errors.
+// MatMul, Linear and FusedLinear (OpenBLAS sgemm): values against triple
+// loops in double, every operand layout (transposed views go to sgemm as
+// CblasTrans), broadcast batches, gradients and shape errors.
 #include <random>
 
 #include "core/ops/gemm.h"
@@ -187,6 +187,98 @@ TEST(LinearGrad, WithAndWithoutBias) {
             t);
   const Inputs v = {RandomTensor({4}, rng), RandomTensor({5, 4}, rng)};
   GradCheck([](const Inputs& x) { return Linear(x[0], x[1]); }, v);
+}
+
+// Three weights as consecutive row ranges of one storage, as
+// nn::FusedWeights makes them: rows {4, 2, 3} of a [9, in] tensor.
+Inputs StackedWeightViews(int64_t in, std::mt19937& rng) {
+  const Tensor stacked = RandomTensor({9, in}, rng, -1, 1, false);
+  Inputs views;
+  int64_t row = 0;
+  for (const int64_t rows : {4, 2, 3}) {
+    Tensor view = stacked.ViewAs({rows, in}, {in, 1}, row * in);
+    views.push_back(view.set_requires_grad(true));
+    row += rows;
+  }
+  return views;
+}
+
+// The fused product's columns are the Linear layers' outputs; weights in
+// one storage (read in place) and in three (a concatenated copy) give the
+// same bits, forward and every gradient.
+TEST(FusedLinear, EqualsTheLinearLayersSideBySide) {
+  std::mt19937 rng(28);
+  const Tensor x = RandomTensor({2, 3, 5}, rng);
+  const Inputs weights = StackedWeightViews(5, rng);
+  const Inputs biases = {RandomTensor({4}, rng), RandomTensor({2}, rng),
+                         RandomTensor({3}, rng)};
+  const Tensor fused = FusedLinear(x, weights, biases);
+  ASSERT_EQ(fused.shape(), (Shape{2, 3, 9}));
+  int64_t column = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor alone = Linear(x, weights[i], biases[i]);
+    const Tensor block = Narrow(fused, 2, column, weights[i].size(0));
+    for (int64_t r = 0; r < 6; ++r) {
+      for (int64_t o = 0; o < weights[i].size(0); ++o) {
+        EXPECT_NEAR(block.at({r / 3, r % 3, o}), alone.at({r / 3, r % 3, o}),
+                    1e-6);
+      }
+    }
+    column += weights[i].size(0);
+  }
+
+  const Tensor dy = RandomTensor({2, 3, 9}, rng, -1, 1, false);
+  auto gradients = [&](const Inputs& w) {
+    Inputs all = {x};
+    all.insert(all.end(), w.begin(), w.end());
+    all.insert(all.end(), biases.begin(), biases.end());
+    for (Tensor t : all) t.ZeroGrad();
+    const Tensor y = FusedLinear(x, w, biases);
+    y.Backward(dy);
+    std::vector<std::vector<float>> out = {y.ToVector()};
+    for (const Tensor& t : all) out.push_back(t.grad().ToVector());
+    return out;
+  };
+  Inputs separate;
+  for (const Tensor& w : weights) {
+    Tensor copy = Tensor::Empty(w.shape());
+    copy.CopyFrom(w);
+    separate.push_back(copy.set_requires_grad(true));
+  }
+  EXPECT_TRUE(gradients(weights) == gradients(separate));
+}
+
+TEST(FusedLinearGrad, InPlaceAndCopiedWeightsWithAndWithoutBias) {
+  std::mt19937 rng(29);
+  const Tensor x = RandomTensor({2, 3, 4}, rng);
+  const Inputs w = StackedWeightViews(4, rng);
+  const Inputs b = {RandomTensor({4}, rng), RandomTensor({2}, rng),
+                    RandomTensor({3}, rng)};
+  GradCheck(
+      [](const Inputs& in) {
+        return FusedLinear(in[0], {in[1], in[2], in[3]}, {in[4], in[5], in[6]});
+      },
+      {x, w[0], w[1], w[2], b[0], b[1], b[2]});
+  // Separate storages, no bias, a 2-D transposed input.
+  const Inputs t = {RandomTensor({4, 3}, rng), RandomTensor({2, 4}, rng),
+                    RandomTensor({3, 4}, rng)};
+  GradCheck(
+      [](const Inputs& in) {
+        return FusedLinear(Transpose(in[0], 0, 1), {in[1], in[2]});
+      },
+      t);
+}
+
+TEST(FusedLinear, ShapeErrors) {
+  const Tensor x = Tensor::Zeros({2, 4});
+  ROTOR_EXPECT_ERROR(
+      FusedLinear(x, {Tensor::Zeros({5, 4}), Tensor::Zeros({5, 3})}),
+      "FusedLinear: input shape [2, 4] and weight shape [5, 3]");
+  ROTOR_EXPECT_ERROR(
+      FusedLinear(x, {Tensor::Zeros({5, 4}), Tensor::Zeros({2, 4})},
+                  {Tensor::Zeros({5})}),
+      "FusedLinear: 1 biases for 2 weights");
+  ROTOR_EXPECT_ERROR(FusedLinear(x, {}), "FusedLinear: no weight");
 }
 
 // A large enough product is split over row blocks of the output (one

@@ -53,9 +53,36 @@ TEST(SiluOp, NonContiguousInputs) {
   EXPECT_EQ(dup_from_view, up.grad().ToVector());
 }
 
+// SwiGlu on the halves of one [..., 2I] tensor: the bits of SwiGlu on the
+// halves as two tensors, forward and gradient, and a gradient check.
+TEST(SiluOp, SwiGluOnHalvesEqualsSwiGluOnTwoTensors) {
+  std::mt19937 rng(83);
+  const Tensor gate_up = RandomTensor({2, 3, 2 * 37}, rng, -4, 4);
+  Tensor gate = Tensor::Empty({2, 3, 37});
+  gate.CopyFrom(Narrow(gate_up, 2, 0, 37).Detach());
+  Tensor up = Tensor::Empty({2, 3, 37});
+  up.CopyFrom(Narrow(gate_up, 2, 37, 37).Detach());
+  gate.set_requires_grad(true);
+  up.set_requires_grad(true);
+  const Tensor dy = RandomTensor({2, 3, 37}, rng, -1, 1, false);
+  const Tensor fused = SwiGlu(gate_up);
+  const Tensor separate = SwiGlu(gate, up);
+  EXPECT_EQ(fused.ToVector(), separate.ToVector());
+  fused.Backward(dy);
+  separate.Backward(dy);
+  EXPECT_EQ(Contiguous(Narrow(gate_up.grad(), 2, 0, 37)).ToVector(),
+            gate.grad().ToVector());
+  EXPECT_EQ(Contiguous(Narrow(gate_up.grad(), 2, 37, 37)).ToVector(),
+            up.grad().ToVector());
+  GradCheck([](const std::vector<Tensor>& in) { return SwiGlu(in[0]); },
+            {RandomTensor({2, 3, 10}, rng, -4, 4)});
+}
+
 TEST(SiluOp, SwiGluShapeError) {
   ROTOR_EXPECT_ERROR(SwiGlu(Tensor::Zeros({2, 3}), Tensor::Zeros({3, 2})),
                      "SwiGlu", "[2, 3]", "[3, 2]");
+  ROTOR_EXPECT_ERROR(SwiGlu(Tensor::Zeros({2, 3})), "SwiGlu", "[2, 3]",
+                     "even extent");
 }
 
 }  // namespace

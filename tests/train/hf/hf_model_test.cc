@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/nn/fused_storage.h"
 #include "tests/temp_dir.h"
 #include "tests/train/hf/hf_folder_writer.h"
 #include "tests/train/hf/reference_llama.h"
@@ -235,6 +236,10 @@ TEST(HfExport, RoundTripIsBitwiseAndPassesTheReference) {
       dir.Path("out/model.safetensors.index.json")));
 
   auto back = LoadCheckpointModel(dir.Path("out"), {});
+  // Both imports wrote into the parameters, so the fused q/k/v and gate/up
+  // weights still share one storage each.
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(*model));
+  EXPECT_TRUE(test::FusedProjectionsShareStorage(*back));
   const auto expected = model->NamedParameters();
   const auto got = back->NamedParameters();
   ASSERT_EQ(got.size(), expected.size());
