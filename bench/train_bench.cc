@@ -50,8 +50,8 @@
 //          TransformerConfig::rope_inside_attention; --projections
 //          separate runs each of q, k, v, gate and up as its own GEMM
 //          instead of one GEMM for q, k, v and one for gate, up:
-//          TransformerConfig::fuse_projections (the sgemm reference stays
-//          at the fused shapes); --simd avx2 runs
+//          TransformerConfig::fuse_projections (the sgemm reference
+//          follows: bench_util.h StepShapes); --simd avx2 runs
 //          Highway's AVX2 code on an AVX-512 CPU, and with
 //          OPENBLAS_CORETYPE=Haswell the whole step is an AVX2 CPU's)
 // Steps are timed in R groups of N steps after two warm-up steps; the

@@ -3,14 +3,12 @@
 // the algorithm; the comments here name the formula each step computes.
 //
 // Building blocks (per target):
-//   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile],
-//                          so a row of scores is D broadcast-FMAs over keys
+//   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile]
 //   TransposeKeyTiles      every key tile once, for all the forward's tasks
-//   ScoreRows              s_c = scale * <x, key_c> for the keys of a tile,
-//                          for one or two rows x
-//   ScoreRowDirect         the same from the untransposed tile (decoding)
+//   TileProduct            C (+)= A B on tiles, register-tiled
+//                          (tile_product-inl.h): every product below
+//   ScoreRowDirect         s_c = scale * <x, key_c> untransposed (decoding)
 //   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
-//   AccumulateWeightedRows acc += sum_j w_j * row_j (p v, ds k, p^T dout, ...)
 // Masks (causal, and the optional lower bound key_start of packed
 // documents): VisibleKeys and FirstVisibleKey bound the keys of one query;
 // FirstKeyTile, FirstRowSeeing and RowsSeeingBefore pick the key tiles and
@@ -23,12 +21,14 @@
 // Tasks:
 //   ForwardTask   one query tile of one head: online softmax over key tiles
 //   QueryGradTask one query tile of one head: delta, then dq
-//   KeyGradTask   one key tile of one kv head: dk and dv, summed over the
-//                 group's query heads in a fixed order (and, in one-pass
-//                 mode, the tile's share of dq)
+//   KeyGradTask   one key tile of one kv head: dk and dv, summed per query
+//                 head and then over the group's heads in order (and, in
+//                 one-pass mode, the tile's share of dq)
 //   FusedGradTask one kv head and its query heads: the whole backward in one
-//                 pass over the key tiles (used when there are enough kv
-//                 heads to keep the threads busy)
+//                 pass over the key tiles
+//   HeadGradTask  one query head: the whole backward of its rows, its dk
+//                 and dv kept apart and added in head order afterwards
+// ChooseBackwardScheme picks among the last three ways by thread count.
 #include "core/kernels/attention.h"
 
 #include <algorithm>
@@ -628,6 +628,20 @@ void AddRows(const float* HWY_RESTRICT src, size_t src_stride,
   }
 }
 
+// The key and value tile [k0, count) of kv head `kv_head`, transposed into
+// scratch; returns its number of columns (count rounded up to vectors).
+size_t LoadKeyValueTile(const AttentionShape& s, size_t kv_head, size_t k0,
+                        size_t count, const float* HWY_RESTRICT k,
+                        const float* HWY_RESTRICT v, TaskScratch& scratch) {
+  const hn::ScalableTag<float> d;
+  const size_t cols = DivCeil(count, hn::Lanes(d)) * hn::Lanes(d);
+  TransposeTile(k + RowAt(s.k_strides, s.kv_heads, kv_head, k0),
+                s.k_strides.row, count, s.head_dim, cols, scratch.keys_t);
+  TransposeTile(v + RowAt(s.v_strides, s.kv_heads, kv_head, k0),
+                s.v_strides.row, count, s.head_dim, cols, scratch.values_t);
+  return cols;
+}
+
 // Backward, pass 1, for query rows [q0, q0 + rows) of head `head`:
 //   delta_i = <dout_i, out_i>          (stored for pass 2)
 //   p_ij, ds_ij                        (TileGradients, from the saved L)
@@ -638,8 +652,6 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
                    const float* HWY_RESTRICT lse,
                    const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
                    float* HWY_RESTRICT dq, TaskScratch& scratch) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
   const size_t dim = s.head_dim;
   const size_t rows = std::min(kQueryTile, s.q_len - q0);
   const size_t kv_head = KvHeadOf(s, head);
@@ -647,7 +659,6 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t k_stride = s.k_strides.row;
   const size_t o_stride = s.out_strides.row;
   const float* k_head = k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
-  const float* v_head = v + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
   const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
   const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
   float* dq_head = dq + RowAt(s.q_strides, s.q_heads, head, 0);
@@ -657,11 +668,7 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
   for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
-    const size_t cols = DivCeil(count, lanes) * lanes;
-    TransposeTile(k_head + k0 * k_stride, k_stride, count, dim, cols,
-                  scratch.keys_t);
-    TransposeTile(v_head + k0 * s.v_strides.row, s.v_strides.row, count, dim,
-                  cols, scratch.values_t);
+    const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, k, v, scratch);
     // Only rows r0 .. r1 - 1 see keys of this tile.
     const size_t r0 = FirstRowSeeing(s, q0, rows, k0);
     const size_t r1 = RowsSeeingBefore(s, b, q0, rows, k0 + count);
@@ -737,20 +744,6 @@ void HeadKeyTileGrads(const AttentionShape& s, size_t head, size_t k0,
                         q_stride, 1.0f, dk_dst, dk_stride);
     }
   }
-}
-
-// The key and value tile [k0, count) of kv head `kv_head`, transposed into
-// scratch; returns its number of columns (count rounded up to vectors).
-size_t LoadKeyValueTile(const AttentionShape& s, size_t kv_head, size_t k0,
-                        size_t count, const float* HWY_RESTRICT k,
-                        const float* HWY_RESTRICT v, TaskScratch& scratch) {
-  const hn::ScalableTag<float> d;
-  const size_t cols = DivCeil(count, hn::Lanes(d)) * hn::Lanes(d);
-  TransposeTile(k + RowAt(s.k_strides, s.kv_heads, kv_head, k0),
-                s.k_strides.row, count, s.head_dim, cols, scratch.keys_t);
-  TransposeTile(v + RowAt(s.v_strides, s.kv_heads, kv_head, k0),
-                s.v_strides.row, count, s.head_dim, cols, scratch.values_t);
-  return cols;
 }
 
 // The first query head of kv head `kv_head`'s group.
