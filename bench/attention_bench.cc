@@ -246,18 +246,6 @@ void RunRope() {
   }
 }
 
-// The processor's model name (/proc/cpuinfo), or "unknown".
-std::string ProcessorModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown";
-}
-
 // The markdown table of the header's table mode.
 void RunTable(bool quick) {
   const int thread_counts[] = {1, 2};
@@ -276,7 +264,8 @@ void RunTable(bool quick) {
       "| T | D | threads | fwd ms | fwd GFLOP/s | fwd %% of sgemm | bwd ms | "
       "bwd GFLOP/s | bwd %% of sgemm |\n"
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-      ProcessorModel().c_str(), kernels::AttentionTarget(), sgemm[0], sgemm[1]);
+      bench::CpuModelName().c_str(), kernels::AttentionTarget(), sgemm[0],
+      sgemm[1]);
   std::fflush(stdout);
   for (size_t len : {256, 1024, 4096, 16384}) {
     if (quick && len == 16384) break;

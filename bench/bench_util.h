@@ -1,8 +1,9 @@
 // Helpers shared by the benchmark programs in bench/: a wall-clock timer,
-// best-of-N timing, the machine's memory copy bandwidth measured in the
-// same run (the yardstick for memory-bound kernels), OpenBLAS sgemm at
-// a training step's own matmul shapes (the yardstick for a whole step), a
-// step's model FLOPs, and the SmolLM2-135M shape.
+// best-of-N timing, the machine's own limits measured in the same run (its
+// float32 FMA peak, the yardstick for every compute-bound figure, and its
+// memory copy bandwidth, the one for memory-bound kernels), the matmul
+// backend at a training step's own shapes (the yardstick for a whole
+// step), a step's model FLOPs, and the SmolLM2-135M shape.
 #ifndef ROTOR_BENCH_BENCH_UTIL_H_
 #define ROTOR_BENCH_BENCH_UTIL_H_
 
@@ -10,8 +11,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/autograd.h"
@@ -41,6 +44,33 @@ inline double BestSeconds(const std::function<void()>& fn, int repeats = 5) {
   return best;
 }
 
+// The float32 multiply-add limit of one thread (bench/util/fma_peak.cc):
+// independent FMA chains of the widest vector Highway dispatches to (the
+// `target`, `lanes` floats wide), timed in thread CPU time, best of three.
+// hwy::DisableTargets before the first call measures a narrower target's.
+// n threads on n cores reach at most n times this.
+struct FmaPeak {
+  double gflops = 0.0;
+  int lanes = 0;
+  const char* target = "";
+};
+FmaPeak MeasureFmaPeak();
+// MeasureFmaPeak's GFLOP/s, measured once per process.
+double FmaPeakGflops();
+
+// The processor's model name (/proc/cpuinfo), for the lines that say where
+// a figure was measured.
+inline std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
 // Copy bandwidth in GB/s (bytes read + bytes written, 1e9 bytes per GB) for
 // a `bytes`-sized buffer copied with memcpy, split over the current thread
 // count (SetNumThreads) like rotor's kernels. Use a buffer much larger than
@@ -66,12 +96,12 @@ struct LinearShape {
   int64_t rows, in, out, count;
 };
 
-// The GFLOP/s OpenBLAS sgemm reaches on a step's linear layers at the
-// current thread count: each shape's three products (y = x W^T, dx = dy W,
-// dW = dy^T x, through rotor's MatMul and Linear, so with its row-block
-// split) timed best of 3, then all their FLOPs over all their time, each
-// shape weighted by its count. That is the rate the step would run at if
-// nothing but its matmuls took time.
+// The GFLOP/s the matmul backend (core/ops/gemm.h, in the active precision)
+// reaches on a step's linear layers at the current thread count: each shape's
+// three products (y = x W^T, dx = dy W, dW = dy^T x, through rotor's MatMul and
+// Linear, so with its row-block split) timed best of 3, then all their FLOPs
+// over all their time, each shape weighted by its count. That is the rate the
+// step would run at if nothing but its matmuls took time.
 inline double StepSgemmGflops(const std::vector<LinearShape>& shapes) {
   NoGradGuard no_grad;
   double flops = 0.0, seconds = 0.0;

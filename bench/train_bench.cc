@@ -19,9 +19,12 @@
 // tokens/s counts batch * seq tokens per step; model GF/s is tokens/s times
 // the model FLOPs per token (bench_util.h ModelFlopsPerToken: 6 per matmul
 // weight, the tied head once, + 6 * layers * query width * seq for causal
-// attention), and % sgemm its share of what OpenBLAS sgemm
-// reaches on the step's own linear layers at that thread count, measured
-// in the same process (bench_util.h StepSgemmGflops). tok/CPU-s divides by the
+// attention). Two shares of it, both measured in the same process: % peak
+// over the machine's float32 FMA peak at that thread count (threads times
+// bench_util.h FmaPeakGflops; in bf16 the limit is twice that, and the
+// share is still given over the float32 peak), and % matmul over what the
+// matmul backend reaches on the step's own linear layers at that thread
+// count (bench_util.h StepSgemmGflops). tok/CPU-s divides by the
 // process's CPU time instead of wall time (user + system, all threads), a
 // figure less sensitive to other jobs on a shared machine. Peak memory: the
 // process's peak resident set (VmHWM in /proc/self/status: model, optimizer
@@ -36,8 +39,9 @@
 // bench/train_torch.py, the same model in PyTorch eager.
 //
 // Usage: build/bench/train_bench [--steps N] [--repeats R] [--simd avx2]
+//          [--gemm onednn|openblas] [--precision fp32|bf16]
 //        build/bench/train_bench --config tiny|small|default|smol --threads T
-//        [--steps N]
+//        [--steps N] [--gemm onednn|openblas] [--precision fp32|bf16]
 //          [--repeats R] [--seq S] [--batch B] [--documents K]
 //          [--rope inside|separate] [--projections fused|separate]
 //          [--simd best|avx2]
@@ -53,7 +57,11 @@
 //          TransformerConfig::fuse_projections (the sgemm reference
 //          follows: bench_util.h StepShapes); --simd avx2 runs
 //          Highway's AVX2 code on an AVX-512 CPU, and with
-//          OPENBLAS_CORETYPE=Haswell the whole step is an AVX2 CPU's)
+//          OPENBLAS_CORETYPE=Haswell and --gemm openblas, or
+//          DNNL_MAX_CPU_ISA=AVX2 with oneDNN, the whole step is an AVX2
+//          CPU's; --gemm picks the matmul backend (core/ops/gemm.h;
+//          default: the build's, or ROTOR_GEMM) and --precision the
+//          matmuls' precision, as train.precision does)
 // Steps are timed in R groups of N steps after two warm-up steps; the
 // figure is the fastest group (the least disturbed on a shared machine) and
 // the slowest is printed beside it as a noise gauge.
@@ -71,7 +79,9 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "core/error.h"
 #include "core/ops/attention.h"
+#include "core/ops/gemm.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -210,11 +220,12 @@ void RunOne(const BenchConfig& c, int threads, int steps, int repeats,
   const profile::Totals phases = profile::Snapshot();
 
   std::printf(
-      "%s %d %.0f %.0f %.0f %.1f %.1f %lld %.2f %.2f\n", c.name.c_str(),
+      "%s %d %.0f %.0f %.0f %.1f %.1f %lld %.2f %.2f %.2f\n", c.name.c_str(),
       threads, tokens / best, tokens / worst, tokens / cpu_per_step, rss, live,
       static_cast<long long>(model.NumParameters()),
       bench::ModelFlopsPerToken(config, c.seq) * tokens / best / 1e9,
-      bench::StepSgemmGflops(bench::StepShapes(config, c.batch * c.seq)));
+      bench::StepSgemmGflops(bench::StepShapes(config, c.batch * c.seq)),
+      threads * bench::FmaPeakGflops());
   std::printf("%.6f %.6f %.6f", step_wall, step_cpu, step_process_cpu);
   for (int p = 0; p < profile::kNumPhases; ++p) {
     std::printf(" %.6f %.6f", phases.wall_seconds[p], phases.cpu_seconds[p]);
@@ -227,6 +238,7 @@ int Main(int argc, char** argv) {
   int threads = 0, steps = 3, repeats = 3;
   int64_t seq = 0, batch = 0, documents = 0;
   std::string rope = "inside", simd = "best", projections = "fused";
+  std::string gemm, precision = "fp32";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--config") {
@@ -249,6 +261,10 @@ int Main(int argc, char** argv) {
       projections = argv[i + 1];
     } else if (flag == "--simd") {
       simd = argv[i + 1];
+    } else if (flag == "--gemm") {
+      gemm = argv[i + 1];
+    } else if (flag == "--precision") {
+      precision = argv[i + 1];
     } else {
       std::fprintf(stderr, "train_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -262,6 +278,22 @@ int Main(int argc, char** argv) {
   // better than AVX2 disabled), to see what an AVX2-only CPU runs; with
   // OPENBLAS_CORETYPE=Haswell the matrix products are those of one too.
   if (simd == "avx2") hwy::DisableTargets(HWY_AVX2 - 1);
+  GemmBackend backend = ActiveGemmBackend();
+  MatmulPrecision matmul_precision = MatmulPrecision::kFloat32;
+  if ((!gemm.empty() && !ParseGemmBackend(gemm, &backend)) ||
+      !ParseMatmulPrecision(precision, &matmul_precision)) {
+    std::fprintf(stderr,
+                 "train_bench: --gemm must be onednn or openblas, "
+                 "--precision fp32 or bf16\n");
+    return 2;
+  }
+  try {
+    SetGemmBackend(backend);
+    SetMatmulPrecision(matmul_precision);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "train_bench: %s\n", e.what());
+    return 1;
+  }
   if (!config_name.empty()) {
     for (BenchConfig c : Configs()) {
       if (config_name == c.name && threads > 0 && seq >= 0 && batch >= 0 &&
@@ -284,11 +316,15 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  const bench::FmaPeak peak = bench::MeasureFmaPeak();
   std::printf(
-      "rotor training step (forward + backward + clip + AdamW)\n"
-      "%-7s %7s %10s %10s %12s %13s %13s %8s %11s %11s %8s\n",
-      "config", "threads", "tok/s", "(slowest)", "tok/CPU-s", "peak RSS MiB",
-      "peak live MiB", "params", "model GF/s", "sgemm GF/s", "% sgemm");
+      "rotor training step (forward + backward + clip + AdamW) on %s\n"
+      "FMA peak, one thread: %.1f GFLOP/s (%s, %d floats); matmuls: %s\n"
+      "%-7s %7s %10s %10s %12s %13s %13s %8s %11s %7s %12s %9s\n",
+      bench::CpuModelName().c_str(), peak.gflops, peak.target, peak.lanes,
+      GemmDescription().c_str(), "config", "threads", "tok/s", "(slowest)",
+      "tok/CPU-s", "peak RSS MiB", "peak live MiB", "params", "model GF/s",
+      "% peak", "matmul GF/s", "% matmul");
   struct Breakdown {
     std::string name;
     int threads;
@@ -298,22 +334,25 @@ int Main(int argc, char** argv) {
   std::vector<Breakdown> breakdowns;
   for (const BenchConfig& c : Configs()) {
     for (int t : {1, 2}) {
-      const std::string command = "'/proc/" + std::to_string(getpid()) +
-                                  "/exe' --config " + c.name + " --threads " +
-                                  std::to_string(t) + " --steps " +
-                                  std::to_string(steps) + " --repeats " +
-                                  std::to_string(repeats) + " --simd " + simd;
+      const std::string command =
+          "'/proc/" + std::to_string(getpid()) + "/exe' --config " + c.name +
+          " --threads " + std::to_string(t) + " --steps " +
+          std::to_string(steps) + " --repeats " + std::to_string(repeats) +
+          " --simd " + simd + " --gemm " + GemmBackendName(backend) +
+          " --precision " + precision;
       FILE* pipe = popen(command.c_str(), "r");
       char name[16];
       int got_threads;
-      double tok, tok_slow, tok_cpu, rss, live, model_gflops, sgemm_gflops;
+      double tok, tok_slow, tok_cpu, rss, live, model_gflops, sgemm_gflops,
+          peak_gflops;
       long long params;
       Breakdown b;
       bool ok =
           pipe != nullptr &&
-          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lf %lld %lf %lf", name,
-                      &got_threads, &tok, &tok_slow, &tok_cpu, &rss, &live,
-                      &params, &model_gflops, &sgemm_gflops) == 10 &&
+          std::fscanf(pipe, "%15s %d %lf %lf %lf %lf %lf %lld %lf %lf %lf",
+                      name, &got_threads, &tok, &tok_slow, &tok_cpu, &rss,
+                      &live, &params, &model_gflops, &sgemm_gflops,
+                      &peak_gflops) == 11 &&
           std::fscanf(pipe, "%lf %lf %lf", &b.wall, &b.cpu, &b.process_cpu) ==
               3;
       for (int p = 0; ok && p < profile::kNumPhases; ++p) {
@@ -327,10 +366,11 @@ int Main(int argc, char** argv) {
       }
       pclose(pipe);
       std::printf(
-          "%-7s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld %11.1f %11.1f "
-          "%7.0f%%\n",
+          "%-7s %7d %10.0f %10.0f %12.0f %13.1f %13.1f %8lld %11.1f %6.0f%% "
+          "%12.1f %8.0f%%\n",
           name, got_threads, tok, tok_slow, tok_cpu, rss, live, params,
-          model_gflops, sgemm_gflops, 100 * model_gflops / sgemm_gflops);
+          model_gflops, 100 * model_gflops / peak_gflops, sgemm_gflops,
+          100 * model_gflops / sgemm_gflops);
       std::fflush(stdout);
       b.name = name;
       b.threads = got_threads;

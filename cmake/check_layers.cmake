@@ -31,7 +31,9 @@ set(private_headers
   "pcre2.h|train/tokenizer/"
   "utf8proc.h|train/tokenizer/"
   "mpi.h|train/distributed/mpi_communicator.cc"
-  "xxhash.h|train/io/weights_hash.cc")
+  "xxhash.h|train/io/weights_hash.cc"
+  "oneapi/|core/ops/gemm_onednn.cc"
+  "omp.h|core/ops/gemm_onednn.cc")
 
 set(problems "")
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}

@@ -1,8 +1,9 @@
 // One threading policy for all of rotor: oneTBB runs row-parallel kernels,
 // sized by SetNumThreads(). Matrix products are split over row blocks on the
-// same threads, each block one single-threaded OpenBLAS sgemm; OpenBLAS's own
-// thread pool is never used (its threads busy-wait between calls and would
-// compete with TBB's for the same cores).
+// same threads, each block one single-threaded oneDNN or OpenBLAS call
+// (core/ops/gemm.h); neither library's own thread pool is used (OpenBLAS's
+// threads busy-wait between calls and would compete with TBB's for the
+// same cores; oneDNN's OpenMP team is one thread per caller).
 //
 // Determinism: kernels split work over independent rows only and never reduce
 // floats across threads, so a given thread count (and seed) gives bitwise the

@@ -37,7 +37,7 @@ namespace rotor {
 namespace profile {
 
 enum class Phase {
-  kMatmul,     // OpenBLAS sgemm (core/ops/gemm.h)
+  kMatmul,     // the matrix products (core/ops/gemm.h), bf16 rounding too
   kAttention,  // the attention kernels
   kKernels,    // elementwise, norms, activations, RoPE, loss, reductions
   kCopies,     // layout copies (Contiguous, CopyFrom) and zero-fills

@@ -67,7 +67,7 @@ BUILD_TARGET=all
 # data-parallel training across processes and machines (docs/distributed.md).
 PACKAGES=(
   cmake g++ make
-  libhwy-dev libtbb-dev libopenblas-dev libgtest-dev libyaml-cpp-dev
+  libhwy-dev libtbb-dev libopenblas-dev libdnnl-dev libgtest-dev libyaml-cpp-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libxxhash-dev
   libopenmpi-dev openmpi-bin
   time

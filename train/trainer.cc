@@ -113,6 +113,13 @@ Trainer::Trainer(TrainConfig config, std::ostream& log,
 void Trainer::SetUpRank() {
   const TrainSection& t = config_.train;
   SetNumThreads(ThreadsPerRank(t.threads, data_parallel_.communicator()));
+  if (t.precision == MatmulPrecision::kBfloat16) {
+    const std::string problem = BfloatMatmulProblem();
+    ROTOR_CHECK(problem.empty(), config_.file,
+                ": train.precision is bf16, but ", problem,
+                "; use train.precision: fp32");
+  }
+  precision_ = std::make_unique<MatmulPrecisionScope>(t.precision);
   data_parallel_.communicator().set_timeout_seconds(
       t.collective_timeout_seconds);
   CheckBatchSplits(t.batch_size, t.gradient_accumulation_steps,

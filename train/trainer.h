@@ -155,6 +155,9 @@ class Trainer {
   std::string config_yaml_;
   // Rank 0 holds output_dir/train.lock for the life of the run.
   std::unique_ptr<FolderLock> output_lock_;
+  // train.precision, from SetUpRank until the trainer is gone (then the
+  // precision before it again).
+  std::unique_ptr<MatmulPrecisionScope> precision_;
   std::ostream& log_;
   std::unique_ptr<nn::Transformer> model_;
   BaseReference base_;  // empty unless the run freezes a base

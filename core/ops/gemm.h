@@ -1,23 +1,86 @@
-// The one sgemm entry point of the ops (core/ops/matmul.cc and
-// core/ops/linear_cross_entropy.cc): OpenBLAS cblas_sgemm on row-major
-// matrices, split over row blocks of C on rotor's threads.
+// The one matrix-product entry point of the ops (core/ops/matmul.cc and
+// core/ops/linear_cross_entropy.cc), and the two switches that say how it
+// multiplies: which library (the backend) and in which precision.
 //
-// OpenBLAS runs single-threaded (core/parallel.cc) and each product is split
-// over row blocks of C with rotor::ParallelFor, one sgemm per block. Rows of
-// C are independent (no float is reduced across threads) and the blocks
-// depend only on the shape (m, n, k), so results are bitwise the same at any
-// thread count, on every OpenBLAS kernel. They are not the same for another
-// number of rows: OpenBLAS rounds a row differently by its place in the call
-// and the call's row count (gemm.cc), so a row of a [12, n] product and the
-// same row in a [5, n] product may differ in the last bits.
+//   backend    oneDNN (`matmul` primitives, core/ops/gemm_onednn.cc) where
+//              rotor was built with it, the default: near the FMA peak of
+//              every ISA it dispatches to (AVX2, AVX-512, AVX512_BF16,
+//              AMX); OpenBLAS cblas_sgemm (core/ops/gemm_openblas.cc), the
+//              reference and the fallback. Chosen by the build
+//              (ROTOR_DEFAULT_GEMM), then the environment (ROTOR_GEMM=
+//              onednn|openblas), then SetGemmBackend.
+//   precision  float32, or bfloat16 operands with float32 accumulation and
+//              a float32 result (PyTorch autocast's matmuls): each operand
+//              rounded to nearest even (kernels::F32ToBF16), oneDNN only.
+//
+// Threads and bits: the backend runs single-threaded and each product is
+// split over row blocks of C with rotor::ParallelFor, one library call per
+// block. Rows of C are independent (no float is reduced across threads) and
+// the blocks depend only on the shape (m, n, k), so results are bitwise the
+// same at any thread count, with either backend and on every OpenBLAS
+// kernel. They are not the same for another number of rows: a library
+// rounds a row by its place in the call and the call's row count (gemm.cc),
+// so a row of a [12, n] product and the same row in a [5, n] product may
+// differ in the last bits; nor across backends or precisions.
 #ifndef ROTOR_CORE_OPS_GEMM_H_
 #define ROTOR_CORE_OPS_GEMM_H_
 
 #include <cblas.h>
 
 #include <cstdint>
+#include <string>
 
 namespace rotor {
+
+enum class GemmBackend { kOneDnn, kOpenBlas };
+enum class MatmulPrecision { kFloat32, kBfloat16 };
+
+// "onednn", "openblas"; "fp32", "bf16".
+const char* GemmBackendName(GemmBackend backend);
+const char* MatmulPrecisionName(MatmulPrecision precision);
+// The backend or precision a name means (as above), or false.
+bool ParseGemmBackend(const std::string& name, GemmBackend* backend);
+bool ParseMatmulPrecision(const std::string& name, MatmulPrecision* precision);
+
+// Whether this build has oneDNN (the build option ROTOR_WITH_ONEDNN).
+bool OneDnnBuilt();
+
+// The backend every product uses from now on. The first call of
+// ActiveGemmBackend reads ROTOR_GEMM (throws on another value, or on
+// "onednn" in a build without it); unset, the build's default.
+GemmBackend ActiveGemmBackend();
+// Throws, naming the build option, for oneDNN in a build without it; and
+// for OpenBLAS while the precision is bf16.
+void SetGemmBackend(GemmBackend backend);
+
+// The precision every product uses from now on (float32 by default).
+// bf16 needs the oneDNN backend and a CPU it runs bf16 on: otherwise this
+// throws, naming what is missing (BfloatMatmulProblem), and the precision
+// stays as it was.
+MatmulPrecision ActiveMatmulPrecision();
+void SetMatmulPrecision(MatmulPrecision precision);
+// Why bf16 products cannot run here ("" when they can): no oneDNN in this
+// build, the OpenBLAS backend, or a CPU without the instructions oneDNN
+// runs bf16 on (AVX-512 F/BW/VL/DQ at least).
+std::string BfloatMatmulProblem();
+
+// Sets a precision for a scope and restores the one before at its end, as
+// `with torch.autocast(...)` does.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision precision);
+  ~MatmulPrecisionScope();
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision previous_;
+};
+
+// What runs the products now, for benchmark and log lines: "onednn fp32
+// (avx512_core_amx)", "openblas fp32 (Haswell)".
+std::string GemmDescription();
+
 namespace internal {
 
 // The rows of each block ParallelGemm cuts C [m, n] = op(A) [m, k] op(B)
@@ -27,8 +90,8 @@ int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k);
 
 // C [m, n] (ld = n) = op(A) [m, k] op(B) [k, n] + beta C, where op(X) is X
 // (CblasNoTrans, X stored [rows, cols] with leading dimension ld) or X^T
-// (CblasTrans). With beta 0, C is not read. Extents beyond BLAS's int throw,
-// naming `op`.
+// (CblasTrans), with the active backend and precision. With beta 0, C is
+// not read. Extents beyond BLAS's int throw, naming `op`.
 void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
                   int64_t n, int64_t k, const float* a, int64_t lda,
                   const float* b, int64_t ldb, float beta, float* c,

@@ -1,4 +1,5 @@
-// Matrix products through OpenBLAS cblas_sgemm: MatMul (batched, with
+// Matrix products through the gemm seam (core/ops/gemm.h: oneDNN or
+// OpenBLAS, float32 or bf16, in BLAS's terms): MatMul (batched, with
 // broadcast batch dimensions), Linear (x W^T + bias) and FusedLinear
 // (several Linear layers on one input in one product).
 //

@@ -65,7 +65,7 @@ Tensor Mean(const Tensor& x, const std::vector<int64_t>& dims = {},
 // element of each slice.
 Tensor Max(const Tensor& x, int64_t dim, bool keepdim = false);
 
-// ---- Matrix products through OpenBLAS cblas_sgemm (core/ops/matmul.cc) ----
+// ---- Matrix products (core/ops/matmul.cc, on oneDNN or OpenBLAS: gemm.h) ----
 // a: [..., n, k], b: [..., k, m] -> [..., n, m]. Leading (batch) dimensions
 // broadcast; a 2-D operand is shared by every batch.
 Tensor MatMul(const Tensor& a, const Tensor& b);

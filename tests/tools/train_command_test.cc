@@ -473,7 +473,16 @@ TEST_F(RotorCli, AddressSpaceLimitsFailCleanlyInsteadOfHanging) {
                 Quote("output_dir=" + dir_.Path(name)) +
                 " train.max_steps=2 train.threads=2 --samples 0",
             "timeout 120 prlimit --as=" + std::to_string(megabytes) + "000000");
-    ASSERT_TRUE(r.status == 0 || r.status == 1) << r.status << "\n" << r.err;
+    // Below about 120 MB the libraries alone (oneDNN is 40 MB) leave
+    // OpenBLAS no room for its threads' stacks at load time, before main:
+    // it then stops at once with its own message, which is no hang either.
+    if (r.status != 0 && r.status != 1) {
+      EXPECT_LE(megabytes, 100) << r.status << "\n" << r.err;
+      EXPECT_NE(r.status, 124) << "timed out";
+      EXPECT_CONTAINS(r.err,
+                      "OpenBLAS blas_thread_init: pthread_create failed");
+      continue;
+    }
     if (r.status == 1) {
       EXPECT_CONTAINS(r.err, "rotor train: error: ");
       EXPECT_FALSE(fs::exists(dir_.Path(name + "/checkpoints")));
@@ -481,12 +490,13 @@ TEST_F(RotorCli, AddressSpaceLimitsFailCleanlyInsteadOfHanging) {
       EXPECT_TRUE(fs::exists(dir_.Path(name + "/checkpoints/step_00000002")));
     }
   }
-  // 150 MB leaves room for the model but not for OpenBLAS's buffer.
+  // 150 MB leaves room for the model but not for OpenBLAS's buffer, when
+  // OpenBLAS multiplies (oneDNN, the default, needs no such buffer).
   const Result r =
       Run("train " + Quote(test::TinyConfigPath()) + " " +
               Quote("data.path=" + data_) + " " +
               Quote("output_dir=" + dir_.Path("small")) + " train.max_steps=2",
-          "timeout 120 prlimit --as=150000000");
+          "ROTOR_GEMM=openblas timeout 120 prlimit --as=150000000");
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, "OpenBLAS needs 192.0 MiB of address space");
   EXPECT_CONTAINS(r.err, "left under the address-space limit (RLIMIT_AS)");

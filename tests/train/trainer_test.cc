@@ -369,6 +369,75 @@ TEST_F(TrainerTest, TrainsBitwiseTheSameAtOneAndTwoThreads) {
   for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i], wc[i]) << i;
 }
 
+// train.precision: bf16 (skipped where oneDNN has no bf16 matmul): the
+// products run in bf16, so the losses differ from float32's but stay close;
+// the run gives the same bits at one and two threads, resumes bitwise, and
+// its checkpoints' config says bf16. The precision is the trainer's for its
+// lifetime only.
+TEST_F(TrainerTest, Bfloat16TrainsCloseToFloat32AndBitwiseAtAnyThreadCount) {
+  if (!BfloatMatmulProblem().empty()) {
+    GTEST_SKIP() << BfloatMatmulProblem();
+  }
+  const std::vector<std::string> common = {"train.max_steps=3",
+                                           "train.batch_size=8"};
+  std::vector<std::string> one = common, two = common;
+  one.push_back("train.threads=1");
+  two.push_back("train.threads=2");
+  Trainer float32(Config("fp32", one), log_);
+  const TrainSummary reference = float32.Run();
+  for (auto* overrides : {&one, &two})
+    overrides->push_back("train.precision=bf16");
+  TrainSummary a;
+  {
+    Trainer serial(Config("one-thread", one), log_);
+    EXPECT_EQ(ActiveMatmulPrecision(), MatmulPrecision::kBfloat16);
+    a = serial.Run();
+    Trainer parallel(Config("two-threads", two), log_);
+    const TrainSummary b = parallel.Run();
+    EXPECT_EQ(a.train_loss, b.train_loss);
+    EXPECT_EQ(a.val_loss, b.val_loss);
+    const auto wa = Weights(serial.model()), wb = Weights(parallel.model());
+    for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i], wb[i]) << i;
+  }
+  EXPECT_EQ(ActiveMatmulPrecision(), MatmulPrecision::kFloat32);
+  EXPECT_NE(a.val_loss, reference.val_loss);
+  EXPECT_NEAR(a.val_loss, reference.val_loss, 0.02 * reference.val_loss);
+  const std::string saved = train::ReadFile(
+      dir_.Path("one-thread/checkpoints/step_00000003/config.yaml"));
+  EXPECT_NE(saved.find("precision: bf16"), std::string::npos) << saved;
+  {
+    Trainer first(Config("resumed", one), log_);
+    EXPECT_EQ(first.Run(/*stop_after_steps=*/2).steps, 2);
+  }
+  Trainer second(Config("resumed", two), log_);
+  EXPECT_EQ(second.Run().train_loss, a.train_loss);
+}
+
+// A run may change its precision when it resumes: the checkpoint holds the
+// float32 weights and moments whatever the products ran in. The steps after
+// it run in the new precision, so the run is no longer bitwise the
+// uninterrupted one (docs/performance.md says so).
+TEST_F(TrainerTest, AResumeMayChangeThePrecision) {
+  if (!BfloatMatmulProblem().empty()) {
+    GTEST_SKIP() << BfloatMatmulProblem();
+  }
+  const std::vector<std::string> steps = {"train.max_steps=4",
+                                          "train.batch_size=8"};
+  Trainer uninterrupted(Config("fp32", steps), log_);
+  const TrainSummary reference = uninterrupted.Run();
+  {
+    Trainer first(Config("switched", steps), log_);
+    EXPECT_EQ(first.Run(/*stop_after_steps=*/2).steps, 2);
+  }
+  std::vector<std::string> bf16 = steps;
+  bf16.push_back("train.precision=bf16");
+  Trainer second(Config("switched", bf16), log_);
+  const TrainSummary switched = second.Run();
+  EXPECT_EQ(switched.steps, 4);
+  EXPECT_NE(switched.train_loss, reference.train_loss);
+  EXPECT_NEAR(switched.val_loss, reference.val_loss, 0.02 * reference.val_loss);
+}
+
 // Resuming with another batch shape, seed or passkey mix would not continue
 // the same run: refused, naming each difference, and nothing is written.
 TEST_F(TrainerTest, ResumeWithOtherDataSettingsIsRefused) {

@@ -16,6 +16,7 @@
 #include "train/config/model_yaml.h"
 #include "train/config/yaml.h"
 #include "train/data/passkey.h"
+#include "train/io/message.h"
 #include "train/io/output_file.h"
 
 namespace rotor::train {
@@ -42,6 +43,13 @@ class TrainConfigWriter : public YamlWriter {
 };
 
 }  // namespace
+
+MatmulPrecision ParsePrecision(const std::string& name) {
+  MatmulPrecision precision;
+  ROTOR_CHECK(ParseMatmulPrecision(name, &precision), "unknown precision '",
+              Excerpt(name), "' (known: fp32, bf16)");
+  return precision;
+}
 
 void ResumeKey::Read(const SectionReader& section, const char* key,
                      const ResumeSetting& out) const {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/limits.h"
+#include "core/ops/gemm.h"
 #include "nn/lora.h"
 #include "nn/transformer.h"
 #include "train/config/fields.h"
@@ -144,7 +145,15 @@ struct TrainSection {
   // them instead of batch_size x seq_len x vocab_size, and as much again
   // for their gradient.
   int64_t loss_chunk_rows = nn::Transformer::kDefaultLossChunkRows;
+  // The matrix products' precision (core/ops/gemm.h): fp32, or bf16 with
+  // PyTorch autocast's semantics (operands rounded to bfloat16, float32
+  // accumulation and results; weights, gradients, AdamW state, norms,
+  // softmax, RoPE and the loss stay float32). docs/performance.md.
+  MatmulPrecision precision = MatmulPrecision::kFloat32;
 };
+
+// train.precision: fp32 | bf16.
+MatmulPrecision ParsePrecision(const std::string& name);
 
 // train.resume, in two members: auto | none | a checkpoint folder.
 struct ResumeSetting {
@@ -208,6 +217,8 @@ void VisitFields(Visitor& v, TrainSection& t) {
     t.activation_checkpointing_every, ActivationCheckpointingKey{});
   v(Key{"loss_chunk_rows", "rows of logits the loss computes at a time"},
     t.loss_chunk_rows, field::Int{1, kMaxBatchSize * kMaxPositions});
+  v(Key{"precision", "matmuls in fp32, or bf16 (autocast)"}, t.precision,
+    field::Parsed<MatmulPrecision>{MatmulPrecisionName, ParsePrecision});
 }
 
 struct EvalSection {

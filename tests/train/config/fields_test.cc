@@ -278,6 +278,7 @@ TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {
   t.init_from = "base";
   t.activation_checkpointing_every = 2;
   t.loss_chunk_rows = 128;
+  t.precision = MatmulPrecision::kBfloat16;
   config.eval = {7, 3};
   config.checkpoint = {9, 4};
   config.logging = {3, false};
