@@ -227,7 +227,7 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
     if (beta == 0.0f) std::fill(c, c + m * n, 0.0f);
     return;
   }
-  const GemmBackend backend = ActiveGemmBackend();
+  [[maybe_unused]] const GemmBackend backend = ActiveGemmBackend();
   const bool bf16 = ActiveMatmulPrecision() == MatmulPrecision::kBfloat16;
   GemmBlock whole{a_trans, b_trans, m, n, k, a, lda, b, ldb, beta, c, n};
   size_t element_bytes = sizeof(float);
