@@ -3,7 +3,8 @@
 // float32 FMA peak, the yardstick for every compute-bound figure, and its
 // memory copy bandwidth, the one for memory-bound kernels), the matmul
 // backend at a training step's own shapes (the yardstick for a whole
-// step), a step's model FLOPs, and the SmolLM2-135M shape.
+// step), a step's model FLOPs, the SmolLM2-135M shape and the benchmarks'
+// step configs.
 #ifndef ROTOR_BENCH_BENCH_UTIL_H_
 #define ROTOR_BENCH_BENCH_UTIL_H_
 
@@ -183,6 +184,41 @@ inline nn::TransformerConfig SmolLm2Shape(int64_t seq) {
   config.rope.rope_theta = 100000.0;
   config.rope.max_position_embeddings = seq;
   return config;
+}
+
+struct BenchConfig {
+  std::string name;
+  nn::TransformerConfig model;
+  int64_t seq, batch;
+};
+
+// A Llama-style model of head_dim 32 (hidden / heads), tied embeddings.
+inline nn::TransformerConfig SmallModel(int64_t hidden, int64_t layers,
+                                        int64_t heads, int64_t kv_heads,
+                                        int64_t ffn, int64_t vocab) {
+  nn::TransformerConfig config;
+  config.vocab_size = vocab;
+  config.hidden_size = hidden;
+  config.intermediate_size = ffn;
+  config.num_hidden_layers = layers;
+  config.num_attention_heads = heads;
+  config.num_key_value_heads = kv_heads;
+  config.head_dim = hidden / heads;
+  config.tie_word_embeddings = true;
+  config.rope.head_dim = config.head_dim;
+  return config;
+}
+
+// The configs of train_bench and gemm_bench (bench/train_bench.cc lists
+// them): a model, and the step's rows as batch sequences of seq tokens.
+inline std::vector<BenchConfig> Configs() {
+  return {
+      {"tiny", SmallModel(128, 4, 4, 4, 344, 256), 256, 8},
+      {"small", SmallModel(256, 6, 8, 8, 688, 256), 512, 8},
+      // configs/default.yaml's model and batch (grouped-query attention).
+      {"default", SmallModel(192, 4, 6, 2, 512, 257), 256, 16},
+      {"smol", SmolLm2Shape(2048), 2048, 1},
+  };
 }
 
 }  // namespace bench

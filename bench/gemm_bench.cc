@@ -17,8 +17,6 @@
 //   build/bench/gemm_bench [--backend onednn|openblas|both]
 //                          [--precision fp32|bf16|both] [--model
 //                          default|smol|both]
-#include <time.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,15 +26,10 @@
 #include "core/ops/gemm.h"
 #include "core/ops/gemm_backends.h"
 #include "core/parallel.h"
+#include "core/profile.h"
 
 namespace rotor {
 namespace {
-
-double ThreadCpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 struct Product {
   const char* name;
@@ -59,10 +52,10 @@ double Gflops(const Product& p) {
   const int64_t ldb = p.b_trans == CblasNoTrans ? p.n : p.k;
   double best = 1e30;
   for (int r = 0; r < 6; ++r) {  // the first is the warm-up
-    const double start = ThreadCpuSeconds();
+    const double start = profile::ThreadCpuSeconds();
     internal::ParallelGemm(p.a_trans, p.b_trans, p.m, p.n, p.k, a.data(), lda,
                            b.data(), ldb, 0.0f, c.data(), "gemm_bench");
-    if (r > 0) best = std::min(best, ThreadCpuSeconds() - start);
+    if (r > 0) best = std::min(best, profile::ThreadCpuSeconds() - start);
   }
   return 2.0 * p.m * p.n * p.k / best / 1e9;
 }
@@ -75,7 +68,7 @@ std::string Implementation(const Product& p, bool bf16) {
   block.a_trans = p.a_trans, block.b_trans = p.b_trans;
   block.m = internal::GemmBlockRows(p.m, p.n, p.k), block.n = p.n;
   block.k = p.k;
-  block.lda = p.a_trans == CblasNoTrans ? p.k : block.m;
+  block.lda = p.a_trans == CblasNoTrans ? p.k : p.m;  // as ParallelGemm's
   block.ldb = p.b_trans == CblasNoTrans ? p.n : p.k;
   block.ldc = p.n;
   return internal::OneDnnImplementation(block, bf16);
@@ -105,20 +98,12 @@ int Main(int argc, char** argv) {
   std::printf("%-8s %-9s %-5s %-8s %18s %9s %7s  %s\n", "model", "backend",
               "prec", "product", "m x n x k", "GFLOP/s", "% peak",
               "implementation");
-  for (const char* model : {"default", "smol"}) {
-    if (models != "both" && models != model) continue;
-    nn::TransformerConfig config;
-    int64_t rows = 0;
-    if (std::string(model) == "default") {
-      config.hidden_size = 192, config.intermediate_size = 512;
-      config.num_hidden_layers = 4, config.num_attention_heads = 6;
-      config.num_key_value_heads = 2, config.head_dim = 32;
-      config.vocab_size = 257;
-      rows = 16 * 256;
-    } else {
-      config = bench::SmolLm2Shape(2048);
-      rows = 2048;
-    }
+  for (const bench::BenchConfig& c : bench::Configs()) {
+    const char* model = c.name.c_str();
+    if (c.name != "default" && c.name != "smol") continue;
+    if (models != "both" && models != c.name) continue;
+    const nn::TransformerConfig& config = c.model;
+    const int64_t rows = c.batch * c.seq;
     for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas}) {
       if (backends != "both" && backends != GemmBackendName(backend)) continue;
       if (backend == GemmBackend::kOneDnn && !OneDnnBuilt()) continue;

@@ -21,8 +21,9 @@
 // weight, the tied head once, + 6 * layers * query width * seq for causal
 // attention). Two shares of it, both measured in the same process: % peak
 // over the machine's float32 FMA peak at that thread count (threads times
-// bench_util.h FmaPeakGflops; in bf16 the limit is twice that, and the
-// share is still given over the float32 peak), and % matmul over what the
+// bench_util.h FmaPeakGflops; in bf16 the limit is higher, twice that
+// with AVX512_BF16's dot products and more with AMX, and the share is still
+// given over the float32 peak), and % matmul over what the
 // matmul backend reaches on the step's own linear layers at that thread
 // count (bench_util.h StepSgemmGflops). tok/CPU-s divides by the
 // process's CPU time instead of wall time (user + system, all threads), a
@@ -93,37 +94,8 @@
 namespace rotor {
 namespace {
 
-struct BenchConfig {
-  std::string name;
-  nn::TransformerConfig model;
-  int64_t seq, batch;
-};
-
-// A Llama-style model of head_dim 32 (hidden / heads), tied embeddings.
-nn::TransformerConfig SmallModel(int64_t hidden, int64_t layers, int64_t heads,
-                                 int64_t kv_heads, int64_t ffn, int64_t vocab) {
-  nn::TransformerConfig config;
-  config.vocab_size = vocab;
-  config.hidden_size = hidden;
-  config.intermediate_size = ffn;
-  config.num_hidden_layers = layers;
-  config.num_attention_heads = heads;
-  config.num_key_value_heads = kv_heads;
-  config.head_dim = hidden / heads;
-  config.tie_word_embeddings = true;
-  config.rope.head_dim = config.head_dim;
-  return config;
-}
-
-std::vector<BenchConfig> Configs() {
-  return {
-      {"tiny", SmallModel(128, 4, 4, 4, 344, 256), 256, 8},
-      {"small", SmallModel(256, 6, 8, 8, 688, 256), 512, 8},
-      // configs/default.yaml's model and batch (grouped-query attention).
-      {"default", SmallModel(192, 4, 6, 2, 512, 257), 256, 16},
-      {"smol", bench::SmolLm2Shape(2048), 2048, 1},
-  };
-}
+using bench::BenchConfig;
+using bench::Configs;
 
 // User + system CPU seconds this process has used so far (all threads).
 double CpuSeconds() {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/error.h"
+
 namespace rotor {
 namespace {
 
@@ -34,6 +36,15 @@ uint64_t AddressSpaceLeft() {
   const uint64_t mapped =
       mapped_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   return address_space.rlim_cur > mapped ? address_space.rlim_cur - mapped : 0;
+}
+
+void CheckAddressSpaceLeft(uint64_t bytes, const char* op, const char* library,
+                           const char* purpose) {
+  const uint64_t left = AddressSpaceLeft();
+  ROTOR_CHECK(left >= bytes, op, ": ", library, " needs ", FormatBytes(bytes),
+              " of address space ", purpose, ", but only ", FormatBytes(left),
+              " is left under the address-space limit (RLIMIT_AS); raise it "
+              "(ulimit -v) or use fewer threads");
 }
 
 MemoryLimit UsableMemory() {

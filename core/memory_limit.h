@@ -22,8 +22,15 @@ MemoryLimit UsableMemory();
 // Address space this process may still map under RLIMIT_AS (limit minus
 // what is mapped now), or UINT64_MAX when there is no such limit. Unlike
 // physical memory, reserving address space counts here even if it is never
-// touched (e.g. OpenBLAS's work buffers, core/ops/matmul.cc).
+// touched (e.g. OpenBLAS's work buffers, core/ops/gemm_openblas.cc).
 uint64_t AddressSpaceLeft();
+
+// Throws "OP: LIBRARY needs N of address space PURPOSE, but only M is left
+// under the address-space limit (RLIMIT_AS); ..." unless `bytes` are left:
+// for the libraries that do not fail cleanly when a reservation does
+// (core/ops/gemm_openblas.cc, core/ops/gemm_onednn.cc).
+void CheckAddressSpaceLeft(uint64_t bytes, const char* op, const char* library,
+                           const char* purpose);
 
 // The most physical memory this process has held at once so far (the peak
 // resident set, getrusage's ru_maxrss).

@@ -9,8 +9,6 @@
 // every x86 core rotor runs on, with registers to spare (16 on AVX2, 32 on
 // AVX-512), so the loop is bound by FMA throughput alone. This file is
 // compiled once per Highway target (foreach_target.h re-includes it).
-#include <time.h>
-
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/util/fma_peak.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -57,22 +55,13 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "bench/bench_util.h"
+#include "core/profile.h"
 
 namespace rotor {
 namespace bench {
 
 HWY_EXPORT(FmaChains);
 HWY_EXPORT(TargetName);
-
-namespace {
-
-double ThreadCpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-}  // namespace
 
 FmaPeak MeasureFmaPeak() {
   static volatile float sink = 0.0f;
@@ -81,9 +70,9 @@ FmaPeak MeasureFmaPeak() {
   peak.target = HWY_DYNAMIC_DISPATCH(TargetName)();
   for (int run = 0; run < 3; ++run) {
     size_t lanes = 0;
-    const double start = ThreadCpuSeconds();
+    const double start = profile::ThreadCpuSeconds();
     sink = sink + HWY_DYNAMIC_DISPATCH(FmaChains)(kIterations, &lanes);
-    const double seconds = ThreadCpuSeconds() - start;
+    const double seconds = profile::ThreadCpuSeconds() - start;
     peak.lanes = static_cast<int>(lanes);
     const double flops = 2.0 * HWY_NAMESPACE::kChains * lanes * kIterations;
     peak.gflops = std::max(peak.gflops, flops / seconds / 1e9);

@@ -22,7 +22,6 @@
 // user), so no two threads ever share memory inside oneDNN.
 #include <omp.h>
 
-#include <cstring>
 #include <map>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -116,17 +115,6 @@ constexpr size_t kMaxCachedPrimitives = 1024;
 // 400 MB each trained or stopped with this message.
 constexpr uint64_t kOneDnnPrimitiveAddressSpace = uint64_t{80} << 20;
 
-void CheckRoomForKernels(const char* op) {
-  const uint64_t left = AddressSpaceLeft();
-  ROTOR_CHECK(left >= kOneDnnPrimitiveAddressSpace, op, ": oneDNN needs ",
-              FormatBytes(kOneDnnPrimitiveAddressSpace),
-              " of address space to generate the kernels of a matrix "
-              "product, but only ",
-              FormatBytes(left),
-              " is left under the address-space limit (RLIMIT_AS); raise it "
-              "(ulimit -v) or use fewer threads");
-}
-
 ThreadContext& ThisThread() {
   thread_local std::unique_ptr<ThreadContext> context = [] {
     omp_set_num_threads(1);  // see the top of this file
@@ -145,7 +133,8 @@ void OneDnnGemm(const GemmBlock& block, bool bf16, const char* op) {
     if (context.primitives.size() >= kMaxCachedPrimitives) {
       context.primitives.clear();
     }
-    CheckRoomForKernels(op);
+    CheckAddressSpaceLeft(kOneDnnPrimitiveAddressSpace, op, "oneDNN",
+                          "to generate the kernels of a matrix product");
     dnnl::matmul::primitive_desc pd;
     try {
       pd = MakePrimitiveDesc(block, bf16);

@@ -32,14 +32,9 @@ constexpr uint64_t kBlasThreadAddressSpace = uint64_t{192} << 20;
 void CheckBlasWorkBufferFits(const char* op) {
   thread_local bool checked = false;
   if (checked) return;
-  const uint64_t left = AddressSpaceLeft();
-  ROTOR_CHECK(left >= kBlasThreadAddressSpace, op, ": OpenBLAS needs ",
-              FormatBytes(kBlasThreadAddressSpace),
-              " of address space for the work buffer of each thread that "
-              "multiplies matrices, but only ",
-              FormatBytes(left),
-              " is left under the address-space limit (RLIMIT_AS); raise "
-              "it (ulimit -v) or use fewer threads");
+  CheckAddressSpaceLeft(kBlasThreadAddressSpace, op, "OpenBLAS",
+                        "for the work buffer of each thread that multiplies "
+                        "matrices");
   checked = true;
 }
 
