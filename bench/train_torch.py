@@ -14,7 +14,13 @@ fastest of R groups of N steps after two warm-up steps; tok/CPU-s divides by
 the process's CPU time instead (less sensitive to other jobs on a shared
 machine); peak RSS is VmHWM.
 
+Precision fp32 is eager float32; bf16 runs forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed precision:
+float32 master weights, bf16 matmul operands (oneDNN), as rotor's
+train.precision: bf16 (train_bench --precision bf16).
+
 Usage: /usr/bin/python3 bench/train_torch.py [--steps N] [--repeats R]
+           [--precision fp32|bf16|both] [--configs tiny,small,smol]
 Exits cleanly when torch is not installed.
 """
 import math
@@ -196,7 +202,7 @@ def make_optimizer(model, lr):
         lr=lr, betas=(0.9, 0.95), eps=1e-8)
 
 
-def run_one(name, threads, steps, repeats):
+def run_one(name, threads, steps, repeats, precision):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     hidden, layers, heads, ffn, seq, batch, shape = CONFIGS[name]
@@ -207,7 +213,9 @@ def run_one(name, threads, steps, repeats):
         ids = torch.randint(0, model.vocab, (batch, seq))
         targets = torch.randint(0, model.vocab, (batch, seq))
         optimizer.zero_grad()
-        loss = model(ids, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=precision == "bf16"):
+            loss = model(ids, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -225,8 +233,9 @@ def run_one(name, threads, steps, repeats):
     tokens = batch * seq
     cpu_per_step = (cpu_seconds() - cpu_start) / (steps * repeats)
     params = sum(p.numel() for p in model.parameters())
-    print(f"{name} {threads} {tokens / best:.0f} {tokens / worst:.0f} "
-          f"{tokens / cpu_per_step:.0f} {peak_rss_mib():.1f} {params}")
+    print(f"{name} {precision} {threads} {tokens / best:.0f} "
+          f"{tokens / worst:.0f} {tokens / cpu_per_step:.0f} "
+          f"{peak_rss_mib():.1f} {params}")
 
 
 def main():
@@ -234,32 +243,43 @@ def main():
     options = dict(zip(args[::2], args[1::2]))
     steps = int(options.get("--steps", 3))
     repeats = int(options.get("--repeats", 3))
+    precision = options.get("--precision", "both")
+    if precision not in ("fp32", "bf16", "both"):
+        sys.exit("train_torch.py: --precision must be fp32, bf16 or both")
+    precisions = ("fp32", "bf16") if precision == "both" else (precision,)
+    names = options.get("--configs", ",".join(CONFIGS)).split(",")
+    for name in names:
+        if name not in CONFIGS:
+            sys.exit(f"train_torch.py: no config {name!r} (have: "
+                     f"{', '.join(CONFIGS)})")
     if "--config" in options:
-        run_one(options["--config"], int(options["--threads"]), steps,
-                repeats)
+        for prec in precisions:
+            run_one(options["--config"], int(options["--threads"]), steps,
+                    repeats, prec)
         return
     print(f"PyTorch {torch.__version__} eager training step (forward + "
           f"backward + clip + AdamW), vocab {VOCAB} "
           f"(smol: {SMOLLM2['vocab']})")
-    print(f"{'config':6s} {'threads':>7s} {'tok/s':>10s} {'(slowest)':>10s} "
-          f"{'tok/CPU-s':>12s} {'peak RSS MiB':>13s} {'params':>8s}")
-    for name in CONFIGS:
-        for threads in (1, 2):
-            # torch.set_num_threads sizes only PyTorch's own (OpenMP) pool;
-            # Debian's torch also calls OpenBLAS, whose threads are sized by
-            # the environment. Pin both so "threads" means the same for both
-            # frameworks (rotor runs OpenBLAS single-threaded on its pool).
-            env = dict(os.environ, OMP_NUM_THREADS=str(threads),
-                       OPENBLAS_NUM_THREADS=str(threads))
-            result = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--config", name,
-                 "--threads", str(threads), "--steps", str(steps),
-                 "--repeats", str(repeats)],
-                check=True, capture_output=True, text=True, env=env)
-            fields = result.stdout.split()
-            print(f"{fields[0]:6s} {int(fields[1]):7d} {float(fields[2]):10.0f}"
-                  f" {float(fields[3]):10.0f} {float(fields[4]):12.0f} "
-                  f"{float(fields[5]):13.1f} {int(fields[6]):8d}", flush=True)
+    print(f"{'config':6s} {'prec':4s} {'threads':>7s} {'tok/s':>10s} "
+          f"{'(slowest)':>10s} {'tok/CPU-s':>12s} {'peak RSS MiB':>13s} {'params':>8s}")
+    for name, prec, threads in ((n, p, t) for n in names
+                                for p in precisions for t in (1, 2)):
+        # torch.set_num_threads sizes only PyTorch's own (OpenMP) pool;
+        # Debian's torch also calls OpenBLAS, whose threads are sized by
+        # the environment. Pin both so "threads" means the same for both
+        # frameworks (rotor runs OpenBLAS single-threaded on its pool).
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads))
+        result = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--config", name,
+             "--threads", str(threads), "--steps", str(steps),
+             "--repeats", str(repeats), "--precision", prec],
+            check=True, capture_output=True, text=True, env=env)
+        fields = result.stdout.split()
+        print(f"{fields[0]:6s} {fields[1]:4s} {int(fields[2]):7d} "
+              f"{float(fields[3]):10.0f} {float(fields[4]):10.0f} "
+              f"{float(fields[5]):12.0f} {float(fields[6]):13.1f} "
+              f"{int(fields[7]):8d}", flush=True)
 
 
 if __name__ == "__main__":

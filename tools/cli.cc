@@ -89,6 +89,32 @@ CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads) {
                           "0 = all cores (default)");
 }
 
+CLI::Option* AddPrecisionOption(CLI::App& command, std::string& precision) {
+  return command
+      .add_option("--precision", precision,
+                  "the matmuls' precision: fp32, or bf16 (bf16 operands,\n"
+                  "float32 sums; default: the run's train.precision)")
+      ->type_name("fp32|bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+}
+
+std::unique_ptr<MatmulPrecisionScope> UsePrecision(
+    const std::string& flag, const train::TrainConfig& config,
+    const std::string& checkpoint) {
+  const MatmulPrecision precision =
+      flag.empty() ? config.train.precision : train::ParsePrecision(flag);
+  if (precision == MatmulPrecision::kBfloat16) {
+    const std::string problem = BfloatMatmulProblem();
+    ROTOR_CHECK(problem.empty(),
+                flag.empty() ? StrCat(checkpoint,
+                                      ": its run's train.precision is bf16, "
+                                      "but ",
+                                      problem, "; give --precision fp32")
+                             : StrCat("--precision bf16: ", problem));
+  }
+  return std::make_unique<MatmulPrecisionScope>(precision);
+}
+
 std::vector<train::TokenId> ParseTokenIds(const std::string& text,
                                           const std::string& where) {
   const size_t first = text.find_first_not_of(" \t\r\n");

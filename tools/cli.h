@@ -10,12 +10,14 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/ops/gemm.h"
 #include "train/config/extension_lint.h"
 #include "train/config/model_edit.h"
 #include "train/config/train_config.h"
@@ -110,6 +112,19 @@ CLI::Option* AddForceOption(CLI::App& command, bool& force);
 
 // --threads N (0 = all cores), for rotor::SetNumThreads.
 CLI::Option* AddThreadsOption(CLI::App& command, int64_t& threads);
+
+// --precision fp32|bf16: the matmuls' precision of a command that runs a
+// model (eval, score, generate); unset, the run's own train.precision.
+CLI::Option* AddPrecisionOption(CLI::App& command, std::string& precision);
+
+// Sets the precision of every product while the result lives: `flag`
+// (AddPrecisionOption's value) when given, else `config`'s train.precision
+// (the checkpoint's run; fp32 for a Hugging Face folder). Throws, naming
+// the flag or the checkpoint and what this machine or build lacks, where
+// bf16 cannot run.
+std::unique_ptr<MatmulPrecisionScope> UsePrecision(
+    const std::string& flag, const train::TrainConfig& config,
+    const std::string& checkpoint);
 
 // The token ids of `text`: a JSON array of integers, or integers separated
 // by spaces, commas or newlines (none: an empty list). `where` names the

@@ -73,6 +73,7 @@ struct EvalOptions {
   int64_t batch_size = 0;
   int64_t max_batches = 0;
   int64_t threads = 0;
+  std::string precision;               // "": the run's train.precision
   std::vector<std::string> rope_from;  // the first is the model's RoPE
   std::vector<std::string> overrides;
   // Perplexity against length: when lengths are given.
@@ -545,6 +546,8 @@ void RunEval(const EvalOptions& options) {
       options.checkpoint,
       EvalEdit(options.rope_from.empty() ? "" : options.rope_from[0], options),
       &config);
+  const auto precision =
+      UsePrecision(options.precision, config, options.checkpoint);
   ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
               options.checkpoint,
               " is a Hugging Face model folder, which names no data; give "
@@ -673,6 +676,7 @@ void AddEvalCommand(CLI::App& rotor) {
   command->add_flag("--json", options->json,
                     "print one JSON object instead of the text");
   AddThreadsOption(*command, options->threads);
+  AddPrecisionOption(*command, options->precision);
   AddOverrides(*command, options->overrides,
                "overrides of the checkpoint's config (RoPE settings\n"
                "only), e.g. model.rope_scaling.factor=4");

@@ -26,6 +26,7 @@ struct GenerateOptions {
   bool token_ids = false;
   train::SamplingOptions sampling;
   int64_t threads = 0;
+  std::string precision;  // "": the run's train.precision
 };
 
 void RunGenerate(const GenerateOptions& options) {
@@ -40,7 +41,10 @@ void RunGenerate(const GenerateOptions& options) {
     }
   }
   SetNumThreads(static_cast<int>(options.threads));
-  auto model = train::LoadCheckpointModel(options.checkpoint);
+  train::TrainConfig config;
+  auto model = train::LoadCheckpointModel(options.checkpoint, {}, &config);
+  const auto precision =
+      UsePrecision(options.precision, config, options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   if (from_ids) {
     CheckModelInputIds(prompt_ids, model->config().vocab_size, "--prompt-ids");
@@ -109,6 +113,7 @@ void AddGenerateCommand(CLI::App& rotor) {
   AddIntegerOption(*command, "--seed", sampling.seed, 0,
                    "sampling seed (default 0)");
   AddThreadsOption(*command, options->threads);
+  AddPrecisionOption(*command, options->precision);
   command->callback([options] { RunGenerate(*options); });
 }
 

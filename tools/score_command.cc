@@ -58,6 +58,7 @@ struct ScoreOptions {
   bool force = false;
   bool json = false;
   int64_t threads = 0;
+  std::string precision;  // "": the run's train.precision
 };
 
 // A token's text for the table, in quotes so its spaces show: newline, tab
@@ -137,7 +138,10 @@ void RunScore(const ScoreOptions& options) {
         "they are");
   }
   SetNumThreads(static_cast<int>(options.threads));
-  auto model = train::LoadCheckpointModel(options.checkpoint);
+  train::TrainConfig config;
+  auto model = train::LoadCheckpointModel(options.checkpoint, {}, &config);
+  const auto precision =
+      UsePrecision(options.precision, config, options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   const std::vector<train::TokenId> ids =
       from_file
@@ -206,6 +210,7 @@ void AddScoreCommand(CLI::App& rotor) {
   command->add_flag("--json", options->json,
                     "print one JSON object instead of a table");
   AddThreadsOption(*command, options->threads);
+  AddPrecisionOption(*command, options->precision);
   command->callback([options] { RunScore(*options); });
 }
 
