@@ -33,10 +33,12 @@
 // backward runs in one pass), T = 256, 1024, 4096, 16384, D = 32, 64, 128,
 // at 1 and 2 threads: forward and backward separately in wall time (the
 // fastest of a few calls after a warm-up one; a single timed call at T =
-// 16384), each also as a share of OpenBLAS sgemm's rate at the same thread
-// count measured in the same run: the forward, dx and dW products of a
-// 1024 x 1024 x 1024 linear layer (bench_util.h StepSgemmGflops), the
-// GEMM-class peak a matmul-heavy kernel can be held to. At T = 16384 one
+// 16384), each as a share of the machine's FMA peak (bench_util.h
+// FmaPeakGflops, times the thread count) and of the matmul backend's rate
+// at the same thread count, both measured in the same run: the forward, dx
+// and dW products of a 1024 x 1024 x 1024 linear layer (bench_util.h
+// StepSgemmGflops), the GEMM-class rate a matmul-heavy kernel can be held
+// to. At T = 16384 one
 // thread needs about a minute per call at D = 128; --quick skips T = 16384.
 //
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
@@ -60,6 +62,7 @@
 #include "core/kernels/attention.h"
 #include "core/kernels/attention_scalar.h"
 #include "core/ops/attention.h"
+#include "core/ops/gemm.h"
 #include "core/ops/ops.h"
 #include "core/ops/rope.h"
 #include "core/parallel.h"
@@ -253,18 +256,21 @@ void RunTable(bool quick) {
     SetNumThreads(thread_counts[i]);
     sgemm[i] = bench::StepSgemmGflops({{1024, 1024, 1024, 1}});
   }
+  const double peak = bench::FmaPeakGflops();
   std::printf(
       "causal attention, B1 Hq16 Hkv16 (B * Hq = 16), processor %s, "
       "Highway target %s\n"
-      "sgemm reference (OpenBLAS, 1024 x 1024 x 1024 linear layer, forward + "
-      "dx + dW): %.1f GFLOP/s at 1 thread, %.1f GFLOP/s at 2 threads\n"
+      "FMA peak %.1f GFLOP/s per thread; matmul reference (%s, 1024 x 1024 "
+      "x 1024 linear layer, forward + dx + dW): %.1f GFLOP/s at 1 thread, "
+      "%.1f GFLOP/s at 2 threads\n"
       "FLOPs over the causal pairs P: forward 4 D P, backward 8 D P; wall "
       "time, fastest call\n\n"
-      "| T | D | threads | fwd ms | fwd GFLOP/s | fwd %% of sgemm | bwd ms | "
-      "bwd GFLOP/s | bwd %% of sgemm |\n"
-      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-      bench::CpuModelName().c_str(), kernels::AttentionTarget(), sgemm[0],
-      sgemm[1]);
+      "| T | D | threads | fwd ms | fwd GFLOP/s | fwd %% of peak | fwd %% of "
+      "matmul | bwd ms | bwd GFLOP/s | bwd %% of peak | bwd %% of matmul |\n"
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "| ---: |\n",
+      bench::CpuModelName().c_str(), kernels::AttentionTarget(), peak,
+      GemmDescription().c_str(), sgemm[0], sgemm[1]);
   std::fflush(stdout);
   for (size_t len : {256, 1024, 4096, 16384}) {
     if (quick && len == 16384) break;
@@ -293,11 +299,13 @@ void RunTable(bool quick) {
             repeats);
         const double fwd_gflops = 4.0 * head_dim * pairs / fwd / 1e9;
         const double bwd_gflops = 8.0 * head_dim * pairs / bwd / 1e9;
+        const double threads_peak = peak * thread_counts[i];
         std::printf(
-            "| %zu | %zu | %d | %.2f | %.1f | %.0f%% | %.2f | %.1f | %.0f%% "
-            "|\n",
+            "| %zu | %zu | %d | %.2f | %.1f | %.0f%% | %.0f%% | %.2f | %.1f | "
+            "%.0f%% | %.0f%% |\n",
             len, head_dim, thread_counts[i], fwd * 1e3, fwd_gflops,
-            100 * fwd_gflops / sgemm[i], bwd * 1e3, bwd_gflops,
+            100 * fwd_gflops / threads_peak, 100 * fwd_gflops / sgemm[i],
+            bwd * 1e3, bwd_gflops, 100 * bwd_gflops / threads_peak,
             100 * bwd_gflops / sgemm[i]);
         std::fflush(stdout);
       }
@@ -367,9 +375,14 @@ void Run(size_t max_len) {
               4.0 * 64 * pairs / fwd / 1e9, (fwd + bwd) * 1e3,
               12.0 * 64 * pairs / (fwd + bwd) / 1e9);
 
-  // Forward and backward separately, one thread, in thread CPU time.
-  std::printf("\n%-28s %10s %8s %10s %8s   (1 thread, CPU time)\n",
-              "shape (causal)", "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s");
+  // Forward and backward separately, one thread, in thread CPU time, with
+  // each rate's share of the FMA peak.
+  const double peak = bench::FmaPeakGflops();
+  std::printf(
+      "\n%-28s %10s %8s %7s %10s %8s %7s   (1 thread, CPU time; FMA peak "
+      "%.1f GFLOP/s)\n",
+      "shape (causal)", "fwd ms", "GFLOP/s", "% peak", "bwd ms", "GFLOP/s",
+      "% peak", peak);
   SetNumThreads(1);
   // The small models' shapes, then SmolLM2-135M's at 4,096 tokens (batch 1,
   // 9 query heads sharing 3 kv heads: the long-context case).
@@ -397,9 +410,11 @@ void Run(size_t max_len) {
     char name[64];
     std::snprintf(name, sizeof(name), "B%zu Hq%zu Hkv%zu T%zu D%zu", c.batch,
                   c.q_heads, c.kv_heads, c.q_len, head_dim);
-    std::printf("%-28s %10.2f %8.2f %10.2f %8.2f\n", name, fwd * 1e3,
-                4.0 * head_dim * pairs / fwd / 1e9, bwd * 1e3,
-                8.0 * head_dim * pairs / bwd / 1e9);
+    const double fwd_gflops = 4.0 * head_dim * pairs / fwd / 1e9;
+    const double bwd_gflops = 8.0 * head_dim * pairs / bwd / 1e9;
+    std::printf("%-28s %10.2f %8.2f %6.0f%% %10.2f %8.2f %6.0f%%\n", name,
+                fwd * 1e3, fwd_gflops, 100 * fwd_gflops / peak, bwd * 1e3,
+                bwd_gflops, 100 * bwd_gflops / peak);
   }
 
   // One decoding step with a KV cache: a single new query per head against

@@ -20,13 +20,17 @@
 //                    (causal attention: QK^T and PV over half the T x T
 //                    square, 4 * width * T^2 / 2 forward, twice that
 //                    backward); recomputation is not counted, as in MFU
-//   % sgemm          model FLOP/s over the rate OpenBLAS sgemm reaches on
-//                    the step's own linear layers (forward and backward, up
-//                    to 4,096 rows; bench_util.h StepSgemmGflops) at this
-//                    thread count, measured in the same process right after
-//                    the step (so that its operands are not in the peaks)
-//   step in sgemm,   shares of the step's wall time in OpenBLAS and in the
-//   in attention     attention kernels (core/profile.h), recomputation
+//   % of peak        model FLOP/s over the machine's FMA peak times the
+//                    thread count (bench_util.h FmaPeakGflops, measured in
+//                    the same run)
+//   % sgemm          model FLOP/s over the rate the matmul backend
+//                    (core/ops/gemm.h) reaches on the step's own linear
+//                    layers (forward and backward, up to 4,096 rows;
+//                    bench_util.h StepSgemmGflops) at this thread count,
+//                    measured in the same process right after the step (so
+//                    that its operands are not in the peaks)
+//   step in sgemm,   shares of the step's wall time in the matmuls and in
+//   in attention     the attention kernels (core/profile.h), recomputation
 //                    included
 //
 // Modes: full (every weight trains: gradients and AdamW moments for all
@@ -58,6 +62,7 @@
 #include "bench/bench_util.h"
 #include "core/autograd.h"
 #include "core/memory_limit.h"
+#include "core/ops/gemm.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -198,16 +203,19 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  const double peak = bench::FmaPeakGflops();
   std::printf(
       "rotor fine-tuning step at the SmolLM2-135M shape, batch 1 (forward + "
-      "backward + clip + AdamW; %d warm-up, best of %d)\n"
+      "backward + clip + AdamW; %d warm-up, best of %d) on %s; FMA peak "
+      "%.1f GFLOP/s per thread; matmuls %s\n"
       "| seq | mode | checkpointing | threads | tok/s | peak RSS GiB | peak "
       "live GiB | model "
-      "TFLOP | model GFLOP/s | sgemm GFLOP/s | %% of sgemm | step in sgemm | "
-      "step in attention |\n"
+      "TFLOP | model GFLOP/s | %% of peak | sgemm GFLOP/s | %% of sgemm | "
+      "step in sgemm | step in attention |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-      "| --- |\n",
-      warmup, steps);
+      "| --- | --- |\n",
+      warmup, steps, bench::CpuModelName().c_str(), peak,
+      GemmDescription().c_str());
   std::fflush(stdout);
   for (const std::string& seq : SplitCommas(seqs)) {
     for (const std::string& mode : SplitCommas(modes)) {
@@ -237,7 +245,7 @@ int Main(int argc, char** argv) {
               std::string(word) == "nofit") {
             std::printf(
                 "| %lld | %s | %s | %d | does not fit: needs %.1f GiB | | | | "
-                "| | | | |\n",
+                "| | | | | |\n",
                 got_seq, got_mode, got_ckpt, got_threads, estimate);
           } else if (std::sscanf(
                          line, "%lld %15s %15s %d %lf %lf %lf %lf %lf %lf %lf",
@@ -246,10 +254,10 @@ int Main(int argc, char** argv) {
             const double gflops = tflop * 1e3 * tok / got_seq;
             std::printf(
                 "| %lld | %s | %s | %d | %.1f | %.2f | %.2f | %.1f | %.1f | "
-                "%.1f | %.0f%% | %.0f%% | %.0f%% |\n",
+                "%.0f%% | %.1f | %.0f%% | %.0f%% | %.0f%% |\n",
                 got_seq, got_mode, got_ckpt, got_threads, tok, rss, live, tflop,
-                gflops, sgemm, 100 * gflops / sgemm, 100 * matmul,
-                100 * attention);
+                gflops, 100 * gflops / (peak * got_threads), sgemm,
+                100 * gflops / sgemm, 100 * matmul, 100 * attention);
           } else {
             std::fprintf(stderr, "long_context_bench: unexpected output '%s'\n",
                          line);
