@@ -202,6 +202,16 @@ Tensor BfloatBuffer(int64_t count) { return Tensor::Empty({(count + 1) / 2}); }
 
 }  // namespace
 
+BfloatCopy RoundedCopy(const float* x, int64_t rows, int64_t cols) {
+  profile::Scope scope(profile::Phase::kMatmul);
+  BfloatCopy copy;
+  copy.holder = BfloatBuffer(rows * cols);
+  auto* out = reinterpret_cast<uint16_t*>(copy.holder.data());
+  RoundToBfloat(x, rows, cols, cols, out);
+  copy.data = out;
+  return copy;
+}
+
 int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k) {
   if (m * n * k < kMinParallelFlops || m < 2 * kMinBlockRows) return m;
   int64_t blocks = 2;
@@ -219,9 +229,8 @@ int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k) {
 // and B are first rounded whole (each once per product, in parallel) into
 // packed copies with the same layout.
 void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
-                  int64_t n, int64_t k, const float* a, int64_t lda,
-                  const float* b, int64_t ldb, float beta, float* c,
-                  const char* op) {
+                  int64_t n, int64_t k, const GemmOperand& a,
+                  const GemmOperand& b, float beta, float* c, const char* op) {
   profile::Scope scope(profile::Phase::kMatmul);
   if (k == 0) {  // an empty sum: C = beta C, with C unread when beta is 0
     if (beta == 0.0f) std::fill(c, c + m * n, 0.0f);
@@ -229,23 +238,28 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
   }
   [[maybe_unused]] const GemmBackend backend = ActiveGemmBackend();
   const bool bf16 = ActiveMatmulPrecision() == MatmulPrecision::kBfloat16;
-  GemmBlock whole{a_trans, b_trans, m, n, k, a, lda, b, ldb, beta, c, n};
+  GemmBlock whole{a_trans, b_trans, m,    n,    k, a.data,
+                  a.ld,    b.data,  b.ld, beta, c, n};
   size_t element_bytes = sizeof(float);
-  Tensor a_bf16, b_bf16;  // the rounded copies, while the product runs
+  Tensor a_bf16, b_bf16;  // rounded copies made here, while the product runs
   if (bf16) {
-    // Stored as [a_rows, a_cols] and [b_rows, b_cols].
-    const int64_t a_rows = a_trans == CblasNoTrans ? m : k;
-    const int64_t a_cols = a_trans == CblasNoTrans ? k : m;
-    const int64_t b_rows = b_trans == CblasNoTrans ? k : n;
-    const int64_t b_cols = b_trans == CblasNoTrans ? n : k;
-    a_bf16 = BfloatBuffer(a_rows * a_cols);
-    b_bf16 = BfloatBuffer(b_rows * b_cols);
-    auto* a16 = reinterpret_cast<uint16_t*>(a_bf16.data());
-    auto* b16 = reinterpret_cast<uint16_t*>(b_bf16.data());
-    RoundToBfloat(a, a_rows, a_cols, lda, a16);
-    RoundToBfloat(b, b_rows, b_cols, ldb, b16);
-    whole.a = a16, whole.lda = a_cols;
-    whole.b = b16, whole.ldb = b_cols;
+    // An operand stored [rows, cols]: its rounded copy, given or made here
+    // (packed, leading dimension cols).
+    const auto rounded = [](const GemmOperand& x, int64_t rows, int64_t cols,
+                            Tensor& made, const void*& data, int64_t& ld) {
+      if (x.bf16 != nullptr) {
+        data = x.bf16, ld = x.ld;
+        return;
+      }
+      made = BfloatBuffer(rows * cols);
+      auto* out = reinterpret_cast<uint16_t*>(made.data());
+      RoundToBfloat(x.data, rows, cols, x.ld, out);
+      data = out, ld = cols;
+    };
+    rounded(a, a_trans == CblasNoTrans ? m : k, a_trans == CblasNoTrans ? k : m,
+            a_bf16, whole.a, whole.lda);
+    rounded(b, b_trans == CblasNoTrans ? k : n, b_trans == CblasNoTrans ? n : k,
+            b_bf16, whole.b, whole.ldb);
     element_bytes = sizeof(uint16_t);
   }
   const int64_t block_rows = GemmBlockRows(m, n, k);

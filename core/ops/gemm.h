@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/tensor.h"
+
 namespace rotor {
 
 enum class GemmBackend { kOneDnn, kOpenBlas };
@@ -88,14 +90,48 @@ namespace internal {
 // call. A function of the shape alone (gemm.cc says why and how).
 int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k);
 
+// A matrix operand of ParallelGemm, stored [rows, cols] row-major with
+// leading dimension ld: its float32 values, and, when a caller multiplies
+// the same matrix several times in bf16, the same matrix already rounded
+// to bfloat16 in the same layout (BfloatCopy), which a bf16 product then
+// reads instead of rounding the floats again. A dense copy (ld = cols)
+// gives the same bits as rounding in the product, which packs the copy so;
+// a copy with another leading dimension may not (oneDNN may sum in another
+// order), though always the same bits for the same call.
+struct GemmOperand {
+  const float* data = nullptr;
+  int64_t ld = 0;
+  // The rounded matrix in data's layout (so, from RoundedCopy, only for a
+  // dense data: ld = cols), or null.
+  const uint16_t* bf16 = nullptr;
+};
+
+// The dense matrix x [rows, cols] (leading dimension cols) rounded to
+// bfloat16 (to nearest even, kernels::F32ToBF16) in parallel, held by
+// `holder`: made once for several products (core/ops/matmul.cc rounds a
+// linear layer's weight once for its forward and backward, and dY once for
+// dX and dW; LinearCrossEntropy its weight once for all its chunks).
+struct BfloatCopy {
+  Tensor holder;
+  const uint16_t* data = nullptr;
+};
+BfloatCopy RoundedCopy(const float* x, int64_t rows, int64_t cols);
+
 // C [m, n] (ld = n) = op(A) [m, k] op(B) [k, n] + beta C, where op(X) is X
 // (CblasNoTrans, X stored [rows, cols] with leading dimension ld) or X^T
 // (CblasTrans), with the active backend and precision. With beta 0, C is
-// not read. Extents beyond BLAS's int throw, naming `op`.
+// not read. Extents beyond BLAS's int throw, naming `op`. In bf16, an
+// operand without a rounded copy is rounded for this product alone.
 void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
-                  int64_t n, int64_t k, const float* a, int64_t lda,
-                  const float* b, int64_t ldb, float beta, float* c,
-                  const char* op);
+                  int64_t n, int64_t k, const GemmOperand& a,
+                  const GemmOperand& b, float beta, float* c, const char* op);
+inline void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans,
+                         int64_t m, int64_t n, int64_t k, const float* a,
+                         int64_t lda, const float* b, int64_t ldb, float beta,
+                         float* c, const char* op) {
+  ParallelGemm(a_trans, b_trans, m, n, k, GemmOperand{a, lda},
+               GemmOperand{b, ldb}, beta, c, op);
+}
 
 }  // namespace internal
 }  // namespace rotor

@@ -79,11 +79,18 @@ Tensor LinearCrossEntropy(const Tensor& hidden, const Tensor& weight,
   Tensor losses = Tensor::Empty({rows});
   Tensor logsumexp = backward ? Tensor() : Tensor::Empty({chunk});
   const char* op = "LinearCrossEntropy";
+  // In bf16, W is rounded once for every chunk's products, and each chunk's
+  // G once for its dH and dW (core/ops/gemm.h BfloatCopy).
+  const bool bf16 = ActiveMatmulPrecision() == MatmulPrecision::kBfloat16;
+  const internal::BfloatCopy w_bf16 =
+      bf16 ? internal::RoundedCopy(w.data(), vocab, in)
+           : internal::BfloatCopy{};
+  const internal::GemmOperand w_op{w.data(), in, w_bf16.data};
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
     const float* h_chunk = h.data() + r0 * in;
-    internal::ParallelGemm(CblasNoTrans, CblasTrans, n, vocab, in, h_chunk, in,
-                           w.data(), in, 0.0f, logits.data(), op);
+    internal::ParallelGemm(CblasNoTrans, CblasTrans, n, vocab, in,
+                           {h_chunk, in}, w_op, 0.0f, logits.data(), op);
     if (!backward) {
       kernels::CrossEntropyForward(logits.data(), targets.data() + r0, n, vocab,
                                    ignore_index, losses.data() + r0,
@@ -93,15 +100,19 @@ Tensor LinearCrossEntropy(const Tensor& hidden, const Tensor& weight,
     kernels::CrossEntropyForwardBackwardInPlace(
         logits.data(), targets.data() + r0, n, vocab, ignore_index, scale,
         losses.data() + r0);
+    const internal::BfloatCopy g_bf16 =
+        bf16 && grad_h && grad_w
+            ? internal::RoundedCopy(logits.data(), n, vocab)
+            : internal::BfloatCopy{};
+    const internal::GemmOperand g_op{logits.data(), vocab, g_bf16.data};
     if (grad_h) {  // dH_c [n, in] = G_c [n, vocab] W [vocab, in]
-      internal::ParallelGemm(CblasNoTrans, CblasNoTrans, n, in, vocab,
-                             logits.data(), vocab, w.data(), in, 0.0f,
-                             dh.data() + r0 * in, op);
+      internal::ParallelGemm(CblasNoTrans, CblasNoTrans, n, in, vocab, g_op,
+                             w_op, 0.0f, dh.data() + r0 * in, op);
     }
     if (grad_w) {  // dW [vocab, in] += G_c^T [vocab, n] H_c [n, in]
-      internal::ParallelGemm(CblasTrans, CblasNoTrans, vocab, in, n,
-                             logits.data(), vocab, h_chunk, in,
-                             r0 == 0 ? 0.0f : 1.0f, dw.data(), op);
+      internal::ParallelGemm(CblasTrans, CblasNoTrans, vocab, in, n, g_op,
+                             {h_chunk, in}, r0 == 0 ? 0.0f : 1.0f, dw.data(),
+                             op);
     }
   }
   double total = 0.0;  // in row order, as CrossEntropy

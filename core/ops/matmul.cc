@@ -37,6 +37,9 @@ struct MatrixOperand {
   CBLAS_TRANSPOSE trans = CblasNoTrans;
   int64_t ld = 1;
   Shape batch_strides;  // over the broadcast batch shape; 0 = shared
+  // The matrix rounded to bf16 once for several products (RoundOnce), or
+  // none: each bf16 product then rounds it.
+  internal::BfloatCopy bf16;
 };
 
 // Describes `t`'s matrices (rows x cols = its last two extents) for sgemm
@@ -82,6 +85,23 @@ MatrixOperand Transposed(MatrixOperand op) {
   return op;
 }
 
+// In bf16, rounds the one matrix of `op` (a 2-D tensor's, rows x cols as
+// the tensor has them) once for all the products that read it, when it is
+// dense; otherwise, or in float32, does nothing.
+void RoundOnce(MatrixOperand& op, int64_t rows, int64_t cols) {
+  if (ActiveMatmulPrecision() != MatmulPrecision::kBfloat16) return;
+  const int64_t stored_rows = op.trans == CblasNoTrans ? rows : cols;
+  const int64_t stored_cols = op.trans == CblasNoTrans ? cols : rows;
+  if (op.ld != stored_cols) return;
+  op.bf16 = internal::RoundedCopy(op.data, stored_rows, stored_cols);
+}
+
+// Operand `op` of batch b, which starts `offset` elements in.
+internal::GemmOperand BatchOperand(const MatrixOperand& op, int64_t offset) {
+  return {op.data + offset, op.ld,
+          op.bf16.data == nullptr ? nullptr : op.bf16.data + offset};
+}
+
 // For every batch index b of `batch` (row-major order):
 //   C_b = op(A_b) op(B_b) + (first write of C_b ? 0 : C_b),
 // with op(A_b): [m, k], op(B_b): [k, n], C_b: [m, n] row-major (ld = n).
@@ -108,8 +128,8 @@ void BatchedGemm(const Shape& batch, const MatrixOperand& a,
       c_offset += index[d] * c_strides[d] * m * n;
       if (c_strides[d] == 0 && index[d] != 0) first_write = false;
     }
-    internal::ParallelGemm(a.trans, b.trans, m, n, k, a.data + a_offset, a.ld,
-                           b.data + b_offset, b.ld, first_write ? 0.0f : 1.0f,
+    internal::ParallelGemm(a.trans, b.trans, m, n, k, BatchOperand(a, a_offset),
+                           BatchOperand(b, b_offset), first_write ? 0.0f : 1.0f,
                            c.data() + c_offset, op);
     for (int64_t d = rank - 1; d >= 0; --d) {
       if (++index[d] < batch[d]) break;
@@ -254,6 +274,9 @@ Tensor LinearOp(const char* op, const Tensor& x,
     x2d = xc.ViewAs({rows, in_features}, {in_features, 1}, 0);
   }
   const MatrixOperand x_op = MakeOperand(x2d, {});
+  // In bf16 each product rounds the weight again: a copy kept from the
+  // forward to the backward would hold half the weights' bytes through the
+  // step, to save 1 / (2 rows) of the product's work.
   const MatrixOperand w_op =
       MakeOperand(StackedWeights(weights, in_features, out_features), {});
 
@@ -293,8 +316,14 @@ Tensor LinearOp(const char* op, const Tensor& x,
       [op, x_op, w_op, x_shape, rows, in_features, out_features, widths,
        needs_grad, parts, has_bias](const Tensor& g) {
         const Tensor gc = g.is_contiguous() ? g : internal::ContiguousCopy(g);
-        const MatrixOperand g_op = MakeOperand(
+        MatrixOperand g_op = MakeOperand(
             gc.ViewAs({rows, out_features}, {out_features, 1}, 0), {});
+        // dY is read by dX and by the dW products: rounded once for all.
+        if (needs_grad[0] &&
+            std::any_of(needs_grad.begin() + 1, needs_grad.begin() + 1 + parts,
+                        [](bool needed) { return needed; })) {
+          RoundOnce(g_op, rows, out_features);
+        }
         std::vector<Tensor> grads(needs_grad.size());
         if (needs_grad[0]) {  // dX [rows, in] = dY [rows, out] W [out, in]
           grads[0] = Tensor::Empty(x_shape);  // sgemm overwrites (beta 0)
@@ -318,6 +347,7 @@ Tensor LinearOp(const char* op, const Tensor& x,
           // dY's columns of part i: [rows, out_i] with leading dimension out.
           MatrixOperand g_part = g_op;
           g_part.data += column;
+          if (g_part.bf16.data != nullptr) g_part.bf16.data += column;
           if (one_weight_gemm) {
             grads[1 + i] = dw.ViewAs({widths[i], in_features}, {in_features, 1},
                                      column * in_features);

@@ -205,6 +205,50 @@ TEST(GemmBackends, BfloatStaysWithinItsStatedBound) {
   EXPECT_GT(differs_from_float32, 0) << "bf16 gave float32's bits everywhere";
 }
 
+// An operand rounded once (RoundedCopy, as Linear rounds dY for dX and dW):
+// dense, it gives the bits of one the product rounds itself (which packs
+// it the same way), as it is or transposed; as a column range of a wider
+// rounded matrix (a fused layer's part of dY), it is the product of the
+// rounded operands within float32's bound (oneDNN may sum in another order
+// for another leading dimension, so not the same bits).
+TEST(GemmBackends, ARoundedCopyIsTheRoundedOperand) {
+  if (!BfloatRuns()) GTEST_SKIP() << "no bf16 matmul here";
+  GemmSettings settings(GemmBackend::kOneDnn, MatmulPrecision::kBfloat16);
+  std::mt19937 rng(41);
+  for (const Size size : {Size{300, 90, 70}, Size{33, 17, 129}}) {
+    for (const bool a_trans : {false, true}) {
+      for (const int64_t column : {0, 5}) {
+        // A's stored rows are lda = width + pad wide; op(A) reads the
+        // columns [column, column + width).
+        const int64_t pad = column == 0 ? 0 : column + 3;
+        const Problem p =
+            MakeProblem(size.m, size.n, size.k, a_trans, false, pad, 1.0f, rng);
+        const std::string what =
+            Describe(p, GemmBackend::kOneDnn, MatmulPrecision::kBfloat16) +
+            " from column " + std::to_string(column);
+        const int64_t a_rows = a_trans ? size.k : size.m;
+        const internal::BfloatCopy copy =
+            internal::RoundedCopy(p.a.data(), a_rows, p.lda);
+        const CBLAS_TRANSPOSE trans = a_trans ? CblasTrans : CblasNoTrans;
+        std::vector<float> given = p.c0;
+        internal::ParallelGemm(trans, CblasNoTrans, p.m, p.n, p.k,
+                               {p.a.data() + column, p.lda, copy.data + column},
+                               {p.b.data(), p.ldb}, p.beta, given.data(),
+                               "test");
+        if (column == 0) {
+          EXPECT_TRUE(given == RunProduct(p)) << what;
+          continue;
+        }
+        // p's A, shifted to start at `column`, for the bound's reference.
+        Problem shifted = p;
+        std::copy(p.a.begin() + column, p.a.end(), shifted.a.begin());
+        ExpectWithinBound(shifted, given, Bfloat(shifted.a), Bfloat(p.b), 0.0,
+                          what);
+      }
+    }
+  }
+}
+
 // Every thread count runs the same calls (GemmBlockRows), so the same bits,
 // with each backend and precision (the coretypes suite runs this once per
 // OpenBLAS core type).
