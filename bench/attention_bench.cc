@@ -260,7 +260,8 @@ void RunTable(bool quick) {
   std::printf(
       "causal attention, B1 Hq16 Hkv16 (B * Hq = 16), processor %s, "
       "Highway target %s\n"
-      "FMA peak %.1f GFLOP/s per thread; matmul reference (%s, 1024 x 1024 "
+      "FMA peak %.1f GFLOP/s per thread (bf16 dot products, VDPBF16PS: "
+      "%.1f; 0 without AVX512_BF16); matmul reference (%s, 1024 x 1024 "
       "x 1024 linear layer, forward + dx + dW): %.1f GFLOP/s at 1 thread, "
       "%.1f GFLOP/s at 2 threads\n"
       "FLOPs over the causal pairs P: forward 4 D P, backward 8 D P; wall "
@@ -270,7 +271,8 @@ void RunTable(bool quick) {
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
       "| ---: |\n",
       bench::CpuModelName().c_str(), kernels::AttentionTarget(), peak,
-      GemmDescription().c_str(), sgemm[0], sgemm[1]);
+      bench::Bf16DotPeakGflops(), GemmDescription().c_str(), sgemm[0],
+      sgemm[1]);
   std::fflush(stdout);
   for (size_t len : {256, 1024, 4096, 16384}) {
     if (quick && len == 16384) break;

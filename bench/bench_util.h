@@ -58,6 +58,11 @@ struct FmaPeak {
 FmaPeak MeasureFmaPeak();
 // MeasureFmaPeak's GFLOP/s, measured once per process.
 double FmaPeakGflops();
+// The same for bf16 dot products (bench/util/bf16_dot_peak.cc: 512-bit
+// VDPBF16PS chains, 64 FLOPs each), or 0 on a CPU without AVX512_BF16.
+// Twice the FMA peak where the CPU runs them as fast as FMAs; the AMX
+// matmuls of oneDNN are not bound by it.
+double Bf16DotPeakGflops();
 
 // The processor's model name (/proc/cpuinfo), for the lines that say where
 // a figure was measured.

@@ -93,8 +93,10 @@ int Main(int argc, char** argv) {
   const bench::FmaPeak peak = bench::MeasureFmaPeak();
   std::printf("matmuls at a step's shapes on %s, one thread\n",
               bench::CpuModelName().c_str());
-  std::printf("FMA peak: %.1f GFLOP/s (%s, %d floats)\n\n", peak.gflops,
-              peak.target, peak.lanes);
+  std::printf(
+      "FMA peak: %.1f GFLOP/s (%s, %d floats); bf16 dot products "
+      "(VDPBF16PS): %.1f GFLOP/s (0: no AVX512_BF16)\n\n",
+      peak.gflops, peak.target, peak.lanes, bench::Bf16DotPeakGflops());
   std::printf("%-8s %-9s %-5s %-8s %18s %9s %7s  %s\n", "model", "backend",
               "prec", "product", "m x n x k", "GFLOP/s", "% peak",
               "implementation");
