@@ -68,9 +68,6 @@ std::string Implementation(const Product& p, bool bf16) {
   block.a_trans = p.a_trans, block.b_trans = p.b_trans;
   block.m = internal::GemmBlockRows(p.m, p.n, p.k), block.n = p.n;
   block.k = p.k;
-  if (internal::GemmCutsDepth(GemmBackend::kOneDnn, p.a_trans, p.m, p.n, p.k)) {
-    block.m = p.m, block.k = internal::GemmBlockDepth(p.m, p.n, p.k);
-  }
   block.lda = p.a_trans == CblasNoTrans ? p.k : p.m;  // as ParallelGemm's
   block.ldb = p.b_trans == CblasNoTrans ? p.n : p.k;
   block.ldc = p.n;

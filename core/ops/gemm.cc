@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/kernels/convert.h"
-#include "core/kernels/vector_ops.h"
 #include "core/ops/gemm_backends.h"
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -223,34 +222,12 @@ int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k) {
   return (per_block + kGemmRowAlign - 1) / kGemmRowAlign * kGemmRowAlign;
 }
 
-int64_t GemmBlockDepth(int64_t m, int64_t n, int64_t k) {
-  // The same rule as GemmBlockRows, along k.
-  return GemmBlockRows(k, n, m);
-}
-
-// Whether ParallelGemm cuts the product along k (GemmBlockDepth) rather
-// than into row blocks: on oneDNN, for a transposed A (the weight
-// gradients dW = dY^T X) that row blocks would cut and k can be cut
-// instead. oneDNN runs a transposed A on its brgemm kernels only when A's
-// leading dimension is the call's row count, so a row block of such a
-// product (a strip of A's columns) runs on gemm:jit; a k block is whole
-// rows of A, so brgemm. In build/bench/gemm_bench on an Intel Xeon with
-// AVX-512, the weight gradients ran at 43-65 % of the FMA peak in row
-// blocks on gemm:jit, the other products at 68-74 % on brgemm; cut along
-// k, the 1024 x 192 x 4096 one rose from 43 % to about 60 %.
-bool GemmCutsDepth(GemmBackend backend, CBLAS_TRANSPOSE a_trans, int64_t m,
-                   int64_t n, int64_t k) {
-  return backend == GemmBackend::kOneDnn && a_trans == CblasTrans &&
-         GemmBlockRows(m, n, k) < m && GemmBlockDepth(m, n, k) < k;
-}
-
 // C [m, n] (ld = n) = op(A) [m, k] op(B) [k, n] + beta C, split over row
 // blocks of C: block [r0, r1) reads rows r0.. of op(A), which start at
 // element r0 * lda of A when A is stored as is and at element r0 when A is
-// stored transposed (op(A) = A^T, so its rows are A's columns); or, where
-// GemmCutsDepth, over blocks of k. In bf16, A and B are first rounded whole
-// (each once per product, in parallel) into packed copies with the same
-// layout, unless the caller gave a rounded copy.
+// stored transposed (op(A) = A^T, so its rows are A's columns). In bf16, A
+// and B are first rounded whole (each once per product, in parallel) into
+// packed copies with the same layout.
 void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
                   int64_t n, int64_t k, const GemmOperand& a,
                   const GemmOperand& b, float beta, float* c, const char* op) {
@@ -285,50 +262,6 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
             b_bf16, whole.b, whole.ldb);
     element_bytes = sizeof(uint16_t);
   }
-  const auto run = [&](const GemmBlock& block) {
-#if ROTOR_WITH_ONEDNN
-    if (backend == GemmBackend::kOneDnn) {
-      OneDnnGemm(block, bf16, op);
-      return;
-    }
-#endif
-    OpenBlasGemm(block, op);
-  };
-  if (GemmCutsDepth(backend, a_trans, m, n, k)) {
-    // C = beta C + sum_j op(A)[:, k_j] op(B)[k_j, :]: block 0 into C, the
-    // others into partials added to C after, in block order.
-    const int64_t depth = GemmBlockDepth(m, n, k);
-    const int64_t blocks = (k + depth - 1) / depth;
-    Tensor partials = Tensor::Empty({(blocks - 1) * m * n});
-    ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        const int64_t k0 = j * depth;
-        GemmBlock block = whole;
-        block.k = std::min(depth, k - k0);
-        // Rows k0.. of A (stored [k, m]) and of op(B).
-        const int64_t b_offset = b_trans == CblasNoTrans ? k0 * whole.ldb : k0;
-        block.a =
-            static_cast<const char*>(whole.a) + k0 * whole.lda * element_bytes;
-        block.b = static_cast<const char*>(whole.b) + b_offset * element_bytes;
-        if (j > 0) {
-          block.beta = 0.0f;
-          block.c = partials.data() + (j - 1) * m * n;
-        }
-        run(block);
-      }
-    });
-    const float* partial = partials.data();
-    ParallelFor(m, std::max<int64_t>(1, (int64_t{1} << 14) / n),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t r = begin; r < end; ++r) {
-                    for (int64_t j = 1; j < blocks; ++j) {
-                      const float* p = partial + (j - 1) * m * n + r * n;
-                      kernels::Add(c + r * n, p, c + r * n, n);
-                    }
-                  }
-                });
-    return;
-  }
   const int64_t block_rows = GemmBlockRows(m, n, k);
   const int64_t blocks = (m + block_rows - 1) / block_rows;
   ParallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
@@ -339,7 +272,13 @@ void ParallelGemm(CBLAS_TRANSPOSE a_trans, CBLAS_TRANSPOSE b_trans, int64_t m,
       const int64_t a_offset = a_trans == CblasNoTrans ? r0 * whole.lda : r0;
       block.a = static_cast<const char*>(whole.a) + a_offset * element_bytes;
       block.c = c + r0 * n;
-      run(block);
+#if ROTOR_WITH_ONEDNN
+      if (backend == GemmBackend::kOneDnn) {
+        OneDnnGemm(block, bf16, op);
+        continue;
+      }
+#endif
+      OpenBlasGemm(block, op);
     }
   });
 }

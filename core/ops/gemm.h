@@ -89,15 +89,6 @@ namespace internal {
 // [k, n] into (the last block may be shorter); m when the product is one
 // call. A function of the shape alone (gemm.cc says why and how).
 int64_t GemmBlockRows(int64_t m, int64_t n, int64_t k);
-// The depth of each block when ParallelGemm cuts a product along k instead
-// (GemmCutsDepth); k when it is one block. Also a function of the shape
-// alone: the partial products are added to C in block order, so the same
-// bits at any thread count.
-int64_t GemmBlockDepth(int64_t m, int64_t n, int64_t k);
-// Whether ParallelGemm cuts a product along k (gemm.cc says why): on
-// oneDNN, for a transposed A that row blocks would cut, when k can be cut.
-bool GemmCutsDepth(GemmBackend backend, CBLAS_TRANSPOSE a_trans, int64_t m,
-                   int64_t n, int64_t k);
 
 // A matrix operand of ParallelGemm, stored [rows, cols] row-major with
 // leading dimension ld: its float32 values, and, when a caller multiplies

@@ -151,12 +151,9 @@ struct Size {
   int64_t m, n, k;
 };
 // One element; odd sizes under one vector; one block with tails in every
-// dimension; products cut into 2 and 4 row blocks (GemmBlockRows); and one
-// that oneDNN cuts into 4 blocks of k when A is transposed (GemmBlockDepth,
-// the last one shorter).
-const Size kSizes[] = {{1, 1, 1},      {7, 13, 5},    {33, 17, 65},
-                       {130, 70, 90},  {300, 90, 70}, {2100, 24, 20},
-                       {300, 40, 2100}};
+// dimension; and products cut into 2 and 4 row blocks (GemmBlockRows).
+const Size kSizes[] = {{1, 1, 1},     {7, 13, 5},    {33, 17, 65},
+                       {130, 70, 90}, {300, 90, 70}, {2100, 24, 20}};
 
 template <typename Check>
 void ForEveryProblem(const Check& check) {
@@ -266,8 +263,8 @@ TEST(GemmBackends, SameBitsAtAnyThreadCount) {
   std::mt19937 rng(37);
   for (const auto& [backend, precision] : settings) {
     GemmSettings scope(backend, precision);
-    for (const Size size : {Size{300, 90, 70}, Size{1100, 33, 40},
-                            Size{4200, 20, 16}, Size{300, 40, 2100}}) {
+    for (const Size size :
+         {Size{300, 90, 70}, Size{1100, 33, 40}, Size{4200, 20, 16}}) {
       for (const bool a_trans : {false, true}) {
         for (const float beta : {0.0f, 1.0f}) {
           const Problem p = MakeProblem(size.m, size.n, size.k, a_trans,
@@ -284,16 +281,6 @@ TEST(GemmBackends, SameBitsAtAnyThreadCount) {
       }
     }
   }
-}
-
-// The k blocks of a transposed A on oneDNN: whole when the rows would not
-// be cut or k is short; otherwise 2, 4, ... blocks of at least 512, in
-// whole multiples of 16.
-TEST(GemmBackends, DepthBlocksFollowTheShape) {
-  EXPECT_EQ(internal::GemmBlockDepth(300, 40, 70), 70);
-  EXPECT_EQ(internal::GemmBlockDepth(300, 40, 1100), 560);
-  EXPECT_EQ(internal::GemmBlockDepth(300, 40, 2100), 528);
-  EXPECT_EQ(internal::GemmBlockDepth(1024, 192, 4096), 512);
 }
 
 TEST(GemmBackends, NamesParseBothWays) {
