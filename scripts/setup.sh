@@ -13,6 +13,10 @@
 #                                       # scripts/run.sh needs
 #   bash scripts/setup.sh --with-browser  # also chromium, which the RoPE
 #                                       # explorer's browser tests run headless
+#   bash scripts/setup.sh --with-torch  # also python3-torch, which the
+#                                       # benchmarks' PyTorch comparisons
+#                                       # (bench/*_torch.py) run; rotor
+#                                       # itself needs no Python
 #   bash scripts/setup.sh --sanitize    # build-sanitize/ instead: ASan and
 #                                       # UBSan (scripts/test.sh --sanitize)
 #   bash scripts/setup.sh --fuzz        # build-fuzz/ instead: clang and the
@@ -32,7 +36,9 @@
 #                        with --with-browser, also chromium when no chromium
 #                        is on the PATH: tests/train/extend/
 #                        rope_explorer_browser_test.cc loads the explorer
-#                        pages in it, and skips without it).
+#                        pages in it, and skips without it; with
+#                        --with-torch, also python3-torch when
+#                        /usr/bin/python3 cannot import torch).
 #                        As root it runs apt-get; otherwise it
 #                        prints the exact apt-get line to run and stops
 #                        (exit 1).
@@ -155,6 +161,10 @@ main() {
       --with-browser)
         command -v chromium >/dev/null 2>&1 || PACKAGES+=(chromium)
         ;;
+      --with-torch)
+        /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 ||
+          PACKAGES+=(python3-torch)
+        ;;
       # GCC's own ASan and UBSan runtimes (libasan, libubsan) come with g++.
       # (Without MPI: CMakeLists.txt says why.)
       --sanitize)
@@ -174,8 +184,8 @@ main() {
         ;;
       *)
         echo "setup: unknown option '${arg}' (known: --with-data," \
-          "--with-plots, --with-browser, --rotor-only, --sanitize," \
-          "--fuzz)" >&2
+          "--with-plots, --with-browser, --with-torch, --rotor-only," \
+          "--sanitize, --fuzz)" >&2
         exit 2
         ;;
     esac
