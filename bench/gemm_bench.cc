@@ -18,6 +18,7 @@
 //                          [--precision fp32|bf16|both] [--model
 //                          default|smol|both]
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,13 @@ std::string Implementation(const Product& p, bool bf16) {
 
 int Main(int argc, char** argv) {
   std::string backends = "both", precisions = "both", models = "both";
+  const char* usage =
+      "usage: gemm_bench [--backend onednn|openblas|both] [--precision "
+      "fp32|bf16|both] [--model default|smol|both]\n";
+  if (argc % 2 == 0) {  // a flag without its value, or --help
+    std::fprintf(stderr, "%s", usage);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--backend") {
@@ -85,9 +93,23 @@ int Main(int argc, char** argv) {
     } else if (flag == "--model") {
       models = argv[i + 1];
     } else {
-      std::fprintf(stderr, "gemm_bench: unknown flag %s\n", flag.c_str());
+      std::fprintf(stderr, "gemm_bench: unknown flag %s\n%s", flag.c_str(),
+                   usage);
       return 2;
     }
+  }
+  const auto one_of = [](const std::string& value,
+                         std::initializer_list<const char*> allowed) {
+    for (const char* name : allowed) {
+      if (value == name) return true;
+    }
+    return false;
+  };
+  if (!one_of(backends, {"onednn", "openblas", "both"}) ||
+      !one_of(precisions, {"fp32", "bf16", "both"}) ||
+      !one_of(models, {"default", "smol", "both"})) {
+    std::fprintf(stderr, "gemm_bench: unknown value\n%s", usage);
+    return 2;
   }
   SetNumThreads(1);
   const bench::FmaPeak peak = bench::MeasureFmaPeak();
