@@ -13,7 +13,9 @@
 // - the per-Highway-target fixture (ROTOR_PER_TARGET_TEST) and the kernel
 //   sweeps: ForEachSizeAndMisalignment (and ForEachShapeAndMisalignment for
 //   row kernels) over KernelTestSizes() and KernelTestMisalignments(), with
-//   MisalignedFloats for the arrays.
+//   MisalignedFloats for the arrays,
+// - ROTOR_SKIP_WITHOUT_BF16_DOT: skips a bf16 tile test on a CPU without
+//   AVX512_BF16, naming it.
 #ifndef ROTOR_TESTS_TEST_UTIL_H_
 #define ROTOR_TESTS_TEST_UTIL_H_
 
@@ -30,6 +32,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/kernels/bf16_tile_product.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
@@ -352,5 +355,11 @@ void ForEachShapeAndMisalignment(const std::vector<size_t>& row_counts,
       ::hwy::TestParamTargetName)
 
 #define ROTOR_PER_TARGET_TEST(suite, name) TEST_P(suite, name)
+
+#define ROTOR_SKIP_WITHOUT_BF16_DOT()                                      \
+  if (!::rotor::kernels::Bf16DotSupported()) {                             \
+    GTEST_SKIP() << "this CPU has no AVX512_BF16 (VDPBF16PS): the bf16 "   \
+                    "tile products do not run here";                       \
+  }
 
 #endif  // ROTOR_TESTS_TEST_UTIL_H_

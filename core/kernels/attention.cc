@@ -35,6 +35,25 @@
 #include <cmath>
 #include <limits>
 
+#include "core/kernels/bf16_tile_product.h"
+
+// Defined once, before the per-target passes below re-include this file.
+#ifndef ROTOR_CORE_KERNELS_ATTENTION_CC_SHARED_
+#define ROTOR_CORE_KERNELS_ATTENTION_CC_SHARED_
+namespace rotor {
+namespace kernels {
+namespace {
+// uint32 words of each of a task's bfloat16 operand buffers: a product
+// has at most max(D, tile) rows, columns and depth.
+size_t PackedTileWords(size_t head_dim) {
+  return Bf16PackedWords(
+      std::max({head_dim, kAttentionQueryTile, kAttentionKeyTile}));
+}
+}  // namespace
+}  // namespace kernels
+}  // namespace rotor
+#endif  // ROTOR_CORE_KERNELS_ATTENTION_CC_SHARED_
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/kernels/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -168,6 +187,17 @@ void RotateHeads(const AttentionShape& s, size_t heads,
   });
 }
 
+// The bf16 backward's q and dout packed once for all its tasks
+// (PackQueries), per query head: rows as A of S and dp, [head][t][(D + 1) /
+// 2] pairs, and pairs of rows as B of dk and dv, [head][ceil(T / 2)]
+// [Bf16PackedColumns(D)].
+struct PackedQueries {
+  const uint32_t* q_rows = nullptr;
+  const uint32_t* q_pairs = nullptr;
+  const uint32_t* dout_rows = nullptr;
+  const uint32_t* dout_pairs = nullptr;
+};
+
 // One task's scratch, carved out of a single aligned allocation of
 // AttentionTaskScratchFloats(head_dim) floats.
 struct TaskScratch {
@@ -189,6 +219,14 @@ struct TaskScratch {
     row_max = take(kQueryTile);
     row_sum = take(kQueryTile);
     corrections = take(kQueryTile);
+    packed_a = reinterpret_cast<uint32_t*>(take(PackedTileWords(head_dim)));
+    packed_b = reinterpret_cast<uint32_t*>(take(PackedTileWords(head_dim)));
+    packed_q = reinterpret_cast<uint32_t*>(take(PackedTileWords(head_dim)));
+    packed_keys = reinterpret_cast<uint32_t*>(take(PackedTileWords(head_dim)));
+    packed_values =
+        reinterpret_cast<uint32_t*>(take(PackedTileWords(head_dim)));
+    packed_key_rows =
+        reinterpret_cast<uint32_t*>(take(PackedTileWords(head_dim)));
     static_assert(kKeyTile <= kQueryTile, "a key tile's rows fit acc");
     dk_part = acc;
     dv_part = queries;
@@ -203,6 +241,17 @@ struct TaskScratch {
   float* row_max;      // [kQueryTile]: running max m_i (forward)
   float* row_sum;      // [kQueryTile]: running sum l_i (forward)
   float* corrections;  // [kQueryTile]: exp(m_i - m_i') of a tile (forward)
+  // With s.bf16: a product's A and B rounded to bfloat16 pairs (Product).
+  uint32_t* packed_a;
+  uint32_t* packed_b;
+  uint32_t* packed_q;  // the forward's query tile, packed once per task
+  // The backward's key tile packed once for its products (LoadKeyValueTile):
+  // K^T and V^T as B of S and dp, K's rows as B of dq.
+  uint32_t* packed_keys;
+  uint32_t* packed_values;
+  uint32_t* packed_key_rows;
+  // The backward's q and dout packed once for all tasks (bf16), or null.
+  const PackedQueries* queries_packed = nullptr;
   // The backward's [kKeyTile, D] sums of dk and dv of one query head (the
   // forward's acc and queries, which the backward does not use).
   float* dk_part;
@@ -218,6 +267,78 @@ void TransposeTile(const float* HWY_RESTRICT rows, size_t stride, size_t count,
     for (size_t c = 0; c < count; ++c) out_row[c] = rows[c * stride + e];
     for (size_t c = count; c < cols; ++c) out_row[c] = 0.0f;
   }
+}
+
+// An operand of a bf16 product already packed (bf16_tile_product.h): A's
+// pairs A(m, j) at words[m * row + j * col], or B's rows of pairs `row`
+// words apart. Null words: not packed.
+struct Packed {
+  const uint32_t* words = nullptr;
+  size_t row = 0;
+  size_t col = 0;
+};
+
+// C (+)= A B, every product of the tasks below, with TileProduct's operands
+// (tile_product-inl.h): in float32, or with s.bf16 A and B rounded to
+// bfloat16 pairs and multiplied by AVX512_BF16's dot products with float32
+// sums (core/kernels/bf16_tile_product.h), from packed_a and packed_b when
+// the caller packed them once for several products (the same words), else
+// packed here into the task's scratch. A is read row-major (a_col = 1) or
+// transposed (a_row = 1), as every product here reads it.
+template <bool kAccumulate>
+void Product(const AttentionShape& s, TaskScratch& scratch, size_t rows,
+             size_t cols, size_t depth, const float* HWY_RESTRICT a,
+             size_t a_row, size_t a_col, const float* HWY_RESTRICT b,
+             size_t ldb, float alpha, float* HWY_RESTRICT c, size_t ldc,
+             Packed packed_a = {}, Packed packed_b = {}) {
+  if (!s.bf16) {
+    TileProduct<kAccumulate>(rows, cols, depth, a, a_row, a_col, b, ldb, alpha,
+                             c, ldc);
+    return;
+  }
+  const size_t pairs = (depth + 1) / 2;
+  if (packed_a.words == nullptr && a_col == 1) {
+    PackBf16Rows(a, a_row, rows, depth, scratch.packed_a, pairs);
+    packed_a = {scratch.packed_a, pairs, 1};
+  } else if (packed_a.words == nullptr) {  // A^T [depth, rows], a_col apart
+    packed_a = {scratch.packed_a, 1, Bf16PackedColumns(rows)};
+    PackBf16PairRows(a, a_col, depth, rows, scratch.packed_a, packed_a.col);
+  }
+  if (packed_b.words == nullptr) {
+    packed_b = {scratch.packed_b, Bf16PackedColumns(cols)};
+    PackBf16PairRows(b, ldb, depth, cols, scratch.packed_b, packed_b.row);
+  }
+  Bf16TileProduct(kAccumulate, rows, cols, pairs, alpha,
+                  {packed_a.words, packed_a.row, packed_a.col, packed_b.words,
+                   packed_b.row, c, ldc});
+}
+
+// The packed operands of the backward's products (bf16), or none: K^T, V^T
+// and K's rows of the key tile LoadKeyValueTile loaded, and query rows [i0, i0
+// + rows) of head `head` from scratch.queries_packed, as A (rows) or B (pairs
+// of rows; only for a tile starting on an even row with an even number of rows,
+// which the pairs of the whole head match).
+Packed KeysPacked(const AttentionShape& s, const TaskScratch& scratch) {
+  return s.bf16 ? Packed{scratch.packed_keys, kKeyTile} : Packed{};
+}
+Packed ValuesPacked(const AttentionShape& s, const TaskScratch& scratch) {
+  return s.bf16 ? Packed{scratch.packed_values, kKeyTile} : Packed{};
+}
+Packed KeyRowsPacked(const AttentionShape& s, const TaskScratch& scratch) {
+  return s.bf16 ? Packed{scratch.packed_key_rows, Bf16PackedColumns(s.head_dim)}
+                : Packed{};
+}
+Packed QueryRowsPacked(const AttentionShape& s, const uint32_t* rows,
+                       size_t head, size_t i0) {
+  if (rows == nullptr) return {};
+  const size_t dim_pairs = (s.head_dim + 1) / 2;
+  return {rows + (head * s.q_len + i0) * dim_pairs, dim_pairs, 1};
+}
+Packed QueryPairsPacked(const AttentionShape& s, const uint32_t* pairs,
+                        size_t head, size_t i0, size_t rows) {
+  if (pairs == nullptr || i0 % 2 != 0 || rows % 2 != 0) return {};
+  const size_t ld = Bf16PackedColumns(s.head_dim);
+  return {pairs + (head * DivCeil(s.q_len, 2) + i0 / 2) * ld, ld};
 }
 
 // s[c] = scale * <x, key_c> for c < n, straight from the key rows (key c at
@@ -338,6 +459,35 @@ AttentionShape RotateQueriesAndKeys(const AttentionShape& s, const float* q,
   return plain;
 }
 
+// The forward's tiles made once for all its tasks (SharesKeyTiles): in
+// float32 the key tiles transposed (TransposeKeyTiles); in bf16 the key and
+// value tiles as packed B operands (PackKeyValueTiles).
+struct SharedTiles {
+  const float* keys_t = nullptr;
+  const uint32_t* keys = nullptr;
+  const uint32_t* values = nullptr;
+};
+
+// Where PackKeyValueTiles puts key or value tile k0 of kv head `kv_head`,
+// in words from the start of its buffer: [kv head][tile][pairs][columns],
+// key tiles of (D + 1) / 2 pairs of kKeyTile keys (B of S = scale Q K^T),
+// value tiles of kKeyTile / 2 pairs of Bf16PackedColumns(D) (B of P V).
+size_t PackedKeyTileWords(const AttentionShape& s) {
+  return (s.head_dim + 1) / 2 * kKeyTile;
+}
+size_t PackedValueTileWords(const AttentionShape& s) {
+  return kKeyTile / 2 * Bf16PackedColumns(s.head_dim);
+}
+size_t PackedKeyTileOffset(const AttentionShape& s, size_t kv_head, size_t k0) {
+  return (kv_head * DivCeil(s.kv_len, kKeyTile) + k0 / kKeyTile) *
+         PackedKeyTileWords(s);
+}
+size_t PackedValueTileOffset(const AttentionShape& s, size_t kv_head,
+                             size_t k0) {
+  return (kv_head * DivCeil(s.kv_len, kKeyTile) + k0 / kKeyTile) *
+         PackedValueTileWords(s);
+}
+
 // Forward for query rows [q0, q0 + rows) of head `head` (= b * q_heads + h):
 // the online softmax. Per row i it keeps the running max m_i, the running
 // sum l_i = sum_j exp(s_ij - m_i) and acc_i = sum_j exp(s_ij - m_i) v_j over
@@ -345,13 +495,14 @@ AttentionShape RotateQueriesAndKeys(const AttentionShape& s, const float* q,
 // exp(m_i - m') before adding its terms; at the end out_i = acc_i / l_i and
 // L_i = m_i + log l_i.
 //
-// `keys_t` (optional) holds every key tile of every kv head already
-// transposed (TransposeKeyTiles, and with RoPE rotated); without it each
-// task transposes the tiles it reads. With RoPE the task first rotates its
-// query rows into scratch.queries.
+// `tiles` (optional) holds every key tile of every kv head already
+// transposed (TransposeKeyTiles, and with RoPE rotated), or in bf16 every
+// key and value tile packed (PackKeyValueTiles); without them each task
+// transposes the tiles it reads. With RoPE the task first rotates its query
+// rows into scratch.queries; in bf16 it packs them once.
 void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                 const float* HWY_RESTRICT v, const float* HWY_RESTRICT keys_t,
+                 const float* HWY_RESTRICT v, const SharedTiles& tiles,
                  float* HWY_RESTRICT out, float* HWY_RESTRICT lse,
                  TaskScratch& scratch) {
   const hn::ScalableTag<float> d;
@@ -379,8 +530,14 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   std::fill(acc, acc + rows * dim, 0.0f);
   std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
   std::fill(row_sum, row_sum + rows, 0.0f);
-  // With RoPE the keys come rotated in keys_t, so every tile scores from it.
-  const bool transpose_keys = rows > kDirectScoreRows || keys_t != nullptr;
+  const bool packed = tiles.keys != nullptr;
+  const size_t dim_pairs = (dim + 1) / 2;
+  if (packed)
+    PackBf16Rows(q_tile, q_stride, rows, dim, scratch.packed_q, dim_pairs);
+  // With RoPE the keys come rotated in the shared tiles, so every tile
+  // scores from them.
+  const bool transpose_keys =
+      rows > kDirectScoreRows || tiles.keys_t != nullptr || packed;
   // The tile's first row sees the earliest key, its last row the latest.
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
   for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
@@ -389,18 +546,24 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
     // Only rows first_row .. end_row - 1 see keys of this tile.
     const size_t first_row = FirstRowSeeing(s, q0, rows, k0);
     const size_t end_row = RowsSeeingBefore(s, b, q0, rows, k0 + count);
-    if (transpose_keys) {
+    if (packed) {  // S = scale Q K^T on the packed tiles
+      Bf16TileProduct(
+          false, end_row - first_row, cols, dim_pairs, s.scale,
+          {scratch.packed_q + first_row * dim_pairs, dim_pairs, 1,
+           tiles.keys + PackedKeyTileOffset(s, kv_head, k0), kKeyTile,
+           scratch.probs + first_row * kKeyTile, kKeyTile});
+    } else if (transpose_keys) {
       const float* tile_t = scratch.keys_t;
-      if (keys_t != nullptr) {
-        tile_t = keys_t + TransposedKeyTileOffset(s, kv_head, k0);
+      if (tiles.keys_t != nullptr) {
+        tile_t = tiles.keys_t + TransposedKeyTileOffset(s, kv_head, k0);
       } else {
         TransposeTile(k_head + k0 * k_stride, k_stride, count, dim, cols,
                       scratch.keys_t);
       }
-      TileProduct<false>(end_row - first_row, cols, dim,
-                         q_tile + first_row * q_stride, q_stride, 1, tile_t,
-                         kKeyTile, s.scale,
-                         scratch.probs + first_row * kKeyTile, kKeyTile);
+      Product<false>(s, scratch, end_row - first_row, cols, dim,
+                     q_tile + first_row * q_stride, q_stride, 1, tile_t,
+                     kKeyTile, s.scale, scratch.probs + first_row * kKeyTile,
+                     kKeyTile);
     }
     // Masking is a range of the tile's keys, not a -inf sentinel: masked
     // scores are never exponentiated, and their probabilities are 0. First
@@ -431,10 +594,20 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       if (corrections[r] != 1.0f) ScaleRow(corrections[r], acc + r * dim, dim);
     }
     // acc += P V over the rows that see the tile.
-    TileProduct<true>(end_row - first_row, dim, count,
-                      scratch.probs + first_row * kKeyTile, kKeyTile, 1,
-                      v_head + k0 * v_stride, v_stride, 1.0f,
-                      acc + first_row * dim, dim);
+    if (packed) {
+      constexpr size_t kKeyPairs = kKeyTile / 2;
+      PackBf16Rows(scratch.probs + first_row * kKeyTile, kKeyTile,
+                   end_row - first_row, count, scratch.packed_a, kKeyPairs);
+      Bf16TileProduct(true, end_row - first_row, dim, (count + 1) / 2, 1.0f,
+                      {scratch.packed_a, kKeyPairs, 1,
+                       tiles.values + PackedValueTileOffset(s, kv_head, k0),
+                       Bf16PackedColumns(dim), acc + first_row * dim, dim});
+    } else {
+      Product<true>(s, scratch, end_row - first_row, dim, count,
+                    scratch.probs + first_row * kKeyTile, kKeyTile, 1,
+                    v_head + k0 * v_stride, v_stride, 1.0f,
+                    acc + first_row * dim, dim);
+    }
   }
   for (size_t r = 0; r < rows; ++r) {
     const size_t row = head * s.q_len + q0 + r;
@@ -460,8 +633,12 @@ size_t KeyTileFloats(const AttentionShape& s) {
          kKeyTile;
 }
 
-void TransposeKeyTiles(const AttentionShape& s, const float* HWY_RESTRICT k,
-                       float* HWY_RESTRICT keys_t) {
+// fn(kv_head, k0, count, rows, stride, scratch) for every key tile of every
+// kv head, in parallel, with the tile's key rows (rows `stride` floats
+// apart) rotated into scratch.queries first under RoPE.
+template <class Fn>
+void ForEachKeyTile(const AttentionShape& s, const float* HWY_RESTRICT k,
+                    const Fn& fn) {
   static_assert(kKeyTile <= kQueryTile, "a key tile fits scratch.queries");
   const size_t dim = s.head_dim;
   const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
@@ -479,10 +656,65 @@ void TransposeKeyTiles(const AttentionShape& s, const float* HWY_RESTRICT k,
         rows = scratch.queries;
         stride = dim;
       }
-      TransposeTile(rows, stride, count, dim, kKeyTile,
-                    keys_t + TransposedKeyTileOffset(s, kv_head, k0));
+      fn(kv_head, k0, count, rows, stride, scratch);
     }
   });
+}
+
+void TransposeKeyTiles(const AttentionShape& s, const float* HWY_RESTRICT k,
+                       float* HWY_RESTRICT keys_t) {
+  ForEachKeyTile(s, k,
+                 [&](size_t kv_head, size_t k0, size_t count, const float* rows,
+                     size_t stride, TaskScratch&) {
+                   TransposeTile(
+                       rows, stride, count, s.head_dim, kKeyTile,
+                       keys_t + TransposedKeyTileOffset(s, kv_head, k0));
+                 });
+}
+
+// A tile's `count` rows (`stride` floats apart, D = dim each) as B of a
+// product with their transpose, tile[j * kKeyTile + c] = (row c's elements
+// 2j, 2j + 1), zero for count <= c < kKeyTile: the rows packed into pairs
+// along D (into `rows_packed`, count x (D + 1) / 2 words), then transposed.
+void PackTransposedTile(const float* HWY_RESTRICT rows, size_t stride,
+                        size_t count, size_t dim,
+                        uint32_t* HWY_RESTRICT rows_packed,
+                        uint32_t* HWY_RESTRICT tile) {
+  const size_t dim_pairs = (dim + 1) / 2;
+  PackBf16Rows(rows, stride, count, dim, rows_packed, dim_pairs);
+  for (size_t j = 0; j < dim_pairs; ++j) {
+    for (size_t c = 0; c < kKeyTile; ++c) {
+      tile[j * kKeyTile + c] = c < count ? rows_packed[c * dim_pairs + j] : 0u;
+    }
+  }
+}
+
+// Words of the bf16 forward's packed key and value tiles.
+size_t PackedKeyValueWords(const AttentionShape& s) {
+  const size_t tiles = s.batch * s.kv_heads * DivCeil(s.kv_len, kKeyTile);
+  return tiles * (PackedKeyTileWords(s) + PackedValueTileWords(s));
+}
+
+// Every key and value tile of every kv head packed once for the bf16
+// forward, at PackedKeyTileOffset and PackedValueTileOffset (RoPE rotates
+// the keys first): a key tile's rows packed into pairs along D, then
+// transposed to pairs x keys (B of S = Q K^T, zero past the tile's keys),
+// and a value tile's rows packed in pairs of rows (B of P V).
+void PackKeyValueTiles(const AttentionShape& s, const float* HWY_RESTRICT k,
+                       const float* HWY_RESTRICT v, uint32_t* HWY_RESTRICT keys,
+                       uint32_t* HWY_RESTRICT values) {
+  const size_t dim = s.head_dim;
+  ForEachKeyTile(
+      s, k,
+      [&](size_t kv_head, size_t k0, size_t count, const float* rows,
+          size_t stride, TaskScratch& scratch) {
+        PackTransposedTile(rows, stride, count, dim, scratch.packed_a,
+                           keys + PackedKeyTileOffset(s, kv_head, k0));
+        PackBf16PairRows(v + RowAt(s.v_strides, s.kv_heads, kv_head, k0),
+                         s.v_strides.row, count, dim,
+                         values + PackedValueTileOffset(s, kv_head, k0),
+                         Bf16PackedColumns(dim));
+      });
 }
 
 // The forward's short RoPE path (below) runs on at most kDirectScoreRows
@@ -496,14 +728,17 @@ bool ShortWithRope(const AttentionShape& s) {
 // keys untransposed), nor with one query tile and one query head per kv
 // head (every key tile is read once anyway). RoPE rotates the keys there,
 // once.
+// In bf16 every forward but decoding shares its key and value tiles, packed.
 bool SharesKeyTiles(const AttentionShape& s) {
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   return (s.rope.rows != nullptr && !ShortWithRope(s)) ||
-         (s.q_len > kDirectScoreRows && q_tiles * (s.q_heads / s.kv_heads) > 1);
+         (s.q_len > kDirectScoreRows &&
+          (s.bf16 || q_tiles * (s.q_heads / s.kv_heads) > 1));
 }
 
 size_t ForwardWorkspaceFloats(const AttentionShape& s) {
-  return SharesKeyTiles(s) ? BlockFloats(KeyTileFloats(s)) : 0;
+  if (!SharesKeyTiles(s)) return 0;
+  return BlockFloats(s.bf16 ? PackedKeyValueWords(s) : KeyTileFloats(s));
 }
 
 // Backward with RoPE: q_rot, k_rot, dq_rot and dk_rot, plus contiguous dout
@@ -541,16 +776,24 @@ void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
   const size_t q_tiles = DivCeil(s.q_len, kQueryTile);
   const size_t heads = s.batch * s.q_heads;
   Workspace blocks(workspace, ForwardWorkspaceFloats(s));
-  float* keys_t = nullptr;
-  if (SharesKeyTiles(s)) {
-    keys_t = blocks.Take(KeyTileFloats(s));
+  SharedTiles tiles;
+  if (SharesKeyTiles(s) && s.bf16) {
+    uint32_t* keys =
+        reinterpret_cast<uint32_t*>(blocks.Take(PackedKeyValueWords(s)));
+    uint32_t* values = keys + PackedKeyTileOffset(s, s.batch * s.kv_heads, 0);
+    PackKeyValueTiles(s, k, v, keys, values);
+    tiles.keys = keys;
+    tiles.values = values;
+  } else if (SharesKeyTiles(s)) {
+    float* keys_t = blocks.Take(KeyTileFloats(s));
     TransposeKeyTiles(s, k, keys_t);
+    tiles.keys_t = keys_t;
   }
   ParallelFor(heads * q_tiles, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     TaskScratch scratch(s.head_dim);
     for (int64_t task = begin; task < end; ++task) {
       ForwardTask(s, task / q_tiles, (task % q_tiles) * kQueryTile, q, k, v,
-                  keys_t, out, lse, scratch);
+                  tiles, out, lse, scratch);
     }
   });
 }
@@ -596,10 +839,17 @@ void TileGradients(const AttentionShape& s, size_t b, size_t head, size_t i0,
                    const float* HWY_RESTRICT lse,
                    const float* HWY_RESTRICT delta, TaskScratch& scratch) {
   const size_t dim = s.head_dim;
-  TileProduct<false>(rows, cols, dim, q_rows, q_stride, 1, scratch.keys_t,
-                     kKeyTile, s.scale, scratch.probs, kKeyTile);
-  TileProduct<false>(rows, cols, dim, dout_rows, o_stride, 1, scratch.values_t,
-                     kKeyTile, 1.0f, scratch.grads, kKeyTile);
+  const PackedQueries* packed = scratch.queries_packed;
+  Product<false>(
+      s, scratch, rows, cols, dim, q_rows, q_stride, 1, scratch.keys_t,
+      kKeyTile, s.scale, scratch.probs, kKeyTile,
+      QueryRowsPacked(s, packed ? packed->q_rows : nullptr, head, i0),
+      KeysPacked(s, scratch));
+  Product<false>(
+      s, scratch, rows, cols, dim, dout_rows, o_stride, 1, scratch.values_t,
+      kKeyTile, 1.0f, scratch.grads, kKeyTile,
+      QueryRowsPacked(s, packed ? packed->dout_rows : nullptr, head, i0),
+      ValuesPacked(s, scratch));
   for (size_t r = 0; r < rows; ++r) {
     const size_t row = head * s.q_len + i0 + r;
     const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
@@ -629,16 +879,28 @@ void AddRows(const float* HWY_RESTRICT src, size_t src_stride,
 }
 
 // The key and value tile [k0, count) of kv head `kv_head`, transposed into
-// scratch; returns its number of columns (count rounded up to vectors).
+// scratch, or in bf16 packed there (K^T and V^T as B of S and dp, K's rows
+// in pairs as B of dq); returns its number of columns (count rounded up to
+// vectors).
 size_t LoadKeyValueTile(const AttentionShape& s, size_t kv_head, size_t k0,
                         size_t count, const float* HWY_RESTRICT k,
                         const float* HWY_RESTRICT v, TaskScratch& scratch) {
   const hn::ScalableTag<float> d;
   const size_t cols = DivCeil(count, hn::Lanes(d)) * hn::Lanes(d);
-  TransposeTile(k + RowAt(s.k_strides, s.kv_heads, kv_head, k0),
-                s.k_strides.row, count, s.head_dim, cols, scratch.keys_t);
-  TransposeTile(v + RowAt(s.v_strides, s.kv_heads, kv_head, k0),
-                s.v_strides.row, count, s.head_dim, cols, scratch.values_t);
+  const float* keys = k + RowAt(s.k_strides, s.kv_heads, kv_head, k0);
+  const float* values = v + RowAt(s.v_strides, s.kv_heads, kv_head, k0);
+  if (s.bf16) {
+    PackTransposedTile(keys, s.k_strides.row, count, s.head_dim,
+                       scratch.packed_a, scratch.packed_keys);
+    PackTransposedTile(values, s.v_strides.row, count, s.head_dim,
+                       scratch.packed_a, scratch.packed_values);
+    PackBf16PairRows(keys, s.k_strides.row, count, s.head_dim,
+                     scratch.packed_key_rows, Bf16PackedColumns(s.head_dim));
+    return cols;
+  }
+  TransposeTile(keys, s.k_strides.row, count, s.head_dim, cols, scratch.keys_t);
+  TransposeTile(values, s.v_strides.row, count, s.head_dim, cols,
+                scratch.values_t);
   return cols;
 }
 
@@ -676,9 +938,10 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
     TileGradients(s, b, head, i0, r1 - r0, k0, count, cols,
                   q_head + i0 * q_stride, q_stride, dout_head + i0 * o_stride,
                   o_stride, lse, delta, scratch);
-    TileProduct<true>(r1 - r0, dim, count, scratch.grads, kKeyTile, 1,
-                      k_head + k0 * k_stride, k_stride, 1.0f,
-                      dq_head + i0 * q_stride, q_stride);
+    Product<true>(s, scratch, r1 - r0, dim, count, scratch.grads, kKeyTile, 1,
+                  k_head + k0 * k_stride, k_stride, 1.0f,
+                  dq_head + i0 * q_stride, q_stride, Packed{},
+                  KeyRowsPacked(s, scratch));
   }
   ScaleRows(s.scale, dq_head + q0 * q_stride, q_stride, rows, dim);
 }
@@ -726,22 +989,31 @@ void HeadKeyTileGrads(const AttentionShape& s, size_t head, size_t k0,
     TileGradients(s, b, head, i0, rows, k0, count, cols, q_rows, q_stride,
                   dout_rows, o_stride, lse, delta, scratch);
     if (dq_unscaled != nullptr) {
-      TileProduct<true>(rows, dim, count, scratch.grads, kKeyTile, 1, k_tile,
-                        s.k_strides.row, 1.0f,
-                        dq_unscaled + RowAt(s.q_strides, s.q_heads, head, i0),
-                        q_stride);
+      Product<true>(s, scratch, rows, dim, count, scratch.grads, kKeyTile, 1,
+                    k_tile, s.k_strides.row, 1.0f,
+                    dq_unscaled + RowAt(s.q_strides, s.q_heads, head, i0),
+                    q_stride, Packed{}, KeyRowsPacked(s, scratch));
     }
+    const PackedQueries* packed = scratch.queries_packed;
+    const Packed dout_pairs = QueryPairsPacked(
+        s, packed ? packed->dout_pairs : nullptr, head, i0, rows);
+    const Packed q_pairs =
+        QueryPairsPacked(s, packed ? packed->q_pairs : nullptr, head, i0, rows);
     // The first query tile writes, the others add.
     if (i0 == first_query) {
-      TileProduct<false>(count, dim, rows, scratch.probs, 1, kKeyTile,
-                         dout_rows, o_stride, 1.0f, dv_dst, dv_stride);
-      TileProduct<false>(count, dim, rows, scratch.grads, 1, kKeyTile, q_rows,
-                         q_stride, 1.0f, dk_dst, dk_stride);
+      Product<false>(s, scratch, count, dim, rows, scratch.probs, 1, kKeyTile,
+                     dout_rows, o_stride, 1.0f, dv_dst, dv_stride, Packed{},
+                     dout_pairs);
+      Product<false>(s, scratch, count, dim, rows, scratch.grads, 1, kKeyTile,
+                     q_rows, q_stride, 1.0f, dk_dst, dk_stride, Packed{},
+                     q_pairs);
     } else {
-      TileProduct<true>(count, dim, rows, scratch.probs, 1, kKeyTile, dout_rows,
-                        o_stride, 1.0f, dv_dst, dv_stride);
-      TileProduct<true>(count, dim, rows, scratch.grads, 1, kKeyTile, q_rows,
-                        q_stride, 1.0f, dk_dst, dk_stride);
+      Product<true>(s, scratch, count, dim, rows, scratch.probs, 1, kKeyTile,
+                    dout_rows, o_stride, 1.0f, dv_dst, dv_stride, Packed{},
+                    dout_pairs);
+      Product<true>(s, scratch, count, dim, rows, scratch.grads, 1, kKeyTile,
+                    q_rows, q_stride, 1.0f, dk_dst, dk_stride, Packed{},
+                    q_pairs);
     }
   }
 }
@@ -884,13 +1156,59 @@ BackwardScheme ChooseBackwardScheme(const AttentionShape& s, size_t threads) {
 }
 
 // Floats of workspace the plain backward needs: the per-head partials.
-size_t PlainBackwardWorkspaceFloats(const AttentionShape& s) {
+size_t PartialsFloats(const AttentionShape& s) {
   if (ChooseBackwardScheme(s, static_cast<size_t>(NumThreads())) !=
       BackwardScheme::kPerHead) {
     return 0;
   }
   const size_t group = s.q_heads / s.kv_heads;
   return 2 * s.batch * s.kv_heads * (group - 1) * PartialFloats(s);
+}
+
+// Words of PackedQueries' rows and pairs of one operand (q or dout).
+size_t QueryRowsWords(const AttentionShape& s) {
+  return s.batch * s.q_heads * s.q_len * ((s.head_dim + 1) / 2);
+}
+size_t QueryPairsWords(const AttentionShape& s) {
+  return s.batch * s.q_heads * DivCeil(s.q_len, 2) *
+         Bf16PackedColumns(s.head_dim);
+}
+
+// The plain backward's workspace: the per-head partials, and in bf16 q and
+// dout packed.
+size_t PlainBackwardWorkspaceFloats(const AttentionShape& s) {
+  const size_t packed = s.bf16 ? 2 * (BlockFloats(QueryRowsWords(s)) +
+                                      BlockFloats(QueryPairsWords(s)))
+                               : 0;
+  return BlockFloats(PartialsFloats(s)) + packed;
+}
+
+// q and dout packed for the bf16 backward (PackedQueries), out of `blocks`,
+// in parallel over the query heads.
+PackedQueries PackQueries(const AttentionShape& s, const float* HWY_RESTRICT q,
+                          const float* HWY_RESTRICT dout, Workspace& blocks) {
+  const size_t dim = s.head_dim, dim_pairs = (dim + 1) / 2;
+  const size_t ld = Bf16PackedColumns(dim), head_pairs = DivCeil(s.q_len, 2);
+  uint32_t* words[4];
+  for (size_t i = 0; i < 4; ++i) {
+    words[i] = reinterpret_cast<uint32_t*>(
+        blocks.Take(i % 2 == 0 ? QueryRowsWords(s) : QueryPairsWords(s)));
+  }
+  ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
+    for (int64_t head = begin; head < end; ++head) {
+      const float* operands[2] = {
+          q + RowAt(s.q_strides, s.q_heads, head, 0),
+          dout + RowAt(s.out_strides, s.q_heads, head, 0)};
+      const size_t strides[2] = {s.q_strides.row, s.out_strides.row};
+      for (size_t i = 0; i < 2; ++i) {
+        PackBf16Rows(operands[i], strides[i], s.q_len, dim,
+                     words[2 * i] + head * s.q_len * dim_pairs, dim_pairs);
+        PackBf16PairRows(operands[i], strides[i], s.q_len, dim,
+                         words[2 * i + 1] + head * head_pairs * ld, ld);
+      }
+    }
+  });
+  return {words[0], words[1], words[2], words[3]};
 }
 
 // kPerHead: HeadGradTask for every query head, then per kv head dk += the
@@ -902,20 +1220,21 @@ void PerHeadBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                      const float* HWY_RESTRICT lse,
                      const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
                      float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
-                     float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+                     float* HWY_RESTRICT dv, float* HWY_RESTRICT partials,
+                     const PackedQueries* packed) {
   const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
   const size_t kv_heads = s.batch * s.kv_heads;
-  Workspace blocks(workspace, PlainBackwardWorkspaceFloats(s));
   // Partial p of kv head g (p = 0 .. group - 2, for its heads 2 .. group).
-  float* dk_parts = blocks.Take(kv_heads * (group - 1) * PartialFloats(s));
-  float* dv_parts = blocks.Take(kv_heads * (group - 1) * PartialFloats(s));
+  float* dk_parts = partials;
+  float* dv_parts = partials + kv_heads * (group - 1) * PartialFloats(s);
   auto part = [&](float* parts, size_t kv_head, size_t head) {
     const size_t p = kv_head * (group - 1) + (head - FirstHeadOf(s, kv_head));
     return parts + (p - 1) * PartialFloats(s);
   };
   ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     TaskScratch scratch(dim);
+    scratch.queries_packed = packed;
     for (int64_t head = begin; head < end; ++head) {
       const size_t kv_head = KvHeadOf(s, head);
       const bool first = static_cast<size_t>(head) == FirstHeadOf(s, kv_head);
@@ -942,18 +1261,25 @@ void PerHeadBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
 
 // The backward without RoPE. out may be null when delta already holds
 // <dout_i, out_i> (the RoPE path computes them itself). workspace: null or
-// PlainBackwardWorkspaceFloats(s) floats.
+// PlainBackwardWorkspaceFloats(s) floats. In bf16, q and dout are packed
+// once for every task first (PackQueries).
 void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                    const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
                    const float* HWY_RESTRICT out, const float* HWY_RESTRICT lse,
                    const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
                    float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
                    float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+  Workspace blocks(workspace, PlainBackwardWorkspaceFloats(s));
+  float* partials = blocks.Take(PartialsFloats(s));
+  PackedQueries queries;
+  if (s.bf16) queries = PackQueries(s, q, dout, blocks);
+  const PackedQueries* packed = s.bf16 ? &queries : nullptr;
   switch (ChooseBackwardScheme(s, static_cast<size_t>(NumThreads()))) {
     case BackwardScheme::kPerKvHead:
       ParallelFor(s.batch * s.kv_heads, 1,
                   [&](int64_t begin, int64_t end) HWY_ATTR {
                     TaskScratch scratch(s.head_dim);
+                    scratch.queries_packed = packed;
                     for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
                       FusedGradTask(s, kv_head, q, k, v, out, lse, dout, delta,
                                     dq, dk, dv, scratch);
@@ -961,7 +1287,8 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                   });
       return;
     case BackwardScheme::kPerHead:
-      PerHeadBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+      PerHeadBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv, partials,
+                      packed);
       return;
     case BackwardScheme::kTwoPasses:
       break;
@@ -970,6 +1297,7 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
   ParallelFor(s.batch * s.q_heads * q_tiles, 1,
               [&](int64_t begin, int64_t end) HWY_ATTR {
                 TaskScratch scratch(s.head_dim);
+                scratch.queries_packed = packed;
                 for (int64_t task = begin; task < end; ++task) {
                   QueryGradTask(s, task / q_tiles,
                                 (task % q_tiles) * kQueryTile, q, k, v, out,
@@ -980,6 +1308,7 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
   ParallelFor(s.batch * s.kv_heads * k_tiles, 1,
               [&](int64_t begin, int64_t end) HWY_ATTR {
                 TaskScratch scratch(s.head_dim);
+                scratch.queries_packed = packed;
                 for (int64_t task = begin; task < end; ++task) {
                   KeyGradTask(s, task / k_tiles, (task % k_tiles) * kKeyTile, q,
                               k, v, lse, dout, delta, dk, dv,
@@ -1092,7 +1421,8 @@ HWY_EXPORT(BackwardSchemeName);
 size_t AttentionTaskScratchFloats(size_t head_dim) {
   return 2 * head_dim * kAttentionKeyTile +
          2 * kAttentionQueryTile * kAttentionKeyTile +
-         2 * kAttentionQueryTile * head_dim + 3 * kAttentionQueryTile;
+         2 * kAttentionQueryTile * head_dim + 3 * kAttentionQueryTile +
+         6 * PackedTileWords(head_dim);
 }
 
 AttentionStrides ContiguousAttentionStrides(size_t heads, size_t len,
@@ -1120,6 +1450,9 @@ AttentionShape Resolved(const AttentionShape& shape) {
   resolve(s.out_strides, s.q_heads, s.q_len);
   resolve(s.k_strides, s.kv_heads, s.kv_len);
   resolve(s.v_strides, s.kv_heads, s.kv_len);
+  ROTOR_CHECK(!s.bf16 || Bf16DotSupported(),
+              "attention in bf16: this CPU has no AVX512_BF16 (VDPBF16PS), "
+              "which the bf16 tile products run on");
   if (s.rope.rows != nullptr) {
     ROTOR_CHECK(s.causal && s.q_offset == 0 && s.q_len == s.kv_len,
                 "attention with RoPE inside: causal self-attention only "

@@ -114,6 +114,13 @@ struct AttentionShape {
   AttentionStrides out_strides;
   // Causal, q_offset = 0 and q_len == kv_len only. Default: no rotation.
   AttentionRope rope;
+  // Products on bfloat16 operands (train.precision: bf16): every tile
+  // product's two operands rounded to bfloat16 and summed in float32 by
+  // AVX512_BF16's dot products (core/kernels/bf16_tile_product.h); the
+  // softmax, its statistics and every accumulator stay float32. Needs a
+  // CPU with AVX512_BF16 (Bf16DotSupported; refused elsewhere). Decoding's
+  // query tiles of at most two rows score keys in float32.
+  bool bf16 = false;
 };
 
 // Strides of a contiguous [batch, heads, len, D] operand.

@@ -15,6 +15,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/attention.h"
+#include "core/ops/gemm.h"
 #include "core/profile.h"
 
 namespace rotor {
@@ -109,10 +110,13 @@ std::vector<float*> OperandStarts(std::vector<Tensor>& tensors,
 // of `out_shape`, and records their backward, whose gradients have the
 // inputs' shapes: q, k, v (or qkv), the output and its lse are saved.
 // `keep` owns what the shape's pointers point to (key_start, RoPE rows and
-// positions) for as long as the backward may run.
-Tensor RunAttention(const char* op, const kernels::AttentionShape& shape,
+// positions) for as long as the backward may run. Its tiles multiply in
+// bf16 where AttentionTilesInBf16 says so.
+Tensor RunAttention(const char* op, kernels::AttentionShape shape,
                     const std::vector<Tensor>& inputs, const Shape& out_shape,
                     std::shared_ptr<const void> keep) {
+  // The tiles' precision is the forward's, for its backward too.
+  shape.bf16 = AttentionTilesInBf16();
   std::vector<Tensor> data;
   for (const Tensor& input : inputs) data.push_back(ContiguousData(input));
   const std::vector<float*> qkv = OperandStarts(data, shape);

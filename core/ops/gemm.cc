@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/kernels/bf16_tile_product.h"
 #include "core/kernels/convert.h"
 #include "core/ops/gemm_backends.h"
 #include "core/parallel.h"
@@ -137,20 +138,30 @@ MatmulPrecisionScope::~MatmulPrecisionScope() {
                          std::memory_order_relaxed);
 }
 
+bool AttentionTilesInBf16() {
+  return ActiveMatmulPrecision() == MatmulPrecision::kBfloat16 &&
+         kernels::Bf16DotOutrunsFloat32();
+}
+
 std::string GemmDescription() {
   const MatmulPrecision precision = ActiveMatmulPrecision();
   std::string text = StrCat(GemmBackendName(ActiveGemmBackend()), " ",
                             MatmulPrecisionName(precision), " (");
 #if ROTOR_WITH_ONEDNN
   if (ActiveGemmBackend() == GemmBackend::kOneDnn) {
-    return text +
-           internal::OneDnnImplementation(
-               internal::TypicalGemmBlock(),
-               precision == MatmulPrecision::kBfloat16) +
-           ")";
+    text += internal::OneDnnImplementation(
+        internal::TypicalGemmBlock(), precision == MatmulPrecision::kBfloat16);
+  } else {
+    text += internal::OpenBlasCoreName();
   }
+#else
+  text += internal::OpenBlasCoreName();
 #endif
-  return text + internal::OpenBlasCoreName() + ")";
+  text += ")";
+  if (precision == MatmulPrecision::kBfloat16) {
+    text += AttentionTilesInBf16() ? ", attention bf16" : ", attention fp32";
+  }
+  return text;
 }
 
 // ---- The product ---------------------------------------------------------

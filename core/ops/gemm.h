@@ -66,6 +66,12 @@ void SetMatmulPrecision(MatmulPrecision precision);
 // runs bf16 on (AVX-512 F/BW/VL/DQ at least).
 std::string BfloatMatmulProblem();
 
+// Whether attention's tile products run in bf16 too (kernels::
+// AttentionShape::bf16): in bf16 precision, where bf16 tiles outrun float32
+// ones (kernels::Bf16DotOutrunsFloat32: AVX512_BF16 on AMD). Elsewhere a
+// bf16 run's attention stays float32, as its softmax, norms and loss.
+bool AttentionTilesInBf16();
+
 // Sets a precision for a scope and restores the one before at its end, as
 // `with torch.autocast(...)` does.
 class MatmulPrecisionScope {
@@ -80,7 +86,8 @@ class MatmulPrecisionScope {
 };
 
 // What runs the products now, for benchmark and log lines: "onednn fp32
-// (avx512_core_amx)", "openblas fp32 (Haswell)".
+// (avx512_core_amx)", "openblas fp32 (Haswell)", "onednn bf16
+// (brg:avx512_core_bf16), attention bf16".
 std::string GemmDescription();
 
 namespace internal {

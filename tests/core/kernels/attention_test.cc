@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/kernels/attention_scalar.h"
+#include "core/kernels/bf16_tile_product.h"
 #include "core/kernels/rope.h"
 #include "core/kernels/rope_scalar.h"
 #include "core/ops/attention.h"
@@ -688,6 +689,7 @@ struct RopeCase {
   kernels::RopeLayout layout = kernels::RopeLayout::kSplitHalf;
   bool documents = false;  // packed documents, positions restarting
   int64_t offset = 0;      // RoPE position of token 0 (without documents)
+  bool bf16 = false;       // bf16 tile products (AttentionShape::bf16)
 };
 
 void ExpectRopeInsideEqualsSeparate(const RopeCase& c, size_t misalign,
@@ -730,6 +732,7 @@ void ExpectRopeInsideEqualsSeparate(const RopeCase& c, size_t misalign,
 
   AttentionShape s =
       MakeShape(c.batch, c.q_heads, c.kv_heads, c.len, c.len, c.dim);
+  s.bf16 = c.bf16;
   if (!key_start.empty()) s.key_start = key_start.data();
 
   // The separate path, contiguous throughout.
@@ -946,6 +949,130 @@ TEST(AttentionKernelRope, RefusesDecodingShapes) {
   EXPECT_THROW(kernels::AttentionForward(s, q.data(), k.data(), v.data(),
                                          out.data(), lse.data()),
                Error);
+}
+
+// ---- bf16 tile products (AttentionShape::bf16) -----------------------------
+
+// The bound bf16 tiles are held to, from bfloat16's 8 significant bits (unit
+// roundoff u = 2^-8) and float32's 24 (2^-24):
+// - a score s_ij = scale <q_i, k_j> from rounded operands is off by at most
+//   E_i = (2u + u^2 + D 2^-24) scale max_j sum_d |q_id k_jd|;
+// - so each weight w_ij = exp(s_ij - L_i) (numerator and normaliser) is off
+//   by a factor within exp(+-2 E_i), and rounding it for P V by (1 + u);
+// - rounding v_j adds u |v_j|, and the float32 sums over the keys and D
+//   (n + D) 2^-24.
+// Since the weights of a row sum to 1, out_i is off by at most
+//   (exp(2 E_i) (1 + u)^2 (1 + (n + D) 2^-24) - 1) max_j |v_j|.
+// A gradient passes through more roundings (the operands of dp and ds, and
+// of its own product), each of relative u, on top of the weights' error:
+// it is held to 2 E + 8u of its largest entry, with E the largest E_i.
+ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16WithinBfloat16sBound) {
+  ROTOR_SKIP_WITHOUT_BF16_DOT();
+  std::mt19937 rng(71);
+  const double u = std::ldexp(1.0, -8), f32 = std::ldexp(1.0, -24);
+  for (AttentionShape s :
+       {MakeShape(1, 4, 2, 130, 130, 64), MakeShape(2, 2, 2, 70, 70, 33),
+        MakeShape(1, 2, 1, 2, 97, 64), MakeShape(1, 2, 2, 65, 65, 72, false)}) {
+    s.bf16 = true;
+    const std::string what = Describe(s);
+    const Inputs in(s, 1, rng);
+    const Outputs o = RunKernels(s, in, 1);
+    const std::vector<double> q = ToDoubles(in.q), k = ToDoubles(in.k),
+                              v = ToDoubles(in.v), dout = ToDoubles(in.dout);
+    const size_t nq = QueryFloats(s), nk = KeyFloats(s), dim = s.head_dim;
+    std::vector<double> out(nq), lse(QueryRows(s)), dq(nq), dk(nk), dv(nk);
+    kernels::AttentionForwardRef<double>(s, q.data(), k.data(), v.data(),
+                                         out.data(), lse.data());
+    kernels::AttentionBackwardRef<double>(s, q.data(), k.data(), v.data(),
+                                          dout.data(), dq.data(), dk.data(),
+                                          dv.data());
+    double v_max = 0.0, worst_e = 0.0, out_worst = 0.0;
+    for (double x : v) v_max = std::max(v_max, std::fabs(x));
+    // q and k rows are contiguous per head; every query's keys are its kv
+    // head's.
+    for (size_t row = 0; row < QueryRows(s); ++row) {
+      const size_t head = row / s.q_len;
+      const size_t kv_head = (head / s.q_heads) * s.kv_heads +
+                             (head % s.q_heads) / (s.q_heads / s.kv_heads);
+      double largest = 0.0;
+      for (size_t j = 0; j < s.kv_len; ++j) {
+        double sum = 0.0;
+        for (size_t d = 0; d < dim; ++d) {
+          sum += std::fabs(q[row * dim + d] *
+                           k[(kv_head * s.kv_len + j) * dim + d]);
+        }
+        largest = std::max(largest, sum);
+      }
+      const double e = (2 * u + u * u + dim * f32) * s.scale * largest;
+      worst_e = std::max(worst_e, e);
+      const double bound =
+          (std::exp(2 * e) * (1 + u) * (1 + u) * (1 + (s.kv_len + dim) * f32) -
+           1) *
+          v_max;
+      for (size_t d = 0; d < dim; ++d) {
+        const double error =
+            std::fabs(o.out.data()[row * dim + d] - out[row * dim + d]);
+        ASSERT_LE(error, bound) << "out row " << row << ", " << what;
+        out_worst = std::max(out_worst, error);
+      }
+    }
+    // The tiles did run in bf16: the error is far above float32's.
+    EXPECT_GT(out_worst, 1e-4) << what;
+    auto expect_gradient = [&](const char* name, const MisalignedFloats& got,
+                               const std::vector<double>& want) {
+      double largest = 0.0, worst = 0.0;
+      for (double x : want) largest = std::max(largest, std::fabs(x));
+      for (size_t i = 0; i < want.size(); ++i) {
+        worst = std::max(worst, std::fabs(got.data()[i] - want[i]));
+      }
+      EXPECT_LE(worst, (2 * worst_e + 8 * u) * largest) << name << ", " << what;
+    };
+    expect_gradient("dq", o.dq, dq);
+    expect_gradient("dk", o.dk, dk);
+    expect_gradient("dv", o.dv, dv);
+  }
+}
+
+// bf16 keeps the promise of equal bits: 1, 2 and 4 threads (the three
+// backward schemes, as in BitwiseDeterministic), with and without packed
+// documents.
+ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16BitwiseAtAnyThreadCount) {
+  ROTOR_SKIP_WITHOUT_BF16_DOT();
+  const std::vector<int32_t> documents =
+      DocumentKeyStarts(PackedLayouts(200), 200);
+  for (const int32_t* key_start :
+       {static_cast<const int32_t*>(nullptr), documents.data()}) {
+    for (size_t q_heads : {4, 2}) {
+      const int threads = q_heads == 4 ? 2 : 4;
+      AttentionShape s = MakeShape(1, q_heads, 1, 200, 200, 34);
+      s.key_start = key_start;
+      s.bf16 = true;
+      std::mt19937 rng(16);
+      const Inputs in(s, 0, rng);
+      auto run = [&] { return AllOutputs(RunKernels(s, in, 0)); };
+      const std::vector<float> first = test::RunAtThreads(threads, run);
+      EXPECT_TRUE(first == test::RunAtThreads(1, run))
+          << "1 and " << threads << " threads differ"
+          << (key_start ? ", documents" : "");
+      s.bf16 = false;
+      EXPECT_FALSE(first == test::RunAtThreads(1, run))
+          << "bf16 and float32 tiles gave the same bits";
+    }
+  }
+}
+
+// RoPE inside attention equals RoPE then attention, bitwise, in bf16 too:
+// the same rotated floats are rounded either way.
+ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16RopeInsideEqualsSeparateKernels) {
+  ROTOR_SKIP_WITHOUT_BF16_DOT();
+  std::mt19937 rng(72);
+  for (size_t t : {2, 65, 130}) {
+    RopeCase c{2, 4, 2, t, 34, 34};
+    c.bf16 = true;
+    ExpectRopeInsideEqualsSeparate(c, 1, rng);
+    c.documents = true;
+    ExpectRopeInsideEqualsSeparate(c, 0, rng);
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernels/bf16_tile_product.h"
 #include "core/kernels/convert.h"
 #include "tests/test_util.h"
 
@@ -329,6 +330,20 @@ TEST(GemmBackends, DescriptionNamesBackendPrecisionAndKernels) {
     EXPECT_EQ(text.rfind(StrCat(GemmBackendName(backend), " fp32 ("), 0), 0u)
         << text;
   }
+}
+
+// A bf16 run's attention multiplies in bf16 exactly where bf16 tiles
+// outrun float32 ones (AVX512_BF16 on AMD), and the description says which.
+TEST(GemmBackends, AttentionTilesFollowThePrecisionWhereTheyOutrunFloat32) {
+  EXPECT_FALSE(AttentionTilesInBf16());
+  if (!BfloatRuns()) GTEST_SKIP() << "no bf16 matmul here";
+  GemmSettings bf16(GemmBackend::kOneDnn, MatmulPrecision::kBfloat16);
+  EXPECT_EQ(AttentionTilesInBf16(), kernels::Bf16DotOutrunsFloat32());
+  const std::string text = GemmDescription();
+  EXPECT_NE(text.find(AttentionTilesInBf16() ? ", attention bf16"
+                                             : ", attention fp32"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
