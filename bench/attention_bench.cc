@@ -38,8 +38,12 @@
 // at the same thread count, both measured in the same run: the forward, dx
 // and dW products of a 1024 x 1024 x 1024 linear layer (bench_util.h
 // StepSgemmGflops), the GEMM-class rate a matmul-heavy kernel can be held
-// to. At T = 16384 one
-// thread needs about a minute per call at D = 128; --quick skips T = 16384.
+// to. On a CPU whose bf16 tiles outrun float32 ones
+// (kernels::Bf16DotOutrunsFloat32: AVX512_BF16 on AMD), the same calls with
+// bf16 tile products (AttentionShape::bf16, what a train.precision: bf16
+// run uses) follow, each as a multiple of the float32 rate. At T = 16384
+// one thread needs about a minute per call at D = 128; --quick skips T =
+// 16384.
 //
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
 //        build/bench/attention_bench packed      (the packed table only)
@@ -61,6 +65,7 @@
 #include "bench/bench_util.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/attention_scalar.h"
+#include "core/kernels/bf16_tile_product.h"
 #include "core/ops/attention.h"
 #include "core/ops/gemm.h"
 #include "core/ops/ops.h"
@@ -267,9 +272,11 @@ void RunTable(bool quick) {
       "FLOPs over the causal pairs P: forward 4 D P, backward 8 D P; wall "
       "time, fastest call\n\n"
       "| T | D | threads | fwd ms | fwd GFLOP/s | fwd %% of peak | fwd %% of "
-      "matmul | bwd ms | bwd GFLOP/s | bwd %% of peak | bwd %% of matmul |\n"
+      "matmul | bwd ms | bwd GFLOP/s | bwd %% of peak | bwd %% of matmul | "
+      "bf16 fwd GFLOP/s | bf16 / fp32 fwd | bf16 bwd GFLOP/s | bf16 / fp32 "
+      "bwd |\n"
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "| ---: |\n",
+      "| ---: | ---: | ---: | ---: | ---: |\n",
       bench::CpuModelName().c_str(), kernels::AttentionTarget(), peak,
       bench::Bf16DotPeakGflops(), GemmDescription().c_str(), sgemm[0],
       sgemm[1]);
@@ -280,11 +287,12 @@ void RunTable(bool quick) {
     // minute.
     const int repeats = len >= 16384 ? 1 : len >= 4096 ? 2 : 5;
     for (size_t head_dim : {32, 64, 128}) {
-      const AttentionShape s = TrainShape(1, 16, 16, len, head_dim);
+      AttentionShape s = TrainShape(1, 16, 16, len, head_dim);
       Buffers x(s);
       const double pairs = CausalPairs(s);
-      for (int i = 0; i < 2; ++i) {
-        SetNumThreads(thread_counts[i]);
+      // Forward and backward seconds in the given tile precision.
+      auto time = [&](bool bf16) {
+        s.bf16 = bf16;
         const double fwd = bench::BestSeconds(
             [&] {
               kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
@@ -299,16 +307,31 @@ void RunTable(bool quick) {
                                          x.dq.data(), x.dk.data(), x.dv.data());
             },
             repeats);
+        return std::make_pair(fwd, bwd);
+      };
+      for (int i = 0; i < 2; ++i) {
+        SetNumThreads(thread_counts[i]);
+        const auto [fwd, bwd] = time(false);
         const double fwd_gflops = 4.0 * head_dim * pairs / fwd / 1e9;
         const double bwd_gflops = 8.0 * head_dim * pairs / bwd / 1e9;
         const double threads_peak = peak * thread_counts[i];
+        std::string bf16_columns = " - | - | - | - |";
+        if (kernels::Bf16DotOutrunsFloat32()) {
+          const auto [fwd_bf16, bwd_bf16] = time(true);
+          char text[128];
+          std::snprintf(text, sizeof(text), " %.1f | %.2fx | %.1f | %.2fx |",
+                        4.0 * head_dim * pairs / fwd_bf16 / 1e9, fwd / fwd_bf16,
+                        8.0 * head_dim * pairs / bwd_bf16 / 1e9,
+                        bwd / bwd_bf16);
+          bf16_columns = text;
+        }
         std::printf(
             "| %zu | %zu | %d | %.2f | %.1f | %.0f%% | %.0f%% | %.2f | %.1f | "
-            "%.0f%% | %.0f%% |\n",
+            "%.0f%% | %.0f%% |%s\n",
             len, head_dim, thread_counts[i], fwd * 1e3, fwd_gflops,
             100 * fwd_gflops / threads_peak, 100 * fwd_gflops / sgemm[i],
             bwd * 1e3, bwd_gflops, 100 * bwd_gflops / threads_peak,
-            100 * bwd_gflops / sgemm[i]);
+            100 * bwd_gflops / sgemm[i], bf16_columns.c_str());
         std::fflush(stdout);
       }
     }

@@ -356,10 +356,10 @@ void ForEachShapeAndMisalignment(const std::vector<size_t>& row_counts,
 
 #define ROTOR_PER_TARGET_TEST(suite, name) TEST_P(suite, name)
 
-#define ROTOR_SKIP_WITHOUT_BF16_DOT()                                      \
-  if (!::rotor::kernels::Bf16DotSupported()) {                             \
-    GTEST_SKIP() << "this CPU has no AVX512_BF16 (VDPBF16PS): the bf16 "   \
-                    "tile products do not run here";                       \
+#define ROTOR_SKIP_WITHOUT_BF16_DOT()                                    \
+  if (!::rotor::kernels::Bf16DotSupported()) {                           \
+    GTEST_SKIP() << "this CPU has no AVX512_BF16 (VDPBF16PS): the bf16 " \
+                    "tile products do not run here";                     \
   }
 
 #endif  // ROTOR_TESTS_TEST_UTIL_H_

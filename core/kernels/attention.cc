@@ -8,7 +8,8 @@
 //   TileProduct            C (+)= A B on tiles, register-tiled
 //                          (tile_product-inl.h): every product below
 //   ScoreRowDirect         s_c = scale * <x, key_c> untransposed (decoding)
-//   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp
+//   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp (in
+//                          bf16 ExpForBf16, as ProbsAndScoreGrads)
 // Masks (causal, and the optional lower bound key_start of packed
 // documents): VisibleKeys and FirstVisibleKey bound the keys of one query;
 // FirstKeyTile, FirstRowSeeing and RowsSeeingBefore pick the key tiles and
@@ -351,13 +352,27 @@ void ScoreRowDirect(const float* HWY_RESTRICT x, const float* HWY_RESTRICT keys,
   for (size_t c = 0; c < n; ++c) s[c] = scale * Dot(x, keys + c * stride, dim);
 }
 
+// exp(x) of a probability: hn::Exp, or with bf16 tiles, which round the
+// probabilities to 8 bits, ExpForBf16 (simd-inl.h: within 2^-17, at half
+// the cost).
+template <bool kBf16, class D>
+HWY_INLINE hn::Vec<D> ProbabilityExp(D d, hn::Vec<D> x) {
+  if constexpr (kBf16) {
+    return ExpForBf16(d, x);
+  } else {
+    return hn::Exp(d, x);
+  }
+}
+
 // s[c] = exp(s[c] - shift) for c < n; returns sum_c s[c].
+template <bool kBf16>
 float ExpShift(float* HWY_RESTRICT s, size_t n, float shift) {
   const hn::ScalableTag<float> df;
   auto sum = hn::Zero(df);
   float tail_sum = 0.0f;
   ForEachVector(n, [&](auto d, size_t c) HWY_ATTR {
-    const auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + c), hn::Set(d, shift)));
+    const auto p = ProbabilityExp<kBf16>(
+        d, hn::Sub(hn::LoadU(d, s + c), hn::Set(d, shift)));
     hn::StoreU(p, d, s + c);
     if constexpr (hn::MaxLanes(decltype(d)()) == 1) {  // the one-lane tail
       tail_sum += hn::GetLane(p);
@@ -378,11 +393,12 @@ void ExpInPlace(float* HWY_RESTRICT x, size_t n) {
 // One pass for the backward: p[c] = exp(p[c] - lse) (on entry p holds the
 // scores s), then ds[c] = p[c] * (ds[c] - delta) (on entry ds holds dp),
 // for c < n.
+template <bool kBf16>
 void ProbsAndScoreGrads(float lse, float delta, float* HWY_RESTRICT p,
                         float* HWY_RESTRICT ds, size_t n) {
   ForEachVector(n, [&](auto d, size_t c) HWY_ATTR {
     const auto probs =
-        hn::Exp(d, hn::Sub(hn::LoadU(d, p + c), hn::Set(d, lse)));
+        ProbabilityExp<kBf16>(d, hn::Sub(hn::LoadU(d, p + c), hn::Set(d, lse)));
     hn::StoreU(probs, d, p + c);
     const auto dp = hn::Sub(hn::LoadU(d, ds + c), hn::Set(d, delta));
     hn::StoreU(hn::Mul(probs, dp), d, ds + c);
@@ -587,7 +603,9 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       const TileKeys seen = VisibleInTile(s, b, q0 + r, k0, count);
       float* probs = scratch.probs + r * kKeyTile;
       const float tile_sum =
-          ExpShift(probs + seen.begin, seen.count(), row_max[r]);
+          s.bf16
+              ? ExpShift<true>(probs + seen.begin, seen.count(), row_max[r])
+              : ExpShift<false>(probs + seen.begin, seen.count(), row_max[r]);
       std::fill(probs, probs + seen.begin, 0.0f);
       std::fill(probs + seen.end, probs + count, 0.0f);
       row_sum[r] = row_sum[r] * corrections[r] + tile_sum;
@@ -855,8 +873,9 @@ void TileGradients(const AttentionShape& s, size_t b, size_t head, size_t i0,
     const TileKeys seen = VisibleInTile(s, b, i0 + r, k0, count);
     float* p = scratch.probs + r * kKeyTile;
     float* ds = scratch.grads + r * kKeyTile;
-    ProbsAndScoreGrads(lse[row], delta[row], p + seen.begin, ds + seen.begin,
-                       seen.count());
+    (s.bf16 ? ProbsAndScoreGrads<true>
+            : ProbsAndScoreGrads<false>)(lse[row], delta[row], p + seen.begin,
+                                         ds + seen.begin, seen.count());
     std::fill(p, p + seen.begin, 0.0f);
     std::fill(ds, ds + seen.begin, 0.0f);
     std::fill(p + seen.end, p + count, 0.0f);

@@ -83,6 +83,15 @@ void Div(const float* a, const float* b, float* out, size_t n) {
               [](auto x, auto y) HWY_ATTR { return hn::Div(x, y); });
 }
 
+void ExpForBf16Array(const float* x, float* out, size_t n) {
+  ParallelFor(n, kChunk, [&](int64_t begin, int64_t end) HWY_ATTR {
+    ForEachVector(end - begin, [&](auto d, size_t i) HWY_ATTR {
+      const size_t k = begin + i;
+      hn::StoreU(ExpForBf16(d, hn::LoadU(d, x + k)), d, out + k);
+    });
+  });
+}
+
 const char* VectorOpsTarget() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace
@@ -101,6 +110,7 @@ HWY_EXPORT(Add);
 HWY_EXPORT(Sub);
 HWY_EXPORT(Mul);
 HWY_EXPORT(Div);
+HWY_EXPORT(ExpForBf16Array);
 HWY_EXPORT(VectorOpsTarget);
 
 void Axpy(float alpha, const float* x, float* y, size_t n) {
@@ -120,6 +130,9 @@ void Mul(const float* a, const float* b, float* out, size_t n) {
 }
 void Div(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(Div)(a, b, out, n);
+}
+void ExpForBf16(const float* x, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(ExpForBf16Array)(x, out, n);
 }
 const char* VectorOpsTarget() {
   return HWY_DYNAMIC_DISPATCH(VectorOpsTarget)();

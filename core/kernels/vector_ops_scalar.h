@@ -3,7 +3,10 @@
 #ifndef ROTOR_CORE_KERNELS_VECTOR_OPS_SCALAR_H_
 #define ROTOR_CORE_KERNELS_VECTOR_OPS_SCALAR_H_
 
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 namespace rotor {
 namespace kernels {
@@ -36,6 +39,26 @@ void DivRef(const T* a, const T* b, T* out, size_t n) {
 template <typename T>
 void MulRef(const T* a, const T* b, T* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+
+// ExpForBf16's twin, float only: the same steps (simd-inl.h), with fused
+// multiply-adds as on targets that have them.
+inline float ExpForBf16Ref(float x) {
+  const float t = x * 1.44269504088896341f;
+  if (t < -125.0f) return 0.0f;
+  const float n = std::nearbyint(t);  // to nearest, ties to even
+  const float f = t - n;
+  float p = 0.009570099413394928f;
+  p = std::fma(p, f, 0.05591785907745361f);
+  p = std::fma(p, f, 0.240247443318367f);
+  p = std::fma(p, f, 0.6931217908859253f);
+  p = std::fma(p, f, 0.9999992847442627f);
+  int32_t bits;
+  std::memcpy(&bits, &p, sizeof(bits));
+  bits += static_cast<int32_t>(n) * (int32_t{1} << 23);
+  float result;
+  std::memcpy(&result, &bits, sizeof(result));
+  return result;
 }
 
 }  // namespace kernels

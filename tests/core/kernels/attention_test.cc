@@ -958,11 +958,12 @@ TEST(AttentionKernelRope, RefusesDecodingShapes) {
 // - a score s_ij = scale <q_i, k_j> from rounded operands is off by at most
 //   E_i = (2u + u^2 + D 2^-24) scale max_j sum_d |q_id k_jd|;
 // - so each weight w_ij = exp(s_ij - L_i) (numerator and normaliser) is off
-//   by a factor within exp(+-2 E_i), and rounding it for P V by (1 + u);
+//   by a factor within exp(+-2 E_i), by (1 + e)^2 more from the tiles' exp
+//   (ExpForBf16, e = 2^-17), and rounding it for P V by (1 + u);
 // - rounding v_j adds u |v_j|, and the float32 sums over the keys and D
 //   (n + D) 2^-24.
 // Since the weights of a row sum to 1, out_i is off by at most
-//   (exp(2 E_i) (1 + u)^2 (1 + (n + D) 2^-24) - 1) max_j |v_j|.
+//   (exp(2 E_i) (1 + e)^2 (1 + u)^2 (1 + (n + D) 2^-24) - 1) max_j |v_j|.
 // A gradient passes through more roundings (the operands of dp and ds, and
 // of its own product), each of relative u, on top of the weights' error:
 // it is held to 2 E + 8u of its largest entry, with E the largest E_i.
@@ -970,6 +971,7 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16WithinBfloat16sBound) {
   ROTOR_SKIP_WITHOUT_BF16_DOT();
   std::mt19937 rng(71);
   const double u = std::ldexp(1.0, -8), f32 = std::ldexp(1.0, -24);
+  const double exp_error = std::ldexp(1.0, -17);
   for (AttentionShape s :
        {MakeShape(1, 4, 2, 130, 130, 64), MakeShape(2, 2, 2, 70, 70, 33),
         MakeShape(1, 2, 1, 2, 97, 64), MakeShape(1, 2, 2, 65, 65, 72, false)}) {
@@ -1006,7 +1008,8 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16WithinBfloat16sBound) {
       const double e = (2 * u + u * u + dim * f32) * s.scale * largest;
       worst_e = std::max(worst_e, e);
       const double bound =
-          (std::exp(2 * e) * (1 + u) * (1 + u) * (1 + (s.kv_len + dim) * f32) -
+          (std::exp(2 * e) * (1 + exp_error) * (1 + exp_error) * (1 + u) *
+               (1 + u) * (1 + (s.kv_len + dim) * f32) -
            1) *
           v_max;
       for (size_t d = 0; d < dim; ++d) {
