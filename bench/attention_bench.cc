@@ -45,10 +45,19 @@
 // one thread needs about a minute per call at D = 128; --quick skips T =
 // 16384.
 //
+// Tiles mode times the tile products alone, the kernels' two shapes of
+// product (S = Q K^T: 64 x 64 over depth D; P V: 64 x D over depth 64) at D
+// = 32, 64 and 128, one thread in thread CPU time, against the FMA peak: the
+// float32 TileProduct, and the bf16 one on packed operands and with its
+// packing (what a product that packs both operands costs), where bf16 tiles
+// run. What a kernel loses below these rates is the softmax and the moving
+// of tiles around the products.
+//
 // Usage: build/bench/attention_bench [max_len]   (default 1024)
 //        build/bench/attention_bench packed      (the packed table only)
 //        build/bench/attention_bench rope        (the RoPE table only)
 //        build/bench/attention_bench table [--quick]
+//        build/bench/attention_bench tiles
 #include <time.h>
 
 #include <algorithm>
@@ -56,6 +65,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
@@ -66,6 +76,7 @@
 #include "core/kernels/attention.h"
 #include "core/kernels/attention_scalar.h"
 #include "core/kernels/bf16_tile_product.h"
+#include "core/kernels/tile_product.h"
 #include "core/ops/attention.h"
 #include "core/ops/gemm.h"
 #include "core/ops/ops.h"
@@ -471,10 +482,84 @@ void Run(size_t max_len) {
   RunRope();
 }
 
+// The header's tiles mode.
+void RunTiles() {
+  SetNumThreads(1);
+  const double peak = bench::FmaPeakGflops();
+  std::printf(
+      "attention tile products alone, one thread, thread CPU time; FMA peak "
+      "%.1f GFLOP/s (bf16 dot products: %.1f)\n%-26s %12s %8s %12s %8s %14s "
+      "%8s\n",
+      peak, bench::Bf16DotPeakGflops(), "product (rows x cols x depth)",
+      "fp32 GFLOP/s", "% peak", "bf16 GFLOP/s", "% peak", "+ pack GFLOP/s",
+      "% peak");
+  constexpr size_t kTile = kernels::kAttentionKeyTile;
+  for (size_t dim : {32, 64, 128}) {
+    // S = Q K^T and P V: (rows, cols, depth).
+    const size_t shapes[2][3] = {{kTile, kTile, dim}, {kTile, dim, kTile}};
+    for (const auto& shape : shapes) {
+      const size_t rows = shape[0], cols = shape[1], depth = shape[2];
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      std::vector<float> a(rows * depth), b(depth * cols), c(rows * cols);
+      for (float& x : a) x = dist(rng);
+      for (float& x : b) x = dist(rng);
+      constexpr int kCalls = 2000;
+      const double flops = 2.0 * rows * cols * depth * kCalls;
+      auto rate = [&](const std::function<void()>& product) {
+        return flops /
+               BestThreadCpuSeconds(
+                   [&] {
+                     for (int i = 0; i < kCalls; ++i) product();
+                   },
+                   5) /
+               1e9;
+      };
+      const double fp32 = rate([&] {
+        kernels::TileProduct(
+            true, rows, cols, depth, 1.0f,
+            {a.data(), depth, 1, b.data(), cols, c.data(), cols});
+      });
+      char name[64];
+      std::snprintf(name, sizeof(name), "D %zu: %zu x %zu x %zu", dim, rows,
+                    cols, depth);
+      std::printf("%-26s %12.1f %7.0f%%", name, fp32, 100 * fp32 / peak);
+      if (!kernels::Bf16DotSupported()) {
+        std::printf(" %12s %8s %14s %8s\n", "-", "-", "-", "-");
+        continue;
+      }
+      const size_t pairs = (depth + 1) / 2;
+      const size_t ldb = kernels::Bf16PackedColumns(cols);
+      std::vector<uint32_t> pa(rows * pairs), pb(pairs * ldb);
+      auto pack = [&] {
+        kernels::PackBf16Rows(a.data(), depth, rows, depth, pa.data(), pairs);
+        kernels::PackBf16PairRows(b.data(), cols, depth, cols, pb.data(), ldb);
+      };
+      auto product = [&] {
+        kernels::Bf16TileProduct(
+            true, rows, cols, pairs, 1.0f,
+            {pa.data(), pairs, 1, pb.data(), ldb, c.data(), cols});
+      };
+      pack();
+      const double bf16 = rate(product);
+      const double packed = rate([&] {
+        pack();
+        product();
+      });
+      std::printf(" %12.1f %7.0f%% %14.1f %7.0f%%\n", bf16, 100 * bf16 / peak,
+                  packed, 100 * packed / peak);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rotor
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "tiles") == 0) {
+    rotor::RunTiles();
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "packed") == 0) {
     rotor::RunPacked();
     return 0;
