@@ -6,7 +6,12 @@
 //   TransposeTile          a key (or value) tile [count, D] -> [D, kKeyTile]
 //   TransposeKeyTiles      every key tile once, for all the forward's tasks
 //   TileProduct            C (+)= A B on tiles, register-tiled
-//                          (tile_product-inl.h): every product below
+//                          (tile_product-inl.h): every product below,
+//                          through Product, which in bf16 runs
+//                          Bf16TileProduct (bf16_tile_product.h) on
+//                          operands packed there or earlier: once per
+//                          forward (PackKeyValueTiles), per backward
+//                          (PackQueries) or per key tile (LoadKeyValueTile)
 //   ScoreRowDirect         s_c = scale * <x, key_c> untransposed (decoding)
 //   ExpShift               p_c = exp(s_c - shift), vectorised hn::Exp (in
 //                          bf16 ExpForBf16, as ProbsAndScoreGrads)
