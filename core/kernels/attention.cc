@@ -49,11 +49,15 @@
 namespace rotor {
 namespace kernels {
 namespace {
-// uint32 words of each of a task's bfloat16 operand buffers: a product
-// has at most max(D, tile) rows, columns and depth.
+// uint32 words of each of a task's bfloat16 operand buffers. With E =
+// max(D, tile), a product is a tile's rows by E over a depth of E, or E by
+// E over a tile's depth: packed A is at most tile x (E + 1) / 2 words,
+// packed B (E + 1) / 2 x 16-rounded tile or tile / 2 x 16-rounded E.
 size_t PackedTileWords(size_t head_dim) {
-  return Bf16PackedWords(
-      std::max({head_dim, kAttentionQueryTile, kAttentionKeyTile}));
+  constexpr size_t kTile = std::max(kAttentionQueryTile, kAttentionKeyTile);
+  const size_t extent = std::max(head_dim, kTile);
+  return std::max(kTile * ((extent + 1) / 2),
+                  (kTile + 1) / 2 * Bf16PackedColumns(extent));
 }
 }  // namespace
 }  // namespace kernels
@@ -616,8 +620,13 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
       row_sum[r] = row_sum[r] * corrections[r] + tile_sum;
       if (corrections[r] != 1.0f) ScaleRow(corrections[r], acc + r * dim, dim);
     }
-    // acc += P V over the rows that see the tile.
-    if (packed) {
+    // acc += P V over the rows that see the tile. The shared value tile
+    // pairs its rows across the whole tile: with an odd count short of it,
+    // the last pair would multiply P's zero padding by a value no row sees
+    // (a NaN there would spread), so that product packs V itself.
+    const bool whole_pairs =
+        count % 2 == 0 || count == std::min(kKeyTile, s.kv_len - k0);
+    if (packed && whole_pairs) {
       constexpr size_t kKeyPairs = kKeyTile / 2;
       PackBf16Rows(scratch.probs + first_row * kKeyTile, kKeyTile,
                    end_row - first_row, count, scratch.packed_a, kKeyPairs);

@@ -156,10 +156,6 @@ size_t Bf16PackedColumns(size_t cols) {
   return (cols + kLanes - 1) / kLanes * kLanes;
 }
 
-size_t Bf16PackedWords(size_t extent) {
-  return (extent + 1) / 2 * Bf16PackedColumns(extent);
-}
-
 ROTOR_BF16_TARGET void PackBf16Rows(const float* a, size_t lda, size_t rows,
                                     size_t depth, uint32_t* out,
                                     size_t out_row) {

@@ -59,10 +59,6 @@ bool Bf16DotOutrunsFloat32();
 // vectors of 16.
 size_t Bf16PackedColumns(size_t cols);
 
-// uint32 words that hold a packed operand, A, A^T or B, of a product whose
-// rows, columns and depth are each at most `extent`, packed as below.
-size_t Bf16PackedWords(size_t extent);
-
 // out[m * out_row + j] = (A[m, 2j], A[m, 2j + 1]) for m < rows, j <
 // (depth + 1) / 2, with A[m, k] = a[m * lda + k] and A[m, depth] = 0: the
 // rows of A, rounded, as packed A with a_row = out_row, a_col = 1.

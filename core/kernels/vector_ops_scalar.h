@@ -46,7 +46,7 @@ void MulRef(const T* a, const T* b, T* out, size_t n) {
 // multiply-adds as on targets that have them.
 inline float ExpForBf16Ref(float x) {
   const float t = std::min(x * 1.44269504088896341f, 127.0f);
-  if (t < -125.0f) return 0.0f;
+  if (!(t >= -125.0f)) return 0.0f;   // and NaN, as the clamped vectors
   const float n = std::nearbyint(t);  // to nearest, ties to even
   const float f = t - n;
   float p = 0.009570099413394928f;

@@ -1064,6 +1064,36 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16BitwiseAtAnyThreadCount) {
   }
 }
 
+// A value no query can see never reaches the output in bf16, even a NaN:
+// queries 0..2 see keys 0..2 of 8 (q_offset 0), so the shared value tile
+// holds rows the forward's last, odd pair would meet; out equals that of
+// the same keys with those values zeroed, bitwise.
+ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16HiddenValuesNeverReachTheOutput) {
+  ROTOR_SKIP_WITHOUT_BF16_DOT();
+  AttentionShape s = MakeShape(1, 2, 1, 3, 8, 16);
+  s.q_offset = 0;
+  s.bf16 = true;
+  std::mt19937 rng(73);
+  Inputs in(s, 0, rng);
+  Inputs zeroed = in;
+  for (size_t key = 3; key < s.kv_len; ++key) {
+    for (size_t d = 0; d < s.head_dim; ++d) {
+      in.v.data()[key * s.head_dim + d] = std::nanf("");
+      zeroed.v.data()[key * s.head_dim + d] = 0.0f;
+    }
+  }
+  Outputs with_nan(s, 0), with_zero(s, 0);
+  kernels::AttentionForward(s, in.q.data(), in.k.data(), in.v.data(),
+                            with_nan.out.data(), with_nan.lse.data());
+  kernels::AttentionForward(s, zeroed.q.data(), zeroed.k.data(),
+                            zeroed.v.data(), with_zero.out.data(),
+                            with_zero.lse.data());
+  for (size_t i = 0; i < QueryFloats(s); ++i) {
+    ASSERT_TRUE(std::isfinite(with_nan.out.data()[i])) << i;
+    ASSERT_EQ(with_nan.out.data()[i], with_zero.out.data()[i]) << i;
+  }
+}
+
 // RoPE inside attention equals RoPE then attention, bitwise, in bf16 too:
 // the same rotated floats are rounded either way.
 ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16RopeInsideEqualsSeparateKernels) {
