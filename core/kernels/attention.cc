@@ -41,6 +41,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
 #include "core/kernels/bf16_tile_product.h"
 
 // Defined once, before the per-target passes below re-include this file.
@@ -49,6 +50,17 @@
 namespace rotor {
 namespace kernels {
 namespace {
+// `buffer`, an allocation of `floats` floats for `what`, or an error naming
+// it (under an address-space limit a task's scratch can fail to allocate).
+template <class Buffer>
+Buffer Allocated(Buffer buffer, size_t floats, const char* what) {
+  ROTOR_CHECK(buffer != nullptr || floats == 0,
+              "attention: out of memory "
+              "allocating ",
+              floats * sizeof(float), " bytes of ", what);
+  return buffer;
+}
+
 // uint32 words of each of a task's bfloat16 operand buffers. With E =
 // max(D, tile), a product is a tile's rows by E over a depth of E, or E by
 // E over a tile's depth: packed A is at most tile x (E + 1) / 2 words,
@@ -212,8 +224,9 @@ struct PackedQueries {
 // AttentionTaskScratchFloats(head_dim) floats.
 struct TaskScratch {
   explicit TaskScratch(size_t head_dim)
-      : buffer(
-            hwy::AllocateAligned<float>(AttentionTaskScratchFloats(head_dim))) {
+      : buffer(Allocated(
+            hwy::AllocateAligned<float>(AttentionTaskScratchFloats(head_dim)),
+            AttentionTaskScratchFloats(head_dim), "a task's scratch")) {
     float* next = buffer.get();
     auto take = [&next](size_t floats) {
       float* block = next;
@@ -446,7 +459,8 @@ class Workspace {
  public:
   Workspace(float* given, size_t floats) : next_(given) {
     if (next_ == nullptr && floats > 0) {
-      owned_ = hwy::AllocateAligned<float>(floats);
+      owned_ =
+          Allocated(hwy::AllocateAligned<float>(floats), floats, "workspace");
       next_ = owned_.get();
     }
   }
@@ -1439,7 +1453,6 @@ const char* AttentionTarget() { return hwy::TargetName(HWY_TARGET); }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/error.h"
 
 namespace rotor {
 namespace kernels {
