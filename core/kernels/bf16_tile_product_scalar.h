@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "core/kernels/convert_scalar.h"
 
@@ -23,13 +22,6 @@ inline float FlushDenormalRef(float x) {
 // with denormals read as zero.
 inline uint16_t RoundBf16Ref(float x) {
   return F32ToBF16Ref(FlushDenormalRef(x));
-}
-
-inline float Bf16ValueRef(uint16_t bits) {
-  const uint32_t wide = uint32_t{bits} << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
 }
 
 inline uint32_t PairRef(float even, float odd) {
@@ -62,10 +54,10 @@ inline void PackBf16PairRowsRef(const float* b, size_t ldb, size_t depth,
 // One VDPBF16PS lane: acc + a_odd b_odd, then + a_even b_even (products
 // exact in float32, each sum rounded and flushed).
 inline float DotPairRef(float acc, uint32_t a, uint32_t b) {
-  const float odd = Bf16ValueRef(static_cast<uint16_t>(a >> 16)) *
-                    Bf16ValueRef(static_cast<uint16_t>(b >> 16));
-  const float even = Bf16ValueRef(static_cast<uint16_t>(a)) *
-                     Bf16ValueRef(static_cast<uint16_t>(b));
+  const float odd = BF16ToF32Ref(static_cast<uint16_t>(a >> 16)) *
+                    BF16ToF32Ref(static_cast<uint16_t>(b >> 16));
+  const float even = BF16ToF32Ref(static_cast<uint16_t>(a)) *
+                     BF16ToF32Ref(static_cast<uint16_t>(b));
   acc = FlushDenormalRef(FlushDenormalRef(acc) + odd);
   return FlushDenormalRef(acc + even);
 }

@@ -7,7 +7,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
+
+#include "core/kernels/convert_scalar.h"
 
 namespace rotor {
 namespace kernels {
@@ -54,12 +55,11 @@ inline float ExpForBf16Ref(float x) {
   p = std::fma(p, f, 0.240247443318367f);
   p = std::fma(p, f, 0.6931217908859253f);
   p = std::fma(p, f, 0.9999992847442627f);
-  int32_t bits;
-  std::memcpy(&bits, &p, sizeof(bits));
-  bits += static_cast<int32_t>(n) * (int32_t{1} << 23);
-  float result;
-  std::memcpy(&result, &bits, sizeof(result));
-  return result;
+  // 2^n into the exponent: n * 2^23 added to the bits (mod 2^32, as the
+  // vectors' integer lanes).
+  return FloatFromBits(BitsOfFloat(p) +
+                       static_cast<uint32_t>(static_cast<int32_t>(n)) *
+                           (1u << 23));
 }
 
 }  // namespace kernels

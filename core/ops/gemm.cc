@@ -145,19 +145,16 @@ bool AttentionTilesInBf16() {
 
 std::string GemmDescription() {
   const MatmulPrecision precision = ActiveMatmulPrecision();
-  std::string text = StrCat(GemmBackendName(ActiveGemmBackend()), " ",
-                            MatmulPrecisionName(precision), " (");
+  std::string kernels;
 #if ROTOR_WITH_ONEDNN
   if (ActiveGemmBackend() == GemmBackend::kOneDnn) {
-    text += internal::OneDnnImplementation(
+    kernels = internal::OneDnnImplementation(
         internal::TypicalGemmBlock(), precision == MatmulPrecision::kBfloat16);
-  } else {
-    text += internal::OpenBlasCoreName();
   }
-#else
-  text += internal::OpenBlasCoreName();
 #endif
-  text += ")";
+  if (kernels.empty()) kernels = internal::OpenBlasCoreName();
+  std::string text = StrCat(GemmBackendName(ActiveGemmBackend()), " ",
+                            MatmulPrecisionName(precision), " (", kernels, ")");
   if (precision == MatmulPrecision::kBfloat16) {
     text += AttentionTilesInBf16() ? ", attention bf16" : ", attention fp32";
   }
