@@ -46,11 +46,24 @@ FolderLock::FolderLock(const std::string& dir, const std::string& file,
                        const std::string& what) {
   const std::string path = (std::filesystem::path(dir) / file).string();
   // O_NOFOLLOW: a symbolic link planted in place of the lock file is not
-  // followed. The file is never written: the lock is what counts, and who
-  // holds it comes from the kernel.
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+  // followed. O_NONBLOCK: a FIFO planted there opens at once instead of
+  // waiting for a writer, and is refused below. The file is never written:
+  // the lock is what counts, and who holds it comes from the kernel.
+  fd_ = ::open(path.c_str(),
+               O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
   ROTOR_CHECK(fd_ >= 0, "cannot open lock file ", path, ": ",
               std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
+    const char* kind = S_ISFIFO(info.st_mode)   ? "a FIFO"
+                       : S_ISSOCK(info.st_mode) ? "a socket"
+                       : S_ISDIR(info.st_mode)  ? "a folder"
+                                                : "a device";
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(StrCat("lock file ", path, " is not a regular file (", kind,
+                       "); remove it and run again"));
+  }
   int status;
   while ((status = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
   }
