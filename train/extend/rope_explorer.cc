@@ -103,13 +103,22 @@ Json MethodJson(const ExplorerModel& model, RopeType method) {
   return json;
 }
 
-// "</" would end the <script> element that holds the JSON.
-std::string ForScript(std::string text) {
-  for (size_t at = text.find("</"); at != std::string::npos;
-       at = text.find("</", at + 3)) {
-    text.replace(at, 2, "<\\/");
+// JSON text made safe inside a <script> element: "</" would end it early, and
+// "<!--" followed by "<script" would keep the HTML parser from ever seeing
+// its "</script>" (the "script data double escaped" state), leaving the page
+// empty. Every "<" becomes the JSON escape \u003c, which JSON.parse reads
+// back as "<" (in JSON a "<" can only stand inside a string).
+std::string ForScript(const std::string& json) {
+  std::string out;
+  out.reserve(json.size());
+  for (const char c : json) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
   }
-  return text;
+  return out;
 }
 
 }  // namespace
