@@ -137,6 +137,9 @@ train::ModelConfig LoadRopeModel(const std::string& path,
   if (path.size() > json.size() &&
       path.compare(path.size() - json.size(), json.size(), json) == 0) {
     const train::ModelConfig model = train::LoadHfConfig(path);
+    // The weights and tokenizer beside a config.json are its model's.
+    train::NoteModelFilesAsInputs(
+        std::filesystem::path(path).parent_path().string());
     return overrides.empty()
                ? model
                : train::OverrideModelConfig(model, overrides, path);

@@ -273,9 +273,8 @@ std::string WhatExistsInstead(const std::string& path) {
   return StrCat(", did you mean '", (parent / nearest).string(), "'?");
 }
 
-}  // namespace
-
-std::string ResolveCheckpointPath(const std::string& path) {
+// ResolveCheckpointPath without noting the folder's files.
+std::string ResolveCheckpointFolder(const std::string& path) {
   ROTOR_CHECK(fs::is_directory(path), "checkpoint folder ", path,
               " does not exist", WhatExistsInstead(path));
   if (IsHfModelFolder(path)) return path;
@@ -294,6 +293,26 @@ std::string ResolveCheckpointPath(const std::string& path) {
               "Hugging Face model folder (with config.json) nor a run's "
               "output_dir with checkpoints/step_* folders");
   return checkpoints.back();
+}
+
+}  // namespace
+
+void NoteModelFilesAsInputs(const std::string& folder) {
+  std::error_code error;
+  for (fs::directory_iterator it(folder.empty() ? "." : folder, error), end;
+       !error && it != end; it.increment(error)) {
+    const std::string extension = it->path().extension().string();
+    for (const char* model_file :
+         {".safetensors", ".json", ".yaml", ".model", ".txt"}) {
+      if (extension == model_file) NoteInputPath(it->path().string());
+    }
+  }
+}
+
+std::string ResolveCheckpointPath(const std::string& path) {
+  const std::string resolved = ResolveCheckpointFolder(path);
+  NoteModelFilesAsInputs(resolved);
+  return resolved;
 }
 
 void CheckSameArchitecture(const nn::TransformerConfig& source,

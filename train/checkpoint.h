@@ -125,8 +125,16 @@ TrainConfig LoadCheckpointTrainConfig(const std::string& dir);
 
 // The checkpoint folder `path` names: itself if it holds model.safetensors,
 // else the newest checkpoint of the run whose output_dir it is. Throws,
-// naming the path, when it does not exist or is neither.
+// naming the path, when it does not exist or is neither. The files of the
+// folder it returns become inputs of the command (NoteModelFilesAsInputs).
 std::string ResolveCheckpointPath(const std::string& path);
+
+// Notes every file of the model in `folder` (its weights, configs, tokenizer
+// and trainer state: the files named *.safetensors, *.json, *.yaml, *.model
+// or *.txt, e.g. merges.txt) as an input of this command (NoteInputPath), so
+// that no output replaces one, whether the command reads it or not.
+// ResolveCheckpointPath does this for every folder it resolves.
+void NoteModelFilesAsInputs(const std::string& folder);
 
 // Throws rotor::Error listing every architecture key whose value differs
 // between `source` (a checkpoint, described by `source_name`) and `target`,

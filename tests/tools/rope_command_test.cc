@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -351,6 +353,41 @@ TEST(RopeCommand, PlotWritesAPng) {
   png.read(&magic[0], 8);
   std::remove(path);
   EXPECT_EQ(magic, std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+// --html and --plot never replace a file of the model --config names, --force
+// or not: rope reads only its config, but its weights and tokenizer are as
+// much the command's inputs (they once were replaced by the page or plot).
+TEST(RopeCommand, OutputsNeverReplaceTheNamedModelsFiles) {
+  char folder[] = "/tmp/rotor-rope-model-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string dir = folder;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  write("config.json",
+        R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+            "hidden_size": 64, "intermediate_size": 128,
+            "num_attention_heads": 4, "num_key_value_heads": 4,
+            "num_hidden_layers": 2, "vocab_size": 300,
+            "max_position_embeddings": 256, "rope_theta": 10000.0})");
+  const std::string weights = write("model.safetensors", "weights");
+  const std::string tokenizer = write("tokenizer.json", "tokenizer");
+  for (const std::string& config : {dir, dir + "/config.json"}) {
+    for (const std::string& target : {weights, tokenizer}) {
+      const RunResult html =
+          RunRotor("rope --config '" + config + "' --force --html " + target);
+      EXPECT_EQ(html.status, 1) << html.output;
+      EXPECT_NE(
+          html.output.find("--html " + target + " is an input of this command"),
+          std::string::npos)
+          << html.output;
+    }
+  }
+  std::ifstream in(weights);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "weights");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -44,14 +44,22 @@ const char* KindOf(mode_t mode) {
   return "not a regular file";
 }
 
+void NoteInput(const struct stat& info) {
+  InputFiles& inputs = Inputs();
+  const std::lock_guard<std::mutex> lock(inputs.mutex);
+  inputs.ids.insert(IdOf(info));
+}
+
 }  // namespace
 
 void NoteInputFile(int fd) {
   struct stat info;
-  if (::fstat(fd, &info) != 0) return;
-  InputFiles& inputs = Inputs();
-  const std::lock_guard<std::mutex> lock(inputs.mutex);
-  inputs.ids.insert(IdOf(info));
+  if (::fstat(fd, &info) == 0) NoteInput(info);
+}
+
+void NoteInputPath(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0) NoteInput(info);
 }
 
 bool IsInputFile(const std::string& path) {

@@ -11,6 +11,8 @@
 // The inputs of a command are the files its process has read: ReadFile,
 // MappedFile and TokenFile note each one by device and inode as they open
 // it, so a hard link or a symbolic link to an input is recognised as well.
+// So are all the files of a model the command names, read or not
+// (NoteModelFilesAsInputs in train/checkpoint.h).
 #ifndef ROTOR_TRAIN_IO_OUTPUT_FILE_H_
 #define ROTOR_TRAIN_IO_OUTPUT_FILE_H_
 
@@ -21,6 +23,11 @@ namespace rotor::train {
 
 // Records the open file `fd` as an input of this process.
 void NoteInputFile(int fd);
+
+// Records the file at `path` (followed through symbolic links), if there is
+// one, as an input although this process does not read it: a file of a
+// model the command names (its weights beside the config it reads).
+void NoteInputPath(const std::string& path);
 
 // Whether `path` (followed through symbolic links) is a file this process
 // has read.
