@@ -162,9 +162,9 @@ ExplorerModel ExplorerModelFromReport(const std::string& report_dir) {
               "config from it; run from the folder the report ran in)");
   ExplorerModel out;
   out.name = "report " + report_dir;
-  out.model =
-      LoadCheckpointTrainConfig(ResolveCheckpointPath(all.base_checkpoint))
-          .model;
+  // As the report's runner read it: a rotor checkpoint's config.yaml or a
+  // Hugging Face folder's config.json.
+  out.model = LoadCheckpointModelConfig(all.base_checkpoint).model;
   out.original_length = all.base_length;
   out.factor = all.factor;
   out.measured = all.variants;

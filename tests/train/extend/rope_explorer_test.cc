@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "nn/rope_scaling.h"
@@ -13,6 +14,7 @@
 #include "tests/tools/run_rotor.h"
 #include "train/config/model_config.h"
 #include "train/extend/recipe.h"
+#include "train/extend/results.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/markdown_html.h"
@@ -79,6 +81,25 @@ TEST(RopeExplorer, PageIsOneFileAndKeepsScriptsClosed) {
   EXPECT_EQ(data.find('<'), std::string::npos) << data;
   // The escaped JSON still reads back to the name.
   EXPECT_EQ(ParseJson(data, "explorer-data")["models"][0]["name"], name);
+}
+
+TEST(RopeExplorer, ReportOnAHuggingFaceBaseReadsItsConfigJson) {
+  // rotor rope --report DIR once read BASE/config.yaml, which a Hugging Face
+  // folder does not have; the report reads its base as the runner did.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.Path("base"));
+  dir.Write("base/config.json",
+            R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+                "hidden_size": 64, "intermediate_size": 128,
+                "num_attention_heads": 4, "num_key_value_heads": 4,
+                "num_hidden_layers": 2, "vocab_size": 300,
+                "max_position_embeddings": 256, "rope_theta": 50000.0})");
+  std::filesystem::create_directories(dir.Path("report"));
+  SaveAllResults(dir.Path("report"), dir.Path("base"), 256, 4.0, {});
+  const ExplorerModel model = ExplorerModelFromReport(dir.Path("report"));
+  EXPECT_EQ(model.model.rope.rope_theta, 50000.0);
+  EXPECT_EQ(model.original_length, 256);
+  EXPECT_EQ(model.factor, 4.0);
 }
 
 TEST(MarkdownHtml, ConvertsTheSubsetReportsUse) {
