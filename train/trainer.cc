@@ -21,6 +21,7 @@
 #include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
+#include "train/io/output_file.h"
 #include "train/optim/lr_schedule.h"
 
 namespace rotor::train {
@@ -183,12 +184,10 @@ void Trainer::BuildModel(const nn::TransformerConfig& model_config) {
 // on one folder would overwrite each other's. A new output_dir is made (and
 // locked) only once every check has passed, by OpenOutputDir.
 void Trainer::CheckOutputDir() {
-  std::error_code error;
-  ROTOR_CHECK(!fs::equivalent(config_.output_dir, data_dir_, error),
-              config_.file, ": output_dir ", config_.output_dir,
-              " is the data folder ", data_dir_,
-              " (data.path): the run's checkpoints and metrics would go "
-              "into its data; name another folder, e.g. runs/NAME");
+  CheckOutputDirOutside(
+      config_.file, config_.output_dir,
+      {data_dir_, "the data folder", "data.path",
+       "the run's checkpoints and metrics would go into its data"});
   if (fs::exists(config_.output_dir)) LockOutputDir();
 }
 

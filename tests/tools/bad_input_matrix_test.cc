@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -787,6 +788,27 @@ std::vector<BadInput> OutputCases() {
                         "passkey_lengths: [128]}\n");
           if (path == "CASE/out.fifo") MakeFifo(dir);
         }));
+  }
+  // extend-report never writes into what it reads: `rotor prepare --force`
+  // of the data, or a new export of the base, would replace the report.
+  for (const auto& [name, output_dir, expected] :
+       std::vector<std::array<std::string, 3>>{
+           {"IsTheData", "CASE/data", "is the data folder"},
+           {"InsideTheData", "CASE/data/report", "is inside the data folder"},
+           {"IsTheBase", "CASE/run", "is the base model folder"},
+           {"InsideTheBase", "CASE/run/checkpoints/report",
+            "is inside the base model folder"}}) {
+    cases.push_back(
+        Output("ExtendReportOutputDir" + name, "extend-report CASE/report.yaml",
+               expected, [output_dir = output_dir](const test::TempDir& dir) {
+                 dir.Write("report.yaml",
+                           "base:\n  init_from: " + dir.Path("run") +
+                               "\n  data: " + dir.Path("data") +
+                               "\noutput_dir: " + InCase(dir, output_dir) +
+                               "\nfactor: 4\nmethods: [default]\n"
+                               "finetune: {steps: 1}\neval: {lengths: [32], "
+                               "passkey_lengths: [128]}\n");
+               }));
   }
   return cases;
 }

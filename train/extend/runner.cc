@@ -22,6 +22,7 @@
 #include "train/extend/writer.h"
 #include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
+#include "train/io/output_file.h"
 #include "train/metrics.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -304,6 +305,19 @@ ExtendReportSummary ReportRunner::Run() {
   const double start = SteadySeconds();
   SetNumThreads(static_cast<int>(config_.threads));
   plan_ = PlanReport(config_);
+  // The report never writes into what it reads: `rotor prepare --force` of
+  // its data, or a new run into its base's folder, would replace it.
+  const std::string harm =
+      "the report and its fine-tunes would be lost when that folder is "
+      "replaced";
+  for (const InputFolder& input :
+       {InputFolder{config_.base_data, "the data folder", "base.data", harm},
+        InputFolder{plan_.base.data.path, "the data folder",
+                    "the base config's data.path", harm},
+        InputFolder{plan_.init_from, "the base model folder", "base.init_from",
+                    harm}}) {
+    CheckOutputDirOutside(config_.file, config_.output_dir, input);
+  }
   // output_dir must be a folder rotor can write, before any training.
   for (const char* sub : {"/logs", "/results"}) {
     std::error_code error;

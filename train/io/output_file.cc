@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -100,6 +101,33 @@ void CheckOutputFile(const std::string& path, bool force,
               " is an input of this command; name another file");
   ROTOR_CHECK(force, flag, " ", path,
               " already exists; pass --force to replace it");
+}
+
+void CheckOutputDirOutside(const std::string& config_file,
+                           const std::string& output_dir,
+                           const InputFolder& input) {
+  if (input.path.empty()) return;
+  namespace fs = std::filesystem;
+  // Absolute, through links, without a trailing separator.
+  auto resolved = [](const std::string& path) {
+    std::error_code error;
+    const fs::path full = fs::weakly_canonical(path, error);
+    return error ? fs::path() : full.has_filename() ? full : full.parent_path();
+  };
+  const fs::path output = resolved(output_dir);
+  const fs::path folder = resolved(input.path);
+  if (output.empty() || folder.empty()) return;
+  // `folder`'s components must begin `output`'s.
+  auto output_part = output.begin();
+  for (const fs::path& part : folder) {
+    if (output_part == output.end() || *output_part != part) return;
+    ++output_part;
+  }
+  const bool inside = output_part != output.end();
+  throw Error(StrCat(config_file, ": output_dir ", output_dir,
+                     inside ? " is inside " : " is ", input.what, " ",
+                     input.path, " (", input.key, "): ", input.harm,
+                     "; name another folder, e.g. runs/NAME"));
 }
 
 }  // namespace rotor::train

@@ -46,6 +46,24 @@ std::string NonRegularFileKind(const std::string& path);
 void CheckOutputFile(const std::string& path, bool force,
                      std::string_view flag);
 
+// A folder a command reads, for CheckOutputDirOutside's message.
+struct InputFolder {
+  std::string path;
+  std::string what;  // e.g. "the data folder"
+  std::string key;   // the key that names it, e.g. "data.path"
+  std::string harm;  // what writing there would do
+};
+
+// The same rule for a command's output folder: throws rotor::Error, naming
+// `config_file` and both folders, when `output_dir` is `input.path` or lies
+// inside it (followed through symbolic links), e.g. "run.yaml: output_dir
+// runs/d is the data folder runs/d (data.path): the run's checkpoints and
+// metrics would go into its data; name another folder, e.g. runs/NAME".
+// A data folder is replaced whole by `rotor prepare --force`.
+void CheckOutputDirOutside(const std::string& config_file,
+                           const std::string& output_dir,
+                           const InputFolder& input);
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_IO_OUTPUT_FILE_H_

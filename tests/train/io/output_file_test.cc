@@ -69,5 +69,33 @@ TEST(OutputFile, InputsOfTheProcessAreNeverReplaced) {
   CheckOutputFile(other, true, "--plot");
 }
 
+TEST(OutputDir, NeverTheInputFolderOrInsideIt) {
+  test::TempDir dir;
+  fs::create_directories(dir.Path("data/sub"));
+  fs::create_directories(dir.Path("data2"));
+  fs::create_directory_symlink(dir.Path("data"), dir.Path("link"));
+  const InputFolder data{dir.Path("data"), "the data folder", "data.path",
+                         "harm"};
+  ROTOR_EXPECT_ERROR(CheckOutputDirOutside("c.yaml", dir.Path("data"), data),
+                     "c.yaml: output_dir " + dir.Path("data") +
+                         " is the data folder " + dir.Path("data") +
+                         " (data.path): harm; name another folder");
+  ROTOR_EXPECT_ERROR(CheckOutputDirOutside("c.yaml", dir.Path("data/"), data),
+                     " is the data folder ");
+  ROTOR_EXPECT_ERROR(CheckOutputDirOutside("c.yaml", dir.Path("link"), data),
+                     " is the data folder ");
+  ROTOR_EXPECT_ERROR(
+      CheckOutputDirOutside("c.yaml", dir.Path("data/sub/new"), data),
+      " is inside the data folder ");
+  ROTOR_EXPECT_ERROR(
+      CheckOutputDirOutside("c.yaml", dir.Path("link/new"), data),
+      " is inside the data folder ");
+  // A sibling whose name begins the same, the parent, a folder beside it.
+  CheckOutputDirOutside("c.yaml", dir.Path("data2"), data);
+  CheckOutputDirOutside("c.yaml", dir.path(), data);
+  CheckOutputDirOutside("c.yaml", dir.Path("runs/new"), data);
+  CheckOutputDirOutside("c.yaml", dir.Path("data"), {});
+}
+
 }  // namespace
 }  // namespace rotor::train
