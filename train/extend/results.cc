@@ -74,7 +74,18 @@ Json ToJson(const VariantResult& result) {
                {"eval_seconds", result.eval_seconds},
                {"finetune_seconds", result.finetune_seconds}};
   if (result.lora) json["lora"] = true;
+  json["inputs"] = result.inputs;
   return json;
+}
+
+std::map<std::string, std::string> InputsFromJson(const Json& json,
+                                                  const std::string& source) {
+  ROTOR_CHECK(json.is_object(), source, ": inputs must be an object");
+  std::map<std::string, std::string> inputs;
+  for (const auto& [part, fingerprint] : json.items()) {
+    inputs[part] = JsonAs<std::string>(fingerprint, source + ": inputs");
+  }
+  return inputs;
 }
 
 VariantResult VariantResultFromJson(const Json& json,
@@ -122,10 +133,37 @@ VariantResult VariantResultFromJson(const Json& json,
   }
   r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);
   r.finetune_seconds = JsonMember<double>(json, "finetune_seconds", source);
+  if (json.contains("inputs"))
+    r.inputs = InputsFromJson(json["inputs"], source);
   return r;
 }
 
 }  // namespace
+
+std::map<std::string, std::string> LoadInputsRecord(const std::string& folder) {
+  const std::string path = folder + "/report_inputs.json";
+  if (!std::filesystem::exists(path)) return {};
+  return InputsFromJson(ParseJson(ReadFile(path), path), path);
+}
+
+void SaveInputsRecord(const std::string& folder,
+                      const std::map<std::string, std::string>& inputs) {
+  std::filesystem::create_directories(folder);
+  WriteFileAtomically(folder + "/report_inputs.json",
+                      Json(inputs).dump(2) + "\n");
+}
+
+std::string InputsDifferences(
+    const std::map<std::string, std::string>& stored,
+    const std::map<std::string, std::string>& wanted) {
+  std::string differences;
+  for (const auto& [part, fingerprint] : wanted) {
+    const auto found = stored.find(part);
+    if (found != stored.end() && found->second == fingerprint) continue;
+    differences += (differences.empty() ? "" : ", ") + part;
+  }
+  return differences;
+}
 
 std::string VariantResultPath(const std::string& output_dir, RopeType method,
                               bool finetuned, bool lora) {

@@ -7,6 +7,7 @@
 #define ROTOR_TRAIN_EXTEND_RESULTS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,7 +33,25 @@ struct VariantResult {
   // Training time of the fine-tune (its checkpoint's elapsed_seconds, so it
   // counts every invocation that worked on it); 0 for zero-shot.
   double finetune_seconds = 0.0;
+  // What the result was computed from, one fingerprint per part ("base",
+  // "tokenizer", "data", "method", "eval": ReportRunner's VariantInputs). A
+  // stored result is reused only when every part equals this invocation's;
+  // results written before the report kept them have none, and are redone.
+  std::map<std::string, std::string> inputs;
+  // Not stored: whether this invocation found the result stored.
+  bool reused = false;
 };
+
+// A fine-tune folder's record of the inputs it was trained from
+// (<folder>/report_inputs.json): empty when there is none.
+std::map<std::string, std::string> LoadInputsRecord(const std::string& folder);
+void SaveInputsRecord(const std::string& folder,
+                      const std::map<std::string, std::string>& inputs);
+
+// The parts of `stored` that differ from `wanted` (or are missing there),
+// e.g. "base, eval"; "" when the two are equal.
+std::string InputsDifferences(const std::map<std::string, std::string>& stored,
+                              const std::map<std::string, std::string>& wanted);
 
 // "yarn-zeroshot", "yarn-finetuned", "yarn-finetuned-lora": the name of a
 // variant's files.

@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "nn/lora.h"
 #include "train/checkpoint.h"
+#include "train/config/model_yaml.h"
 #include "train/data/data_dir.h"
 #include "train/data/prepare.h"
 #include "train/data/token_file.h"
@@ -22,7 +23,9 @@
 #include "train/extend/writer.h"
 #include "train/hf/hf_model.h"
 #include "train/io/atomic_file.h"
+#include "train/io/json.h"
 #include "train/io/output_file.h"
+#include "train/io/weights_hash.h"
 #include "train/metrics.h"
 #include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/tokenizer.h"
@@ -115,11 +118,28 @@ class ReportRunner {
   // written atomically, so one that exists is complete).
   void ExportFinetuned(RopeType method, bool lora);
 
+  // What the result of a variant depends on (VariantResult::inputs): the
+  // base's files, the tokenizer, the data, the method's settings (the
+  // extended model config, or the fine-tune's whole training config) and
+  // the evaluation grid, each as a fingerprint.
+  std::map<std::string, std::string> VariantInputs(RopeType method,
+                                                   bool finetuned,
+                                                   bool lora) const;
+  // Fingerprints of what every variant shares, once the base is known.
+  void FingerprintSharedInputs();
+  // A fine-tune folder trained from other inputs than `wanted` (or before
+  // the report recorded them) is removed with its export, to train again.
+  // (the parts but "eval").
+  void DiscardStaleFinetune(const TrainConfig& train, RopeType method,
+                            bool lora,
+                            std::map<std::string, std::string> wanted);
+
   const ExtendReportConfig& config_;
   std::ostream& log_;
   ReportPlan plan_;
   ReportRun run_;
-  std::unique_ptr<Tokenizer> tokenizer_;         // the model's
+  std::map<std::string, std::string> shared_inputs_;  // base, tokenizer, data
+  std::unique_ptr<Tokenizer> tokenizer_;              // the model's
   std::vector<std::vector<TokenId>> documents_;  // the perplexity documents
 };
 
@@ -249,6 +269,7 @@ VariantResult ReportRunner::Finetuned(RopeType method, bool lora) {
   const std::string name = VariantName(method, true, lora);
   const TrainConfig train =
       FinetuneConfig(config_, plan_, method, run_.base_checkpoint, lora);
+  DiscardStaleFinetune(train, method, lora, VariantInputs(method, true, lora));
   const std::string checkpoint = TrainOrReuse(
       train, name + " fine-tune",
       StrCat("finetune-", RopeTypeName(method), lora ? "-lora" : "", ".log"),
@@ -268,12 +289,20 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
   const std::string name = VariantName(method, finetuned, lora);
   const std::string path =
       VariantResultPath(config_.output_dir, method, finetuned, lora);
+  const std::map<std::string, std::string> inputs =
+      VariantInputs(method, finetuned, lora);
   if (std::optional<VariantResult> done = LoadVariantResult(path)) {
-    Say(name + ": done before (" + path + ")");
-    return *done;
+    const std::string stale = InputsDifferences(done->inputs, inputs);
+    if (stale.empty()) {
+      Say(name + ": done before (" + path + ")");
+      done->reused = true;
+      return *done;
+    }
+    Say(StrCat(name, ": ", path, " was computed from other inputs (", stale,
+               "); computing it again"));
   }
-  const VariantResult result =
-      finetuned ? Finetuned(method, lora) : ZeroShot(method);
+  VariantResult result = finetuned ? Finetuned(method, lora) : ZeroShot(method);
+  result.inputs = inputs;
   // The tensor pool (core/tensor.h) keeps every buffer size a run asked
   // for; the next variant trains or evaluates at other sizes, so without
   // this the report's memory would be the sum of every variant's.
@@ -281,6 +310,81 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
   SaveVariantResult(path, result);
   Say(name + ": " + VariantSummary(result, plan_.extended_length));
   return result;
+}
+
+void ReportRunner::FingerprintSharedInputs() {
+  std::vector<std::string> base_files;
+  for (const std::filesystem::directory_entry& entry :
+       std::filesystem::directory_iterator(run_.base_checkpoint)) {
+    const std::string file = entry.path().filename().string();
+    const std::string extension = entry.path().extension().string();
+    // The weights and the config; not the optimizer or trainer state.
+    if ((extension == ".safetensors" && file != "optimizer.safetensors") ||
+        file == "config.yaml" || file == "config.json") {
+      base_files.push_back(entry.path().string());
+    }
+  }
+  std::sort(base_files.begin(), base_files.end());
+  shared_inputs_["base"] = FilesHash(base_files);
+  shared_inputs_["tokenizer"] =
+      std::filesystem::is_regular_file(plan_.tokenizer)
+          ? FilesHash({plan_.tokenizer})
+          : plan_.tokenizer;
+  const std::string data = ResolveDataDir(plan_.base.data.path);
+  shared_inputs_["data"] = FilesHash({data + "/train.bin", data + "/val.bin"});
+}
+
+std::map<std::string, std::string> ReportRunner::VariantInputs(
+    RopeType method, bool finetuned, bool lora) const {
+  std::map<std::string, std::string> inputs = shared_inputs_;
+  if (finetuned) {
+    TrainConfig train =
+        FinetuneConfig(config_, plan_, method, run_.base_checkpoint, lora);
+    train.train.threads = 0;  // the same run at any thread count
+    inputs["method"] = TextHash(TrainConfigToYaml(train));
+  } else {
+    const ModelConfig saved =
+        LoadCheckpointModelConfig(run_.base_checkpoint).model;
+    inputs["method"] = TextHash(YAML::Dump(ModelConfigToYaml(
+        ExtendModelConfig(saved, method, config_.factor, plan_.base_length))));
+  }
+  Json retrieval = Json::array();
+  for (const RetrievalTaskLengths& task : plan_.retrieval) {
+    retrieval.push_back(
+        {{"task", RetrievalTaskName(task.task)}, {"lengths", task.lengths}});
+  }
+  const Json grid = {{"lengths", plan_.lengths},
+                     {"documents", config_.documents},
+                     {"method", LengthEvalMethodName(config_.ppl_method)},
+                     {"stride", config_.stride},
+                     {"passkey_lengths", plan_.passkey_lengths},
+                     {"depths", config_.depths},
+                     {"trials", config_.trials},
+                     {"passkey_digits", plan_.base.data.passkey_digits},
+                     {"retrieval", retrieval},
+                     {"retrieval_trials", config_.retrieval_trials}};
+  inputs["eval"] = TextHash(grid.dump());
+  return inputs;
+}
+
+void ReportRunner::DiscardStaleFinetune(
+    const TrainConfig& train, RopeType method, bool lora,
+    std::map<std::string, std::string> wanted) {
+  wanted.erase("eval");  // evaluating otherwise needs no new training
+  const std::map<std::string, std::string> stored =
+      LoadInputsRecord(train.output_dir);
+  if (!ListCheckpoints(train.output_dir).empty() &&
+      !InputsDifferences(stored, wanted).empty()) {
+    Say(StrCat(
+        VariantName(method, true, lora), ": ", train.output_dir,
+        " was trained from other inputs (",
+        stored.empty() ? "none recorded" : InputsDifferences(stored, wanted),
+        "); training it again"));
+    std::filesystem::remove_all(train.output_dir);
+    std::filesystem::remove_all(
+        ReportExportDir(config_.output_dir, method, lora));
+  }
+  SaveInputsRecord(train.output_dir, wanted);
 }
 
 void ReportRunner::ExportFinetuned(RopeType method, bool lora) {
@@ -333,6 +437,7 @@ ExtendReportSummary ReportRunner::Run() {
   tokenizer_ = LoadTokenizer(plan_.tokenizer);
 
   TrainBase();
+  FingerprintSharedInputs();
   run_.val_path = ResolveDataDir(plan_.base.data.path) + "/val.bin";
   const TokenFile val(run_.val_path);
   documents_ = LongDocuments(val, plan_.lengths.back() + 1, config_.documents);

@@ -464,7 +464,21 @@ void ReportWriter::WriteTime() {
   }
   md_ << "\nTotal: " << FormatDuration(AllSeconds())
       << " (this invocation: " << FormatDuration(run_.invocation_seconds)
-      << ").\n\n";
+      << ").";
+  // A stored result is reused only when what it was computed from is the
+  // same (VariantResult::inputs); say which were.
+  std::string reused;
+  for (const VariantResult& r : results_) {
+    if (!r.reused) continue;
+    reused += (reused.empty() ? "" : ", ") +
+              VariantName(r.method, r.finetuned, r.lora);
+  }
+  if (!reused.empty()) {
+    md_ << " Reused from an earlier invocation, computed from the same base, "
+           "tokenizer, data, method settings and evaluation grid: "
+        << reused << ".";
+  }
+  md_ << "\n\n";
 }
 
 void ReportWriter::WriteSettings() {

@@ -105,5 +105,22 @@ TEST(SaveAllResults, WritesEveryVariant) {
   EXPECT_EQ(all["variants"][1], ParseJson(ReadFile(path), path));
 }
 
+TEST(VariantResult, KeepsWhatItWasComputedFrom) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.Path("results"));
+  const std::string path = VariantResultPath(dir.path(), RopeType::kYarn, true);
+  VariantResult result = Example();
+  result.inputs = {{"base", "xxh3-64:1"}, {"eval", "xxh3-64:2"}};
+  SaveVariantResult(path, result);
+  EXPECT_EQ(LoadVariantResult(path)->inputs, result.inputs);
+  EXPECT_EQ(InputsDifferences(result.inputs, result.inputs), "");
+  EXPECT_EQ(InputsDifferences({{"base", "xxh3-64:1"}},
+                              {{"base", "xxh3-64:3"}, {"eval", "xxh3-64:2"}}),
+            "base, eval");  // a changed part and a missing one
+  SaveInputsRecord(dir.Path("run"), result.inputs);
+  EXPECT_EQ(LoadInputsRecord(dir.Path("run")), result.inputs);
+  EXPECT_TRUE(LoadInputsRecord(dir.Path("none")).empty());
+}
+
 }  // namespace
 }  // namespace rotor::train

@@ -133,10 +133,76 @@ TEST(ExtendReport, TinyModelEndToEnd) {
             report.substr(0, 200));
 }
 
+// A stored result or fine-tune is reused only when what it was computed
+// from is the same: the base's weights, the tokenizer, the data, the
+// method's settings, the evaluation grid. Once, a changed eval.trials or
+// finetune.lr, or a base trained further, kept the old numbers under the
+// new settings.
+TEST(ExtendReport, ReusesOnlyWhatTheSameInputsMade) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  TinyReport(dir, data, "train.max_steps=2", "",
+             "factor: 4\n"
+             "methods: [yarn]\n"
+             "finetune: {steps: 1, warmup_steps: 1}\n"
+             "eval: {lengths: [32], documents: 1, passkey_lengths: [128],\n"
+             "       depths: [1], trials: 1}\n");
+  auto run = [&](const std::vector<std::string>& overrides) {
+    std::ostringstream log;
+    RunExtendReport(LoadExtendReportConfig(dir.Path("report.yaml"), overrides),
+                    log);
+    return log.str();
+  };
+  run({});
+  const std::string results = dir.Path("report/results/yarn-zeroshot.json");
+  EXPECT_NE(ReadFile(results).find("\"eval\": \"xxh3-64:"), std::string::npos);
+
+  // Another evaluation grid: both evaluations again, no training.
+  const std::string grid = run({"eval.trials=2"});
+  EXPECT_NE(grid.find("yarn-zeroshot: " + results +
+                      " was computed from other inputs (eval)"),
+            std::string::npos)
+      << grid;
+  EXPECT_NE(grid.find("yarn-finetuned: "), std::string::npos);
+  EXPECT_EQ(grid.find("fine-tuning"), std::string::npos) << grid;
+  EXPECT_EQ(grid.find("done before"), std::string::npos) << grid;
+
+  // Another learning rate: the fine-tune again; the zero-shot result kept,
+  // and the report says so.
+  const std::string lr = run({"eval.trials=2", "finetune.lr=0.001"});
+  EXPECT_NE(lr.find("yarn-zeroshot: done before"), std::string::npos) << lr;
+  EXPECT_NE(lr.find(dir.Path("report/finetune/yarn") +
+                    " was trained from other inputs (method); training it "
+                    "again"),
+            std::string::npos)
+      << lr;
+  EXPECT_NE(lr.find("fine-tuning"), std::string::npos);
+  EXPECT_NE(ReadFile(dir.Path("report/report.md"))
+                .find("Reused from an earlier invocation, computed from the "
+                      "same base, tokenizer, data, method settings and "
+                      "evaluation grid: yarn-zeroshot."),
+            std::string::npos);
+
+  // Other base weights (the base trained one step further): all again.
+  const std::string base = run({"eval.trials=2", "finetune.lr=0.001",
+                                "base.overrides=[data.path=" + data +
+                                    ", output_dir=" + dir.Path("base") +
+                                    ", eval.every_n_steps=0, "
+                                    "checkpoint.every_n_steps=0, "
+                                    "train.max_steps=3]"});
+  EXPECT_NE(base.find("yarn-zeroshot: " + results +
+                      " was computed from other inputs (base"),
+            std::string::npos)
+      << base;
+  EXPECT_NE(base.find("was trained from other inputs (base"), std::string::npos)
+      << base;
+  EXPECT_EQ(base.find("done before"), std::string::npos) << base;
+}
+
 // With finetune.lora, each fine-tuned method is fine-tuned a second time
 // with LoRA on the same budget: its own run (a frozen base, adapters only
 // in its checkpoint), its own rows in every table, its settings listed; a
-// finished LoRA run of other LoRA settings is not reused.
+// finished LoRA run of other LoRA settings is trained again.
 TEST(ExtendReport, ComparesFullAndLoraFineTuning) {
   test::TempDir dir;
   const std::string data = test::PrepareTextData(dir);
@@ -175,15 +241,20 @@ TEST(ExtendReport, ComparesFullAndLoraFineTuning) {
                 .find("\"lora\": true"),
             std::string::npos);
 
-  // The LoRA run is reused only with its own settings.
-  std::remove(dir.Path("report/results/yarn-finetuned-lora.json").c_str());
+  // The LoRA run is reused only with its own settings: with others it is
+  // trained again, and the full fine-tunes are kept.
   const ExtendReportConfig other =
       LoadExtendReportConfig(dir.Path("report.yaml"), {"finetune.lora.r=8"});
   std::ostringstream again;
-  ROTOR_EXPECT_ERROR(
-      RunExtendReport(other, again),
-      "yarn-finetuned-lora fine-tune: " + run + " holds another run",
-      "finetune.lora.r 4 (checkpoint) vs 8 (config)");
+  RunExtendReport(other, again);
+  EXPECT_NE(again.str().find("yarn-finetuned-lora: " + run +
+                             " was trained from other inputs (method)"),
+            std::string::npos)
+      << again.str();
+  EXPECT_NE(again.str().find("yarn-finetuned: done before"), std::string::npos)
+      << again.str();
+  EXPECT_NE(ReadFile(checkpoint + "/config.yaml").find("r: 8"),
+            std::string::npos);
 }
 
 // A base trained here from a config whose data holds another tokenizer's
