@@ -93,8 +93,7 @@ class ReportRunner {
   // Trains `config` to its max_steps (saying `announcement` and where the
   // log <output_dir>/logs/<log_name>.log is) unless its output_dir holds a
   // finished run. A finished run must be the one asked for (CheckReusedRun,
-  // naming it `reused`) unless `reused` is empty. Returns the run's newest
-  // checkpoint.
+  // naming it `reused`). Returns the run's newest checkpoint.
   std::string TrainOrReuse(const TrainConfig& config, const std::string& reused,
                            const std::string& log_name,
                            const std::string& announcement);
@@ -149,7 +148,7 @@ std::string ReportRunner::TrainOrReuse(const TrainConfig& config,
                                        const std::string& announcement) {
   const RunStatus status = StatusOf(config);
   if (status.finished) {
-    if (!reused.empty()) CheckReusedRun(status.checkpoint, config, reused);
+    CheckReusedRun(status.checkpoint, config, reused);
     return status.checkpoint;
   }
   const std::string log_path = config_.output_dir + "/logs/" + log_name;
@@ -196,7 +195,7 @@ void ReportRunner::TrainBase() {
   } else {
     const TrainConfig& base = plan_.base;
     run_.base_checkpoint = TrainOrReuse(
-        base, "", "base.log",
+        base, "base run", "base.log",
         StrCat("training the base model (", config_.base_config, " -> ",
                base.output_dir, ", ", base.train.max_steps, " steps"));
     run_.base_train_seconds =

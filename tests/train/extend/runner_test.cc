@@ -197,6 +197,15 @@ TEST(ExtendReport, ReusesOnlyWhatTheSameInputsMade) {
   EXPECT_NE(base.find("was trained from other inputs (base"), std::string::npos)
       << base;
   EXPECT_EQ(base.find("done before"), std::string::npos) << base;
+
+  // The base run is the user's folder: a finished one of other settings
+  // stops the report instead of being reused.
+  ROTOR_EXPECT_ERROR(run({"base.overrides=[data.path=" + data +
+                          ", output_dir=" + dir.Path("base") +
+                          ", eval.every_n_steps=0, checkpoint.every_n_steps=0, "
+                          "train.max_steps=3, train.seed=7]"}),
+                     "base run: " + dir.Path("base") + " holds another run",
+                     "train.seed 1337 (checkpoint) vs 7");
 }
 
 // With finetune.lora, each fine-tuned method is fine-tuned a second time
