@@ -121,9 +121,12 @@ TEST_F(LoraCli, TrainEvaluateAndExportMerged) {
   r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
           Quote(base));
   EXPECT_EQ(r.status, 1);
+  // Every file of the base model is an input, read or not
+  // (NoteModelFilesAsInputs).
   EXPECT_CONTAINS(r.err, base +
-                             " holds config.json and model.safetensors, "
-                             "read by this command");
+                             " holds config.json, generation_config.json, "
+                             "model.safetensors, tokenizer.json and "
+                             "tokenizer_config.json, read by this command");
   EXPECT_EQ(train::ReadFile(base + "/model.safetensors"), base_weights);
 
   const std::string exported = dir_.Path("exported");
