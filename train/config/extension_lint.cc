@@ -107,6 +107,8 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
       static_cast<double>(m) / static_cast<double>(original.tokens);
   if (Same(s, ratio)) return;
   const double covered = s * static_cast<double>(original.tokens);
+  // Past rotor's positions LintRopeRange's error says what to set.
+  if (covered > static_cast<double>(limits::kMaxPositions)) return;
   std::string consequence;
   if (rope.rope_type == RopeType::kYarn) {
     consequence =

@@ -373,6 +373,13 @@ TEST(ExtensionLint, ScalingsBeyondFloat32OrThePositionsAreErrors) {
                 "positions past any length rotor runs; set "
                 "model.rope_scaling.factor to the new length over 64 (at most "
                 "262144)");
+  // Alone: the factor-vs-ratio warning would say to set 6.4e+31 positions.
+  EXPECT_EQ(LintContextExtension(Model(256,
+                                       "{rope_type: yarn, factor: 1.0e+30, "
+                                       "original_max_position_embeddings: 64}"),
+                                 {})
+                .size(),
+            1u);
   EXPECT_TRUE(errors(Model(256,
                            "{rope_type: yarn, factor: 262144, "
                            "original_max_position_embeddings: 64}"))
