@@ -7,6 +7,7 @@
 // adapter folded into its weight, a plain model; with --adapter, its
 // adapters alone in PEFT's layout (train/hf/peft_adapter.h). With
 // --format gguf, one GGUF file for llama.cpp instead (train/gguf/).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -56,9 +57,13 @@ constexpr char kExportDetails[] =
     "--format gguf writes FILE.gguf for llama.cpp (and ollama): the llama\n"
     "architecture's keys, the RoPE scaling as llama.cpp computes it, the\n"
     "tokenizer, matrices as --dtype f32 (default), f16, bf16 or q8_0. A\n"
-    "dynamic RoPE needs --rope-static-length N; overrides such as\n"
+    "dynamic RoPE needs --rope-static-length N (and only a dynamic one\n"
+    "takes it); overrides such as\n"
     "'model.rope_scaling={rope_type: yarn, factor: 4}' change the RoPE\n"
-    "settings first (a zero-shot extension).\n"
+    "settings first (a zero-shot extension). general.name is the\n"
+    "checkpoint folder's name. A weight the dtype cannot hold (f16 past\n"
+    "65504, a q8_0 block past about 8.3e6), a NaN or infinite weight, and\n"
+    "a RoPE setting float32 cannot hold are refused, naming them.\n"
     "\n"
     "  rotor export --checkpoint runs/extend-hf --format gguf \\\n"
     "      --dtype f16 --output extended.gguf\n"
@@ -72,6 +77,7 @@ struct ExportOptions {
   std::string output;
   std::string dtype;  // "": the base's torch_dtype (ExportDtype)
   int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
+  bool max_shard_size_given = false;  // --max-shard-size was given
   uint64_t seed = 0;
   int64_t threads = 0;
   bool adapter = false;  // a LoRA checkpoint's adapters in PEFT's layout
@@ -81,6 +87,15 @@ struct ExportOptions {
   std::vector<std::string> overrides;  // gguf: RoPE settings
 };
 
+// The base name of folder `path` ("runs/extend-hf/" -> "extend-hf", "." ->
+// the current folder's): GGUF's general.name.
+std::string FolderName(const std::string& path) {
+  std::filesystem::path folder =
+      std::filesystem::absolute(path).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  return folder.filename().string();
+}
+
 // --format gguf: the model of a checkpoint (a LoRA one merged) as one
 // GGUF file.
 void RunGgufExport(const ExportOptions& options) {
@@ -88,6 +103,9 @@ void RunGgufExport(const ExportOptions& options) {
   ROTOR_CHECK(!options.adapter,
               "--format gguf writes a merged model; "
               "--adapter writes PEFT's folder (--format hf)");
+  ROTOR_CHECK(!options.max_shard_size_given,
+              "--max-shard-size is for --format hf (safetensors shards); "
+              "--format gguf writes one file");
   train::CheckOutputFile(options.output, options.force, "--output");
   train::GgufExportOptions gguf;
   gguf.dtype =
@@ -105,7 +123,8 @@ void RunGgufExport(const ExportOptions& options) {
   // unknown, and overrides apply a scaling the weights never saw.
   gguf.rope_finetuned =
       !train::IsHfModelFolder(options.checkpoint) && options.overrides.empty();
-  gguf.name = options.checkpoint;
+  gguf.source = options.checkpoint;
+  gguf.name = FolderName(options.checkpoint);
   std::cout << train::WriteGgufModel(
                    options.output, *model, config.model,
                    train::CheckpointTokenizerSpec(options.checkpoint), gguf)
@@ -238,8 +257,9 @@ void AddExportCommand(CLI::App& rotor) {
       ->check(
           CLI::IsMember({"float32", "bfloat16", "f32", "f16", "bf16", "q8_0"}))
       ->excludes(adapter);
-  AddIntegerOption(*command, "--max-shard-size", options->max_shard_bytes,
-                   int64_t{1}, "bytes per safetensors shard (default 5e9)");
+  CLI::Option* max_shard_size = AddIntegerOption(
+      *command, "--max-shard-size", options->max_shard_bytes, int64_t{1},
+      "bytes per safetensors shard (default 5e9; not with --format gguf)");
   command
       ->add_option("--tokenizer", options->tokenizer,
                    "with --random: its tokenizer, byte (default) or a "
@@ -251,16 +271,17 @@ void AddExportCommand(CLI::App& rotor) {
   AddIntegerOption(*command, "--rope-static-length",
                    options->rope_static_length, int64_t{1},
                    "--format gguf: the sequence length a dynamic RoPE is "
-                   "frozen at (llama.cpp has no dynamic NTK)");
+                   "frozen at (llama.cpp has no dynamic NTK), at most 2^24");
   command->add_flag("--force", options->force,
                     "--format gguf: replace an existing FILE");
   AddOverrides(*command, options->overrides,
                "--format gguf: overrides of the checkpoint's RoPE settings,\n"
                "e.g. model.max_position_embeddings=2048");
   AddThreadsOption(*command, options->threads);
-  command->callback([options] {
+  command->callback([options, max_shard_size] {
     ROTOR_CHECK(!options->checkpoint.empty() || !options->random_config.empty(),
                 "give --checkpoint DIR or --random CONFIG.yaml");
+    options->max_shard_size_given = max_shard_size->count() > 0;
     RunExport(*options);
   });
 }

@@ -26,13 +26,10 @@ struct Harness {
 };
 
 constexpr Harness kHarnesses[] = {
-    {"safetensors", FuzzSafetensors},
-    {"token_file", FuzzTokenFile},
-    {"train_config", FuzzTrainConfig},
-    {"model_config", FuzzModelConfig},
-    {"hf_config", FuzzHfConfig},
-    {"json", FuzzJson},
-    {"tokenizer_json", FuzzTokenizerJson},
+    {"safetensors", FuzzSafetensors},      {"token_file", FuzzTokenFile},
+    {"train_config", FuzzTrainConfig},     {"model_config", FuzzModelConfig},
+    {"hf_config", FuzzHfConfig},           {"json", FuzzJson},
+    {"tokenizer_json", FuzzTokenizerJson}, {"gguf_writer", FuzzGgufWriter},
 };
 
 // Every file under tests/fuzz/<folder>/<harness>/ (none if it is absent).

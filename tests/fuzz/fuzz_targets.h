@@ -12,18 +12,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "nn/transformer.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_config.h"
 #include "train/config/train_config.h"
 #include "train/data/token_file.h"
+#include "train/gguf/gguf_export.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
+#include "train/tokenizer/byte_tokenizer.h"
 #include "train/tokenizer/hf_tokenizer.h"
 
 namespace rotor::fuzz {
@@ -127,6 +133,64 @@ inline void FuzzTokenizerJson(const uint8_t* data, size_t size) {
         tokenizer->Encode("Hello <s> w\xC3\xB6rld 12345  \n\xFF end", true);
     tokenizer->Decode(ids, false);
     tokenizer->Decode(ids, true);
+  } catch (const Error&) {
+  }
+}
+
+// The GGUF writer's inputs (train/gguf/), through the real export
+// (WriteGgufModel) into a temporary file. The input is lines:
+//   1  the dtype: f32, f16, bf16 or q8_0
+//   2  rope_theta, a number (strtod: 1e300, inf, nan ...)
+//   3  numbers for the first weights of layer 0's up_proj (65505, 1e7,
+//      nan, inf ...)
+//   4  a token's text, added to the byte tokenizer's vocabulary
+//   5, 6  a merge's left and right tokens: they, their concatenation and
+//      the merge are added too
+// Missing lines are empty. The model has 264 ids, so a few are unused.
+inline void FuzzGgufWriter(const uint8_t* data, size_t size) {
+  static const ProcessTempFile gguf("rotor_fuzz_gguf");
+  static const ProcessTempFile tokenizer_file("rotor_fuzz_gguf_tokenizer");
+  std::vector<std::string> lines(6);
+  std::istringstream input(AsText(data, size));
+  for (std::string& line : lines) std::getline(input, line);
+  try {
+    train::GgufExportOptions options;
+    options.dtype = train::GgmlTypeFromName(lines[0]);
+    options.force = true;
+    std::ostringstream theta;
+    theta << std::setprecision(17) << std::strtod(lines[1].c_str(), nullptr);
+    const train::ModelConfig config = train::ParseModelConfigText(
+        "model:\n  vocab_size: 264\n  hidden_size: 32\n"
+        "  intermediate_size: 32\n  num_hidden_layers: 1\n"
+        "  num_attention_heads: 4\n  max_position_embeddings: 64\n"
+        "  rope_theta: " +
+            theta.str() + "\n",
+        "fuzz.yaml");
+    const nn::Transformer model(train::ResolveTransformerConfig(config),
+                                uint64_t{0});
+    for (const auto& [name, parameter] : model.NamedParameters()) {
+      if (name != "model.layers.0.mlp.up_proj.weight") continue;
+      Tensor weights = parameter;
+      std::istringstream numbers(lines[2]);
+      std::string number;
+      for (int64_t i = 0; i < weights.numel() && numbers >> number; ++i) {
+        weights.data()[i] = std::strtof(number.c_str(), nullptr);
+      }
+    }
+    train::Json tokenizer = train::ParseJson(train::ByteTokenizerJson(), "");
+    train::Json& vocab = tokenizer["model"]["vocab"];
+    int64_t id = 257;
+    for (const std::string& token :
+         {lines[3], lines[4], lines[5], lines[4] + lines[5]}) {
+      if (!vocab.contains(token)) vocab[token] = id++;
+    }
+    tokenizer["model"]["merges"] = train::Json::array({{lines[4], lines[5]}});
+    tokenizer["pre_tokenizer"]["use_regex"] = true;  // GPT-2's split
+    std::ofstream(tokenizer_file.path(), std::ios::binary | std::ios::trunc)
+        << tokenizer.dump(-1, ' ', false,
+                          train::Json::error_handler_t::replace);
+    train::WriteGgufModel(gguf.path(), model, config, tokenizer_file.path(),
+                          options);
   } catch (const Error&) {
   }
 }

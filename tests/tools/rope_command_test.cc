@@ -317,6 +317,37 @@ TEST(RopeCommand, CheckExitsOneOnErrorsAndZeroWithWarnings) {
   EXPECT_NE(run.output.find("\"train.seq_len\""), std::string::npos);
 }
 
+// Scalings that leave float32 or rotor's positions fail --check (rope_theta
+// 1e300, a yarn factor of 1e30 and mscale 1e30 all passed).
+TEST(RopeCommand, CheckFailsOnScalingsBeyondFloat32OrThePositions) {
+  const std::string model =
+      "model:\n  vocab_size: 257\n  hidden_size: 32\n"
+      "  intermediate_size: 64\n  num_hidden_layers: 1\n"
+      "  num_attention_heads: 4\n  max_position_embeddings: 256\n";
+  const std::string yarn =
+      "  rope_scaling: {rope_type: yarn, original_max_position_embeddings: "
+      "64, ";
+  const struct {
+    std::string lines;
+    std::string message;
+  } cases[] = {
+      {"  rope_theta: 1.0e+300\n",
+       "error: model.rope_theta 1e+300 is beyond float32's largest value"},
+      {yarn + "factor: 1.0e+30}\n",
+       "error: model.rope_scaling.factor 1e+30 x "
+       "model.rope_scaling.original_max_position_embeddings 64 = 6.4e+31 "
+       "positions, beyond rotor's longest sequence of 16777216"},
+      {yarn + "factor: 4, mscale: 1.0e+30, mscale_all_dim: 1}\n",
+       "gives is beyond 2^64"},
+  };
+  for (const auto& c : cases) {
+    const TempConfig config(model + c.lines);
+    const RunResult run = RunRotor("rope --check " + config.path());
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find(c.message), std::string::npos) << run.output;
+  }
+}
+
 // rotor train refuses a lint error before it builds anything, naming the
 // config file.
 TEST(RopeCommand, TrainRefusesALintErrorBeforeTraining) {

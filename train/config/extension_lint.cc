@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "nn/rope_scaling.h"
 
 namespace rotor::train {
@@ -15,6 +17,11 @@ constexpr char kOriginal[] =
 constexpr char kMaxPositions[] = "model.max_position_embeddings";
 constexpr char kRopeType[] = "model.rope_scaling.rope_type";
 constexpr char kSeqLen[] = "train.seq_len";
+constexpr char kTheta[] = "model.rope_theta";
+constexpr double kFloat32Max = std::numeric_limits<float>::max();
+// q and k are each multiplied by the attention factor a, so q.k by a^2:
+// a^2 must stay below float32's largest value.
+const double kLargestAttentionFactor = std::sqrt(kFloat32Max);  // 2^64
 
 LintFinding Finding(LintSeverity severity, std::vector<std::string> keys,
                     std::string message) {
@@ -100,6 +107,8 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
       static_cast<double>(m) / static_cast<double>(original.tokens);
   if (Same(s, ratio)) return;
   const double covered = s * static_cast<double>(original.tokens);
+  // Past rotor's positions LintRopeRange's error says what to set.
+  if (covered > static_cast<double>(limits::kMaxPositions)) return;
   std::string consequence;
   if (rope.rope_type == RopeType::kYarn) {
     consequence =
@@ -296,7 +305,71 @@ void CheckEvaluationBeyond(const RopeScalingConfig& rope,
              " with a rope_scaling that stretches the positions that far")));
 }
 
+// The keys that set the attention factor a, for messages.
+std::vector<std::string> AttentionFactorKeys(const RopeScalingConfig& rope) {
+  if (rope.attention_factor) return {"model.rope_scaling.attention_factor"};
+  if (rope.rope_type == RopeType::kYarn && rope.mscale.value_or(0.0) != 0.0 &&
+      rope.mscale_all_dim.value_or(0.0) != 0.0) {
+    return {"model.rope_scaling.mscale", "model.rope_scaling.mscale_all_dim"};
+  }
+  return {kFactor};
+}
+
+void CheckFloat32(const std::string& key, double value,
+                  std::vector<LintFinding>& findings) {
+  if (std::fabs(value) <= kFloat32Max) return;
+  findings.push_back(Finding(
+      LintSeverity::kError, {key},
+      StrCat(key, " ", Num(value), " is beyond float32's largest value ",
+             kFloat32Max,
+             ": RoPE's tables are float32 (and GGUF stores the value as "
+             "one), so it cannot be computed with")));
+}
+
 }  // namespace
+
+std::vector<LintFinding> LintRopeRange(const RopeScalingConfig& rope,
+                                       const ExtensionLengths& lengths) {
+  std::vector<LintFinding> findings;
+  CheckFloat32(kTheta, rope.rope_theta, findings);
+  if (rope.factor) CheckFloat32(kFactor, *rope.factor, findings);
+  // L0: the length the factor stretches (dynamic's is M).
+  std::optional<BaseLength> original = BaseLengthOf(rope, lengths);
+  if (rope.rope_type == RopeType::kDynamic) {
+    original = BaseLength{rope.max_position_embeddings, kMaxPositions};
+  }
+  if (rope.factor && original &&
+      *rope.factor * static_cast<double>(original->tokens) >
+          static_cast<double>(limits::kMaxPositions)) {
+    const double covered = *rope.factor * static_cast<double>(original->tokens);
+    findings.push_back(Finding(
+        LintSeverity::kError, {kFactor},
+        StrCat(kFactor, " ", Num(*rope.factor), " x ", original->name, " ",
+               original->tokens, " = ", Num(covered),
+               " positions, beyond rotor's longest sequence of ",
+               limits::kMaxPositions,
+               " positions (2^24): the scaling stretches the positions past "
+               "any length rotor runs; set ",
+               kFactor, " to the new length over ", original->tokens,
+               " (at most ", limits::kMaxPositions / original->tokens, ")")));
+  }
+  if (findings.empty()) {
+    const double a = ComputeRopeFrequencies(rope, rope.max_position_embeddings)
+                         .attention_factor;
+    if (!(a <= kLargestAttentionFactor)) {
+      const std::vector<std::string> keys = AttentionFactorKeys(rope);
+      findings.push_back(Finding(
+          LintSeverity::kError, keys,
+          StrCat("the attention factor ", Num(a), " that ", keys[0],
+                 keys.size() > 1 ? " / " + keys[1] : std::string(),
+                 " gives is beyond 2^64 = ", kLargestAttentionFactor,
+                 ", the square root of float32's largest value: q and k are "
+                 "each multiplied by it, so q.k by its square, which "
+                 "would overflow float32")));
+    }
+  }
+  return findings;
+}
 
 PretrainingLength PretrainingLengthOf(const ModelConfig& base,
                                       const std::string& source) {
@@ -324,7 +397,7 @@ std::optional<std::string> PretrainingLengthProblem(
 std::vector<LintFinding> LintContextExtension(const ModelConfig& model,
                                               const ExtensionLengths& lengths) {
   const RopeScalingConfig& rope = model.rope;
-  std::vector<LintFinding> findings;
+  std::vector<LintFinding> findings = LintRopeRange(rope, lengths);
   CheckPretraining(rope, lengths, findings);
   const std::optional<BaseLength> original = BaseLengthOf(rope, lengths);
   if (original) {

@@ -40,6 +40,15 @@
 //   dynamic in training  (warning) dynamic NTK is unscaled up to L0 = M,
 //       and rotor trains at L <= M, so a run trains plain RoPE.
 //   evaluation beyond M  (warning) static methods: lengths > M extrapolate.
+//   float32 and positions (error) what leaves float32 or rotor's positions
+//       (LintRopeRange): rope_theta or s beyond float32's largest value
+//       3.40282e38 (RoPE's tables are float32, and so are GGUF's keys);
+//       s * L0 beyond kMaxPositions = 2^24 (L0 = M for dynamic; linear and
+//       ntk: when the base's length is known); the attention factor a
+//       (attention_factor, yarn's mscale / mscale_all_dim) beyond
+//       2^64 = sqrt(float32's largest value): q and k are each multiplied by
+//       a, so q.k by a^2. The attention factor is checked only when the rest
+//       passes (it is computed from them).
 //
 // Two checks live where the line of the key is known: a legacy
 // rope_scaling `type` that contradicts rope_type is refused by the reader
@@ -92,6 +101,11 @@ struct ExtensionLengths {
   // How the evaluation lengths were given, for messages: "--lengths".
   std::string eval_lengths_key = "--lengths";
 };
+
+// The float32 and positions check alone: its errors (GGUF export refuses a
+// model that has any).
+std::vector<LintFinding> LintRopeRange(const RopeScalingConfig& rope,
+                                       const ExtensionLengths& lengths = {});
 
 // Every finding, errors first.
 std::vector<LintFinding> LintContextExtension(const ModelConfig& model,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/config/extension_lint.h"
 #include "train/gguf/gguf_rope.h"
 #include "train/gguf/gguf_tensors.h"
 #include "train/gguf/gguf_tokenizer.h"
@@ -148,8 +149,12 @@ std::string WriteGgufModel(const std::string& path,
                            const std::string& tokenizer_spec,
                            const GgufExportOptions& options) {
   const nn::TransformerConfig& c = model.config();
-  const std::string source = options.name.empty() ? "the model" : options.name;
+  const std::string source =
+      options.source.empty() ? "the model" : options.source;
   CheckArchitecture(c, config, source);
+  for (const LintFinding& finding : LintRopeRange(c.rope)) {
+    throw Error(StrCat(source, ": ", finding.message));
+  }
   const GgufRope rope = GgufRopeFor(c.rope, options.rope_static_length, source);
   const GgufVocab vocab = GgufVocabFor(tokenizer_spec, c.vocab_size, config);
 
@@ -169,21 +174,27 @@ std::string WriteGgufModel(const std::string& path,
     if (key.type == GgufValueType::kUint32) {
       writer.AddUint32(LlamaKey(key.key), static_cast<uint32_t>(value));
     } else {
-      writer.AddFloat32(LlamaKey(key.key), static_cast<float>(value));
+      const std::string name = LlamaKey(key.key);
+      writer.AddFloat32(name, ToFloat32(value, StrCat(source, ": ", name, " (",
+                                                      key.hf_name, ")")));
     }
   }
   writer.AddString(LlamaKey("rope.scaling.type"), rope.scaling_type);
   if (rope.factor) {
-    writer.AddFloat32(LlamaKey("rope.scaling.factor"),
-                      static_cast<float>(*rope.factor));
+    const std::string name = LlamaKey("rope.scaling.factor");
+    writer.AddFloat32(
+        name, ToFloat32(*rope.factor,
+                        StrCat(source, ": ", name, " (rope_scaling.factor)")));
   }
   if (rope.original_context_length) {
     writer.AddUint32(LlamaKey("rope.scaling.original_context_length"),
                      static_cast<uint32_t>(*rope.original_context_length));
   }
   if (rope.attn_factor) {
-    writer.AddFloat32(LlamaKey("rope.scaling.attn_factor"),
-                      static_cast<float>(*rope.attn_factor));
+    const std::string name = LlamaKey("rope.scaling.attn_factor");
+    writer.AddFloat32(
+        name, ToFloat32(*rope.attn_factor,
+                        StrCat(source, ": ", name, " (the attention factor)")));
   }
   if (c.rope.rope_type != RopeType::kDefault) {
     writer.AddBool(LlamaKey("rope.scaling.finetuned"), options.rope_finetuned);

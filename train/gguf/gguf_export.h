@@ -40,7 +40,8 @@ struct GgufExportOptions {
   bool rope_finetuned = false;
   // The length a dynamic RoPE is frozen at (gguf_rope.h).
   std::optional<int64_t> rope_static_length;
-  std::string name;    // general.name
+  std::string name;    // general.name ("rotor model" when empty)
+  std::string source;  // what the model is, for messages ("the model")
   bool force = false;  // replace an existing file (train/io/output_file.h)
 };
 
@@ -50,7 +51,11 @@ GgmlType GgmlTypeFromName(const std::string& name);
 // Writes `model` (configured by `config`, tokenized by `tokenizer_spec`)
 // to `path` atomically. Everything is checked before the file is opened:
 // an architecture, RoPE method or tokenizer llama.cpp cannot run the same
-// way throws rotor::Error naming the key, and nothing is written. Returns
+// way, a RoPE scaling that leaves float32 or rotor's positions
+// (LintRopeRange, train/config/extension_lint.h), a float32 key float32
+// cannot hold, or a weight the dtype cannot write as a finite number
+// (gguf_tensors.h) throws rotor::Error naming the key or tensor, and
+// nothing is written. Returns
 // a one-line summary for the command to print.
 std::string WriteGgufModel(const std::string& path,
                            const nn::Transformer& model,

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "train/gguf/gguf_tensors.h"
 
 namespace rotor::train {
 
@@ -11,12 +13,15 @@ namespace {
 // The factors rope_freqs[i] = theta_i / inv_freq_i that turn llama.cpp's
 // unscaled angles into the method's, and the method's attention factor.
 void PerDimension(const RopeScalingConfig& rope, int64_t length,
-                  GgufRope& out) {
+                  const std::string& source, GgufRope& out) {
   const RopeFrequencies scaled = ComputeRopeFrequencies(rope, length);
   const std::vector<double> unscaled = UnscaledInvFreq(rope);
   std::vector<float> factors(unscaled.size());
   for (size_t i = 0; i < unscaled.size(); ++i) {
-    factors[i] = static_cast<float>(unscaled[i] / scaled.inv_freq[i]);
+    factors[i] = ToFloat32(unscaled[i] / scaled.inv_freq[i],
+                           StrCat(source, ": rope_freqs.weight[", i,
+                                  "] (the unscaled frequency over the "
+                                  "scaled one)"));
   }
   out.rope_freqs = std::move(factors);
   if (scaled.attention_factor != 1.0) {
@@ -35,6 +40,12 @@ GgufRope GgufRopeFor(const RopeScalingConfig& rope,
               ": llama.cpp's llama architecture rotates whole heads "
               "(partial_rotary_factor 1), so this model cannot be exported "
               "to GGUF");
+  ROTOR_CHECK(!static_length || rope.rope_type == RopeType::kDynamic, source,
+              ": --rope-static-length ", static_length.value_or(0),
+              ": rope_scaling.rope_type is '", RopeTypeName(rope.rope_type),
+              "', not dynamic: only dynamic NTK's frequencies change with the "
+              "sequence length, so there is nothing to freeze (leave the "
+              "flag out)");
   GgufRope out;
   out.how = "no scaling";
   switch (rope.rope_type) {
@@ -77,7 +88,13 @@ GgufRope GgufRopeFor(const RopeScalingConfig& rope,
           " (factor x max_position_embeddings)",
           " (then sequences of that length match rotor's exactly; "
           "shorter ones see a larger base than dynamic would use)");
-      PerDimension(rope, *static_length, out);
+      ROTOR_CHECK(*static_length <= limits::kMaxPositions, source,
+                  ": --rope-static-length ", *static_length,
+                  " is beyond rotor's longest sequence of ",
+                  limits::kMaxPositions,
+                  " positions (2^24): the frozen base would be one of a "
+                  "length rotor never runs");
+      PerDimension(rope, *static_length, source, out);
       out.how = "rope_freqs (dynamic frozen at " +
                 std::to_string(*static_length) + ")";
       return out;
@@ -87,7 +104,7 @@ GgufRope GgufRopeFor(const RopeScalingConfig& rope,
       break;
   }
   // ntk, llama3, longrope, and yarn with a ramp llama.cpp cannot set.
-  PerDimension(rope, rope.max_position_embeddings, out);
+  PerDimension(rope, rope.max_position_embeddings, source, out);
   return out;
 }
 

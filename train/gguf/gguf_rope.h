@@ -51,9 +51,10 @@ struct GgufRope {
 
 // The llama.cpp form of `rope`. `static_length` is the length at which a
 // dynamic method is frozen (--rope-static-length). Throws rotor::Error
-// naming `source` and the key for dynamic without a static length, and
-// for a partial rotary factor below 1 (llama.cpp's llama architecture
-// rotates whole heads).
+// naming `source` and the key for dynamic without a static length, for a
+// static length with any other method or beyond kMaxPositions (2^24), for
+// a partial rotary factor below 1 (llama.cpp's llama architecture rotates
+// whole heads), and for a rope_freqs factor float32 cannot hold.
 GgufRope GgufRopeFor(const RopeScalingConfig& rope,
                      std::optional<int64_t> static_length,
                      const std::string& source);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -47,13 +48,18 @@ uint16_t FloatToHalfBits(float value) {
 
 namespace {
 
-// One Q8_0 block of 32 values.
+constexpr uint16_t kHalfInfinity = 0x7c00;
+
+// Q8_0's scale of a block whose largest magnitude is `amax`.
+float Q8_0Scale(float amax) { return amax / 127.0f; }
+
+// One Q8_0 block of 32 (finite) values.
 void AppendQ8_0Block(const float* x, std::string& out) {
   float amax = 0.0f;
   for (int64_t i = 0; i < kQ8_0BlockSize; ++i) {
     amax = std::max(amax, std::fabs(x[i]));
   }
-  const float d = amax / 127.0f;
+  const float d = Q8_0Scale(amax);
   const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
   AppendLittleEndian<uint16_t>(out, FloatToHalfBits(d));
   for (int64_t i = 0; i < kQ8_0BlockSize; ++i) {
@@ -62,10 +68,74 @@ void AppendQ8_0Block(const float* x, std::string& out) {
   }
 }
 
+// Whether `type` writes a finite magnitude `amax` (and every smaller one)
+// as a finite value.
+bool Holds(GgmlType type, float amax) {
+  switch (type) {
+    case GgmlType::kF32:
+      return true;
+    case GgmlType::kF16:
+      return (FloatToHalfBits(amax) & 0x7fffu) != kHalfInfinity;
+    case GgmlType::kBF16: {
+      uint16_t bits = 0;
+      kernels::F32ToBF16(&amax, &bits, 1);
+      return (bits & 0x7fffu) != 0x7f80u;
+    }
+    case GgmlType::kQ8_0:
+      return (FloatToHalfBits(Q8_0Scale(amax)) & 0x7fffu) != kHalfInfinity;
+  }
+  return false;
+}
+
+// What `type` holds, for a message.
+std::string Capacity(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF16:
+      return "f16's largest value is 65504";
+    case GgmlType::kBF16:
+      return "bf16's largest value is 3.38953e+38";
+    case GgmlType::kQ8_0:
+      return "q8_0 stores each block's scale max|x| / 127 as an f16, whose "
+             "largest value is 65504, so it holds magnitudes up to about "
+             "127 x 65504 = 8.319e+06";
+    case GgmlType::kF32:
+      break;
+  }
+  return "f32's largest value is 3.40282e+38";
+}
+
+// Throws naming `name` unless every value is finite and `type` holds the
+// largest magnitude.
+void CheckRepresentable(const float* values, size_t n, GgmlType type,
+                        const std::string& name) {
+  float amax = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    ROTOR_CHECK(std::isfinite(values[i]), "GGUF: tensor ", name, " holds ",
+                values[i], " at index ", i,
+                ": GGUF export writes finite weights only (a model with a NaN "
+                "or infinite weight computes NaN)");
+    amax = std::max(amax, std::fabs(values[i]));
+  }
+  if (Holds(type, amax)) return;
+  // "q8_0, bf16 or f32": the types that hold it (f32 holds every finite
+  // value, so there is one).
+  std::string choices;
+  for (GgmlType other : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kBF16}) {
+    if (Holds(other, amax)) choices += StrCat(GgmlTypeName(other), ", ");
+  }
+  if (!choices.empty()) choices.replace(choices.size() - 2, 2, " or ");
+  choices += GgmlTypeName(GgmlType::kF32);
+  throw Error(StrCat("GGUF: tensor ", name, " holds a value of magnitude ",
+                     amax, ", more than ", GgmlTypeName(type), " can write (",
+                     Capacity(type), "; it would be written as inf): export ",
+                     "it with --dtype ", choices));
+}
+
 }  // namespace
 
 std::string EncodeGgmlTensor(const float* values, size_t n, int64_t row_length,
                              GgmlType type, const std::string& name) {
+  CheckRepresentable(values, n, type, name);
   std::string out;
   switch (type) {
     case GgmlType::kF32:
@@ -95,6 +165,14 @@ std::string EncodeGgmlTensor(const float* values, size_t n, int64_t row_length,
       break;
   }
   return out;
+}
+
+float ToFloat32(double value, const std::string& what) {
+  constexpr double kLargest = std::numeric_limits<float>::max();
+  ROTOR_CHECK(std::isfinite(value) && std::fabs(value) <= kLargest, what, " ",
+              value, " is not a finite float32 (float32's largest value is ",
+              kLargest, "), and GGUF stores it as one");
+  return static_cast<float>(value);
 }
 
 }  // namespace rotor::train

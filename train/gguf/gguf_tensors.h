@@ -10,6 +10,13 @@
 //
 // A tensor is encoded as a whole: its rows (ne[0] values each) one after
 // another, so Q8_0 needs a row length that is a multiple of 32.
+//
+// Nothing non-finite is written: a NaN or infinite value is refused in
+// every type, and so is a finite one the type would turn into inf: beyond
+// 65504 (rounding to 65520 or more) in F16, beyond 3.3895e38 in BF16, and
+// in Q8_0 a block whose scale max|x| / 127 is beyond F16's 65504 (|x| above
+// about 127 x 65504 = 8.3e6). The error names the tensor, its largest
+// magnitude and the types that hold it.
 #ifndef ROTOR_TRAIN_GGUF_GGUF_TENSORS_H_
 #define ROTOR_TRAIN_GGUF_GGUF_TENSORS_H_
 
@@ -35,9 +42,14 @@ uint16_t FloatToHalfBits(float value);
 
 // The bytes of `n` float32 values (rows of `row_length`) as `type`. Throws
 // naming `name` when Q8_0 is asked for a row length that is not a multiple
-// of 32.
+// of 32, and for the values above.
 std::string EncodeGgmlTensor(const float* values, size_t n, int64_t row_length,
                              GgmlType type, const std::string& name);
+
+// `value` as the float32 GGUF stores `what` in (a metadata key, a
+// rope_freqs factor). Throws naming `what` when float32 cannot hold it: NaN,
+// infinite, or beyond float32's largest value 3.40282e38.
+float ToFloat32(double value, const std::string& what);
 
 }  // namespace rotor::train
 

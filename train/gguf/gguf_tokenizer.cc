@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "core/error.h"
@@ -88,12 +89,35 @@ bool ReplacesSpacesWithMetaspace(const Json& normalizer) {
 
 std::string Show(const std::string& text) { return ShowAsJson(text); }
 
-// "a b" for a merge written as a string or as a pair.
-std::string MergeText(const Json& merge, const std::string& where) {
-  if (merge.is_string()) return merge.get<std::string>();
+// The two tokens of a merge written as "a b" or as ["a", "b"] (LoadTokenizer
+// has checked the form: a string has exactly one space).
+std::pair<std::string, std::string> MergePair(const Json& merge,
+                                              const std::string& where) {
+  if (merge.is_string()) {
+    const std::string text = merge.get<std::string>();
+    const size_t space = text.find(' ');
+    ROTOR_CHECK(space != std::string::npos, where, ": ", Show(text),
+                " has no space");
+    return {text.substr(0, space), text.substr(space + 1)};
+  }
   ROTOR_CHECK(merge.is_array() && merge.size() == 2, where,
-              ": model.merges: expected \"a b\" or [\"a\", \"b\"]");
-  return merge[0].get<std::string>() + " " + merge[1].get<std::string>();
+              ": expected \"a b\" or [\"a\", \"b\"]");
+  return {merge[0].get<std::string>(), merge[1].get<std::string>()};
+}
+
+// GGUF's merge "a b": llama.cpp splits it at the first space after its
+// first byte, which gives back (a, b) only when a is not empty and has no
+// space after its first byte. Throws naming the merge otherwise.
+std::string GgufMergeText(const std::pair<std::string, std::string>& merge,
+                          const std::string& where) {
+  const auto& [left, right] = merge;
+  ROTOR_CHECK(!left.empty() && left.find(' ', 1) == std::string::npos, where,
+              " [", Show(left), ", ", Show(right),
+              "]: GGUF writes a merge as one string \"left right\", which "
+              "llama.cpp splits at the first space after its first byte, so a "
+              "left token that is empty or has a space after its first byte "
+              "cannot be written (llama.cpp would read a different merge)");
+  return left + " " + right;
 }
 
 GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
@@ -147,11 +171,21 @@ GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
         added.value("special", false) ? kControl : kUserDefined,
         "added_tokens");
   }
+  // Unused ids are "[PAD<id>]", or, when that is a token's text,
+  // "[PAD<id>.1]", "[PAD<id>.2]", ...: no two ids share a text.
+  std::set<std::string> texts;
   for (int64_t id = 0; id < vocab_size; ++id) {
-    if (!filled[id]) {
-      tokens[id] = "[PAD" + std::to_string(id) + "]";
-      types[id] = kUnused;
+    if (filled[id]) texts.insert(tokens[id]);
+  }
+  for (int64_t id = 0; id < vocab_size; ++id) {
+    if (filled[id]) continue;
+    std::string name = "[PAD" + std::to_string(id) + "]";
+    for (int suffix = 1; texts.count(name) > 0; ++suffix) {
+      name = "[PAD" + std::to_string(id) + "." + std::to_string(suffix) + "]";
     }
+    texts.insert(name);
+    tokens[id] = name;
+    types[id] = kUnused;
   }
   const Json& merges = model.value("merges", Json::array());
   if (sentencepiece) {
@@ -160,12 +194,9 @@ GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
     // merge makes score below every merge.
     std::map<std::string, size_t> first_rank;
     for (size_t rank = 0; rank < merges.size(); ++rank) {
-      std::string merge = MergeText(merges[rank], file);
-      const size_t space = merge.find(' ', 1);
-      ROTOR_CHECK(space != std::string::npos, file, ": model.merges[", rank,
-                  "] ", Show(merge), " has no space");
-      merge.erase(space, 1);
-      first_rank.emplace(merge, rank);
+      const auto [left, right] =
+          MergePair(merges[rank], StrCat(file, ": model.merges[", rank, "]"));
+      first_rank.emplace(left + right, rank);
     }
     vocab.scores.assign(tokens.size(), 0.0f);
     for (size_t id = 0; id < tokens.size(); ++id) {
@@ -198,7 +229,9 @@ GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
                   "; it knows Llama 3's, GPT-2's and Qwen2's (docs/gguf.md)");
     }
     for (size_t rank = 0; rank < merges.size(); ++rank) {
-      vocab.merges.push_back(MergeText(merges[rank], file));
+      const std::string where = StrCat(file, ": model.merges[", rank, "]");
+      vocab.merges.push_back(
+          GgufMergeText(MergePair(merges[rank], where), where));
     }
   }
   vocab.tokens = std::move(tokens);

@@ -3,8 +3,10 @@
 //
 //   byte-level BPE (GPT-2, Llama 3, Qwen2, rotor's trained BPE)
 //     model "gpt2": tokens (byte-level strings), merges ("a b", rank
-//     order), token_type, and pre = the llama.cpp pre-tokenizer whose regex
-//     (and ignore_merges) is the tokenizer.json's Split regex:
+//     order; a merge whose left token is empty or has a space after its
+//     first byte is refused: llama.cpp splits "a b" at the first space
+//     after the first byte), token_type, and pre = the llama.cpp pre-tokenizer
+//     whose regex (and ignore_merges) is the tokenizer.json's Split regex:
 //       Llama 3's regex, ignore_merges true   -> "llama-bpe"
 //       Llama 3's regex, ignore_merges false  -> "smaug-bpe"
 //       GPT-2's (ByteLevel use_regex)         -> "gpt-2"
@@ -20,7 +22,8 @@
 //
 // Token types: 1 normal, 2 unknown, 3 control (special added tokens),
 // 4 user-defined (other added tokens), 5 unused (padding up to the model's
-// vocab_size: "[PAD<id>]"), 6 byte. BOS and EOS ids, add_bos_token (whether
+// vocab_size: "[PAD<id>]", or "[PAD<id>.1]", "[PAD<id>.2]", ... when a
+// token already has that text), 6 byte. BOS and EOS ids, add_bos_token (whether
 // the post-processor puts the BOS before a text) and the padding id.
 #ifndef ROTOR_TRAIN_GGUF_GGUF_TOKENIZER_H_
 #define ROTOR_TRAIN_GGUF_GGUF_TOKENIZER_H_

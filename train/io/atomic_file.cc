@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -33,26 +34,49 @@ std::string TrimmedDirectory(const std::string& dir) {
   return trimmed;
 }
 
-// An exclusive flock on a folder for the life of the object; `held()` is
-// false when another process holds it (or the folder cannot be opened).
-class FolderFlock {
+// An exclusive flock on a folder (or, with `directory` false, a regular
+// file) for the life of the object; `held()` is false when another process
+// holds it (or the path cannot be opened as one).
+class PathFlock {
  public:
-  FolderFlock(const std::string& dir, bool wait)
-      : fd_(::open(dir.c_str(),
-                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) {
-    held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0;
+  PathFlock(const std::string& path, bool wait, bool directory = true)
+      : fd_(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+                                     (directory ? O_DIRECTORY : O_NONBLOCK))) {
+    struct stat info {};
+    held_ = fd_ >= 0 && ::fstat(fd_, &info) == 0 &&
+            (directory || S_ISREG(info.st_mode)) &&
+            ::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0;
   }
-  ~FolderFlock() {
+  ~PathFlock() {
     if (fd_ >= 0) ::close(fd_);
   }
-  FolderFlock(const FolderFlock&) = delete;
-  FolderFlock& operator=(const FolderFlock&) = delete;
+  PathFlock(const PathFlock&) = delete;
+  PathFlock& operator=(const PathFlock&) = delete;
   bool held() const { return held_; }
 
  private:
   int fd_;
   bool held_ = false;
 };
+
+// The paths next to `path` whose names are its name + ".tmp-" + something
+// (ReplaceDirectoryAtomically's and AtomicFileWriter's temporaries), with
+// what follows ".tmp-".
+std::vector<std::pair<std::string, std::string>> TemporariesOf(
+    const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  const std::string prefix = path.filename().string() + ".tmp-";
+  std::vector<std::pair<std::string, std::string>> found;
+  std::error_code error;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(ParentDirectory(path.string()), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && !entry.is_symlink(error)) {
+      found.emplace_back(entry.path().string(), name.substr(prefix.size()));
+    }
+  }
+  return found;
+}
 
 // Deletes `old`, the previous contents of `dir` after a swap; an error
 // names both, since the call has replaced `dir` but not cleaned up.
@@ -99,6 +123,10 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   ROTOR_CHECK(fd_ >= 0, "cannot create a temporary file for ", path_, ": ",
               SystemError());
   temp_path_ = name.data();
+  // A fresh file: the lock is free. It tells RemoveStaleTemporaryFiles in
+  // other processes that this one is not a leftover.
+  ::flock(fd_, LOCK_EX | LOCK_NB);
+  RemoveStaleTemporaryFiles(path_);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -202,7 +230,7 @@ void ReplaceDirectoryAtomically(
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::chmod(temp_dir.c_str(), 0777 & ~mask);
-  const FolderFlock filling(temp_dir, /*wait=*/true);
+  const PathFlock filling(temp_dir, /*wait=*/true);
   std::error_code ignored;
   try {
     fill(temp_dir);
@@ -254,19 +282,20 @@ void RemoveStaleTemporaryDirectories(const std::string& dir) {
   const fs::path path(TrimmedDirectory(dir));
   std::error_code error;
   if (!fs::is_directory(path, error)) return;
-  const std::string prefix = path.filename().string() + ".tmp-";
-  std::vector<std::string> stale;
-  for (const fs::directory_entry& entry :
-       fs::directory_iterator(ParentDirectory(path.string()), error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && entry.is_directory(error) &&
-        !entry.is_symlink(error)) {
-      stale.push_back(entry.path().string());
-    }
-  }
-  for (const std::string& leftover : stale) {
-    const FolderFlock unused(leftover, /*wait=*/false);
+  for (const auto& [leftover, unused_suffix] : TemporariesOf(path)) {
+    if (!fs::is_directory(leftover, error)) continue;
+    const PathFlock unused(leftover, /*wait=*/false);
     if (unused.held()) fs::remove_all(leftover, error);
+  }
+}
+
+void RemoveStaleTemporaryFiles(const std::string& path) {
+  for (const auto& [leftover, suffix] : TemporariesOf(path)) {
+    // mkostemp's six characters, no more: PATH.tmp-XXXXXX.old and the like
+    // are not a writer's.
+    if (suffix.size() != 6) continue;
+    const PathFlock unused(leftover, /*wait=*/false, /*directory=*/false);
+    if (unused.held()) ::unlink(leftover.c_str());
   }
 }
 

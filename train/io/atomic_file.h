@@ -26,8 +26,11 @@ namespace rotor::train {
 
 class AtomicFileWriter {
  public:
-  // Creates `path`.tmp-XXXXXX next to `path`. Throws rotor::Error (naming
-  // the path and the system error) if the directory is not writable.
+  // Creates `path`.tmp-XXXXXX next to `path` and holds an flock on it until
+  // the writer is done, then removes the leftovers of writers of `path`
+  // that were killed (RemoveStaleTemporaryFiles). Throws rotor::Error
+  // (naming the path and the system error) if the directory is not
+  // writable.
   explicit AtomicFileWriter(std::string path);
   ~AtomicFileWriter();  // removes the temporary file unless committed
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -84,6 +87,14 @@ void ReplaceDirectoryAtomically(
 // never a folder a running call is still filling (it holds a lock on it).
 // Best effort: a leftover that cannot be removed is tried again next time.
 void RemoveStaleTemporaryDirectories(const std::string& dir);
+
+// Removes what AtomicFileWriter(path) writers killed before they committed
+// left next to `path`: regular files PATH.tmp-XXXXXX (six characters, as
+// mkostemp makes them), except those a live writer still holds an flock
+// on. Such a file is never the only copy of anything (the rename that would
+// have made it `path` did not happen), so it goes whether `path` exists or
+// not. Best effort: one that cannot be removed is tried again next time.
+void RemoveStaleTemporaryFiles(const std::string& path);
 
 // fsync a directory so renames/creations inside it survive a crash.
 void SyncDirectory(const std::string& dir);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -338,6 +339,83 @@ TEST(ExtensionLint, EvaluatingPastMaxPositionsWarnsOfExtrapolation) {
 
 // Checked by the reader, where the line is known: a legacy `type` that
 // contradicts rope_type (readers differ in which they take).
+// Settings that leave float32 (RoPE's tables and GGUF's keys) or rotor's
+// 2^24 positions, or an attention factor whose square overflows float32:
+// each an error stating the bound (all three passed without a finding).
+TEST(ExtensionLint, ScalingsBeyondFloat32OrThePositionsAreErrors) {
+  const auto errors = [](const ModelConfig& model) {
+    std::vector<LintFinding> findings = LintContextExtension(model, {});
+    findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                  [](const LintFinding& f) {
+                                    return f.severity != LintSeverity::kError;
+                                  }),
+                   findings.end());
+    return findings;
+  };
+  std::vector<LintFinding> found = errors(Model(256, "null", 64, 1e300));
+  ASSERT_EQ(found.size(), 1u) << Messages(found);
+  EXPECT_EQ(found[0].keys, std::vector<std::string>{"model.rope_theta"});
+  EXPECT_EQ(found[0].message,
+            "model.rope_theta 1e+300 is beyond float32's largest value "
+            "3.40282e+38: RoPE's tables are float32 (and GGUF stores the "
+            "value as one), so it cannot be computed with");
+  EXPECT_TRUE(errors(Model(256, "null", 64, 3e38)).empty());
+
+  found = errors(Model(
+      256,
+      "{rope_type: yarn, factor: 1.0e+30, original_max_position_embeddings: "
+      "64}"));
+  ASSERT_EQ(found.size(), 1u) << Messages(found);
+  EXPECT_EQ(found[0].message,
+            "model.rope_scaling.factor 1e+30 x " + std::string(kOriginal) +
+                " 64 = 6.4e+31 positions, beyond rotor's longest sequence of "
+                "16777216 positions (2^24): the scaling stretches the "
+                "positions past any length rotor runs; set "
+                "model.rope_scaling.factor to the new length over 64 (at most "
+                "262144)");
+  // Alone: the factor-vs-ratio warning would say to set 6.4e+31 positions.
+  EXPECT_EQ(LintContextExtension(Model(256,
+                                       "{rope_type: yarn, factor: 1.0e+30, "
+                                       "original_max_position_embeddings: 64}"),
+                                 {})
+                .size(),
+            1u);
+  EXPECT_TRUE(errors(Model(256,
+                           "{rope_type: yarn, factor: 262144, "
+                           "original_max_position_embeddings: 64}"))
+                  .empty());
+  // Dynamic stretches max_position_embeddings.
+  found = errors(Model(4096, "{rope_type: dynamic, factor: 8192}"));
+  ASSERT_EQ(found.size(), 1u) << Messages(found);
+  EXPECT_NE(found[0].message.find("x model.max_position_embeddings 4096 = "
+                                  "33554432 positions"),
+            std::string::npos);
+
+  found = errors(Model(256,
+                       "{rope_type: yarn, factor: 4, mscale: 1.0e+30, "
+                       "mscale_all_dim: 1, original_max_position_embeddings: "
+                       "64}"));
+  ASSERT_EQ(found.size(), 1u) << Messages(found);
+  EXPECT_EQ(found[0].keys,
+            (std::vector<std::string>{"model.rope_scaling.mscale",
+                                      "model.rope_scaling.mscale_all_dim"}));
+  EXPECT_NE(found[0].message.find("gives is beyond 2^64 = 1.84467e+19, the "
+                                  "square root of float32's largest value"),
+            std::string::npos)
+      << found[0].message;
+  found =
+      errors(Model(256,
+                   "{rope_type: yarn, factor: 4, attention_factor: 1.0e+20, "
+                   "original_max_position_embeddings: 64}"));
+  ASSERT_EQ(found.size(), 1u) << Messages(found);
+  EXPECT_EQ(found[0].keys,
+            std::vector<std::string>{"model.rope_scaling.attention_factor"});
+  EXPECT_TRUE(errors(Model(256,
+                           "{rope_type: yarn, factor: 4, attention_factor: "
+                           "1.0e+19, original_max_position_embeddings: 64}"))
+                  .empty());
+}
+
 TEST(ExtensionLint, ALegacyTypeThatContradictsRopeTypeIsRefused) {
   ROTOR_EXPECT_ERROR(
       Model(2048, "{rope_type: yarn, type: linear, factor: 4}"), "cfg.yaml:",

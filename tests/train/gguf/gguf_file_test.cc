@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/kernels/convert.h"
 #include "tests/temp_dir.h"
+#include "tests/test_util.h"
 #include "train/gguf/gguf_tensors.h"
 #include "train/io/atomic_file.h"
 
@@ -244,6 +246,55 @@ TEST(GgufTensors, Bf16IsTheTopHalfRounded) {
   uint16_t bits;
   std::memcpy(&bits, bytes.data(), 2);
   EXPECT_EQ(bits, 0x3f81);
+}
+
+// Nothing non-finite reaches the file: a finite weight the type would
+// round to inf (f16 past 65504, a q8_0 block whose scale max|x| / 127 is
+// past f16's range, bf16 past 3.3895e38) is refused naming the tensor, its
+// largest magnitude and the types that hold it; a NaN or inf weight is
+// refused in every type (q8_0 used to write a NaN as 0 through an
+// undefined cast, and a block with an inf as NaN).
+TEST(GgufTensors, RefusesValuesTheTypeWouldNotWriteAsFiniteNumbers) {
+  std::vector<float> x(32, 0.5f);
+  auto encode = [&](GgmlType type) {
+    return EncodeGgmlTensor(x.data(), x.size(), 32, type,
+                            "blk.0.ffn_up.weight");
+  };
+  x[5] = 65519.0f;  // rounds to f16's largest, 65504
+  EXPECT_EQ(encode(GgmlType::kF16).size(), 64u);
+  x[5] = -65520.0f;  // rounds to -inf
+  ROTOR_EXPECT_ERROR(encode(GgmlType::kF16), "tensor blk.0.ffn_up.weight",
+                     "magnitude 65520", "more than f16",
+                     "--dtype q8_0, bf16 or f32");
+  x[5] = 8.3e6f;  // scale 65354
+  EXPECT_EQ(encode(GgmlType::kQ8_0).size(), 34u);
+  x[5] = 8.4e6f;  // scale 66142: inf as f16, and the whole block NaN
+  ROTOR_EXPECT_ERROR(encode(GgmlType::kQ8_0), "blk.0.ffn_up.weight",
+                     "magnitude 8.4e+06", "more than q8_0", "127 x 65504",
+                     "--dtype bf16 or f32");
+  EXPECT_EQ(encode(GgmlType::kBF16).size(), 64u);
+  x[5] = 3.4e38f;
+  ROTOR_EXPECT_ERROR(encode(GgmlType::kBF16), "magnitude 3.4e+38",
+                     "more than bf16", "--dtype f32");
+  EXPECT_EQ(encode(GgmlType::kF32).size(), 128u);
+  for (const float bad : {NAN, INFINITY, -INFINITY}) {
+    x[5] = bad;
+    for (GgmlType type :
+         {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0}) {
+      ROTOR_EXPECT_ERROR(encode(type), "tensor blk.0.ffn_up.weight",
+                         "at index 5", "finite weights only");
+    }
+  }
+}
+
+TEST(GgufTensors, Float32KeysRefuseWhatFloat32CannotHold) {
+  EXPECT_EQ(ToFloat32(1e4, "llama.rope.freq_base"), 1e4f);
+  EXPECT_EQ(ToFloat32(-std::numeric_limits<float>::max(), "k"),
+            -std::numeric_limits<float>::max());
+  ROTOR_EXPECT_ERROR(ToFloat32(1e300, "llama.rope.freq_base (rope_theta)"),
+                     "llama.rope.freq_base (rope_theta) 1e+300",
+                     "largest value is 3.40282e+38");
+  ROTOR_EXPECT_ERROR(ToFloat32(NAN, "k"), "k nan", "not a finite float32");
 }
 
 }  // namespace

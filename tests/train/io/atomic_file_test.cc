@@ -118,6 +118,43 @@ TEST(ReplaceDirectoryAtomically, RemovesTheLeftoversOfKilledWriters) {
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"out", "outer.tmp-ZzZ999"}));
 }
 
+// A writer killed before it committed (SIGKILL mid-write) leaves
+// PATH.tmp-XXXXXX behind: the next writer of PATH removes those, and only
+// those: not another file's, not a folder, not one a live writer still
+// holds a lock on.
+TEST(AtomicFile, RemovesTheLeftoversOfKilledWriters) {
+  test::TempDir dir;
+  dir.Write("out.gguf.tmp-AbC123", "half of a killed export");
+  dir.Write("out.gguf.tmp-AbC123.old", "not mkostemp's");
+  dir.Write("outer.gguf.tmp-ZzZ999", "another file's");
+  dir.Write("out.gguf.tmp-Dir123/x", "a folder");
+  dir.Write("out.gguf.tmp-Live42", "being written");
+  const int live =
+      ::open(dir.Path("out.gguf.tmp-Live42").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(live, 0);
+  ASSERT_EQ(::flock(live, LOCK_EX), 0);
+  WriteFileAtomically(dir.Path("out.gguf"), "new");
+  EXPECT_EQ(dir.List(),
+            (std::vector<std::string>{
+                "out.gguf", "out.gguf.tmp-AbC123.old", "out.gguf.tmp-Dir123",
+                "out.gguf.tmp-Live42", "outer.gguf.tmp-ZzZ999"}));
+  ::close(live);
+  // A writer's own temporary is locked while it writes: a second writer of
+  // the same path leaves it alone.
+  AtomicFileWriter first(dir.Path("out.gguf"));
+  first.Write("first");
+  AtomicFileWriter second(dir.Path("out.gguf"));
+  second.Write("second");
+  first.Commit();
+  EXPECT_EQ(ReadFile(dir.Path("out.gguf")), "first");
+  second.Commit();
+  EXPECT_EQ(ReadFile(dir.Path("out.gguf")), "second");
+  // The lock gone, the Live42 file is a leftover too.
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{
+                            "out.gguf", "out.gguf.tmp-AbC123.old",
+                            "out.gguf.tmp-Dir123", "outer.gguf.tmp-ZzZ999"}));
+}
+
 // Sets or clears the immutable attribute of `path` (chattr +i: not even
 // root may delete the file); false where the file system has none.
 bool SetImmutable(const std::string& path, bool on) {
