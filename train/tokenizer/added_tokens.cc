@@ -107,18 +107,25 @@ void AddedVocabulary::Matcher::Add(size_t index, const std::string& text) {
     }
     node = child;
   }
-  if (nodes_[node].token == kNone) nodes_[node].token = index;
+  if (nodes_[node].token == kNone) {
+    nodes_[node].token = static_cast<uint32_t>(index);
+  }
 }
 
 // Failure links by increasing depth (a node's link is shallower than it, so
 // it is final by then), each from its parent's: O(total token bytes), as
-// the link's depth grows by at most one per byte along each token.
+// the link's depth grows by at most one per byte along each token. The
+// order is a counting sort by depth, O(nodes).
 void AddedVocabulary::Matcher::Finish() {
+  uint32_t max_depth = 0;
+  for (const Node& node : nodes_) max_depth = std::max(max_depth, node.depth);
+  std::vector<uint32_t> next(max_depth + 2, 0);  // next[d]: a slot of depth d
+  for (const Node& node : nodes_) ++next[node.depth + 1];
+  for (size_t d = 1; d < next.size(); ++d) next[d] += next[d - 1];
   std::vector<uint32_t> order(nodes_.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return nodes_[a].depth < nodes_[b].depth;
-  });
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    order[next[nodes_[i].depth]++] = i;
+  }
   for (const uint32_t id : order) {
     Node& node = nodes_[id];
     if (id != 0) {
