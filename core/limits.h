@@ -40,6 +40,11 @@ inline constexpr int64_t kMaxTokenizerJsonBytes = int64_t{256} << 20;
 // 2^24 ids (kMaxPositions) of up to 7 digits and a separator or two fit
 // in 256 MiB; an endless file (/dev/zero) stops here.
 inline constexpr int64_t kMaxTokenIdsFileBytes = int64_t{256} << 20;
+// One input text file of rotor prepare or tokenizer train, read whole as
+// one document: enwik9 (10^9 bytes) fits; a larger file (a sparse one, a
+// whole dump) is refused before it is read, rather than end in "out of
+// memory". Split such a text into files.
+inline constexpr size_t kMaxTextFileBytes = size_t{1} << 30;
 
 }  // namespace rotor::limits
 

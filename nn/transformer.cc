@@ -193,8 +193,8 @@ DecoderStack::DecoderStack(const TransformerConfig& config, Rng* rng)
 
 Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
                              int64_t seq, RopeTable& table,
-                             const TokenPositions& positions,
-                             KvCache* cache) const {
+                             const TokenPositions& positions, KvCache* cache,
+                             bool last_position_only) const {
   // The residual stream is h + delta: each layer returns its two terms
   // unsummed (DecoderLayer::ForwardTerms).
   Tensor h = embed_tokens_.Forward(ids, {batch, seq});
@@ -218,6 +218,10 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
       std::tie(h, delta) = layer->ForwardTerms(
           h, delta, table, positions, cache ? &cache->layers[i] : nullptr);
     }
+  }
+  if (last_position_only && seq > 1) {
+    h = Narrow(h, 1, seq - 1, 1);
+    if (delta.defined()) delta = Narrow(delta, 1, seq - 1, 1);
   }
   return delta.defined() ? norm_.AddForward(h, delta).second : norm_.Forward(h);
 }
@@ -269,7 +273,8 @@ void Transformer::SetSequenceLength(int64_t sequence_length) {
 // The final normed hidden states [B*T, H] of ids at offset (see Logits).
 Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
                                int64_t seq, int64_t offset, KvCache* cache,
-                               const PackedDocuments* documents) {
+                               const PackedDocuments* documents,
+                               bool last_position_only) {
   ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
               "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
               " x seq ", seq);
@@ -302,10 +307,11 @@ Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
       }
     }
   }
-  const Tensor hidden =
-      model_->Forward(ids, batch, seq, rope_table_, positions, cache);
+  const Tensor hidden = model_->Forward(ids, batch, seq, rope_table_, positions,
+                                        cache, last_position_only);
   if (cache != nullptr) cache->length += seq;
-  return Reshape(hidden, {batch * seq, config_.hidden_size});
+  return Reshape(
+      hidden, {last_position_only ? batch : batch * seq, config_.hidden_size});
 }
 
 const Tensor& Transformer::OutputWeight() const {
@@ -317,6 +323,13 @@ Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
                            const PackedDocuments* documents) {
   return rotor::Linear(FlatHidden(ids, batch, seq, offset, cache, documents),
                        OutputWeight());
+}
+
+Tensor Transformer::LastLogits(const std::vector<int32_t>& ids, int64_t batch,
+                               int64_t seq, int64_t offset, KvCache* cache) {
+  return rotor::Linear(
+      FlatHidden(ids, batch, seq, offset, cache, nullptr, true),
+      OutputWeight());
 }
 
 Tensor Transformer::Loss(const std::vector<int32_t>& ids,

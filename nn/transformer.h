@@ -173,10 +173,12 @@ class DecoderLayer : public Module {
 class DecoderStack : public Module {
  public:
   DecoderStack(const TransformerConfig& config, Rng* rng);
-  // ids: [B, T] -> final normed hidden states [B, T, H].
+  // ids: [B, T] -> final normed hidden states [B, T, H]; with
+  // `last_position_only`, those of each row's last position, [B, 1, H]
+  // (every position still fills the cache).
   Tensor Forward(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                  RopeTable& table, const TokenPositions& positions,
-                 KvCache* cache) const;
+                 KvCache* cache, bool last_position_only = false) const;
   const Embedding& embed_tokens() const { return embed_tokens_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   // See Transformer::SetActivationCheckpointing.
@@ -218,6 +220,11 @@ class Transformer : public Module {
   Tensor Logits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                 int64_t offset = 0, KvCache* cache = nullptr,
                 const PackedDocuments* documents = nullptr);
+  // The logits of each row's last position only, [B, vocab]: the final
+  // norm and the output head run on those B rows, not on B*T (a prefill
+  // that samples the next token needs no more). Otherwise as Logits.
+  Tensor LastLogits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
+                    int64_t offset = 0, KvCache* cache = nullptr);
 
   // Mean next-token cross-entropy of logits(ids) against targets ([B, T],
   // entries equal to ignore_index do not count). The logits are never
@@ -242,9 +249,12 @@ class Transformer : public Module {
 
  private:
   Transformer(const TransformerConfig& config, Rng* rng);
+  // The final hidden states as rows: [B*T, H], or [B, H] with
+  // `last_position_only`.
   Tensor FlatHidden(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                     int64_t offset, KvCache* cache,
-                    const PackedDocuments* documents);
+                    const PackedDocuments* documents,
+                    bool last_position_only = false);
   // lm_head.weight, or the embeddings when tied: [vocab, hidden].
   const Tensor& OutputWeight() const;
 

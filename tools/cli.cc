@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "core/limits.h"
@@ -219,6 +220,65 @@ train::ExtensionLengths TrainingLengths(const train::TrainConfig& config) {
     lengths.pretraining = CheckpointPretrainingLength(base);
   }
   return lengths;
+}
+
+namespace {
+
+// Whether LoadRopeModel reads `path` as a Hugging Face config.json.
+bool IsJsonFile(const std::string& path) {
+  const std::string json = ".json";
+  return path.size() > json.size() &&
+         path.compare(path.size() - json.size(), json.size(), json) == 0;
+}
+
+}  // namespace
+
+train::ModelConfig LoadRopeModel(const std::string& path,
+                                 const std::vector<std::string>& overrides,
+                                 train::ExtensionLengths* lengths) {
+  const bool folder = std::filesystem::is_directory(path);
+  if (folder || IsJsonFile(path)) {
+    const train::ModelConfig model =
+        folder ? train::LoadCheckpointModelConfig(path).model
+               : train::LoadHfConfig(path);
+    // The weights and tokenizer beside a config.json are its model's too
+    // (a folder's are noted as it is resolved).
+    if (!folder) {
+      train::NoteModelFilesAsInputs(
+          std::filesystem::path(path).parent_path().string());
+    }
+    return overrides.empty()
+               ? model
+               : train::OverrideModelConfig(model, overrides, path);
+  }
+  std::optional<train::TrainConfig> training;
+  const train::ModelConfig model =
+      train::LoadConfigFileModel(path, overrides, &training);
+  if (lengths != nullptr && training) *lengths = TrainingLengths(*training);
+  return model;
+}
+
+train::RopeEdit RopeEditFromPath(const std::string& path) {
+  if (!std::filesystem::is_directory(path) && !IsJsonFile(path)) {
+    return train::RopeEditFromConfig(path);
+  }
+  const RopeScalingConfig rope = LoadRopeModel(path, {}).rope;
+  train::RopeEdit edit;
+  edit.max_position_embeddings = rope.max_position_embeddings;
+  edit.rope_theta = rope.rope_theta;
+  edit.rope_scaling = rope;
+  return edit;
+}
+
+void CheckDistinctValues(const std::string& flag,
+                         const std::vector<std::string>& values) {
+  std::set<std::string> seen;
+  for (const std::string& value : values) {
+    if (value.empty()) throw CLI::ValidationError(flag + ": an empty value");
+    if (!seen.insert(value).second) {
+      throw CLI::ValidationError(flag + ": '" + value + "' is given twice");
+    }
+  }
 }
 
 void EnforceLintFindings(const std::vector<train::LintFinding>& findings,

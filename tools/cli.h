@@ -171,6 +171,28 @@ train::PretrainingLength CheckpointPretrainingLength(
 // Hugging Face folder or a rotor checkpoint) when it exists.
 train::ExtensionLengths TrainingLengths(const train::TrainConfig& config);
 
+// The model `path` names, resolved as train and eval resolve it: a folder
+// (a run's output_dir, a checkpoint, a Hugging Face model) as eval's
+// --checkpoint, a .json file as a Hugging Face config.json, a YAML file as
+// train's config (only a model: section is enough); `overrides` as either
+// applies them. `lengths`, when given, gets what the context-extension lint
+// checks it against: a training config's train.seq_len and base. What
+// `rotor rope --config` takes.
+train::ModelConfig LoadRopeModel(const std::string& path,
+                                 const std::vector<std::string>& overrides,
+                                 train::ExtensionLengths* lengths = nullptr);
+
+// What `rotor eval --rope-from PATH` changes: a YAML file's model: keys
+// that it gives (train::RopeEditFromConfig); a folder or a config.json,
+// resolved as LoadRopeModel does, gives its model's whole RoPE
+// (max_position_embeddings, rope_theta, rope_scaling).
+train::RopeEdit RopeEditFromPath(const std::string& path);
+
+// Refuses (a usage error naming `flag`) an empty value of a list flag and
+// one given twice.
+void CheckDistinctValues(const std::string& flag,
+                         const std::vector<std::string>& values);
+
 // Prints the lint's warnings about `source` to `warnings` ("rotor COMMAND:
 // warning: SOURCE: ..."), then throws its errors, one line each, naming
 // `source`.

@@ -51,8 +51,9 @@ constexpr char kEvalDetails[] =
     "evaluates the same validation documents at each length and prints a\n"
     "table and draws a plot; key=value pairs override the checkpoint's\n"
     "config (RoPE settings only), which measures zero-shot extension.\n"
-    "--rope-from FILE takes the RoPE settings of another config instead\n"
-    "(e.g. configs/extend/dynamic-4x.yaml); --rope-from A,B,... measures\n"
+    "--rope-from PATH takes the RoPE settings of another config instead\n"
+    "(e.g. configs/extend/dynamic-4x.yaml, or a Hugging Face model's\n"
+    "config.json or folder); --rope-from A,B,... measures\n"
     "each in turn and draws their curves in one plot (--passkey uses the\n"
     "first). --passkey adds passkey retrieval over --passkey-lengths x\n"
     "--depths, in the model's tokens whatever its tokenizer; its filler is\n"
@@ -224,7 +225,7 @@ train::ModelEdit EvalEdit(const std::string& rope_from,
                           const EvalOptions& options) {
   train::ModelEdit edit;
   if (!rope_from.empty()) {
-    edit.rope = train::RopeEditFromConfig(rope_from);
+    edit.rope = RopeEditFromPath(rope_from);
     edit.source = rope_from + "'s RoPE settings";
   }
   return WithOverrides(options.checkpoint, edit, options.overrides);
@@ -534,6 +535,7 @@ void RunEval(const EvalOptions& options) {
   if (!options.retrieval.empty()) {
     train::ParseRetrievalTasks(options.retrieval);  // refused before loading
   }
+  CheckDistinctValues("--rope-from", options.rope_from);
   SetNumThreads(static_cast<int>(options.threads));
   if (options.rope_from.size() > 1 && lengths.empty()) {
     throw CLI::ValidationError(
@@ -660,7 +662,8 @@ void AddEvalCommand(CLI::App& rotor) {
                    "RULER-style tasks on the passkey grid, a comma list\n"
                    "of niah_single, niah_multikey, niah_multivalue,\n"
                    "variable_tracking")
-      ->type_name("TASKS");
+      ->type_name("TASKS")
+      ->check(NotEmpty());
   command
       ->add_option("--passkey-plot", options->passkey_plot,
                    "heat map (default passkey.png)")
@@ -668,9 +671,11 @@ void AddEvalCommand(CLI::App& rotor) {
   command
       ->add_option("--rope-from", options->rope_from,
                    "use the max_position_embeddings, rope_theta and\n"
-                   "rope_scaling of FILE's model: section; several\n"
-                   "files (A,B): one curve each in the plot")
-      ->type_name("FILE")
+                   "rope_scaling of FILE's model: section, or of a\n"
+                   "Hugging Face config.json or model folder (any PATH\n"
+                   "rope --config takes); several files (A,B): one\n"
+                   "curve each in the plot")
+      ->type_name("PATH")
       ->delimiter(',');
   AddForceOption(*command, options->force);
   command->add_flag("--json", options->json,

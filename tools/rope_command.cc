@@ -117,40 +117,6 @@ std::vector<train::LintFinding> Lint(const train::ModelConfig& model,
   return train::LintContextExtension(model, lengths);
 }
 
-// The model `path` names, resolved as train and eval resolve it: a folder
-// (a run's output_dir, a checkpoint, a Hugging Face model) as eval's
-// --checkpoint, a .json file as a Hugging Face config.json, a YAML file as
-// train's config (only a model: section is enough); `overrides` as either
-// applies them. `lengths`, when given, gets what the context-extension lint
-// checks it against: a training config's train.seq_len and base.
-train::ModelConfig LoadRopeModel(const std::string& path,
-                                 const std::vector<std::string>& overrides,
-                                 train::ExtensionLengths* lengths = nullptr) {
-  if (std::filesystem::is_directory(path)) {
-    const train::ModelConfig model =
-        train::LoadCheckpointModelConfig(path).model;
-    return overrides.empty()
-               ? model
-               : train::OverrideModelConfig(model, overrides, path);
-  }
-  const std::string json = ".json";
-  if (path.size() > json.size() &&
-      path.compare(path.size() - json.size(), json.size(), json) == 0) {
-    const train::ModelConfig model = train::LoadHfConfig(path);
-    // The weights and tokenizer beside a config.json are its model's.
-    train::NoteModelFilesAsInputs(
-        std::filesystem::path(path).parent_path().string());
-    return overrides.empty()
-               ? model
-               : train::OverrideModelConfig(model, overrides, path);
-  }
-  std::optional<train::TrainConfig> training;
-  const train::ModelConfig model =
-      train::LoadConfigFileModel(path, overrides, &training);
-  if (lengths != nullptr && training) *lengths = TrainingLengths(*training);
-  return model;
-}
-
 RopeReport BuildReport(const RopeOptions& options) {
   RopeReport report;
   train::ExtensionLengths lengths;

@@ -7,7 +7,6 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,16 +44,7 @@ struct TrainOptions {
 // output (status 1), before the slow reading.
 void CheckTrainOptions(const TrainOptions& options) {
   const auto& specials = options.trainer.special_tokens;
-  std::set<std::string> seen;
-  for (const std::string& token : specials) {
-    if (token.empty()) {
-      throw CLI::ValidationError("--special-token: an empty token");
-    }
-    if (!seen.insert(token).second) {
-      throw CLI::ValidationError("--special-token: '" + token +
-                                 "' is given twice");
-    }
-  }
+  CheckDistinctValues("--special-token", specials);
   const int64_t min_vocab = 256 + static_cast<int64_t>(specials.size());
   if (options.trainer.vocab_size < min_vocab) {
     throw CLI::ValidationError(StrCat(

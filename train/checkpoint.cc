@@ -15,6 +15,7 @@
 #include "nn/lora.h"
 #include "train/config/memory_estimate.h"
 #include "train/hf/hf_model.h"
+#include "train/hf/peft_adapter.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/output_file.h"
@@ -287,6 +288,15 @@ std::string ResolveCheckpointFolder(const std::string& path) {
               ", not a file (a Hugging Face model folder's config.json "
               "must be a regular file)");
   if (fs::exists(fs::path(path) / "model.safetensors")) return path;
+  ROTOR_CHECK(!fs::exists(fs::path(path) / kPeftConfigFile), path,
+              " is a PEFT adapter folder (", kPeftConfigFile,
+              "), not a model. Merge it into its base with PEFT: "
+              "PeftModel.from_pretrained(base, '",
+              path,
+              "').merge_and_unload().save_pretrained(OUT), base being the "
+              "model its base_model_name_or_path names; then pass OUT (a "
+              "rotor LoRA run: rotor export --checkpoint RUN writes it "
+              "merged)");
   const std::vector<std::string> checkpoints = ListCheckpoints(path);
   ROTOR_CHECK(!checkpoints.empty(), path,
               " is neither a checkpoint folder (with model.safetensors), a "

@@ -456,6 +456,15 @@ std::vector<BadInput> CheckpointCases() {
        },
        "train CASE/bad.yaml train.init_from=CASE/" + std::string(kCheckpoint),
        "config.json is a folder", "config.yaml"},
+      // A PEFT adapter folder holds no model: named, with the merge.
+      {"CheckpointIsAPeftAdapterFolder",
+       [](const test::TempDir& dir) {
+         dir.Write("adapter/adapter_config.json", "{\"peft_type\": \"LORA\"}");
+         dir.Write("adapter/adapter_model.safetensors", "");
+       },
+       "generate --prompt The --checkpoint CASE/adapter",
+       "adapter is a PEFT adapter folder (adapter_config.json)", "",
+       "merge_and_unload()"},
       // export writes the tokenizer it has loaded, not bytes it never read.
       Checkpoint(
           "TokenizerMalformedForExport", "tokenizer.json",

@@ -352,6 +352,53 @@ TEST_F(CompareOutput, EvalComparesSeveralRopeSettingsInOnePlot) {
                   "against length: give --lengths");
 }
 
+// --rope-from takes what rope --config takes: a Hugging Face config.json
+// (or its folder) gives its model's whole RoPE, here linear-4x.yaml's, and
+// measures what that file does. An empty path, a file given twice, an
+// empty --retrieval and a task given twice were silently ignored or run
+// twice; each is refused, naming the flag or the value.
+TEST_F(CompareOutput, EvalRopeFromTakesAConfigJsonAndRefusesEmptyOrRepeats) {
+  const std::string linear =
+      std::string(ROTOR_SOURCE_DIR) + "/configs/extend/linear-4x.yaml";
+  const std::string config_json = dir_.Write(
+      "hf/config.json",
+      R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+          "hidden_size": 64, "intermediate_size": 128,
+          "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "vocab_size": 300,
+          "max_position_embeddings": 1024, "rms_norm_eps": 1e-05,
+          "rope_theta": 10000.0, "tie_word_embeddings": true,
+          "hidden_act": "silu",
+          "rope_scaling": {"rope_type": "linear", "factor": 4.0}})");
+  const std::string eval = "eval --threads 1 --checkpoint " +
+                           Quote(checkpoint_) + " --data " + Quote(data_) +
+                           " --lengths 8,16 --documents 1 --force --plot " +
+                           Quote(dir_.Path("rope.png"));
+  Result r = Run(eval + " --json --rope-from " + Quote(linear));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Json expected =
+      train::ParseJson(r.out, "").at("perplexity_by_length").at("results");
+  for (const std::string& path : {config_json, dir_.Path("hf")}) {
+    r = Run(eval + " --json --rope-from " + Quote(path));
+    ASSERT_EQ(r.status, 0) << path << ": " << r.err;
+    const Json json = train::ParseJson(r.out, "");
+    EXPECT_EQ(json.at("rope").at("rope_type"), "linear") << path;
+    EXPECT_EQ(json.at("perplexity_by_length").at("results"), expected) << path;
+  }
+  r = Run(eval + " --rope-from ''");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_CONTAINS(r.err, "--rope-from: an empty value");
+  r = Run(eval + " --rope-from " + Quote(linear + "," + linear));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_CONTAINS(r.err, "--rope-from: '" + linear + "' is given twice");
+  r = Run(eval + " --retrieval ''");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_CONTAINS(r.err, "--retrieval: needs a value");
+  r = Run(eval + " --retrieval niah_single,niah_single");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "retrieval task 'niah_single' is given twice");
+}
+
 // Greedy generation: the ids are the prompt's (the separator, then the
 // text) and, one by one, the argmax of the model's logits over all ids so
 // far; --prompt-ids with those ids gives the same.

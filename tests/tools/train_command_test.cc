@@ -322,7 +322,7 @@ TEST_F(RotorCli, HelpListsCommandsAndTheirFlags) {
       {"train", {"CONFIG.yaml", "key.path=value", "--samples N"}},
       {"eval",
        {"--checkpoint DIR", "--lengths LIST", "--method", "--passkey ",
-        "--passkey-lengths LIST", "--depths LIST", "--rope-from FILE", "--json",
+        "--passkey-lengths LIST", "--depths LIST", "--rope-from PATH", "--json",
         "--threads N", "key.path=value"}},
       {"generate",
        {"--checkpoint DIR", "--prompt TEXT", "--prompt-ids IDS", "--token-ids",

@@ -425,6 +425,19 @@ TEST(InitFrom, ArchitectureMismatchIsNamed) {
                      "neither a checkpoint folder");
 }
 
+// A PEFT adapter folder (what PeftModel.save_pretrained writes) holds no
+// model: the message names PEFT and the merge that makes one, instead of
+// the generic "neither a checkpoint folder".
+TEST(ResolveCheckpointPath, NamesAPeftAdapterFolderAndHowToMergeIt) {
+  test::TempDir dir;
+  dir.Write("adapter/adapter_config.json", "{\"peft_type\": \"LORA\"}");
+  dir.Write("adapter/adapter_model.safetensors", "");
+  ROTOR_EXPECT_ERROR(ResolveCheckpointPath(dir.Path("adapter")),
+                     dir.Path("adapter"),
+                     "is a PEFT adapter folder (adapter_config.json)",
+                     "merge_and_unload()", "then pass OUT");
+}
+
 TEST(LoadCheckpointModel, AppliesRopeSettingsAndRejectsArchitectureOnes) {
   test::TempDir dir;
   TrainBase(dir);

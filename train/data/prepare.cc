@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/memory_limit.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "train/data/brown.h"
@@ -157,6 +158,19 @@ std::vector<TokenId> Tokenize(const std::vector<const Document*>& documents,
 
 }  // namespace
 
+std::string ReadInputFile(const std::string& file) {
+  constexpr size_t kLimit = limits::kMaxTextFileBytes;
+  std::error_code error;  // set for what is no regular file
+  const uintmax_t size = fs::file_size(file, error);
+  ROTOR_CHECK(error || size <= kLimit, file, " is ", size, " bytes (",
+              FormatBytes(static_cast<double>(size)),
+              "), more than the limit of ", kLimit, " bytes (",
+              FormatBytes(static_cast<double>(kLimit)),
+              ") for one input file, which is read whole as one document; "
+              "split it into several files");
+  return ReadFile(file, kLimit);
+}
+
 PrepareSummary RunPrepare(const PrepareOptions& options) {
   ROTOR_CHECK(options.val_fraction > 0.0 && options.val_fraction < 1.0,
               "val_fraction must be greater than 0 and less than 1, got ",
@@ -186,7 +200,7 @@ PrepareSummary RunPrepare(const PrepareOptions& options) {
   PrepareSummary summary;
   std::vector<Document> documents;
   for (const std::string& file : files) {
-    std::string text = ReadFile(file);
+    std::string text = ReadInputFile(file);
     if (options.format == "brown") text = BrownToText(text, file);
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
       summary.skipped_empty.push_back(file);

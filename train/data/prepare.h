@@ -65,6 +65,11 @@ struct PrepareSummary {
 std::vector<std::string> CollectInputFiles(
     const std::vector<std::string>& inputs, bool brown);
 
+// Step 2's read of one input file. Refuses, before reading it, a file
+// larger than limits::kMaxTextFileBytes, naming it, its size and the
+// limit; a pipe or device stops there too (ReadFile).
+std::string ReadInputFile(const std::string& file);
+
 // Runs the whole pipeline. Throws rotor::Error (nothing written) for a
 // missing input, no documents, a single document, an existing output
 // without force, a malformed Brown file, ...

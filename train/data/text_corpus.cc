@@ -6,7 +6,6 @@
 #include "train/data/prepare.h"
 #include "train/data/token_file.h"
 #include "train/tokenizer/byte_tokenizer.h"
-#include "train/io/atomic_file.h"
 
 namespace rotor::train {
 namespace fs = std::filesystem;
@@ -50,7 +49,7 @@ TextCorpus ReadTextCorpus(const std::string& input) {
     const std::vector<std::string> files =
         CollectInputFiles({input}, /*brown=*/false);
     for (const std::string& file : files) {
-      std::string text = ReadFile(file);
+      std::string text = ReadInputFile(file);
       if (!text.empty()) corpus.documents.push_back(std::move(text));
     }
     corpus.description = std::to_string(files.size()) + " file(s) of " + input;

@@ -98,12 +98,10 @@ std::vector<TokenId> GenerateTokens(
   nn::KvCache cache = model.NewKvCache();
 
   std::vector<TokenId> generated;
-  Tensor logits = model.Logits(
-      prompt_ids, 1, static_cast<int64_t>(prompt_ids.size()), 0, &cache);
+  // Each step samples from the last position's logits: [1, vocab].
+  Tensor logits = model.LastLogits(prompt_ids, 1, prompt_length, 0, &cache);
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
-    const int64_t last_row = logits.size(0) - 1;
-    const TokenId next =
-        SampleToken(logits.data() + last_row * vocab, drawable, options, rng);
+    const TokenId next = SampleToken(logits.data(), drawable, options, rng);
     if (options.stop_at_end_of_text &&
         std::find(end_ids.begin(), end_ids.end(), next) != end_ids.end()) {
       break;
@@ -111,7 +109,7 @@ std::vector<TokenId> GenerateTokens(
     generated.push_back(next);
     if (on_token) on_token(next);
     if (i + 1 == options.max_new_tokens) break;
-    logits = model.Logits({next}, 1, 1, cache.length, &cache);
+    logits = model.LastLogits({next}, 1, 1, cache.length, &cache);
   }
   // Each decoded token grows the KV cache by one position, so every step
   // allocated buffers of sizes no later step asks for again; the tensor

@@ -214,6 +214,8 @@ std::vector<RetrievalTask> ParseRetrievalTasks(const std::string& list) {
     const std::string name = list.substr(start, comma - start);
     const std::optional<RetrievalTask> task = RetrievalTaskFromName(name);
     if (!task) throw Error(RefuseRetrievalTask(name));
+    ROTOR_CHECK(std::find(tasks.begin(), tasks.end(), *task) == tasks.end(),
+                "retrieval task '", name, "' is given twice in '", list, "'");
     tasks.push_back(*task);
     start = comma + 1;
   }

@@ -53,7 +53,7 @@ enum class RetrievalTask {
 
 // "niah_single", ... <-> RetrievalTask. RefuseRetrievalTask is the message
 // for a name that is no task (naming the known ones); ParseRetrievalTasks
-// reads a comma list and throws it.
+// reads a comma list and throws it, or for a task named twice.
 const char* RetrievalTaskName(RetrievalTask task);
 std::optional<RetrievalTask> RetrievalTaskFromName(const std::string& name);
 std::string RefuseRetrievalTask(const std::string& given);

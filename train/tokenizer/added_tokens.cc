@@ -92,43 +92,94 @@ bool AddedVocabulary::IsSpecial(std::string_view token) const {
 }
 
 void AddedVocabulary::Matcher::Add(size_t index, const std::string& text) {
-  by_first_byte_[static_cast<unsigned char>(text[0])].push_back(texts_.size());
-  texts_.emplace_back(text, index);
+  uint32_t node = 0;
+  for (auto it = text.rbegin(); it != text.rend(); ++it) {
+    const auto byte = static_cast<unsigned char>(*it);
+    uint32_t child = Child(node, byte);
+    if (child == kNone) {
+      child = static_cast<uint32_t>(nodes_.size());
+      Node added;
+      added.parent = node;
+      added.depth = nodes_[node].depth + 1;
+      added.byte = byte;
+      nodes_.push_back(added);
+      children_.emplace(uint64_t{node} << 8 | byte, child);
+    }
+    node = child;
+  }
+  if (nodes_[node].token == kNone) {
+    nodes_[node].token = static_cast<uint32_t>(index);
+  }
 }
 
+// Failure links by increasing depth (a node's link is shallower than it, so
+// it is final by then), each from its parent's: O(total token bytes), as
+// the link's depth grows by at most one per byte along each token. The
+// order is a counting sort by depth, O(nodes).
 void AddedVocabulary::Matcher::Finish() {
-  for (std::vector<size_t>& candidates : by_first_byte_) {
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [&](size_t a, size_t b) {
-                       return texts_[a].first.size() > texts_[b].first.size();
-                     });
+  uint32_t max_depth = 0;
+  for (const Node& node : nodes_) max_depth = std::max(max_depth, node.depth);
+  std::vector<uint32_t> next(max_depth + 2, 0);  // next[d]: a slot of depth d
+  for (const Node& node : nodes_) ++next[node.depth + 1];
+  for (size_t d = 1; d < next.size(); ++d) next[d] += next[d - 1];
+  std::vector<uint32_t> order(nodes_.size());
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    order[next[nodes_[i].depth]++] = i;
+  }
+  for (const uint32_t id : order) {
+    Node& node = nodes_[id];
+    if (id != 0) {
+      node.fail =
+          node.parent == 0 ? 0 : Step(nodes_[node.parent].fail, node.byte);
+    }
+    node.longest = node.token != kNone ? id : nodes_[node.fail].longest;
+  }
+}
+
+uint32_t AddedVocabulary::Matcher::Child(uint32_t node,
+                                         unsigned char byte) const {
+  const auto found = children_.find(uint64_t{node} << 8 | byte);
+  return found == children_.end() ? kNone : found->second;
+}
+
+uint32_t AddedVocabulary::Matcher::Step(uint32_t node,
+                                        unsigned char byte) const {
+  while (true) {
+    const uint32_t child = Child(node, byte);
+    if (child != kNone) return child;
+    if (node == 0) return 0;
+    node = nodes_[node].fail;
   }
 }
 
 void AddedVocabulary::Matcher::Split(std::string_view text,
                                      const std::vector<AddedToken>& tokens,
                                      std::vector<Segment>& out) const {
-  size_t covered = 0;  // the end of the last segment
-  size_t pos = 0;
-  while (pos < text.size() && !texts_.empty()) {
-    const std::vector<size_t>& candidates =
-        by_first_byte_[static_cast<unsigned char>(text[pos])];
-    const std::pair<std::string, size_t>* match = nullptr;
-    for (const size_t candidate : candidates) {
-      const std::string& t = texts_[candidate].first;
-      if (text.compare(pos, t.size(), t) == 0) {
-        match = &texts_[candidate];
-        break;
+  // The longest token starting at each position that has one, as (start,
+  // node), found from the end of the text: the state after reading
+  // text[i..] backwards is the longest reversed token prefix ending there,
+  // and its `longest` the longest whole token among its suffixes. Each
+  // Step's fail walk is paid for by the depth the earlier bytes added, so
+  // the scan is O(text bytes).
+  std::vector<std::pair<size_t, uint32_t>> starts;  // by decreasing start
+  if (!empty()) {
+    uint32_t state = 0;
+    for (size_t i = text.size(); i > 0; --i) {
+      state = Step(state, static_cast<unsigned char>(text[i - 1]));
+      if (nodes_[state].longest != 0) {
+        starts.emplace_back(i - 1, nodes_[state].longest);
       }
     }
-    if (match == nullptr) {
-      ++pos;
-      continue;
-    }
-    size_t start = pos;
-    size_t stop = pos + match->first.size();
+  }
+  size_t covered = 0;  // the end of the last segment
+  size_t pos = 0;      // where the search goes on
+  for (auto match = starts.rbegin(); match != starts.rend(); ++match) {
+    if (match->first < pos) continue;
+    const Node& node = nodes_[match->second];
+    size_t start = match->first;
+    size_t stop = start + node.depth;
     pos = stop;  // the search goes on after the match, taken or not
-    const AddedToken& token = tokens[match->second];
+    const AddedToken& token = tokens[node.token];
     if (token.single_word) {
       const bool word_before =
           start > 0 && unicode::IsWordChar(CodePointBefore(text, start));

@@ -16,7 +16,7 @@
 #ifndef ROTOR_TRAIN_TOKENIZER_ADDED_TOKENS_H_
 #define ROTOR_TRAIN_TOKENIZER_ADDED_TOKENS_H_
 
-#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,21 +77,43 @@ class AddedVocabulary {
   const std::vector<AddedToken>& tokens() const { return tokens_; }
 
  private:
-  // Leftmost-longest search for a set of tokens, indexed by first byte.
+  // Leftmost-longest search for a set of tokens: an Aho-Corasick automaton
+  // over the tokens' bytes reversed. Run once over the text from its end,
+  // it finds the longest token starting at each position; Split then walks
+  // those starts left to right. Building costs O(total token bytes), a
+  // Split O(text bytes), whatever the number of tokens.
   class Matcher {
    public:
-    // Adds the token tokens[index], matched by `text`.
+    // Adds the token tokens[index], matched by `text` (not empty). Of two
+    // tokens with the same text, the one added first is matched.
     void Add(size_t index, const std::string& text);
-    // Sorts each byte's candidates longest first.
+    // After the last Add: the failure links.
     void Finish();
-    bool empty() const { return texts_.empty(); }
+    bool empty() const { return nodes_.size() <= 1; }
     // HF's find_matches: the segments of `text`, covering it.
     void Split(std::string_view text, const std::vector<AddedToken>& tokens,
                std::vector<Segment>& out) const;
 
    private:
-    std::array<std::vector<size_t>, 256> by_first_byte_;  // into texts_
-    std::vector<std::pair<std::string, size_t>> texts_;   // text, token index
+    static constexpr uint32_t kNone = static_cast<uint32_t>(-1);
+    // A node of the trie of reversed texts: the bytes on its path are the
+    // last `depth` bytes of a token, read backwards.
+    struct Node {
+      uint32_t parent = 0;
+      uint32_t depth = 0;
+      uint32_t fail = 0;       // the longest proper suffix that is a node
+      uint32_t token = kNone;  // the token whose whole text ends here
+      uint32_t longest = 0;    // the deepest node on the fail chain (self
+                               // included) that has a token; 0: none
+      unsigned char byte = 0;  // the byte from parent to here
+    };
+    // The child of `node` by `byte`, or kNone.
+    uint32_t Child(uint32_t node, unsigned char byte) const;
+    // The state after reading `byte` in `node`.
+    uint32_t Step(uint32_t node, unsigned char byte) const;
+
+    std::vector<Node> nodes_ = std::vector<Node>(1);   // nodes_[0]: the root
+    std::unordered_map<uint64_t, uint32_t> children_;  // node << 8 | byte
   };
 
   std::vector<AddedToken> tokens_;

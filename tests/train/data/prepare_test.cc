@@ -7,12 +7,13 @@
 
 #include <filesystem>
 
+#include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/data/token_file.h"
-#include "train/tokenizer/byte_tokenizer.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
 namespace {
@@ -194,6 +195,23 @@ TEST(Prepare, RefusesBadInputsAndWritesNothing) {
   EXPECT_EQ(dir.List(),
             (std::vector<std::string>{"empties", "existing", "nothing", "one",
                                       "plain.txt", "two"}));
+}
+
+// A file is one document, read whole: one larger than
+// limits::kMaxTextFileBytes (here a sparse file one byte over, which costs
+// no disk) is refused before it is read, naming the file, its size and the
+// limit. Before, a 3 GB sparse file was read and ended in "out of memory".
+TEST(Prepare, RefusesAFileLargerThanTheLimitBeforeReadingIt) {
+  test::TempDir dir;
+  dir.Write("in/a.txt", "alpha");
+  dir.Write("in/big.txt", "");
+  fs::resize_file(dir.Path("in/big.txt"), limits::kMaxTextFileBytes + 1);
+  ROTOR_EXPECT_ERROR(RunPrepare(Options({dir.Path("in")}, dir.Path("o"))),
+                     "in/big.txt is 1073741825 bytes (1.0 GiB)",
+                     "the limit of 1073741824 bytes (1.0 GiB) for one input "
+                     "file",
+                     "split it");
+  EXPECT_FALSE(fs::exists(dir.Path("o")));
 }
 
 // meta.json lists every source file, and JSON text is UTF-8: a file name

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
+#include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/data/prepare.h"
@@ -25,6 +27,19 @@ TEST(TextCorpus, FolderOfTextFilesGivesEveryNonEmptyFileInPathOrder) {
             (std::vector<std::string>{"alpha \xFF", "bravo\n"}));
   EXPECT_EQ(corpus.bytes, 13u);
   EXPECT_CONTAINS(corpus.description, "3 file(s)");
+}
+
+// The per-file limit of rotor prepare holds here too (a sparse file one
+// byte over it, refused before it is read).
+TEST(TextCorpus, RefusesAFileLargerThanTheLimit) {
+  test::TempDir dir;
+  dir.Write("in/a.txt", "alpha");
+  dir.Write("in/big.txt", "");
+  std::filesystem::resize_file(dir.Path("in/big.txt"),
+                               limits::kMaxTextFileBytes + 1);
+  ROTOR_EXPECT_ERROR(ReadTextCorpus(dir.Path("in")),
+                     "in/big.txt is 1073741825 bytes (1.0 GiB)",
+                     "limit of 1073741824 bytes");
 }
 
 TEST(TextCorpus, PreparedFolderGivesItsTrainingSplitOnly) {

@@ -105,6 +105,11 @@ TEST(Retrieval, SameSeedSameExamples) {
                      "niah_multivalue", "needs at least");
   ROTOR_EXPECT_ERROR(ParseRetrievalTasks("niah_single,niah"), "'niah'",
                      "variable_tracking");
+  // A task named twice would be run and reported twice.
+  ROTOR_EXPECT_ERROR(ParseRetrievalTasks("niah_single,variable_tracking,"
+                                         "niah_single"),
+                     "retrieval task 'niah_single' is given twice in "
+                     "'niah_single,variable_tracking,niah_single'");
   EXPECT_EQ(ParseRetrievalTasks("variable_tracking,niah_single"),
             (std::vector<RetrievalTask>{RetrievalTask::kVariableTracking,
                                         RetrievalTask::kNiahSingle}));
