@@ -261,7 +261,8 @@ TEST(HfConfig, RefusesWhatRotorDoesNotRunNamingTheKey) {
               "unknown rope_type 'su'");
   ExpectError({{"rope_scaling", {{"type", "linear"}, {"rope_type", "yarn"}}}},
               "rope_scaling", "contradicts");
-  ExpectError({{"hidden_size", "576"}}, "hidden_size", "expected an integer");
+  ExpectError({{"hidden_size", "576"}}, "hidden_size",
+              "expected a decimal integer");
   ExpectError({{"vocab_size", -1}}, "vocab_size", "must be >= 1");
   ExpectError({{"sliding_window", 4096}}, "sliding_window",
               "does not apply to model_type llama");
