@@ -20,6 +20,7 @@ REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly REPO_ROOT
 readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build-fuzz}"
 readonly ALL_HARNESSES=(safetensors token_file train_config model_config hf_config json
+  override
   tokenizer_json)
 # Inputs longer than any real header or config the seeds resemble add
 # nothing but time.

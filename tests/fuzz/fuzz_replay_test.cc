@@ -33,6 +33,7 @@ constexpr Harness kHarnesses[] = {
     {"hf_config", FuzzHfConfig},
     {"json", FuzzJson},
     {"tokenizer_json", FuzzTokenizerJson},
+    {"override", FuzzOverride},  // key=value overrides of a config
 };
 
 // Every file under tests/fuzz/<folder>/<harness>/ (none if it is absent).
