@@ -166,8 +166,7 @@ ModelConfig OverrideModelConfig(const ModelConfig& model,
   // A malformed override is named first.
   const OverriddenKeys overridden = ApplyYamlOverrides(root, overrides);
   CheckModelOverrides(overrides, source);
-  return ParseModelConfig(root["model"], source + " (after overrides)",
-                          overridden);
+  return ParseModelConfig(root["model"], source, overridden);
 }
 
 namespace {

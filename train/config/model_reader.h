@@ -421,6 +421,8 @@ class ModelReader {
     return model_;
   }
 
+  // At the override that gave the value, or at its place in the file,
+  // then naming the overrides of model keys that may have led to it.
   [[noreturn]] void Fail(const Node& at, const std::string& key,
                          const std::string& message) const {
     const std::string position = at.Position();
@@ -428,12 +430,18 @@ class ModelReader {
         overridden_ == nullptr
             ? nullptr
             : OverrideOf(*overridden_, key_prefix_ + key, !position.empty());
-    const std::string where =
-        assignment != nullptr
-            ? "override '" + PrintableExcerpt(*assignment) + "'"
-            : file_ + position;
-    throw Error(
-        StrCat(where, ": ", key_prefix_, PrintableExcerpt(key), ": ", message));
+    std::string where = file_ + position;
+    std::string after;
+    if (assignment != nullptr) {
+      where = "override '" + PrintableExcerpt(*assignment) + "'";
+    } else if (overridden_ != nullptr) {
+      for (const auto& [path, text] : *overridden_) {
+        if (path.rfind(key_prefix_, 0) == 0) after += " " + path;
+      }
+    }
+    throw Error(StrCat(
+        where, ": ", key_prefix_, PrintableExcerpt(key), ": ", message,
+        after.empty() ? "" : " (after command-line overrides:" + after + ")"));
   }
 
   static std::string JoinKeys(const std::vector<std::string>& keys) {

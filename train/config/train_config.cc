@@ -289,13 +289,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
     if (!init_from_problem.empty()) {
       fail_init_from(StrCat("the model: section alone fails: ", e.what()));
     }
-    std::string model_overrides;
-    for (const auto& [key, assignment] : overridden) {
-      if (key.rfind("model.", 0) == 0) model_overrides += " " + key;
-    }
-    if (model_overrides.empty()) throw;
-    throw Error(StrCat(
-        e.what(), " (after command-line overrides:", model_overrides, ")"));
+    throw;
   }
 
   TrainConfigReader reader(top);

@@ -295,8 +295,15 @@ TEST(TrainConfig, OverrideErrorsNameTheOverride) {
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"bogus=1"}),
                      "override 'bogus=1': bogus: unknown key");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"model.hidden_size=30"}),
-                     "model.hidden_size", "not divisible",
-                     "after command-line overrides: model.hidden_size");
+                     "override 'model.hidden_size=30': model.hidden_size: 30 "
+                     "is not divisible");
+  // A problem at a key of the file that an override of another led to
+  // names the file's line and that override.
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"model.num_attention_heads=5", "train.lr=0.1"}),
+      "run.yaml:3:16: model.hidden_size: 32 is not divisible by "
+      "num_attention_heads 5",
+      "(after command-line overrides: model.num_attention_heads)");
 }
 
 // An override's value is the whole text after its first '=': YAML would
@@ -376,6 +383,8 @@ TEST(TrainConfig, OverrideProblemsNameTheOverrideNotAFilePosition) {
       EXPECT_CONTAINS(message, problem);
       EXPECT_EQ(message.find("run.yaml:"), std::string::npos) << message;
       EXPECT_EQ(message.find("':1:"), std::string::npos) << message;
+      EXPECT_EQ(message.find("after command-line overrides"), std::string::npos)
+          << message;
     }
   }
 }
