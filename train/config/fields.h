@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "train/io/message.h"
+
 namespace rotor::train {
 
 // A key of a config map.
@@ -180,10 +182,10 @@ using OverriddenKeys = std::map<std::string, std::string>;
 // its key), one of a key below it. nullptr for a value of the file.
 inline const std::string* OverrideOf(const OverriddenKeys& overridden,
                                      const std::string& key_path, bool placed) {
+  const auto starts = [](const std::string& text, const std::string& head) {
+    return text.compare(0, head.size(), head) == 0;
+  };
   for (const auto& [path, assignment] : overridden) {
-    const auto starts = [](const std::string& text, const std::string& head) {
-      return text.compare(0, head.size(), head) == 0;
-    };
     if (key_path == path || starts(key_path, path + ".") ||
         starts(key_path, path + "[") ||
         (!placed && starts(path, key_path + "."))) {
@@ -191,6 +193,12 @@ inline const std::string* OverrideOf(const OverriddenKeys& overridden,
     }
   }
   return nullptr;
+}
+
+// "override 'ASSIGNMENT'": how a message names an override (where a file's
+// message names its line and column).
+inline std::string OverrideName(const std::string& assignment) {
+  return "override '" + PrintableExcerpt(assignment) + "'";
 }
 
 // Every key name of a table, in its order.

@@ -433,7 +433,7 @@ class ModelReader {
     std::string where = file_ + position;
     std::string after;
     if (assignment != nullptr) {
-      where = "override '" + PrintableExcerpt(*assignment) + "'";
+      where = OverrideName(*assignment);
     } else if (overridden_ != nullptr) {
       for (const auto& [path, text] : *overridden_) {
         if (path.rfind(key_prefix_, 0) == 0) after += " " + path;

@@ -315,7 +315,7 @@ YAML::Node LoadConfigYamlFile(const std::string& path) {
 }
 
 std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
-  const std::string where = "override '" + PrintableExcerpt(assignment) + "'";
+  const std::string where = OverrideName(assignment);
   const size_t equals = assignment.find('=');
   ROTOR_CHECK(equals != std::string::npos && equals > 0, where,
               " is not of the form key.path=value (e.g. train.lr=3e-4)");
@@ -607,7 +607,7 @@ void SectionReader::Fail(const YAML::Node& at, const std::string& key_path,
   std::string where = file_;
   if (const std::string* assignment =
           OverrideOf(overridden_, key_path, placed)) {
-    where = "override '" + PrintableExcerpt(*assignment) + "'";
+    where = OverrideName(*assignment);
   } else if (placed) {
     where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
   }
