@@ -153,8 +153,8 @@ void CheckModelOverrides(const std::vector<std::string>& overrides,
                          const std::string& source) {
   for (const std::string& assignment : overrides) {
     const std::string key = assignment.substr(0, assignment.find('='));
-    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ", source,
-                ": only model.* keys apply to a model");
+    ROTOR_CHECK(key.rfind("model.", 0) == 0, OverrideName(assignment), " of ",
+                source, ": only model.* keys apply to a model");
   }
 }
 

@@ -355,6 +355,10 @@ TEST(ModelConfig, OverrideProblemsNameTheOverride) {
       EXPECT_EQ(message.find(":1:"), std::string::npos) << message;
     }
   }
+  // Another section's key is named as typed (the model has no train.lr).
+  ROTOR_EXPECT_ERROR(OverrideModelConfig(model, {"train.lr=1"}, "ckpt"),
+                     "override 'train.lr=1' of ckpt: only model.* keys apply "
+                     "to a model");
   EXPECT_EQ(
       OverrideModelConfig(model, {"model.max_position_embeddings=4096"}, "ckpt")
           .rope.max_position_embeddings,
