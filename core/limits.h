@@ -29,6 +29,19 @@ inline constexpr int64_t kMaxAccumulationSteps = int64_t{1} << 20;
 // Optimizer steps (train.max_steps, warm-up).
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
 inline constexpr int64_t kMaxThreads = 4096;
+// The counts of an evaluation (rotor eval's flags, the extension report's
+// eval: keys). Each example is a forward pass over a whole context, so
+// these are far past any use and still finish:
+// - examples per length and depth (--trials, eval.trials,
+//   eval.retrieval_trials): published passkey and RULER runs use 10 to 500;
+inline constexpr int64_t kMaxEvalTrials = int64_t{1} << 14;  // 16384
+// - validation documents per length (--documents, eval.documents): a
+//   perplexity curve takes tens to thousands;
+inline constexpr int64_t kMaxEvalDocuments = int64_t{1} << 20;  // 1048576
+// - the lengths and the depths of one grid (--lengths, --passkey-lengths,
+//   --depths, eval.lengths, eval.passkey_lengths, eval.retrieval_lengths,
+//   eval.depths): real grids have 5 to 20 of each.
+inline constexpr int64_t kMaxEvalGridPoints = 1024;
 // The largest config file rotor reads (a training or report config, a
 // checkpoint's config.yaml, a config.json): real ones are a few KiB.
 inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;

@@ -21,6 +21,7 @@ readonly REPO_ROOT
 readonly BUILD_DIR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build-fuzz}"
 readonly ALL_HARNESSES=(safetensors token_file train_config model_config hf_config json
   gguf_writer
+  override
   tokenizer_json)
 # Inputs longer than any real header or config the seeds resemble add
 # nothing but time.

@@ -103,6 +103,18 @@ CLI::Option* AddListOption(CLI::App& command, const std::string& name,
       ->transform(item);
 }
 
+// Throws the usage error "FLAG: lists N items, more than rotor's limit of
+// MAX" when a list flag's `values` hold more than `max_items`.
+template <typename T>
+void RequireAtMostItems(const std::vector<T>& values, int64_t max_items,
+                        const std::string& flag) {
+  if (static_cast<uint64_t>(values.size()) > static_cast<uint64_t>(max_items)) {
+    throw CLI::ValidationError(
+        flag, StrCat("lists ", values.size(),
+                     " items, more than rotor's limit of ", max_items));
+  }
+}
+
 // --checkpoint DIR (required), as eval and generate take it.
 CLI::Option* AddCheckpointOption(CLI::App& command, std::string& checkpoint);
 

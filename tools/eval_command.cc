@@ -634,9 +634,11 @@ void AddEvalCommand(CLI::App& rotor) {
       ->type_name("M")
       ->check(CLI::IsMember({"truncate", "sliding"}));
   AddIntegerOption(*command, "--stride", options->stride, 1,
+                   limits::kMaxPositions,
                    "sliding stride (default: the shortest length / 2)");
   AddIntegerOption(*command, "--documents", options->length_eval.num_documents,
-                   1, "validation documents (default 10)");
+                   1, limits::kMaxEvalDocuments,
+                   "validation documents (default 10)");
   command
       ->add_option("--plot", options->plot,
                    "perplexity plot (default ppl_by_length.png)")
@@ -650,6 +652,7 @@ void AddEvalCommand(CLI::App& rotor) {
                 NumberIn(0.0, 1.0),
                 "key depths in [0, 1] (default 0,0.25,0.5,0.75,1)");
   AddIntegerOption(*command, "--trials", options->passkey_eval.trials, 1,
+                   limits::kMaxEvalTrials,
                    "examples per length and depth (default 10)");
   command
       ->add_option("--passkey-filler", options->passkey_filler,
@@ -685,7 +688,15 @@ void AddEvalCommand(CLI::App& rotor) {
   AddOverrides(*command, options->overrides,
                "overrides of the checkpoint's config (RoPE settings\n"
                "only), e.g. model.rope_scaling.factor=4");
-  command->callback([options] { RunEval(*options); });
+  command->callback([options] {
+    RequireAtMostItems(options->length_eval.lengths, limits::kMaxEvalGridPoints,
+                       "--lengths");
+    RequireAtMostItems(options->passkey_eval.lengths,
+                       limits::kMaxEvalGridPoints, "--passkey-lengths");
+    RequireAtMostItems(options->passkey_eval.depths, limits::kMaxEvalGridPoints,
+                       "--depths");
+    RunEval(*options);
+  });
 }
 
 }  // namespace tools

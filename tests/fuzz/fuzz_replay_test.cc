@@ -26,10 +26,15 @@ struct Harness {
 };
 
 constexpr Harness kHarnesses[] = {
-    {"safetensors", FuzzSafetensors},      {"token_file", FuzzTokenFile},
-    {"train_config", FuzzTrainConfig},     {"model_config", FuzzModelConfig},
-    {"hf_config", FuzzHfConfig},           {"json", FuzzJson},
-    {"tokenizer_json", FuzzTokenizerJson}, {"gguf_writer", FuzzGgufWriter},
+    {"safetensors", FuzzSafetensors},
+    {"token_file", FuzzTokenFile},
+    {"train_config", FuzzTrainConfig},
+    {"model_config", FuzzModelConfig},
+    {"hf_config", FuzzHfConfig},
+    {"json", FuzzJson},
+    {"tokenizer_json", FuzzTokenizerJson},
+    {"gguf_writer", FuzzGgufWriter},
+    {"override", FuzzOverride},  // key=value overrides of a config
 };
 
 // Every file under tests/fuzz/<folder>/<harness>/ (none if it is absent).

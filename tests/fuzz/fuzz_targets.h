@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -104,6 +105,38 @@ inline void FuzzModelConfig(const uint8_t* data, size_t size) {
   try {
     train::ParseModelConfigText(AsText(data, size), "fuzz.yaml");
   } catch (const Error&) {
+  }
+}
+
+// Command-line overrides ("key.path=value", train/config/yaml.h): the bytes
+// as one override, then each of their lines as one, applied to a minimal
+// training config and to its model (OverrideModelConfig, as rotor eval and
+// export apply them).
+inline void FuzzOverride(const uint8_t* data, size_t size) {
+  static const std::string kConfig =
+      "model:\n  vocab_size: 257\n  hidden_size: 32\n"
+      "  intermediate_size: 64\n  num_hidden_layers: 2\n"
+      "  num_attention_heads: 4\n  max_position_embeddings: 64\n"
+      "data:\n  path: d\n";
+  static const train::ModelConfig kModel =
+      train::ParseModelConfigText(kConfig, "fuzz.yaml");
+  const std::string text = AsText(data, size);
+  std::vector<std::string> lines;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  for (const std::vector<std::string>& overrides :
+       {std::vector<std::string>{text}, lines}) {
+    try {
+      train::ParseTrainConfig(kConfig, "fuzz.yaml", overrides);
+    } catch (const Error&) {
+    }
+    try {
+      train::OverrideModelConfig(kModel, overrides, "fuzz");
+    } catch (const Error&) {
+    }
   }
 }
 

@@ -122,6 +122,12 @@ BadInput ConfigLine(const std::string& name, const std::string& from,
       expected);
 }
 
+// `input`, whose message must not hold `unexpected`.
+BadInput WithUnexpected(BadInput input, const std::string& unexpected) {
+  input.unexpected = unexpected;
+  return input;
+}
+
 // kBaseConfig with `text` appended.
 BadInput ConfigPlus(const std::string& name, const std::string& text,
                     const std::string& expected) {
@@ -173,16 +179,16 @@ std::vector<BadInput> ConfigCases() {
       ConfigLine("UnknownTrainKey", "  seq_len: 32\n",
                  "  seq_len: 32\n  warmup: 3\n", "train.warmup: unknown key"),
       ConfigLine("BatchSizeWord", "  batch_size: 4\n", "  batch_size: many\n",
-                 "train.batch_size: expected an integer, got 'many'"),
+                 "train.batch_size: expected a decimal integer, got 'many'"),
       ConfigLine("BatchSizeZero", "  batch_size: 4\n", "  batch_size: 0\n",
                  "train.batch_size: must be >= 1, got 0"),
       ConfigLine("BatchSizeHuge", "  batch_size: 4\n",
                  "  batch_size: 99999999999999999999\n",
-                 "train.batch_size: expected an integer"),
+                 "train.batch_size: expected a decimal integer"),
       ConfigLine("SeqLenPastPositions", "  seq_len: 32\n", "  seq_len: 1024\n",
                  "train.seq_len: exceeds model.max_position_embeddings"),
       ConfigLine("MaxStepsFraction", "  max_steps: 4\n", "  max_steps: 1.5\n",
-                 "train.max_steps: expected an integer, got '1.5'"),
+                 "train.max_steps: expected a decimal integer, got '1.5'"),
       ConfigLine("LrNaN", "  seq_len: 32\n", "  seq_len: 32\n  lr: .nan\n",
                  "train.lr: expected a number, got '.nan'"),
       ConfigLine("LrTooLarge", "  seq_len: 32\n", "  seq_len: 32\n  lr: 11\n",
@@ -198,7 +204,7 @@ std::vector<BadInput> ConfigCases() {
                  "train.betas: expected numbers in [0, 1), got '1.0'"),
       ConfigLine("NegativeSeed", "  seq_len: 32\n",
                  "  seq_len: 32\n  seed: -3\n",
-                 "train.seed: expected a non-negative integer"),
+                 "train.seed: expected a non-negative decimal integer"),
       ConfigLine("TrainNotAMap",
                  "train:\n  batch_size: 4\n  seq_len: 32\n"
                  "  max_steps: 4\n  threads: 1\n",
@@ -247,8 +253,47 @@ std::vector<BadInput> ConfigCases() {
           "an anchor (&name)", "'train.betas=[&b 0.9, *b]'"),
       Config(
           "OverrideUnknownKey", [](const std::string& base) { return base; },
-          "command-line override train.warmup: train.warmup: unknown key",
+          "override 'train.warmup=3': train.warmup: unknown key",
           "train.warmup=3"),
+      // ` #2` would be cut as a YAML comment: the run would resume in
+      // CASE/run and train on.
+      Config(
+          "OverrideWithAComment", [](const std::string& base) { return base; },
+          "starts a YAML comment", "'output_dir=CASE/run #2'"),
+      WithUnexpected(
+          Config(
+              "OverrideEmptyLastKey",
+              [](const std::string& base) { return base; },
+              "override 'train.=5' has an empty key in its path", "train.=5"),
+          "bad.yaml:1:1"),
+      WithUnexpected(
+          Config(
+              "ModelOverrideNotANumber",
+              [](const std::string& base) { return base; },
+              "override 'model.hidden_size=abc': model.hidden_size: expected "
+              "a decimal integer, got 'abc'",
+              "model.hidden_size=abc"),
+          "bad.yaml:1:1"),
+      Config(
+          "OverrideOctal", [](const std::string& base) { return base; },
+          "override 'train.max_steps=010': train.max_steps: expected a "
+          "decimal integer, got '010'",
+          "train.max_steps=010"),
+      ConfigLine("MaxStepsHex", "  max_steps: 4\n", "  max_steps: 0x10\n",
+                 "bad.yaml:16:14: train.max_steps: expected a decimal integer, "
+                 "got '0x10'"),
+      // A NUL would cut output_dir to CASE/run, which would resume there.
+      Config(
+          "OutputDirWithANul",
+          [](const std::string& base) {
+            return Replace(Replace(base, "output_dir: ", "output_dir: \""),
+                           "/run\n", "/run\\0x\"\n");
+          },
+          "output_dir: holds a control character (0x00 at byte"),
+      Config(
+          "OverrideWithATab", [](const std::string& base) { return base; },
+          "output_dir: holds a control character (0x09",
+          "'output_dir=CASE/run\tx'"),
       // The model comes from train.init_from's config.json (the HF
       // recipe's shape, configs/extend/hf-*.yaml): a mistyped or moved
       // folder is named, with the config file, not "the model: section is
@@ -819,6 +864,19 @@ std::vector<BadInput> OutputCases() {
                                "passkey_lengths: [128]}\n");
                }));
   }
+  // An evaluation count past its bound (core/limits.h) is refused before
+  // the base trains.
+  cases.push_back(Output(
+      "ExtendReportTrialsPastTheLimit",
+      "extend-report CASE/report.yaml eval.trials=4294967297",
+      "override 'eval.trials=4294967297': eval.trials: must be <= 16384",
+      [](const test::TempDir& dir) {
+        dir.Write("report.yaml",
+                  "base:\n  config: " + test::TinyConfigPath() +
+                      "\n  overrides: [data.path=" + dir.Path("data") +
+                      ", output_dir=" + dir.Path("base") + "]\noutput_dir: " +
+                      dir.Path("report") + "\nfactor: 4\nmethods: [default]\n");
+      }));
   return cases;
 }
 

@@ -232,6 +232,13 @@ TEST_F(RotorCli, OneRunPerOutputDir) {
 
 // Exit status 2 and "rotor CMD: PROBLEM (see 'rotor CMD --help')", naming
 // the flag or argument; CLI11's own texts where CLI11 finds the problem.
+// `item` `count` times, comma-separated: a --lengths or --depths list.
+std::string ManyItems(const std::string& item, int count) {
+  std::string list = item;
+  for (int i = 1; i < count; ++i) list += "," + item;
+  return list;
+}
+
 TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
   const std::string config = Quote(test::TinyConfigPath());
   const std::string checkpoint = Quote(dir_.Path("nowhere"));
@@ -290,6 +297,25 @@ TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
        "--batch-size: expects an integer in [1, 1048576]"},
       {eval + "--lengths 64,1099511627776",
        "--lengths: expects an integer in [1, 16777216], got '1099511627776'"},
+      // Evaluation counts past their bounds (core/limits.h): 2^63-1 trials
+      // reached a raw vector::reserve, 2^31 with --retrieval ran without end.
+      {eval + "--passkey --lengths 64 --trials 9223372036854775807",
+       "--trials: expects an integer in [1, 16384], got "
+       "'9223372036854775807'"},
+      {eval + "--passkey --lengths 64 --retrieval niah_single --trials "
+              "2147483648",
+       "--trials: expects an integer in [1, 16384], got '2147483648'"},
+      {eval + "--lengths 64 --documents 4294967296",
+       "--documents: expects an integer in [1, 1048576], got '4294967296'"},
+      {eval + "--lengths 64 --method sliding --stride 4294967296",
+       "--stride: expects an integer in [1, 16777216], got '4294967296'"},
+      {eval + "--lengths " + ManyItems("64", 1025),
+       "--lengths: lists 1025 items, more than rotor's limit of 1024"},
+      {eval + "--passkey --lengths 64 --passkey-lengths " +
+           ManyItems("64", 1025),
+       "--passkey-lengths: lists 1025 items, more than rotor's limit of 1024"},
+      {eval + "--passkey --lengths 64 --depths " + ManyItems("0.5", 1025),
+       "--depths: lists 1025 items, more than rotor's limit of 1024"},
       {"extend-report", "rotor extend-report: config is required"},
       {"extend-report " + config + " stray",
        "'stray' is neither a flag nor a key.path=value override"},
@@ -381,9 +407,10 @@ TEST_F(RotorCli, BadConfigsCheckpointsAndDataExitOne) {
        {"rotor train: error: cannot read config file " +
         dir_.Path("none.yaml")}},
       {"train " + Quote(broken),
-       {broken + ":12:15: train.batch_size: expected an integer, got 'many'"}},
+       {broken +
+        ":12:15: train.batch_size: expected a decimal integer, got 'many'"}},
       {"train " + config + " train.warmup=3",
-       {"command-line override train.warmup", "unknown key"}},
+       {"override 'train.warmup=3': train.warmup: unknown key"}},
       {"train " + config + " model.num_key_value_heads=3 " +
            Quote("data.path=" + data_),
        {"model.num_attention_heads (4) must be a multiple of "

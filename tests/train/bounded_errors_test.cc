@@ -107,7 +107,7 @@ TEST(BoundedErrors, ConfigJson) {
         ParseConfigJson(", \"vocab_size2\": 1, \"eos_token_id\": " +
                         quoted(kMarks));
       },
-      "m/config.json", "eos_token_id: expected an integer, got 'a",
+      "m/config.json", "eos_token_id: expected a decimal integer, got 'a",
       kMarks.size());
   ExpectBounded(
       [&] { ParseConfigJson(", \"layer_types\": [" + quoted(kName) + "]"); },
@@ -139,7 +139,7 @@ TEST(BoundedErrors, YamlConfig) {
             Replace(model, "vocab_size: 257", "vocab_size: " + kName),
             "m.yaml");
       },
-      "m.yaml", "model.vocab_size: expected an integer, got 'xxx",
+      "m.yaml", "model.vocab_size: expected a decimal integer, got 'xxx",
       kName.size());
   ExpectBounded(
       [&] {
@@ -151,7 +151,8 @@ TEST(BoundedErrors, YamlConfig) {
         ParseTrainConfig(
             model + data + "train:\n  batch_size: " + kMarks + "\n", "t.yaml");
       },
-      "t.yaml", "train.batch_size: expected an integer, got 'a", kMarks.size());
+      "t.yaml", "train.batch_size: expected a decimal integer, got 'a",
+      kMarks.size());
   ExpectBounded(
       [&] {
         ParseTrainConfig(model + data + "train:\n  ? " + kName + "\n  : 1\n",

@@ -27,9 +27,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "train/io/message.h"
 
 namespace rotor::train {
 
@@ -96,13 +99,17 @@ struct Text {};
 struct TokenId {};
 // One token id or a non-empty list of them (eos_token_id).
 struct TokenIds {};
-// A list of positive integers (lengths).
+// A list of positive integers (lengths) of at most `max_items`; "lists N
+// items, more than rotor's limit of MAX".
 struct Ints {
   const char* expected;  // "positive integers", for the message
+  int64_t max_items;
 };
-// A list of numbers (depths), judged by the struct's check.
+// A list of numbers (depths) of at most `max_items`, judged by the struct's
+// check.
 struct Numbers {
   const char* expected;
+  int64_t max_items;
 };
 // A list of names, each of `allowed` at most once; `if_empty` (when given)
 // is the message for an empty list.
@@ -162,6 +169,37 @@ struct ConfigProblem {
   std::string message;
   int64_t element = -1;
 };
+
+// The key paths that overrides set ("key.path=value" on the command line,
+// or a report's base.overrides), each with its override as typed: a
+// problem with a value they gave names the override, since its text has no
+// line in the file.
+using OverriddenKeys = std::map<std::string, std::string>;
+
+// The override that gave the value at `key_path` ("model.eos_token_id[1]"):
+// one of that path or of a section above it, or, when the value has no
+// place in the file (`placed` false: a map an override made on its way to
+// its key), one of a key below it. nullptr for a value of the file.
+inline const std::string* OverrideOf(const OverriddenKeys& overridden,
+                                     const std::string& key_path, bool placed) {
+  const auto starts = [](const std::string& text, const std::string& head) {
+    return text.compare(0, head.size(), head) == 0;
+  };
+  for (const auto& [path, assignment] : overridden) {
+    if (key_path == path || starts(key_path, path + ".") ||
+        starts(key_path, path + "[") ||
+        (!placed && starts(path, key_path + "."))) {
+      return &assignment;
+    }
+  }
+  return nullptr;
+}
+
+// "override 'ASSIGNMENT'": how a message names an override (where a file's
+// message names its line and column).
+inline std::string OverrideName(const std::string& assignment) {
+  return "override '" + PrintableExcerpt(assignment) + "'";
+}
 
 // Every key name of a table, in its order.
 struct KeyNames {

@@ -73,7 +73,7 @@ class JsonValue {
     if (json_->is_object()) return "a map";
     if (json_->is_array()) return "a list";
     if (json_->is_string())
-      return "'" + Excerpt(json_->get<std::string>()) + "'";
+      return "'" + PrintableExcerpt(json_->get<std::string>()) + "'";
     return "'" + Excerpt(json_->dump()) + "'";
   }
   std::string Position() const { return ""; }  // config.json has no marks

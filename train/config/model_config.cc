@@ -133,8 +133,10 @@ const char* ArchitectureName(ModelType type) {
   return "?";
 }
 
-ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file) {
-  return ModelReader<YamlValue>(file, ModelConfigDialect::kRotorYaml, nullptr)
+ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file,
+                             const OverriddenKeys& overridden) {
+  return ModelReader<YamlValue>(file, ModelConfigDialect::kRotorYaml, nullptr,
+                                &overridden)
       .Parse(YamlValue(model));
 }
 
@@ -151,8 +153,8 @@ void CheckModelOverrides(const std::vector<std::string>& overrides,
                          const std::string& source) {
   for (const std::string& assignment : overrides) {
     const std::string key = assignment.substr(0, assignment.find('='));
-    ROTOR_CHECK(key.rfind("model.", 0) == 0, "override ", key, " of ", source,
-                ": only model.* keys apply to a model");
+    ROTOR_CHECK(key.rfind("model.", 0) == 0, OverrideName(assignment), " of ",
+                source, ": only model.* keys apply to a model");
   }
 }
 
@@ -161,9 +163,10 @@ ModelConfig OverrideModelConfig(const ModelConfig& model,
                                 const std::string& source) {
   YAML::Node root(YAML::NodeType::Map);
   root["model"] = ModelConfigToYaml(model);
-  ApplyYamlOverrides(root, overrides);  // a malformed one is named first
+  // A malformed override is named first.
+  const OverriddenKeys overridden = ApplyYamlOverrides(root, overrides);
   CheckModelOverrides(overrides, source);
-  return ParseModelConfig(root["model"], source + " (after overrides)");
+  return ParseModelConfig(root["model"], source, overridden);
 }
 
 namespace {

@@ -238,8 +238,8 @@ std::optional<RopeConfigProblem> FindModelConfigProblem(
 ModelConfig ParseModelConfigText(const std::string& yaml_text,
                                  const std::string& file);
 
-// Throws "override KEY of SOURCE: only model.* keys apply to a model" for
-// the first of `overrides` ("key.path=value") that is not a model key.
+// Throws "override 'KEY=VALUE' of SOURCE: only model.* keys apply to a
+// model" for the first of `overrides` that is not a model key.
 void CheckModelOverrides(const std::vector<std::string>& overrides,
                          const std::string& source);
 

@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -46,12 +47,16 @@ enum class ModelConfigDialect { kRotorYaml, kHfConfigJson };
 template <typename Node>
 class ModelReader {
  public:
+  // `overridden` (when given): the key paths ("model.KEY") overrides set;
+  // an error about one of their values names the override.
   ModelReader(std::string file, ModelConfigDialect dialect,
-              std::vector<std::string>* ignored)
+              std::vector<std::string>* ignored,
+              const OverriddenKeys* overridden = nullptr)
       : file_(std::move(file)),
         dialect_(dialect),
         key_prefix_(dialect == ModelConfigDialect::kRotorYaml ? "model." : ""),
-        ignored_(ignored) {}
+        ignored_(ignored),
+        overridden_(overridden) {}
 
   ModelConfig Parse(const Node& model) {
     ModelConfig config;
@@ -293,11 +298,18 @@ class ModelReader {
 
   // --- one value, by the member's type and the row's check ---
 
+  // A name (T = std::string) holds no control character.
   template <typename T>
   T Decode(const Node& value, const std::string& key, const char* what) const {
     const std::optional<T> result = value.template Decode<T>();
     if (!result) {
       Fail(value, key, StrCat("expected ", what, ", got ", value.Describe()));
+    }
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (const std::optional<std::string> problem =
+              ControlCharacterProblem(*result)) {
+        Fail(value, key, *problem);
+      }
     }
     return *result;
   }
@@ -310,7 +322,7 @@ class ModelReader {
   }
   void Read(const Node& value, const std::string& key, int64_t& out,
             const field::Int& check) {
-    out = Decode<int64_t>(value, key, "an integer");
+    out = Decode<int64_t>(value, key, "a decimal integer");
     if (out < check.min) {
       Fail(value, key, StrCat("must be >= ", check.min, ", got ", out));
     }
@@ -321,11 +333,11 @@ class ModelReader {
   }
   void Read(const Node& value, const std::string& key, int64_t& out,
             const field::AnyInt&) {
-    out = Decode<int64_t>(value, key, "an integer");
+    out = Decode<int64_t>(value, key, "a decimal integer");
   }
   void Read(const Node& value, const std::string& key, int64_t& out,
             const field::TokenId&) {
-    out = Decode<int64_t>(value, key, "an integer");
+    out = Decode<int64_t>(value, key, "a decimal integer");
     if (out < 0 || out >= limits::kMaxVocabSize) {
       Fail(value, key,
            StrCat("must be a token id in [0, ", limits::kMaxVocabSize,
@@ -409,10 +421,27 @@ class ModelReader {
     return model_;
   }
 
+  // At the override that gave the value, or at its place in the file,
+  // then naming the overrides of model keys that may have led to it.
   [[noreturn]] void Fail(const Node& at, const std::string& key,
                          const std::string& message) const {
-    throw Error(StrCat(file_, at.Position(), ": ", key_prefix_, Excerpt(key),
-                       ": ", message));
+    const std::string position = at.Position();
+    const std::string* assignment =
+        overridden_ == nullptr
+            ? nullptr
+            : OverrideOf(*overridden_, key_prefix_ + key, !position.empty());
+    std::string where = file_ + position;
+    std::string after;
+    if (assignment != nullptr) {
+      where = OverrideName(*assignment);
+    } else if (overridden_ != nullptr) {
+      for (const auto& [path, text] : *overridden_) {
+        if (path.rfind(key_prefix_, 0) == 0) after += " " + path;
+      }
+    }
+    throw Error(StrCat(
+        where, ": ", key_prefix_, PrintableExcerpt(key), ": ", message,
+        after.empty() ? "" : " (after command-line overrides:" + after + ")"));
   }
 
   static std::string JoinKeys(const std::vector<std::string>& keys) {
@@ -433,6 +462,7 @@ class ModelReader {
   ModelConfigDialect dialect_;
   std::string key_prefix_;
   std::vector<std::string>* ignored_;
+  const OverriddenKeys* overridden_;
   Node model_;
   std::string target_;  // the key being read, and its value
   const Node* value_ = nullptr;

@@ -13,8 +13,10 @@
 namespace rotor::train {
 
 // Reads a `model:` map (train/config/model_reader.h); errors name
-// "FILE:LINE:COL: model.KEY".
-ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file);
+// "FILE:LINE:COL: model.KEY", or "override 'ASSIGNMENT': model.KEY" for a
+// value one of `overridden` gave.
+ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file,
+                             const OverriddenKeys& overridden = {});
 // The map ParseModelConfig reads back as `model`, in the table's order.
 YAML::Node ModelConfigToYaml(const ModelConfig& model);
 

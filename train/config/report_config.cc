@@ -105,7 +105,7 @@ ExtendReportConfig ParseExtendReportConfig(
     const std::vector<std::string>& overrides) {
   YAML::Node root = LoadConfigYaml(yaml_text, file);
   ROTOR_CHECK(root.IsMap(), file, ": expected a map with base:, factor:, ...");
-  const std::set<std::string> overridden = ApplyYamlOverrides(root, overrides);
+  const OverriddenKeys overridden = ApplyYamlOverrides(root, overrides);
   ExtendReportConfig config;
   config.file = file;
   const SectionReader top(root, "", file, overridden);

@@ -147,6 +147,8 @@ struct ExtendReportConfig {
 
 template <typename Visitor>
 void VisitFields(Visitor& v, ExtendReportConfig& c) {
+  using limits::kMaxEvalGridPoints;
+  using limits::kMaxEvalTrials;
   using limits::kMaxSteps;
   const field::Choices<RopeType> methods{
       {RopeTypeName, RopeTypeFromName, RefuseMethod}, "rope_type names"};
@@ -211,27 +213,31 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
   });
   v.Map(Key{"eval", "perplexity, passkey and retrieval"}, [&](auto& eval) {
     eval(Key{"lengths", "perplexity lengths; empty: L/4, L/2, L, 2L, sL, 2sL"},
-         c.lengths, field::Ints{"positive integers"});
-    eval(Key{"documents", "documents per length"}, c.documents, field::Int{1});
+         c.lengths, field::Ints{"positive integers", kMaxEvalGridPoints});
+    eval(Key{"documents", "documents per length"}, c.documents,
+         field::Int{1, limits::kMaxEvalDocuments});
     eval(Key{"method", "truncate or sliding"}, c.ppl_method,
          field::Parsed<LengthEvalMethod>{LengthEvalMethodName,
                                          LengthEvalMethodFromName});
-    eval(Key{"stride", "sliding only; 0: L / 2"}, c.stride, field::Int{0});
+    eval(Key{"stride", "sliding only; 0: L / 2"}, c.stride,
+         field::Int{0, limits::kMaxPositions});
     eval(Key{"passkey_lengths", "empty: those above that fit a prompt"},
-         c.passkey_lengths, field::Ints{"positive integers"});
+         c.passkey_lengths,
+         field::Ints{"positive integers", kMaxEvalGridPoints});
     eval(Key{"depths", "key depths in [0, 1]"}, c.depths,
-         field::Numbers{"numbers in [0, 1]"});
+         field::Numbers{"numbers in [0, 1]", kMaxEvalGridPoints});
     eval(Key{"trials", "passkey trials per length and depth"}, c.trials,
-         field::Int{1});
+         field::Int{1, kMaxEvalTrials});
     eval(Key{"retrieval_tasks", "RULER-style tasks; []: none"},
          c.retrieval_tasks,
          field::Choices<RetrievalTask>{
              {RetrievalTaskName, RetrievalTaskFromName, RefuseRetrievalTask},
              "retrieval task names"});
     eval(Key{"retrieval_lengths", "empty: the passkey lengths that fit"},
-         c.retrieval_lengths, field::Ints{"positive integers"});
+         c.retrieval_lengths,
+         field::Ints{"positive integers", kMaxEvalGridPoints});
     eval(Key{"retrieval_trials", "examples per task, length and depth"},
-         c.retrieval_trials, field::Int{1});
+         c.retrieval_trials, field::Int{1, kMaxEvalTrials});
   });
   v.Section(Key{"checks", "the expected outcome"}, c.checks);
 }

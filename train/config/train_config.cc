@@ -240,7 +240,7 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
   YAML::Node root = LoadConfigYaml(yaml_text, file);
   ROTOR_CHECK(root.IsMap(), file,
               ": expected a map with sections model:, data:, train:, ...");
-  const std::set<std::string> overridden = ApplyYamlOverrides(root, overrides);
+  const OverriddenKeys overridden = ApplyYamlOverrides(root, overrides);
 
   TrainConfig config;
   config.file = file;
@@ -282,20 +282,14 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                  got);
   }
   try {
-    config.model = ParseModelConfig(root["model"], file);
+    config.model = ParseModelConfig(root["model"], file, overridden);
   } catch (const Error& e) {
     // A model: section that only amends the folder's config.json fails
     // without it: the folder is the problem.
     if (!init_from_problem.empty()) {
       fail_init_from(StrCat("the model: section alone fails: ", e.what()));
     }
-    std::string model_overrides;
-    for (const std::string& key : overridden) {
-      if (key.rfind("model.", 0) == 0) model_overrides += " " + key;
-    }
-    if (model_overrides.empty()) throw;
-    throw Error(StrCat(
-        e.what(), " (after command-line overrides:", model_overrides, ")"));
+    throw;
   }
 
   TrainConfigReader reader(top);

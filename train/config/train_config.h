@@ -353,8 +353,8 @@ std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config);
 using limits::kMaxConfigBytes;  // core/limits.h
 
 // Parses YAML text; `file` names it in error messages. `overrides` are
-// "a.b=value" strings applied first (the value is read as YAML, so lists
-// work: train.betas=[0.9,0.99]).
+// "a.b=value" strings applied first (ApplyYamlOverride: the value is the
+// whole text after '=', a list or map in flow style: train.betas=[0.9,0.99]).
 TrainConfig ParseTrainConfig(const std::string& yaml_text,
                              const std::string& file,
                              const std::vector<std::string>& overrides = {});

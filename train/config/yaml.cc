@@ -4,8 +4,10 @@
 #include <yaml-cpp/parser.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -23,11 +25,14 @@ namespace {
 
 // yaml-cpp keeps both entries of a repeated key (node[key] finds the first,
 // a loop over the map sees both), so one of the two values would be lost
-// without a word: reject repeated keys anywhere in the file.
+// without a word: reject repeated keys anywhere in the file, or in an
+// override's value (`override`: its text names it instead of a line).
 void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
-                         const std::string& file) {
+                         const std::string& file, bool override = false) {
   if (node.IsSequence()) {
-    for (const YAML::Node& item : node) RejectDuplicateKeys(item, path, file);
+    for (const YAML::Node& item : node) {
+      RejectDuplicateKeys(item, path, file, override);
+    }
     return;
   }
   if (!node.IsMap()) return;
@@ -37,10 +42,36 @@ void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
     const std::string key_path = path.empty() ? key : path + "." + key;
     const YAML::Mark mark = entry.first.Mark();
     const auto [first, inserted] = first_line.emplace(key, mark.line + 1);
-    ROTOR_CHECK(inserted, file, ":", mark.line + 1, ":", mark.column + 1, ": ",
-                key_path, ": duplicate key (first given on line ",
-                first->second, ")");
-    RejectDuplicateKeys(entry.second, key_path, file);
+    if (!inserted) {
+      throw Error(override
+                      ? StrCat(file, ": ", PrintableExcerpt(key_path),
+                               ": duplicate key")
+                      : StrCat(file, ":", mark.line + 1, ":", mark.column + 1,
+                               ": ", PrintableExcerpt(key_path),
+                               ": duplicate key (first given on line ",
+                               first->second, ")"));
+    }
+    RejectDuplicateKeys(entry.second, key_path, file, override);
+  }
+}
+
+// Refuses the first control character of a config's text other than tab,
+// line feed and carriage return, at its line and column: YAML allows none
+// (yaml-cpp drops a NUL and the byte after it without a word).
+void RejectControlCharacters(const std::string& text, const std::string& file) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (c != '\t' && c != '\r' &&
+               FindControlCharacter(std::string_view(&c, 1)) == 0) {
+      throw Error(StrCat(file, ":", line, ":", i - line_start + 1,
+                         ": a control character (", HexByte(c),
+                         "), which YAML text cannot hold"));
+    }
   }
 }
 
@@ -54,8 +85,11 @@ void RejectDuplicateKeys(const YAML::Node& node, const std::string& path,
 //   (`output_dir: "abc` reads as "abc ").
 class ConfigEventChecker : public YAML::EventHandler {
  public:
-  ConfigEventChecker(const std::string& text, const std::string& file)
-      : text_(text), file_(file) {}
+  // `positions`: errors name the line and column in `file` (for an
+  // override, `file` names it and its text has no lines).
+  ConfigEventChecker(const std::string& text, const std::string& file,
+                     bool positions)
+      : text_(text), file_(file), positions_(positions) {}
 
   void OnDocumentStart(const YAML::Mark& mark) override {
     if (++documents_ > 1) {
@@ -118,21 +152,133 @@ class ConfigEventChecker : public YAML::EventHandler {
     Refuse(mark, "a quoted string that is never closed");
   }
   [[noreturn]] void Refuse(const YAML::Mark& mark, const std::string& what) {
+    if (!positions_) throw Error(StrCat(file_, ": ", what));
     throw Error(
         StrCat(file_, ":", mark.line + 1, ":", mark.column + 1, ": ", what));
   }
 
   const std::string& text_;
   const std::string& file_;
+  bool positions_;
   int documents_ = 0;
 };
 
-void CheckConfigEvents(const std::string& yaml_text, const std::string& file) {
+void CheckConfigEvents(const std::string& yaml_text, const std::string& file,
+                       bool positions = true) {
   std::istringstream stream(yaml_text);
   YAML::Parser parser(stream);
-  ConfigEventChecker checker(yaml_text, file);
+  ConfigEventChecker checker(yaml_text, file, positions);
   while (parser.HandleNextDocument(checker)) {
   }
+}
+
+// Where YAML would start a comment in the flow text `text` (a list or map
+// on the command line): a '#' first or after a space, a tab or a flow
+// indicator, outside quoted strings; npos when it has none. A quote opens
+// a string where a token starts (after JSON's "key": too).
+size_t FlowCommentStart(const std::string& text) {
+  const auto after = [&](size_t i, const char* chars) {
+    return i == 0 || std::strchr(chars, text[i - 1]) != nullptr;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#' && after(i, " \t[]{},")) return i;
+    const bool quote_opens =
+        after(i, " \t[]{},") ||
+        (text[i - 1] == ':' && i >= 2 && std::strchr("\"'", text[i - 2]));
+    if ((c == '"' || c == '\'') && quote_opens) {
+      // Skip to the closing quote (\" escapes in "...", '' in '...').
+      for (++i; i < text.size(); ++i) {
+        if (c == '"' && text[i] == '\\') {
+          ++i;
+        } else if (c == '\'' && text[i] == c && i + 1 < text.size() &&
+                   text[i + 1] == c) {
+          ++i;
+        } else if (text[i] == c) {
+          break;
+        }
+      }
+    }
+  }
+  return std::string::npos;
+}
+
+// The node tree of `node` rebuilt in code: the same values and tags, and no
+// marks, so no message names a line and column of an override's text.
+YAML::Node Unplaced(const YAML::Node& node) {
+  if (node.IsScalar()) {
+    YAML::Node copy(node.Scalar());
+    copy.SetTag(node.Tag());
+    return copy;
+  }
+  if (node.IsSequence()) {
+    YAML::Node copy(YAML::NodeType::Sequence);
+    for (const YAML::Node& item : node) copy.push_back(Unplaced(item));
+    return copy;
+  }
+  if (node.IsMap()) {
+    YAML::Node copy(YAML::NodeType::Map);
+    for (const auto& entry : node) {
+      copy.force_insert(Unplaced(entry.first), Unplaced(entry.second));
+    }
+    return copy;
+  }
+  return YAML::Node(node.Type());
+}
+
+// An override's value (`text`, non-empty) as its node; `where` names the
+// override and `key_path` its key in errors.
+YAML::Node OverrideValue(const std::string& text, const std::string& where,
+                         const std::string& key_path) {
+  const std::string whole =
+      " (an override's value is the whole text after its first '=')";
+  if (const std::optional<std::string> problem =
+          ControlCharacterProblem(text)) {
+    throw Error(StrCat(where, ": ", key_path, ": ", *problem));
+  }
+  YAML::Node value;
+  std::string invalid;
+  try {
+    CheckConfigEvents(text, where, /*positions=*/false);
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    invalid = e.msg;
+  }
+  const bool flow = text[0] == '[' || text[0] == '{';
+  const size_t comment = flow             ? FlowCommentStart(text)
+                         : text[0] == '#' ? 0
+                                          : text.find(" #");
+  if (comment != std::string::npos) {
+    throw Error(StrCat(where,
+                       ": YAML would not read the value as written: a '#' "
+                       "first or after a space starts a YAML comment, which "
+                       "would drop '",
+                       PrintableExcerpt(text.substr(comment)), "'", whole));
+  }
+  if (!invalid.empty()) {
+    throw Error(StrCat(where, ": the value is not valid YAML: ", invalid));
+  }
+  if (flow) {
+    RejectDuplicateKeys(value, key_path, where, /*override=*/true);
+    return Unplaced(value);
+  }
+  if (value.IsNull() &&
+      (text == "null" || text == "Null" || text == "NULL" || text == "~")) {
+    return YAML::Node(YAML::NodeType::Null);
+  }
+  if (value.IsScalar() && value.Tag() == "?" && value.Scalar() == text) {
+    return YAML::Node(text);
+  }
+  std::string why = StrCat("it reads ", DescribeYaml(value),
+                           "; write a list or map as [...] or {...}");
+  if (std::isspace(static_cast<unsigned char>(text.front())) ||
+      std::isspace(static_cast<unsigned char>(text.back()))) {
+    why = "it drops the spaces around it";
+  } else if (text[0] == '"' || text[0] == '\'') {
+    why = "it takes the quotes off; give the value without them";
+  }
+  throw Error(StrCat(where, ": YAML would not read the value as written: ", why,
+                     whole));
 }
 
 }  // namespace
@@ -142,6 +288,7 @@ YAML::Node LoadConfigYaml(const std::string& yaml_text,
   ROTOR_CHECK(yaml_text.size() <= limits::kMaxConfigBytes, file, ": ",
               yaml_text.size(), " bytes, more than the limit of ",
               limits::kMaxConfigBytes, " bytes for a config file");
+  RejectControlCharacters(yaml_text, file);
   YAML::Node root;
   try {
     CheckConfigEvents(yaml_text, file);
@@ -168,29 +315,26 @@ YAML::Node LoadConfigYamlFile(const std::string& path) {
 }
 
 std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
+  const std::string where = OverrideName(assignment);
   const size_t equals = assignment.find('=');
-  ROTOR_CHECK(equals != std::string::npos && equals > 0, "override '",
-              assignment,
-              "' is not of the form key.path=value (e.g. train.lr=3e-4)");
+  ROTOR_CHECK(equals != std::string::npos && equals > 0, where,
+              " is not of the form key.path=value (e.g. train.lr=3e-4)");
   const std::string path = assignment.substr(0, equals);
   const std::string text = assignment.substr(equals + 1);
-  ROTOR_CHECK(!text.empty(), "override '", assignment,
-              "' has no value (key.path=null resets a key to its default)");
+  if (const std::optional<std::string> problem =
+          ControlCharacterProblem(path)) {
+    throw Error(StrCat(where, ": the key path ", *problem));
+  }
   std::vector<std::string> keys;
-  std::stringstream stream(path);
-  for (std::string key; std::getline(stream, key, '.');) {
-    ROTOR_CHECK(!key.empty(), "override '", assignment,
-                "' has an empty key in its path");
-    keys.push_back(key);
+  for (size_t start = 0; start <= path.size();) {
+    const size_t dot = std::min(path.find('.', start), path.size());
+    keys.push_back(path.substr(start, dot - start));
+    ROTOR_CHECK(!keys.back().empty(), where, " has an empty key in its path");
+    start = dot + 1;
   }
-  YAML::Node value;
-  try {
-    CheckConfigEvents(text, "override '" + assignment + "'");
-    value = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(StrCat("override '", assignment,
-                       "': the value is not valid YAML: ", e.msg));
-  }
+  ROTOR_CHECK(!text.empty(), where,
+              " has no value (key.path=null resets a key to its default)");
+  const YAML::Node value = OverrideValue(text, where, path);
   // Walk (creating maps on the way) to the parent of the last key. Nodes are
   // handles, so assigning through `node` edits the tree.
   YAML::Node node = root;
@@ -200,26 +344,23 @@ std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment) {
       node[keys[i]] = YAML::Node(YAML::NodeType::Map);
       child = node[keys[i]];
     }
-    ROTOR_CHECK(child.IsMap(), "override '", assignment, "': ", keys[i],
-                " is not a section");
+    ROTOR_CHECK(child.IsMap(), where, ": ", keys[i], " is not a section");
     node.reset(child);
   }
   node[keys.back()] = value;
   return path;
 }
 
-std::set<std::string> ApplyYamlOverrides(
-    YAML::Node& root, const std::vector<std::string>& assignments) {
-  std::map<std::string, std::string> given;  // key path -> its assignment
+OverriddenKeys ApplyYamlOverrides(YAML::Node& root,
+                                  const std::vector<std::string>& assignments) {
+  OverriddenKeys given;
   for (const std::string& assignment : assignments) {
     const std::string path = ApplyYamlOverride(root, assignment);
     const auto [first, inserted] = given.emplace(path, assignment);
     ROTOR_CHECK(inserted, "command-line override ", path, " is given twice ('",
                 first->second, "' and '", assignment, "'); give it once");
   }
-  std::set<std::string> paths;
-  for (const auto& entry : given) paths.insert(entry.first);
-  return paths;
+  return given;
 }
 
 YAML::Node YamlNumber(double value) {
@@ -240,8 +381,23 @@ std::string YamlValue::Position() const {
 std::string DescribeYaml(const YAML::Node& node) {
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
-  return "'" + Excerpt(node.Scalar()) + "'";
+  if (node.IsNull()) return "null";
+  return "'" + PrintableExcerpt(node.Scalar()) + "'";
 }
+
+namespace {
+
+// [+-]digits without a leading zero (0 itself aside): what rotor reads as
+// an integer.
+bool IsDecimalInteger(const std::string& text) {
+  const size_t sign = !text.empty() && (text[0] == '+' || text[0] == '-');
+  const size_t digits = text.size() - sign;
+  if (digits == 0 || (digits > 1 && text[sign] == '0')) return false;
+  return std::all_of(text.begin() + sign, text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
 
 template <typename T>
 std::optional<T> DecodeScalar(const YAML::Node& node) {
@@ -252,6 +408,9 @@ std::optional<T> DecodeScalar(const YAML::Node& node) {
   // A quoted scalar ("576") is text, not a number or a boolean.
   if constexpr (!std::is_same_v<T, std::string>) {
     if (node.Tag() == "!") return std::nullopt;
+  }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!IsDecimalInteger(node.Scalar())) return std::nullopt;
   }
   if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
     if (node.Scalar().find('-') != std::string::npos) return std::nullopt;
@@ -267,7 +426,7 @@ template std::optional<std::string> DecodeScalar(const YAML::Node&);
 
 SectionReader::SectionReader(const YAML::Node& node, std::string path,
                              const std::string& file,
-                             const std::set<std::string>& overridden)
+                             const OverriddenKeys& overridden)
     : node_(node),
       path_(std::move(path)),
       file_(file),
@@ -298,7 +457,8 @@ void SectionReader::Read(const char* key, int64_t& out, int64_t min_value,
   if (!value) return;
   const std::optional<int64_t> parsed = DecodeScalar<int64_t>(value);
   if (!parsed) {
-    Fail(value, Join(key), "expected an integer, got " + DescribeYaml(value));
+    Fail(value, Join(key),
+         "expected a decimal integer, got " + DescribeYaml(value));
   }
   if (*parsed < min_value) {
     Fail(value, Join(key), StrCat("must be >= ", min_value, ", got ", *parsed));
@@ -316,7 +476,7 @@ void SectionReader::Read(const char* key, uint64_t& out) const {
   const std::optional<uint64_t> parsed = DecodeScalar<uint64_t>(value);
   if (!parsed) {
     Fail(value, Join(key),
-         "expected a non-negative integer, got " + DescribeYaml(value));
+         "expected a non-negative decimal integer, got " + DescribeYaml(value));
   }
   out = *parsed;
 }
@@ -354,6 +514,10 @@ void SectionReader::Read(const char* key, std::string& out) const {
   if (!value.IsScalar() || value.Scalar().empty()) {
     Fail(value, Join(key),
          "expected a non-empty string, got " + DescribeYaml(value));
+  }
+  if (const std::optional<std::string> problem =
+          ControlCharacterProblem(value.Scalar())) {
+    Fail(value, Join(key), *problem);
   }
   out = value.Scalar();
 }
@@ -397,6 +561,12 @@ void SectionReader::ReadListOf(const char* key, std::vector<T>& out,
            StrCat("expected a list of ", expected, ", got ",
                   DescribeYaml(item)));
     }
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (const std::optional<std::string> problem =
+              ControlCharacterProblem(*parsed)) {
+        Fail(item, Join(key), *problem);
+      }
+    }
     out.push_back(*parsed);
   }
 }
@@ -433,13 +603,15 @@ std::string SectionReader::Join(const std::string& key) const {
 
 void SectionReader::Fail(const YAML::Node& at, const std::string& key_path,
                          const std::string& message) const {
+  const bool placed = at.IsDefined() && !at.Mark().is_null();
   std::string where = file_;
-  if (overridden_.count(key_path)) {
-    where = "command-line override " + key_path;
-  } else if (at.IsDefined() && at.Mark().line >= 0) {
+  if (const std::string* assignment =
+          OverrideOf(overridden_, key_path, placed)) {
+    where = OverrideName(*assignment);
+  } else if (placed) {
     where += StrCat(":", at.Mark().line + 1, ":", at.Mark().column + 1);
   }
-  throw Error(StrCat(where, ": ", Excerpt(key_path), ": ", message));
+  throw Error(StrCat(where, ": ", PrintableExcerpt(key_path), ": ", message));
 }
 
 YAML::Node NodeOfProblem(const YAML::Node& root, const ConfigProblem& problem) {
@@ -456,6 +628,15 @@ YAML::Node NodeOfProblem(const YAML::Node& root, const ConfigProblem& problem) {
     node.reset(node[static_cast<size_t>(problem.element)]);
   }
   return node;
+}
+
+void YamlTableReader::RequireAtMost(const Key& key, size_t items,
+                                    int64_t max_items) const {
+  if (static_cast<uint64_t>(items) > static_cast<uint64_t>(max_items)) {
+    section_.Fail(section_.Get(key.name), section_.Join(key.name),
+                  StrCat("lists ", items, " items, more than rotor's limit of ",
+                         max_items));
+  }
 }
 
 void YamlTableReader::operator()(const Key& key, double& out,

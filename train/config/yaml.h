@@ -10,8 +10,8 @@
 // - SectionReader reads the keys of one map strictly: unknown keys, wrong
 //   types and out-of-range values are errors that read
 //     "file:LINE:COL: section.key: problem"
-//   or, for a value given on the command line,
-//     "command-line override section.key: problem".
+//   or, for a value an override gave,
+//     "override 'section.key=value': section.key: problem".
 #ifndef ROTOR_TRAIN_CONFIG_YAML_H_
 #define ROTOR_TRAIN_CONFIG_YAML_H_
 
@@ -43,16 +43,23 @@ std::string ReadConfigText(const std::string& path);
 YAML::Node LoadConfigYamlFile(const std::string& path);
 
 // Applies one "a.b.c=value" override to a YAML tree (creating missing maps on
-// the way; the value is read as YAML, so lists work: train.betas=[0.9,0.99])
-// and returns the key path "a.b.c". Throws rotor::Error for a malformed
-// assignment.
+// the way) and returns the key path "a.b.c". The value is the whole text
+// after the first '=': a list or map in YAML's flow style when it starts
+// with '[' or '{' (train.betas=[0.9,0.99]), else one scalar that YAML
+// reads as written (a number, true, null, a path). Text YAML would drop or
+// change (a ' #' comment, spaces around it, quotes) and control characters
+// are refused, so output_dir=runs/exp #2 never becomes runs/exp. The
+// value's nodes have no place in a file (messages name the override).
+// Throws rotor::Error naming the override.
 std::string ApplyYamlOverride(YAML::Node& root, const std::string& assignment);
-// Applies every override in order and returns their key paths. A key path
-// given twice is an error naming it (one of the two values would be lost).
-std::set<std::string> ApplyYamlOverrides(
-    YAML::Node& root, const std::vector<std::string>& assignments);
+// Applies every override in order and returns their key paths, each with
+// its override. A key path given twice is an error naming it (one of the
+// two values would be lost).
+OverriddenKeys ApplyYamlOverrides(YAML::Node& root,
+                                  const std::vector<std::string>& assignments);
 
-// "a map", "a list" or the scalar in quotes, for "expected X, got Y".
+// "a map", "a list", "null" or the scalar in quotes (control characters
+// escaped), for "expected X, got Y".
 std::string DescribeYaml(const YAML::Node& node);
 
 // A number as the YAML writers emit it: the shortest text that reads back
@@ -62,6 +69,7 @@ YAML::Node YamlNumber(double value);
 
 // One scalar read as T (int64_t, uint64_t, double, bool or std::string), or
 // nullopt when `node` is not a scalar of that type ("-1" is no uint64_t).
+// Integers are decimal: yaml-cpp would read 010 as octal 8 and 0x10 as 16.
 // Every config reader decodes through it, so "expected an integer" means the
 // same in every file.
 template <typename T>
@@ -72,10 +80,9 @@ std::optional<T> DecodeScalar(const YAML::Node& node);
 class SectionReader {
  public:
   // `path` is the section's key path ("train"; "" for the top level);
-  // `overridden` the key paths that came from the command line.
+  // `overridden` the key paths that overrides set.
   SectionReader(const YAML::Node& node, std::string path,
-                const std::string& file,
-                const std::set<std::string>& overridden);
+                const std::string& file, const OverriddenKeys& overridden);
 
   // Rejects keys not in `known`, listing the known ones.
   void RequireKnownKeys(const std::set<std::string>& known) const;
@@ -87,7 +94,8 @@ class SectionReader {
   void Read(const char* key, double& out, double min_value,
             double max_value) const;
   void Read(const char* key, bool& out) const;
-  void Read(const char* key, std::string& out) const;  // non-empty
+  // A non-empty string without control characters (a path or a name).
+  void Read(const char* key, std::string& out) const;
   // A two-element list of numbers in [0, 1), e.g. AdamW's betas.
   void ReadPair(const char* key, double& first, double& second) const;
   // A list of scalars; `expected` describes an element ("positive
@@ -119,7 +127,7 @@ class SectionReader {
   YAML::Node node_;
   std::string path_;
   const std::string& file_;
-  const std::set<std::string>& overridden_;
+  const OverriddenKeys& overridden_;
 };
 
 // A YAML value as train/config/model_reader.h reads it.
@@ -207,10 +215,12 @@ class YamlTableReader {
   void operator()(const Key& key, std::vector<int64_t>& out,
                   const field::Ints& check) {
     section_.ReadList(key.name, out, check.expected);
+    RequireAtMost(key, out.size(), check.max_items);
   }
   void operator()(const Key& key, std::vector<double>& out,
                   const field::Numbers& check) {
     section_.ReadList(key.name, out, check.expected);
+    RequireAtMost(key, out.size(), check.max_items);
   }
   void operator()(const Key& key, std::vector<std::string>& out,
                   const field::Strings& check) {
@@ -279,6 +289,8 @@ class YamlTableReader {
   void RequireTableKeys(const std::vector<std::string>& names) const {
     section_.RequireKnownKeys({names.begin(), names.end()});
   }
+  // A list key holds at most `max_items` items.
+  void RequireAtMost(const Key& key, size_t items, int64_t max_items) const;
 
   SectionReader section_;
 };

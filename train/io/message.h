@@ -10,6 +10,7 @@
 #define ROTOR_TRAIN_IO_MESSAGE_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,22 @@ std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
 // `text` itself when it has at most `max_bytes` bytes; else its
 // Utf8Prefix and "... (N bytes)".
 std::string Excerpt(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
+
+// Excerpt(text) with each control character (below 0x20, or 0x7F) written
+// as \xNN: a NUL would end the message there, a newline or an escape
+// sequence would garble it.
+std::string PrintableExcerpt(std::string_view text,
+                             size_t max_bytes = kMaxQuotedBytes);
+
+// Where the first control character of `text` is, or npos.
+size_t FindControlCharacter(std::string_view text);
+// "0x0a": a byte as messages name it.
+std::string HexByte(char byte);
+
+// "holds a control character (0x0a at byte 5)" for the first control
+// character of `text`, or nullopt when it has none. Paths and names never
+// hold one: a NUL would cut a path short, a newline split a line of a log.
+std::optional<std::string> ControlCharacterProblem(std::string_view text);
 
 // The items joined as "a, b and c", each an Excerpt; past `max_items`, the
 // first `max_items` and "and N more".

@@ -130,7 +130,7 @@ TEST(FinetuneSection, ErrorsNameFileLineAndKey) {
       "ft.yaml:16:", "finetune: fine-tuning with a frozen base needs the base",
       "set train.init_from");
   ROTOR_EXPECT_ERROR(Parse(kBase, {"finetune.lora.target_modules=[x_proj]"}),
-                     "command-line override finetune.lora.target_modules",
+                     "override 'finetune.lora.target_modules=[x_proj]'",
                      "unknown name 'x_proj'");
 }
 

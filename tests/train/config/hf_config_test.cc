@@ -253,6 +253,9 @@ TEST(HfConfig, RefusesWhatRotorDoesNotRunNamingTheKey) {
               "'gelu' is not supported");
   ExpectError({{"attention_dropout", 0.1}}, "attention_dropout", "must be 0");
   ExpectError({{"torch_dtype", "int8"}}, "torch_dtype", "'int8'");
+  // A NUL would cut the message at the name.
+  ExpectError({{"torch_dtype", std::string("float32\0x", 9)}}, "torch_dtype",
+              "holds a control character (0x00 at byte 7)");
   ExpectError({{"partial_rotary_factor", 0.5}}, "partial_rotary_factor",
               "must be 1");
   ExpectError({{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 0.5}}}},
@@ -261,7 +264,8 @@ TEST(HfConfig, RefusesWhatRotorDoesNotRunNamingTheKey) {
               "unknown rope_type 'su'");
   ExpectError({{"rope_scaling", {{"type", "linear"}, {"rope_type", "yarn"}}}},
               "rope_scaling", "contradicts");
-  ExpectError({{"hidden_size", "576"}}, "hidden_size", "expected an integer");
+  ExpectError({{"hidden_size", "576"}}, "hidden_size",
+              "expected a decimal integer");
   ExpectError({{"vocab_size", -1}}, "vocab_size", "must be >= 1");
   ExpectError({{"sliding_window", 4096}}, "sliding_window",
               "does not apply to model_type llama");

@@ -298,7 +298,7 @@ TEST(ModelConfig, NonNumericValues) {
   head_dim: 64.5
   max_position_embeddings: 2048
 )",
-              2, "model.head_dim", "expected an integer, got '64.5'");
+              2, "model.head_dim", "expected a decimal integer, got '64.5'");
   ExpectError(R"(model:
   head_dim: 64
   max_position_embeddings: 2048
@@ -323,7 +323,46 @@ TEST(ModelConfig, NonNumericValues) {
   max_position_embeddings: {a: 1}
 )",
               3, "model.max_position_embeddings",
-              "expected an integer, got a map");
+              "expected a decimal integer, got a map");
+}
+
+// OverrideModelConfig (rotor eval's and export's model.* overrides): a
+// problem with an override's value names the override, not a line and
+// column of the text it was read from.
+TEST(ModelConfig, OverrideProblemsNameTheOverride) {
+  const ModelConfig model = ParseModelConfigText(
+      "model:\n  head_dim: 64\n"
+      "  max_position_embeddings: 2048\n",
+      "cfg.yaml");
+  for (const auto& [assignment, problem] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"model.max_position_embeddings=x",
+            "override 'model.max_position_embeddings=x': "
+            "model.max_position_embeddings: expected a decimal integer, got "
+            "'x'"},
+           {"model.rope_scaling={rope_type: yarn, factor: 0}",
+            "override 'model.rope_scaling={rope_type: yarn, factor: 0}': "
+            "model.rope_scaling.factor"},
+           {"model.max_position_embeddings=4096 #x", "starts a YAML comment"},
+       }) {
+    SCOPED_TRACE(assignment);
+    try {
+      OverrideModelConfig(model, {assignment}, "ckpt");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      EXPECT_CONTAINS(message, problem);
+      EXPECT_EQ(message.find(":1:"), std::string::npos) << message;
+    }
+  }
+  // Another section's key is named as typed (the model has no train.lr).
+  ROTOR_EXPECT_ERROR(OverrideModelConfig(model, {"train.lr=1"}, "ckpt"),
+                     "override 'train.lr=1' of ckpt: only model.* keys apply "
+                     "to a model");
+  EXPECT_EQ(
+      OverrideModelConfig(model, {"model.max_position_embeddings=4096"}, "ckpt")
+          .rope.max_position_embeddings,
+      4096);
 }
 
 TEST(ModelConfig, ContradictoryTypeKeys) {

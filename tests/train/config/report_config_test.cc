@@ -148,6 +148,52 @@ TEST(ExtendReportConfig, SizesAreBoundedByRotorsLimits) {
   }
 }
 
+// Every count the evaluation takes has a bound (core/limits.h), refused
+// naming the key: 2^63-1 trials reached a raw vector::reserve, 2^31
+// retrieval trials ran without end.
+TEST(ExtendReportConfig, EvaluationCountsAreBounded) {
+  const std::string base = "base: {config: b.yaml}\n";
+  std::string depths = "[0";
+  for (int i = 0; i < 1024; ++i) depths += ", 1";
+  std::string lengths = "[64";
+  for (int i = 0; i < 1024; ++i) lengths += ", 64";
+  for (const auto& [yaml, key] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"eval: {trials: 9223372036854775807}",
+            "r.yaml:2:16: eval.trials: must be <= 16384 (rotor's limit), got "
+            "9223372036854775807"},
+           {"eval: {trials: 4294967297}", "eval.trials: must be <= 16384"},
+           {"eval: {retrieval_trials: 2147483648}",
+            "eval.retrieval_trials: must be <= 16384 (rotor's limit)"},
+           {"eval: {documents: 4294967296}",
+            "eval.documents: must be <= 1048576 (rotor's limit)"},
+           {"eval: {stride: 4294967296}",
+            "eval.stride: must be <= 16777216 (rotor's limit)"},
+           {"eval: {depths: " + depths + "]}",
+            "eval.depths: lists 1025 items, more than rotor's limit of 1024"},
+           {"eval: {lengths: " + lengths + "]}",
+            "eval.lengths: lists 1025 items, more than rotor's limit of 1024"},
+           {"eval: {passkey_lengths: " + lengths + "]}",
+            "eval.passkey_lengths: lists 1025 items"},
+           {"eval: {retrieval_lengths: " + lengths + "]}",
+            "eval.retrieval_lengths: lists 1025 items"},
+       }) {
+    SCOPED_TRACE(key);
+    ROTOR_EXPECT_ERROR(ParseExtendReportConfig(base + yaml + "\n", "r.yaml"),
+                       key);
+  }
+  // The bounds themselves are accepted, and named by an override too.
+  const ExtendReportConfig at_bounds = ParseExtendReportConfig(
+      base +
+          "eval: {trials: 16384, retrieval_trials: 16384, documents: "
+          "1048576}\n",
+      "r.yaml");
+  EXPECT_EQ(at_bounds.trials, 16384);
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(base, "r.yaml", {"eval.trials=16385"}),
+      "override 'eval.trials=16385': eval.trials: must be <= 16384");
+}
+
 TEST(ExtendReportConfig, ReadsTheChecksThresholds) {
   const ExtendReportConfig defaults =
       ParseExtendReportConfig("base: {config: b.yaml}\n", "r.yaml");

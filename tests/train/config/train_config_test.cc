@@ -271,15 +271,15 @@ TEST(TrainConfig, LossChunkRowsIsReadAndWrittenBack) {
 
 TEST(TrainConfig, OverrideErrorsNameTheOverride) {
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.bogus=1"}),
-                     "command-line override train.bogus",
+                     "override 'train.bogus=1': train.bogus: "
                      "unknown key (known keys: activation_checkpointing, "
                      "allreduce_bucket_mb, "
                      "batch_size");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr=fast"}),
-                     "command-line override train.lr",
+                     "override 'train.lr=fast': train.lr: "
                      "expected a number, got 'fast'");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.betas=[0.9]"}),
-                     "command-line override train.betas",
+                     "override 'train.betas=[0.9]': train.betas: "
                      "expected a list of two numbers");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.lr"}), "override 'train.lr'",
                      "not of the form key.path=value");
@@ -293,10 +293,173 @@ TEST(TrainConfig, OverrideErrorsNameTheOverride) {
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.betas=[0.9"}),
                      "override 'train.betas=[0.9'", "not valid YAML");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"bogus=1"}),
-                     "command-line override bogus", "unknown key");
+                     "override 'bogus=1': bogus: unknown key");
   ROTOR_EXPECT_ERROR(Parse(kMinimal, {"model.hidden_size=30"}),
-                     "model.hidden_size", "not divisible",
-                     "after command-line overrides: model.hidden_size");
+                     "override 'model.hidden_size=30': model.hidden_size: 30 "
+                     "is not divisible");
+  // A problem at a key of the file that an override of another led to
+  // names the file's line and that override.
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"model.num_attention_heads=5", "train.lr=0.1"}),
+      "run.yaml:3:16: model.hidden_size: 32 is not divisible by "
+      "num_attention_heads 5",
+      "(after command-line overrides: model.num_attention_heads)");
+}
+
+// An override's value is the whole text after its first '=': YAML would
+// cut ` #...` as a comment (output_dir=runs/exp #2 would train into
+// runs/exp, resuming the run there), drop spaces around it or take quotes
+// off, so such a value is refused. Lists and maps are YAML's flow style,
+// where a comment is refused too.
+TEST(TrainConfig, OverrideValueIsTheWholeTextAfterTheEquals) {
+  for (const auto& [assignment, problem] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"output_dir=runs/exp #2", "starts a YAML comment"},
+           {"output_dir=#2", "starts a YAML comment"},
+           {"output_dir=runs/exp ", "drops the spaces around it"},
+           {"output_dir= runs/exp", "drops the spaces around it"},
+           {"output_dir=\"runs/exp\"", "takes the quotes off"},
+           {"output_dir='runs/exp'", "takes the quotes off"},
+           {"output_dir=a: b", "write a list or map as [...] or {...}"},
+           {"output_dir=- a", "write a list or map as [...] or {...}"},
+           {"output_dir=!!str a", "write a list or map as [...] or {...}"},
+           {"train.betas=[0.9, 0.99] # x", "starts a YAML comment"},
+           {"train.betas=[0.9, 0.99]#x", "starts a YAML comment"},
+           {"train.betas=[0.9, #x]", "starts a YAML comment"},
+           {"train={lr: 0.1, lr: 0.2}", "train.lr: duplicate key"},
+       }) {
+    SCOPED_TRACE(assignment);
+    ROTOR_EXPECT_ERROR(Parse(kMinimal, {assignment}),
+                       "override '" + assignment + "': ", problem);
+  }
+  // What YAML reads as written is taken, as a string or a number.
+  EXPECT_EQ(Parse(kMinimal, {"output_dir=runs/exp#2"}).output_dir,
+            "runs/exp#2");
+  EXPECT_EQ(Parse(kMinimal, {"output_dir=runs/my exp"}).output_dir,
+            "runs/my exp");
+  EXPECT_EQ(Parse(kMinimal, {"output_dir=it's"}).output_dir, "it's");
+  EXPECT_EQ(Parse(kMinimal, {"output_dir=a:b"}).output_dir, "a:b");
+  EXPECT_EQ(Parse(kMinimal, {"output_dir=100"}).output_dir, "100");
+  EXPECT_EQ(Parse(kMinimal, {"train.lr=3e-4"}).train.lr, 3e-4);
+  EXPECT_EQ(Parse(kMinimal, {"train.lr=~"}).train.lr, TrainSection().lr);
+  // Quotes inside a flow list are YAML's, and '#' inside them is text.
+  EXPECT_EQ(
+      Parse(kMinimal, {"train.init_from=base", "finetune.trainable=['norm']"})
+          .finetune.trainable,
+      std::vector<std::string>{"norm"});
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"finetune.trainable=['a #b']"}),
+                     "unknown name 'a #b'");
+}
+
+// A problem with an override's value names the override as typed, never a
+// line and column: its text has none in the file.
+TEST(TrainConfig, OverrideProblemsNameTheOverrideNotAFilePosition) {
+  for (const auto& [assignment, problem] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"model.hidden_size=abc",
+            "override 'model.hidden_size=abc': model.hidden_size: expected a "
+            "decimal integer, got 'abc'"},
+           {"train.activation_checkpointing={every_k: 0}",
+            "override 'train.activation_checkpointing={every_k: 0}': "
+            "train.activation_checkpointing.every_k: must be >= 1, got 0"},
+           {"train={lr: x}",
+            "override 'train={lr: x}': train.lr: expected a number, got 'x'"},
+           {"model.rope_scaling={rope_type: yarn, factor: 0.5}",
+            "override 'model.rope_scaling={rope_type: yarn, factor: 0.5}': "
+            "model.rope_scaling.factor"},
+           {"train.betas=[&b 0.9, *b]",
+            "override 'train.betas=[&b 0.9, *b]': an anchor (&name)"},
+           {"train.=5", "override 'train.=5' has an empty key in its path"},
+           {".lr=5", "override '.lr=5' has an empty key in its path"},
+           {"finetune.lora.r=0",
+            "override 'finetune.lora.r=0': finetune.lora.r: must be >= 1"},
+       }) {
+    SCOPED_TRACE(assignment);
+    try {
+      Parse(kMinimal, {assignment});
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      EXPECT_CONTAINS(message, problem);
+      EXPECT_EQ(message.find("run.yaml:"), std::string::npos) << message;
+      EXPECT_EQ(message.find("':1:"), std::string::npos) << message;
+      EXPECT_EQ(message.find("after command-line overrides"), std::string::npos)
+          << message;
+    }
+  }
+}
+
+// YAML 1.1 reads 010 as octal 8 and 0x10 as 16; a config's integers are
+// decimal, and anything else is refused naming the key.
+TEST(TrainConfig, IntegersAreDecimal) {
+  for (const std::string& value : {"010", "0x10", "-010", "+0x1", "00"}) {
+    SCOPED_TRACE(value);
+    ROTOR_EXPECT_ERROR(
+        Parse(kMinimal, {"train.max_steps=" + value}),
+        "train.max_steps: expected a decimal integer, got '" + value + "'");
+  }
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "train:\n  max_steps: 010\n"),
+                     "run.yaml:11:14: train.max_steps: expected a decimal "
+                     "integer, got '010'");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "train:\n  seed: 0x10\n"),
+                     "train.seed: expected a non-negative decimal integer");
+  ROTOR_EXPECT_ERROR(
+      Parse(kMinimal, {"model.num_hidden_layers=010"}),
+      "model.num_hidden_layers: expected a decimal integer, got '010'");
+  EXPECT_EQ(Parse(kMinimal, {"train.max_steps=10"}).train.max_steps, 10);
+  EXPECT_EQ(Parse(kMinimal, {"train.max_steps=+10"}).train.max_steps, 10);
+  EXPECT_EQ(Parse(kMinimal, {"train.warmup_steps=0"}).train.warmup_steps, 0);
+  // A number key still takes 010 as ten: there is no octal double.
+  EXPECT_EQ(Parse(kMinimal, {"train.lr=0.010"}).train.lr, 0.01);
+}
+
+// A control character in a path or name (a NUL would cut the path short
+// and the message with it, a newline would split a log line) is refused,
+// naming the key: in a file, as a YAML escape or raw, and in an override.
+TEST(TrainConfig, ControlCharactersInPathsAndNamesAreRefused) {
+  for (const auto& [line, problem] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"output_dir: \"runs/a\\0b\"",
+            "run.yaml:10:13: output_dir: holds a control character (0x00 at "
+            "byte 6)"},
+           {"output_dir: \"runs/a\\x00b\"", "output_dir: holds a control"},
+           {"output_dir: \"a\\x7fb\"", "(0x7f at byte 1)"},
+           {"train:\n  init_from: \"x\\ny\"",
+            "train.init_from: holds a control character (0x0a at byte 1)"},
+           {"train:\n  resume: \"x\\ty\"", "train.resume: holds a control"},
+           {"data:\n  tokenizer: \"t\\ej\"", "data.tokenizer: holds a control"},
+           {"finetune:\n  trainable: [\"norm\\0\"]",
+            "finetune.trainable: holds a control"},
+           {"output_dir: a\tb", "output_dir: holds a control character (0x09"},
+           {"output_dir: a" + std::string(1, '\0') + "b",
+            "run.yaml:10:14: a control character (0x00)"},
+           {"output_dir: a\x01"
+            "b",
+            "run.yaml:10:14: a control character (0x01)"},
+       }) {
+    SCOPED_TRACE(line);
+    // A data: line replaces kMinimal's data section.
+    const bool data = line.rfind("data:", 0) == 0;
+    ROTOR_EXPECT_ERROR(
+        Parse(data ? kModel + line + "\n  path: d\n" : kMinimal + line + "\n"),
+        problem);
+  }
+  ROTOR_EXPECT_ERROR(
+      Parse(std::string(kModel) + "  model_type: \"llama\\0x\"\n" +
+            "data:\n  path: d\n"),
+      "model.model_type: holds a control character (0x00 at byte 5)");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"output_dir=a\tb"}),
+                     "override 'output_dir=a\\x09b': output_dir: holds a "
+                     "control character (0x09 at byte 1)");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {std::string("data.path=a\0b", 13)}),
+                     "override 'data.path=a\\x00b': data.path: holds a "
+                     "control character (0x00 at byte 1)");
+  ROTOR_EXPECT_ERROR(Parse(kMinimal, {"train.l\nr=1"}),
+                     "override 'train.l\\x0ar=1'",
+                     "holds a control character (0x0a at byte 7)");
+  // The message quotes the key and value with the character escaped.
+  ROTOR_EXPECT_ERROR(Parse(kMinimal + "\"a\\0b\": 1\n"),
+                     "a\\x00b: unknown key");
 }
 
 // Each broken line of an otherwise valid config: the message has
@@ -312,7 +475,8 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
        {"run.yaml:12:3: train.bogus: unknown key (known keys: "
         "activation_checkpointing, allreduce_bucket_mb, batch_size"}},
       {m + "data:\n  path: d\ntrain:\n  batch_size: eight\n",
-       {"run.yaml:11:15: train.batch_size: expected an integer, got 'eight'"}},
+       {"run.yaml:11:15: train.batch_size: expected a decimal integer, got "
+        "'eight'"}},
       {m + "data:\n  path: d\ntrain:\n  batch_size: 0\n",
        {"run.yaml:11:15: train.batch_size: must be >= 1, got 0"}},
       {m + "data:\n  path: d\ntrain:\n  lr: 11\n",
@@ -327,7 +491,8 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
       {m + "data:\n  path: d\ntrain:\n  betas: [0.9, 1.5]\n",
        {"run.yaml:11:16: train.betas: expected numbers in [0, 1), got '1.5'"}},
       {m + "data:\n  path: d\ntrain:\n  seed: -3\n",
-       {"run.yaml:11:9: train.seed: expected a non-negative integer"}},
+       {"run.yaml:11:9: train.seed: expected a non-negative decimal "
+        "integer"}},
       {m + "data:\n  path: d\ntrain:\n  resume: [a]\n",
        {"run.yaml:11:11: train.resume: expected a non-empty string"}},
       {m + "data:\n  path: d\ntrain: 5\n",

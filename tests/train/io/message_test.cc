@@ -27,5 +27,18 @@ TEST(Message, ListForMessageNamesAFewAndCountsTheRest) {
   EXPECT_EQ(ListForMessage(keys), "k0, k1, k2, k3, k4 and 59995 more");
 }
 
+// A NUL would end a message where it stands; control characters are
+// quoted as \xNN, and found for the paths and names that refuse them.
+TEST(Message, ControlCharactersAreEscapedAndFound) {
+  EXPECT_EQ(PrintableExcerpt(std::string("a\0b\tc\n\x1b[2J\x7f", 11)),
+            "a\\x00b\\x09c\\x0a\\x1b[2J\\x7f");
+  EXPECT_EQ(PrintableExcerpt("caf\xC3\xA9"), "caf\xC3\xA9");  // UTF-8 kept
+  EXPECT_EQ(ControlCharacterProblem("runs/exp"), std::nullopt);
+  EXPECT_EQ(ControlCharacterProblem(std::string("runs/\0x", 7)),
+            "holds a control character (0x00 at byte 5)");
+  EXPECT_EQ(ControlCharacterProblem("a\x7f"),
+            "holds a control character (0x7f at byte 1)");
+}
+
 }  // namespace
 }  // namespace rotor::train
