@@ -308,14 +308,27 @@ std::string ResolveCheckpointFolder(const std::string& path) {
 }  // namespace
 
 void NoteModelFilesAsInputs(const std::string& folder) {
+  // What a rotor checkpoint or a Hugging Face model folder is made of; not
+  // what a command may have written beside it (an eval's JSON, a plot).
+  static constexpr const char* kModelFiles[] = {"config.yaml",
+                                                "trainer_state.json",
+                                                "config.json",
+                                                "generation_config.json",
+                                                "tokenizer.json",
+                                                "tokenizer_config.json",
+                                                "special_tokens_map.json",
+                                                "added_tokens.json",
+                                                "tokenizer.model",
+                                                "vocab.json",
+                                                "merges.txt",
+                                                "model.safetensors.index.json"};
   std::error_code error;
   for (fs::directory_iterator it(folder.empty() ? "." : folder, error), end;
        !error && it != end; it.increment(error)) {
-    const std::string extension = it->path().extension().string();
-    for (const char* model_file :
-         {".safetensors", ".json", ".yaml", ".model", ".txt"}) {
-      if (extension == model_file) NoteInputPath(it->path().string());
-    }
+    const std::string name = it->path().filename().string();
+    bool model_file = it->path().extension() == ".safetensors";
+    for (const char* file : kModelFiles) model_file |= name == file;
+    if (model_file) NoteInputPath(it->path().string());
   }
 }
 

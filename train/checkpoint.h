@@ -130,9 +130,11 @@ TrainConfig LoadCheckpointTrainConfig(const std::string& dir);
 std::string ResolveCheckpointPath(const std::string& path);
 
 // Notes every file of the model in `folder` (its weights, configs, tokenizer
-// and trainer state: the files named *.safetensors, *.json, *.yaml, *.model
-// or *.txt, e.g. merges.txt) as an input of this command (NoteInputPath), so
-// that no output replaces one, whether the command reads it or not.
+// and trainer state: *.safetensors, config.yaml, config.json,
+// tokenizer.json and the other files of a checkpoint or a Hugging Face
+// model folder) as an input of this command (NoteInputPath), so that no
+// output replaces one, whether the command reads it or not; other files
+// there (an eval's JSON, a plot) stay outputs a command may replace.
 // ResolveCheckpointPath does this for every folder it resolves.
 void NoteModelFilesAsInputs(const std::string& folder);
 

@@ -418,6 +418,11 @@ TEST(RopeCommand, OutputsNeverReplaceTheNamedModelsFiles) {
   }
   std::ifstream in(weights);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "weights");
+  // A file a command wrote beside the model is no file of the model.
+  const std::string page = write("explorer.json", "an earlier output");
+  const RunResult replaced =
+      RunRotor("rope --config '" + dir + "' --force --html " + page);
+  EXPECT_EQ(replaced.status, 0) << replaced.output;
   std::filesystem::remove_all(dir);
 }
 

@@ -107,7 +107,9 @@ class ReportRunner {
   VariantResult Evaluate(nn::Transformer& model, RopeType method,
                          bool finetuned);
   VariantResult ZeroShot(RopeType method);
-  VariantResult Finetuned(RopeType method, bool lora);
+  // `inputs`: the variant's (VariantInputs).
+  VariantResult Finetuned(RopeType method, bool lora,
+                          const std::map<std::string, std::string>& inputs);
   // The stored result if there is one, else ZeroShot or Finetuned, stored;
   // with `export: hf`, a fine-tuned model is also written as a Hugging Face
   // folder (ExportFinetuned).
@@ -126,9 +128,9 @@ class ReportRunner {
                                                    bool lora) const;
   // Fingerprints of what every variant shares, once the base is known.
   void FingerprintSharedInputs();
-  // A fine-tune folder trained from other inputs than `wanted` (or before
-  // the report recorded them) is removed with its export, to train again.
-  // (the parts but "eval").
+  // A fine-tune folder trained from other inputs than `wanted` (the parts
+  // but "eval"), or before the report recorded them, is removed with its
+  // export, to train again.
   void DiscardStaleFinetune(const TrainConfig& train, RopeType method,
                             bool lora,
                             std::map<std::string, std::string> wanted);
@@ -264,11 +266,13 @@ VariantResult ReportRunner::ZeroShot(RopeType method) {
   return Evaluate(*model, method, false);
 }
 
-VariantResult ReportRunner::Finetuned(RopeType method, bool lora) {
+VariantResult ReportRunner::Finetuned(
+    RopeType method, bool lora,
+    const std::map<std::string, std::string>& inputs) {
   const std::string name = VariantName(method, true, lora);
   const TrainConfig train =
       FinetuneConfig(config_, plan_, method, run_.base_checkpoint, lora);
-  DiscardStaleFinetune(train, method, lora, VariantInputs(method, true, lora));
+  DiscardStaleFinetune(train, method, lora, inputs);
   const std::string checkpoint = TrainOrReuse(
       train, name + " fine-tune",
       StrCat("finetune-", RopeTypeName(method), lora ? "-lora" : "", ".log"),
@@ -297,10 +301,12 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
       done->reused = true;
       return *done;
     }
-    Say(StrCat(name, ": ", path, " was computed from other inputs (", stale,
+    Say(StrCat(name, ": ", path, " was computed from other inputs (",
+               done->inputs.empty() ? "none recorded" : stale,
                "); computing it again"));
   }
-  VariantResult result = finetuned ? Finetuned(method, lora) : ZeroShot(method);
+  VariantResult result =
+      finetuned ? Finetuned(method, lora, inputs) : ZeroShot(method);
   result.inputs = inputs;
   // The tensor pool (core/tensor.h) keeps every buffer size a run asked
   // for; the next variant trains or evaluates at other sizes, so without
@@ -325,10 +331,9 @@ void ReportRunner::FingerprintSharedInputs() {
   }
   std::sort(base_files.begin(), base_files.end());
   shared_inputs_["base"] = FilesHash(base_files);
+  const std::string tokenizer = TokenizerFile(plan_.tokenizer);
   shared_inputs_["tokenizer"] =
-      std::filesystem::is_regular_file(plan_.tokenizer)
-          ? FilesHash({plan_.tokenizer})
-          : plan_.tokenizer;
+      tokenizer.empty() ? plan_.tokenizer : FilesHash({tokenizer});
   const std::string data = ResolveDataDir(plan_.base.data.path);
   shared_inputs_["data"] = FilesHash({data + "/train.bin", data + "/val.bin"});
 }
@@ -339,7 +344,14 @@ std::map<std::string, std::string> ReportRunner::VariantInputs(
   if (finetuned) {
     TrainConfig train =
         FinetuneConfig(config_, plan_, method, run_.base_checkpoint, lora);
-    train.train.threads = 0;  // the same run at any thread count
+    // The same run at any thread count, and wherever its folders are (or
+    // however their paths are spelled): what they hold is in the base,
+    // tokenizer and data parts.
+    train.train.threads = 0;
+    train.output_dir.clear();
+    train.train.init_from.clear();
+    train.data.path.clear();
+    train.data.tokenizer.clear();
     inputs["method"] = TextHash(TrainConfigToYaml(train));
   } else {
     const ModelConfig saved =
@@ -372,14 +384,16 @@ void ReportRunner::DiscardStaleFinetune(
   wanted.erase("eval");  // evaluating otherwise needs no new training
   const std::map<std::string, std::string> stored =
       LoadInputsRecord(train.output_dir);
-  if (!ListCheckpoints(train.output_dir).empty() &&
-      !InputsDifferences(stored, wanted).empty()) {
-    Say(StrCat(
-        VariantName(method, true, lora), ": ", train.output_dir,
-        " was trained from other inputs (",
-        stored.empty() ? "none recorded" : InputsDifferences(stored, wanted),
-        "); training it again"));
-    std::filesystem::remove_all(train.output_dir);
+  if (!InputsDifferences(stored, wanted).empty()) {
+    if (!ListCheckpoints(train.output_dir).empty()) {
+      Say(StrCat(
+          VariantName(method, true, lora), ": ", train.output_dir,
+          " was trained from other inputs (",
+          stored.empty() ? "none recorded" : InputsDifferences(stored, wanted),
+          "); training it again"));
+      std::filesystem::remove_all(train.output_dir);
+    }
+    // An export of an earlier fine-tune, even one whose folder is gone.
     std::filesystem::remove_all(
         ReportExportDir(config_.output_dir, method, lora));
   }

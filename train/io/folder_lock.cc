@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/io/output_file.h"
 
 namespace rotor::train {
 
@@ -51,18 +52,23 @@ FolderLock::FolderLock(const std::string& dir, const std::string& file,
   // the lock is what counts, and who holds it comes from the kernel.
   fd_ = ::open(path.c_str(),
                O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+  const int open_errno = errno;
+  // A folder or socket fails the open itself (EISDIR, ENXIO); a FIFO or a
+  // device opens, and fails the type check.
+  const std::string kind = NonRegularFileKind(path);
+  const std::string not_a_lock_file =
+      StrCat("lock file ", path, " is ",
+             kind.empty() ? std::string("not a regular file")
+                          : kind + ", not a regular file",
+             "; remove it and run again");
+  ROTOR_CHECK(fd_ >= 0 || kind.empty(), not_a_lock_file);
   ROTOR_CHECK(fd_ >= 0, "cannot open lock file ", path, ": ",
-              std::strerror(errno));
+              std::strerror(open_errno));
   struct stat info {};
   if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
-    const char* kind = S_ISFIFO(info.st_mode)   ? "a FIFO"
-                       : S_ISSOCK(info.st_mode) ? "a socket"
-                       : S_ISDIR(info.st_mode)  ? "a folder"
-                                                : "a device";
     ::close(fd_);
     fd_ = -1;
-    throw Error(StrCat("lock file ", path, " is not a regular file (", kind,
-                       "); remove it and run again"));
+    throw Error(not_a_lock_file);
   }
   int status;
   while ((status = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {

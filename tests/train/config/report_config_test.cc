@@ -63,6 +63,10 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
       ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10}}\n",
                               "r.yaml"),
       "base.practice.output_dir", "is required");
+  // An empty output_dir would put the report's folders at /logs, /results.
+  ROTOR_EXPECT_ERROR(ParseExtendReportConfig(
+                         "base: {config: b.yaml}\noutput_dir: ''\n", "r.yaml"),
+                     "r.yaml:2:13: output_dir: expected a non-empty string");
   ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10,\n"
                               "  output_dir: p, passkey_fraction: 0}}\n",

@@ -157,6 +157,12 @@ TEST(ExtendReport, ReusesOnlyWhatTheSameInputsMade) {
   const std::string results = dir.Path("report/results/yarn-zeroshot.json");
   EXPECT_NE(ReadFile(results).find("\"eval\": \"xxh3-64:"), std::string::npos);
 
+  // The same inputs, the report's folder spelled another way: all reused.
+  const std::string same = run({"output_dir=" + dir.path() + "/./report"});
+  EXPECT_NE(same.find("yarn-zeroshot: done before"), std::string::npos) << same;
+  EXPECT_NE(same.find("yarn-finetuned: done before"), std::string::npos)
+      << same;
+
   // Another evaluation grid: both evaluations again, no training.
   const std::string grid = run({"eval.trials=2"});
   EXPECT_NE(grid.find("yarn-zeroshot: " + results +

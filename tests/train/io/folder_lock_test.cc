@@ -70,7 +70,7 @@ TEST(FolderLock, AFifoIsRefusedWithoutBlocking) {
       const bool named =
           std::string(error.what())
               .find(dir.Path("train.lock") +
-                    " is not a regular file (a FIFO)") != std::string::npos;
+                    " is a FIFO, not a regular file") != std::string::npos;
       ::_exit(named ? 0 : 2);
     }
     ::_exit(1);
@@ -89,6 +89,14 @@ TEST(FolderLock, AFifoIsRefusedWithoutBlocking) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "1: no error, 2: an error that does not name the FIFO";
+}
+
+TEST(FolderLock, AFolderOrSocketIsNamed) {
+  test::TempDir dir;
+  std::filesystem::create_directory(dir.Path("train.lock"));
+  ROTOR_EXPECT_ERROR(FolderLock(dir.path(), "train.lock", "output_dir"),
+                     "lock file " + dir.Path("train.lock") +
+                         " is a folder, not a regular file");
 }
 
 }  // namespace
