@@ -96,14 +96,18 @@ void AddedVocabulary::Matcher::Add(size_t index, const std::string& text) {
   for (auto it = text.rbegin(); it != text.rend(); ++it) {
     const auto byte = static_cast<unsigned char>(*it);
     uint32_t child = Child(node, byte);
-    if (child == kNone) {
+    if (child == 0) {
       child = static_cast<uint32_t>(nodes_.size());
       Node added;
       added.parent = node;
       added.depth = nodes_[node].depth + 1;
       added.byte = byte;
       nodes_.push_back(added);
-      children_.emplace(uint64_t{node} << 8 | byte, child);
+      if (node == 0) {
+        root_children_[byte] = child;
+      } else {
+        children_.emplace(uint64_t{node} << 8 | byte, child);
+      }
     }
     node = child;
   }
@@ -117,9 +121,9 @@ void AddedVocabulary::Matcher::Add(size_t index, const std::string& text) {
 // the link's depth grows by at most one per byte along each token. The
 // order is a counting sort by depth, O(nodes).
 void AddedVocabulary::Matcher::Finish() {
-  uint32_t max_depth = 0;
-  for (const Node& node : nodes_) max_depth = std::max(max_depth, node.depth);
-  std::vector<uint32_t> next(max_depth + 2, 0);  // next[d]: a slot of depth d
+  max_depth_ = 0;
+  for (const Node& node : nodes_) max_depth_ = std::max(max_depth_, node.depth);
+  std::vector<uint32_t> next(max_depth_ + 2, 0);  // next[d]: a slot of depth d
   for (const Node& node : nodes_) ++next[node.depth + 1];
   for (size_t d = 1; d < next.size(); ++d) next[d] += next[d - 1];
   std::vector<uint32_t> order(nodes_.size());
@@ -138,65 +142,81 @@ void AddedVocabulary::Matcher::Finish() {
 
 uint32_t AddedVocabulary::Matcher::Child(uint32_t node,
                                          unsigned char byte) const {
+  if (node == 0) return root_children_[byte];
   const auto found = children_.find(uint64_t{node} << 8 | byte);
-  return found == children_.end() ? kNone : found->second;
+  return found == children_.end() ? 0 : found->second;
 }
 
 uint32_t AddedVocabulary::Matcher::Step(uint32_t node,
                                         unsigned char byte) const {
-  while (true) {
+  for (; node != 0; node = nodes_[node].fail) {
     const uint32_t child = Child(node, byte);
-    if (child != kNone) return child;
-    if (node == 0) return 0;
-    node = nodes_[node].fail;
+    if (child != 0) return child;
   }
+  return root_children_[byte];
 }
 
+// Chunk by chunk, left to right: the longest token starting at each
+// position of the chunk that has one, as (start, node), found from the
+// chunk's end. The state after reading text[i..] backwards is the deepest
+// node whose bytes (a token's end) start text[i..], and its `longest` the
+// longest token that starts text[i..]. The state depends on
+// text[i, i + max_depth_) only, so a scan that starts max_depth_ - 1 bytes
+// past the chunk's end (from the root) is in the same state at every
+// position of the chunk as a scan from the end of the text. Each Step's
+// fail walk is paid for by the depth the earlier bytes added, and a chunk
+// is at least max_depth_ long, so the scan, overlaps included, is
+// O(text bytes); what it keeps is one chunk's starts.
 void AddedVocabulary::Matcher::Split(std::string_view text,
                                      const std::vector<AddedToken>& tokens,
+                                     size_t chunk_bytes,
                                      std::vector<Segment>& out) const {
-  // The longest token starting at each position that has one, as (start,
-  // node), found from the end of the text: the state after reading
-  // text[i..] backwards is the longest reversed token prefix ending there,
-  // and its `longest` the longest whole token among its suffixes. Each
-  // Step's fail walk is paid for by the depth the earlier bytes added, so
-  // the scan is O(text bytes).
+  const size_t chunk = std::max<size_t>(chunk_bytes, max_depth_);
   std::vector<std::pair<size_t, uint32_t>> starts;  // by decreasing start
-  if (!empty()) {
+  size_t covered = 0;  // the end of the last segment
+  size_t pos = 0;      // where the search goes on
+  for (size_t begin = 0; begin < text.size() && !empty(); begin += chunk) {
+    const size_t end = std::min(text.size(), begin + chunk);
     uint32_t state = 0;
-    for (size_t i = text.size(); i > 0; --i) {
+    for (size_t i = std::min(text.size(), end + max_depth_ - 1); i > end; --i) {
       state = Step(state, static_cast<unsigned char>(text[i - 1]));
+    }
+    starts.clear();
+    for (size_t i = end; i > begin; --i) {
+      const auto byte = static_cast<unsigned char>(text[i - 1]);
+      // Most bytes end no token and leave the automaton at the root: one
+      // table load, where a Step would wait for the previous state's.
+      if (state == 0 && root_children_[byte] == 0) continue;
+      state = Step(state, byte);
       if (nodes_[state].longest != 0) {
         starts.emplace_back(i - 1, nodes_[state].longest);
       }
     }
-  }
-  size_t covered = 0;  // the end of the last segment
-  size_t pos = 0;      // where the search goes on
-  for (auto match = starts.rbegin(); match != starts.rend(); ++match) {
-    if (match->first < pos) continue;
-    const Node& node = nodes_[match->second];
-    size_t start = match->first;
-    size_t stop = start + node.depth;
-    pos = stop;  // the search goes on after the match, taken or not
-    const AddedToken& token = tokens[node.token];
-    if (token.single_word) {
-      const bool word_before =
-          start > 0 && unicode::IsWordChar(CodePointBefore(text, start));
-      size_t after = stop;
-      const bool word_after =
-          stop < text.size() &&
-          unicode::IsWordChar(unicode::NextCodePoint(text, &after));
-      if (word_before || word_after) continue;
+    for (auto match = starts.rbegin(); match != starts.rend(); ++match) {
+      if (match->first < pos) continue;
+      const Node& node = nodes_[match->second];
+      size_t start = match->first;
+      size_t stop = start + node.depth;
+      pos = stop;  // the search goes on after the match, taken or not
+      const AddedToken& token = tokens[node.token];
+      if (token.single_word) {
+        const bool word_before =
+            start > 0 && unicode::IsWordChar(CodePointBefore(text, start));
+        size_t after = stop;
+        const bool word_after =
+            stop < text.size() &&
+            unicode::IsWordChar(unicode::NextCodePoint(text, &after));
+        if (word_before || word_after) continue;
+      }
+      if (token.lstrip)
+        start = std::max(StartOfTrailingSpace(text, start), covered);
+      if (token.rstrip) stop = EndOfLeadingSpace(text, stop);
+      start = std::max(start, covered);
+      if (covered < start) out.push_back({covered, start, -1});
+      out.push_back({start, stop, token.id});
+      covered = stop;
+      pos = std::max(pos, stop);
     }
-    if (token.lstrip)
-      start = std::max(StartOfTrailingSpace(text, start), covered);
-    if (token.rstrip) stop = EndOfLeadingSpace(text, stop);
-    start = std::max(start, covered);
-    if (covered < start) out.push_back({covered, start, -1});
-    out.push_back({start, stop, token.id});
-    covered = stop;
-    pos = std::max(pos, stop);
   }
   if (covered < text.size()) out.push_back({covered, text.size(), -1});
 }

@@ -16,6 +16,7 @@
 #ifndef ROTOR_TRAIN_TOKENIZER_ADDED_TOKENS_H_
 #define ROTOR_TRAIN_TOKENIZER_ADDED_TOKENS_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,12 +56,20 @@ class AddedVocabulary {
   // (with `normalizer`, which may be null) and the matchers.
   void Build(const Normalizer* normalizer);
 
-  // Cuts `text` at the tokens of step 1 (raw) or step 2 (normalized).
-  void SplitRaw(std::string_view text, std::vector<Segment>& out) const {
-    raw_.Split(text, tokens_, out);
+  // The matcher reads a text this many bytes at a time (or the longest
+  // token's length, if more), so that what it keeps of a 1 GiB document is
+  // one chunk's token starts (at most 16 bytes a byte: 1 MiB).
+  static constexpr size_t kSplitChunkBytes = size_t{1} << 16;
+
+  // Cuts `text` at the tokens of step 1 (raw) or step 2 (normalized). The
+  // segments do not depend on `chunk_bytes` (tests make it small).
+  void SplitRaw(std::string_view text, std::vector<Segment>& out,
+                size_t chunk_bytes = kSplitChunkBytes) const {
+    raw_.Split(text, tokens_, chunk_bytes, out);
   }
-  void SplitNormalized(std::string_view text, std::vector<Segment>& out) const {
-    normalized_.Split(text, tokens_, out);
+  void SplitNormalized(std::string_view text, std::vector<Segment>& out,
+                       size_t chunk_bytes = kSplitChunkBytes) const {
+    normalized_.Split(text, tokens_, chunk_bytes, out);
   }
   bool has_normalized_tokens() const { return !normalized_.empty(); }
 
@@ -78,10 +87,11 @@ class AddedVocabulary {
 
  private:
   // Leftmost-longest search for a set of tokens: an Aho-Corasick automaton
-  // over the tokens' bytes reversed. Run once over the text from its end,
-  // it finds the longest token starting at each position; Split then walks
-  // those starts left to right. Building costs O(total token bytes), a
-  // Split O(text bytes), whatever the number of tokens.
+  // over the tokens' bytes reversed. Run over a chunk of the text from its
+  // end, it finds the longest token starting at each position; Split then
+  // walks those starts left to right, chunk after chunk. Building costs
+  // O(total token bytes), a Split O(text bytes), whatever the number of
+  // tokens.
   class Matcher {
    public:
     // Adds the token tokens[index], matched by `text` (not empty). Of two
@@ -90,9 +100,10 @@ class AddedVocabulary {
     // After the last Add: the failure links.
     void Finish();
     bool empty() const { return nodes_.size() <= 1; }
-    // HF's find_matches: the segments of `text`, covering it.
+    // HF's find_matches: the segments of `text`, covering it, found
+    // max(chunk_bytes, longest token) bytes at a time.
     void Split(std::string_view text, const std::vector<AddedToken>& tokens,
-               std::vector<Segment>& out) const;
+               size_t chunk_bytes, std::vector<Segment>& out) const;
 
    private:
     static constexpr uint32_t kNone = static_cast<uint32_t>(-1);
@@ -107,13 +118,18 @@ class AddedVocabulary {
                                // included) that has a token; 0: none
       unsigned char byte = 0;  // the byte from parent to here
     };
-    // The child of `node` by `byte`, or kNone.
+    // The child of `node` by `byte`, or 0 (the root is no node's child).
     uint32_t Child(uint32_t node, unsigned char byte) const;
     // The state after reading `byte` in `node`.
     uint32_t Step(uint32_t node, unsigned char byte) const;
 
-    std::vector<Node> nodes_ = std::vector<Node>(1);   // nodes_[0]: the root
-    std::unordered_map<uint64_t, uint32_t> children_;  // node << 8 | byte
+    std::vector<Node> nodes_ = std::vector<Node>(1);  // nodes_[0]: the root
+    // The root's children by byte, in a table: most bytes of a text end no
+    // token and leave the automaton at the root, at the cost of one load.
+    std::array<uint32_t, 256> root_children_{};
+    // The other nodes' children, by node << 8 | byte.
+    std::unordered_map<uint64_t, uint32_t> children_;
+    uint32_t max_depth_ = 0;  // the longest token's length
   };
 
   std::vector<AddedToken> tokens_;

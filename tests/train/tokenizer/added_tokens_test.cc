@@ -24,14 +24,23 @@ AddedToken Raw(TokenId id, std::string content) {
   return token;
 }
 
-Segments SplitRaw(const AddedVocabulary& vocabulary, std::string_view text) {
+Segments SplitRaw(const AddedVocabulary& vocabulary, std::string_view text,
+                  size_t chunk_bytes = AddedVocabulary::kSplitChunkBytes) {
   std::vector<AddedVocabulary::Segment> segments;
-  vocabulary.SplitRaw(text, segments);
+  vocabulary.SplitRaw(text, segments, chunk_bytes);
   Segments out;
   for (const AddedVocabulary::Segment& s : segments) {
     out.emplace_back(s.start, s.end, s.id);
   }
   return out;
+}
+
+// A text of 1 to max_length bytes drawn from `alphabet`.
+std::string RandomText(std::mt19937& rng, int max_length,
+                       std::string_view alphabet) {
+  std::string text(std::uniform_int_distribution<int>(1, max_length)(rng), ' ');
+  for (char& c : text) c = alphabet[rng() % alphabet.size()];
+  return text;
 }
 
 // Leftmost-longest by brute force: at each position the longest token that
@@ -110,18 +119,12 @@ TEST(AddedTokens, SameNormalizedTextMatchesTheFirstToken) {
 // nest and share prefixes and suffixes) against the brute-force scan.
 TEST(AddedTokens, MatchesBruteForceOnRandomTokens) {
   std::mt19937 rng(40);
-  const auto random_text = [&](int max_length) {
-    std::string text(std::uniform_int_distribution<int>(1, max_length)(rng),
-                     'a');
-    for (char& c : text) c = "abc"[rng() % 3];
-    return text;
-  };
   for (int trial = 0; trial < 300; ++trial) {
     AddedVocabulary vocabulary;
     std::vector<AddedToken> tokens;
     const int count = std::uniform_int_distribution<int>(1, 12)(rng);
     for (int i = 0; i < count; ++i) {
-      AddedToken token = Raw(100 + i, random_text(5));
+      AddedToken token = Raw(100 + i, RandomText(rng, 5, "abc"));
       vocabulary.Add(token);
       // A content given twice keeps the later token (AddedVocabulary::Add).
       tokens.erase(std::remove_if(tokens.begin(), tokens.end(),
@@ -132,9 +135,36 @@ TEST(AddedTokens, MatchesBruteForceOnRandomTokens) {
       tokens.push_back(token);
     }
     vocabulary.Build(nullptr);
-    const std::string text = random_text(40);
+    const std::string text = RandomText(rng, 40, "abc");
     ASSERT_EQ(SplitRaw(vocabulary, text), BruteForceSplit(tokens, text))
         << "trial " << trial << ", text " << text;
+  }
+}
+
+// The matcher reads a text a chunk at a time, rescanning the longest
+// token's length past each chunk's end: with chunks of a few bytes, random
+// tokens over "ab " (so matches, lstrip and rstrip whitespace and
+// single_word's word checks all cross chunk boundaries) cut random texts as
+// they do in one chunk.
+TEST(AddedTokens, ChunksCutTheTextAsOneChunk) {
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 300; ++trial) {
+    AddedVocabulary vocabulary;
+    const int count = std::uniform_int_distribution<int>(1, 8)(rng);
+    for (int i = 0; i < count; ++i) {
+      AddedToken token = Raw(100 + i, RandomText(rng, 4, "ab "));
+      token.lstrip = rng() % 3 == 0;
+      token.rstrip = rng() % 3 == 0;
+      token.single_word = rng() % 3 == 0;
+      vocabulary.Add(token);
+    }
+    vocabulary.Build(nullptr);
+    const std::string text = RandomText(rng, 60, "ab ");
+    const Segments whole = SplitRaw(vocabulary, text);
+    for (size_t chunk = 1; chunk <= 9; ++chunk) {
+      ASSERT_EQ(SplitRaw(vocabulary, text, chunk), whole)
+          << "trial " << trial << ", chunk " << chunk << ", text " << text;
+    }
   }
 }
 
