@@ -4,6 +4,7 @@
 // behind. What the file holds is checked against llama.cpp in
 // tests/train/gguf/.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <cstring>
@@ -331,6 +332,8 @@ TEST(GgufCommand, TheNextExportRemovesTheLeftoverOfAKilledOne) {
   TempDir dir;
   ASSERT_EQ(RandomHfFolder(dir, Tiny()), 0);
   dir.Write("out.gguf.tmp-AbC123", "the first 12 MB of a killed export");
+  // mkostemp's mode, kept until the rename that never came.
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-AbC123").c_str(), 0600), 0);
   dir.Write("other.gguf.tmp-AbC123", "another file's");
   ASSERT_EQ(RunRotor(dir, GgufArgs(dir, dir.Path("out.gguf"), "")).status, 0);
   EXPECT_FALSE(std::filesystem::exists(dir.Path("out.gguf.tmp-AbC123")));

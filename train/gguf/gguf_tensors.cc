@@ -60,11 +60,21 @@ void AppendQ8_0Block(const float* x, std::string& out) {
     amax = std::max(amax, std::fabs(x[i]));
   }
   const float d = Q8_0Scale(amax);
-  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  AppendLittleEndian<uint16_t>(out, FloatToHalfBits(d));
+  const uint16_t d_bits = FloatToHalfBits(d);
+  AppendLittleEndian<uint16_t>(out, d_bits);
+  // A scale that is 0 as a half (d at most 2^-25: amax below about
+  // 3.8e-6; d may be a float subnormal whose inverse overflows to inf)
+  // makes the block all zeros: so are its quants.
+  if ((d_bits & 0x7fffu) == 0) {
+    out.append(kQ8_0BlockSize, '\0');
+    return;
+  }
+  // Here d > 2^-25, so the inverse is finite and |x| * inverse is at most
+  // 127 but for rounding; the clamp keeps the cast defined regardless.
+  const float inverse = 1.0f / d;
   for (int64_t i = 0; i < kQ8_0BlockSize; ++i) {
-    AppendLittleEndian<int8_t>(out,
-                               static_cast<int8_t>(std::round(x[i] * inverse)));
+    const float q = std::clamp(std::round(x[i] * inverse), -127.0f, 127.0f);
+    AppendLittleEndian<int8_t>(out, static_cast<int8_t>(q));
   }
 }
 

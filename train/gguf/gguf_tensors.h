@@ -6,7 +6,8 @@
 //   BF16  2 bytes, the top half of the float32, rounded to nearest even
 //   Q8_0  blocks of 32 values along a row: u16 d (IEEE half) then 32 int8
 //         q, value = d * q; d = max|x| / 127 and q = round(x / d) (halves
-//         away from zero; d = 0 gives q = 0), as quantize_row_q8_0_ref
+//         away from zero), as quantize_row_q8_0_ref; a block whose d is 0
+//         as a half (max|x| below about 3.8e-6) has q = 0, as it decodes
 //
 // A tensor is encoded as a whole: its rows (ne[0] values each) one after
 // another, so Q8_0 needs a row length that is a multiple of 32.

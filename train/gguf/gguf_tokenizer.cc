@@ -139,7 +139,13 @@ GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
               "the two kinds llama.cpp runs");
 
   GgufVocab vocab;
-  // Tokens by id: the model's vocabulary, then the added tokens.
+  // Tokens by id: the model's vocabulary, then the added tokens. No id has
+  // two texts and no text two ids: LoadTokenizer (GgufVocabFor's first
+  // step, HfTokenizer::Parse) refuses repeated vocabulary keys and ids, and
+  // added tokens that repeat a content or an id, take a vocabulary
+  // token's id or give a vocabulary token's text another id. So `put`
+  // overwrites only an added token that is also in the vocabulary (same id,
+  // same text), giving it its added type.
   std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
   std::vector<int32_t> types(static_cast<size_t>(vocab_size), kNormal);
   std::vector<bool> filled(static_cast<size_t>(vocab_size), false);
@@ -172,7 +178,7 @@ GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
         "added_tokens");
   }
   // Unused ids are "[PAD<id>]", or, when that is a token's text,
-  // "[PAD<id>.1]", "[PAD<id>.2]", ...: no two ids share a text.
+  // "[PAD<id>.1]", "[PAD<id>.2]", ...: the padding, too, shares no text.
   std::set<std::string> texts;
   for (int64_t id = 0; id < vocab_size; ++id) {
     if (filled[id]) texts.insert(tokens[id]);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,18 +35,37 @@ std::string TrimmedDirectory(const std::string& dir) {
   return trimmed;
 }
 
-// An exclusive flock on a folder (or, with `directory` false, a regular
-// file) for the life of the object; `held()` is false when another process
-// holds it (or the path cannot be opened as one).
+// mkostemp's and mkdtemp's temporaries of PATH: PATH + kTemporaryInfix +
+// kTemporaryRandomCharacters characters from [A-Za-z0-9].
+constexpr char kTemporaryInfix[] = ".tmp-";
+constexpr size_t kTemporaryRandomCharacters = 6;
+
+// How many times AtomicFileWriter makes a new temporary file when other
+// writers' cleanup removed the one it made before it locked it (a window
+// of two system calls; more than a few in a row means something else
+// deletes the folder's files).
+constexpr int kMaxTemporaryFileAttempts = 10;
+
+// Whether `suffix` is what mkostemp puts in place of the X's.
+bool IsRandomPart(std::string_view suffix) {
+  if (suffix.size() != kTemporaryRandomCharacters) return false;
+  for (const char c : suffix) {
+    const bool alphanumeric = (c >= 'a' && c <= 'z') ||
+                              (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alphanumeric) return false;
+  }
+  return true;
+}
+
+// An exclusive flock on a folder for the life of the object; `held()` is
+// false when another process holds it (or the path cannot be opened as a
+// folder).
 class PathFlock {
  public:
-  PathFlock(const std::string& path, bool wait, bool directory = true)
-      : fd_(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-                                     (directory ? O_DIRECTORY : O_NONBLOCK))) {
-    struct stat info {};
-    held_ = fd_ >= 0 && ::fstat(fd_, &info) == 0 &&
-            (directory || S_ISREG(info.st_mode)) &&
-            ::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0;
+  PathFlock(const std::string& path, bool wait)
+      : fd_(::open(path.c_str(),
+                   O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY)) {
+    held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0;
   }
   ~PathFlock() {
     if (fd_ >= 0) ::close(fd_);
@@ -59,20 +79,30 @@ class PathFlock {
   bool held_ = false;
 };
 
-// The paths next to `path` whose names are its name + ".tmp-" + something
-// (ReplaceDirectoryAtomically's and AtomicFileWriter's temporaries), with
-// what follows ".tmp-".
-std::vector<std::pair<std::string, std::string>> TemporariesOf(
-    const std::filesystem::path& path) {
+// A path next to `path` whose name is its name + ".tmp-" + `suffix`
+// (ReplaceDirectoryAtomically's and AtomicFileWriter's temporaries), and
+// its type (a symbolic link's own).
+struct Temporary {
+  std::string path;
+  std::string suffix;
+  std::filesystem::file_type type;
+};
+
+// The temporaries of `path`. Never throws (it runs in AtomicFileWriter's
+// constructor): a folder that cannot be read yields what was read.
+std::vector<Temporary> TemporariesOf(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
-  const std::string prefix = path.filename().string() + ".tmp-";
-  std::vector<std::pair<std::string, std::string>> found;
+  const std::string prefix = path.filename().string() + kTemporaryInfix;
+  std::vector<Temporary> found;
   std::error_code error;
-  for (const fs::directory_entry& entry :
-       fs::directory_iterator(ParentDirectory(path.string()), error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && !entry.is_symlink(error)) {
-      found.emplace_back(entry.path().string(), name.substr(prefix.size()));
+  for (fs::directory_iterator it(ParentDirectory(path.string()), error);
+       !error && it != fs::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::error_code type_error;
+    const fs::file_type type = it->symlink_status(type_error).type();
+    if (!type_error) {
+      found.push_back({it->path().string(), name.substr(prefix.size()), type});
     }
   }
   return found;
@@ -112,21 +142,43 @@ void SyncDirectory(const std::string& dir) {
   ROTOR_CHECK(status == 0, "cannot fsync directory ", dir, ": ", error);
 }
 
+std::string TemporaryTemplate(const std::string& path) {
+  return path + kTemporaryInfix + std::string(kTemporaryRandomCharacters, 'X');
+}
+
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   ROTOR_CHECK(!path_.empty() && path_.back() != '/', "cannot write a file at '",
               path_, "': not a file name");
-  std::vector<char> name(path_.begin(), path_.end());
-  const std::string suffix = ".tmp-XXXXXX";
-  name.insert(name.end(), suffix.begin(), suffix.end());
-  name.push_back('\0');
-  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
-  ROTOR_CHECK(fd_ >= 0, "cannot create a temporary file for ", path_, ": ",
-              SystemError());
-  temp_path_ = name.data();
-  // A fresh file: the lock is free. It tells RemoveStaleTemporaryFiles in
-  // other processes that this one is not a leftover.
-  ::flock(fd_, LOCK_EX | LOCK_NB);
-  RemoveStaleTemporaryFiles(path_);
+  // The lock tells RemoveStaleTemporaryFiles in other processes that the
+  // file is not a leftover. Until it is taken, another writer's cleanup
+  // may remove the fresh file (it waits for that cleanup to let go): a
+  // file with no name left is made again.
+  for (int attempt = 1;; ++attempt) {
+    std::string name = TemporaryTemplate(path_);
+    fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+    ROTOR_CHECK(fd_ >= 0, "cannot create a temporary file for ", path_, ": ",
+                SystemError());
+    temp_path_ = std::move(name);
+    int status;
+    do {
+      status = ::flock(fd_, LOCK_EX);
+    } while (status != 0 && errno == EINTR);
+    struct stat info {};
+    if (status != 0 || ::fstat(fd_, &info) != 0) {
+      const std::string error = SystemError();
+      ::close(fd_);
+      ::unlink(temp_path_.c_str());
+      throw Error(StrCat("cannot lock ", temp_path_, ": ", error));
+    }
+    if (info.st_nlink > 0) break;
+    ::close(fd_);
+    fd_ = -1;
+    ROTOR_CHECK(attempt < kMaxTemporaryFileAttempts,
+                "cannot create a temporary file for ", path_, ": ",
+                kMaxTemporaryFileAttempts,
+                " in a row were deleted before they could be locked");
+  }
+  RemoveStaleTemporaryFiles(path_, temp_path_);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -168,12 +220,14 @@ void AtomicFileWriter::Commit() {
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(fd_, 0666 & ~mask);
-  const int status = ::close(fd_);
-  fd_ = -1;
-  ROTOR_CHECK(status == 0, "cannot close ", temp_path_, ": ", SystemError());
+  // Renamed while still open, so still locked: no other writer's cleanup
+  // takes it for a leftover (with a umask of 077 it is still 0600).
   ROTOR_CHECK(::rename(temp_path_.c_str(), path_.c_str()) == 0,
               "cannot rename ", temp_path_, " to ", path_, ": ", SystemError());
   committed_ = true;
+  const int status = ::close(fd_);
+  fd_ = -1;
+  ROTOR_CHECK(status == 0, "cannot close ", path_, ": ", SystemError());
   SyncDirectory(ParentDirectory(path_));
 }
 
@@ -218,10 +272,7 @@ void ReplaceDirectoryAtomically(
     const std::function<void(const std::string& temp_dir)>& fill) {
   const std::string trimmed = TrimmedDirectory(dir);
   RemoveStaleTemporaryDirectories(trimmed);
-  std::vector<char> name(trimmed.begin(), trimmed.end());
-  const std::string suffix = ".tmp-XXXXXX";
-  name.insert(name.end(), suffix.begin(), suffix.end());
-  name.push_back('\0');
+  std::string name = TemporaryTemplate(trimmed);
   ROTOR_CHECK(::mkdtemp(name.data()) != nullptr,
               "cannot create a temporary directory next to ", trimmed, ": ",
               SystemError());
@@ -282,20 +333,39 @@ void RemoveStaleTemporaryDirectories(const std::string& dir) {
   const fs::path path(TrimmedDirectory(dir));
   std::error_code error;
   if (!fs::is_directory(path, error)) return;
-  for (const auto& [leftover, unused_suffix] : TemporariesOf(path)) {
-    if (!fs::is_directory(leftover, error)) continue;
-    const PathFlock unused(leftover, /*wait=*/false);
-    if (unused.held()) fs::remove_all(leftover, error);
+  for (const Temporary& leftover : TemporariesOf(path)) {
+    if (leftover.type != fs::file_type::directory) continue;
+    const PathFlock unused(leftover.path, /*wait=*/false);
+    if (unused.held()) fs::remove_all(leftover.path, error);
   }
 }
 
-void RemoveStaleTemporaryFiles(const std::string& path) {
-  for (const auto& [leftover, suffix] : TemporariesOf(path)) {
-    // mkostemp's six characters, no more: PATH.tmp-XXXXXX.old and the like
-    // are not a writer's.
-    if (suffix.size() != 6) continue;
-    const PathFlock unused(leftover, /*wait=*/false, /*directory=*/false);
-    if (unused.held()) ::unlink(leftover.c_str());
+void RemoveStaleTemporaryFiles(const std::string& path,
+                               const std::string& own_temporary) {
+  for (const Temporary& leftover : TemporariesOf(path)) {
+    // Only what mkostemp makes (the type checked before opening, so no
+    // FIFO or device is ever opened): PATH.tmp-XXXXXX.old, a user's
+    // PATH.tmp-backup (not 0600) and the like are not a writer's.
+    if (leftover.type != std::filesystem::file_type::regular ||
+        !IsRandomPart(leftover.suffix) || leftover.path == own_temporary) {
+      continue;
+    }
+    const int fd = ::open(leftover.path.c_str(),
+                          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat info {};
+    struct stat named {};
+    // mkostemp's mode 0600 (Commit widens it just before the rename, and
+    // holds the lock until then), this user's, unlocked, and still the
+    // file of that name.
+    if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+        (info.st_mode & 07777) == 0600 && info.st_uid == ::geteuid() &&
+        ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::lstat(leftover.path.c_str(), &named) == 0 &&
+        named.st_dev == info.st_dev && named.st_ino == info.st_ino) {
+      ::unlink(leftover.path.c_str());
+    }
+    ::close(fd);
   }
 }
 

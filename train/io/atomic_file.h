@@ -27,10 +27,11 @@ namespace rotor::train {
 class AtomicFileWriter {
  public:
   // Creates `path`.tmp-XXXXXX next to `path` and holds an flock on it until
-  // the writer is done, then removes the leftovers of writers of `path`
-  // that were killed (RemoveStaleTemporaryFiles). Throws rotor::Error
-  // (naming the path and the system error) if the directory is not
-  // writable.
+  // it is renamed or removed (made again if another writer's cleanup
+  // removed it before it was locked), then removes the leftovers of
+  // writers of `path` that were killed (RemoveStaleTemporaryFiles). Throws
+  // rotor::Error (naming the path and the system error) if the directory
+  // is not writable.
   explicit AtomicFileWriter(std::string path);
   ~AtomicFileWriter();  // removes the temporary file unless committed
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -89,12 +90,20 @@ void ReplaceDirectoryAtomically(
 void RemoveStaleTemporaryDirectories(const std::string& dir);
 
 // Removes what AtomicFileWriter(path) writers killed before they committed
-// left next to `path`: regular files PATH.tmp-XXXXXX (six characters, as
-// mkostemp makes them), except those a live writer still holds an flock
-// on. Such a file is never the only copy of anything (the rename that would
+// left next to `path`: files PATH.tmp-XXXXXX as mkostemp makes them (six
+// characters from [A-Za-z0-9], a regular file of this user, mode 0600),
+// except `own_temporary` and those a live writer still holds an flock on.
+// Anything else (a FIFO or device of that name is not even opened) stays.
+// Such a file is never the only copy of anything (the rename that would
 // have made it `path` did not happen), so it goes whether `path` exists or
 // not. Best effort: one that cannot be removed is tried again next time.
-void RemoveStaleTemporaryFiles(const std::string& path);
+void RemoveStaleTemporaryFiles(const std::string& path,
+                               const std::string& own_temporary);
+
+// PATH.tmp-XXXXXX: the mkostemp/mkdtemp template of the temporaries of
+// `path` (AtomicFileWriter's, ReplaceDirectoryAtomically's, the probe of
+// CheckOutputFile), whose form RemoveStaleTemporaryFiles relies on.
+std::string TemporaryTemplate(const std::string& path);
 
 // fsync a directory so renames/creations inside it survive a crash.
 void SyncDirectory(const std::string& dir);

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "train/io/atomic_file.h"
 
 namespace rotor::train {
 namespace {
@@ -86,7 +87,7 @@ void CheckOutputFile(const std::string& path, bool force,
     // A new file: its folder must take one (not so under /proc, in a
     // read-only mount or a missing folder), found now rather than after
     // the work; the file is written as path.tmp-XXXXXX, as this probe.
-    std::string probe = path + ".tmp-XXXXXX";
+    std::string probe = TemporaryTemplate(path);
     const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
     ROTOR_CHECK(fd >= 0, flag, " ", path, ": cannot create a file there (",
                 std::strerror(errno), ")");

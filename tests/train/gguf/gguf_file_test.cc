@@ -240,6 +240,35 @@ TEST(GgufTensors, Q8_0BlocksAreScaleAndRoundedQuotients) {
                Error);
 }
 
+// Blocks so small that max|x| / 127 is 0 as a half (below 2^-25): the
+// stored scale is 0, so the quants are 0 too (what the block decodes to).
+// Computing them as x / d would divide by a float subnormal, where 1 / d
+// overflows to inf and inf or NaN is cast to int8 (undefined behaviour),
+// or give quants up to 127 that the stored scale of 0 contradicts.
+TEST(GgufTensors, Q8_0BlocksTooSmallForAHalfScaleAreZero) {
+  std::vector<float> x(96);
+  for (int i = 0; i < 32; ++i) x[i] = (i % 2 ? 1e-38f : -1e-40f);
+  for (int i = 32; i < 64; ++i) x[i] = (i % 3 ? 1e-36f : 0.0f);
+  for (int i = 64; i < 96; ++i) x[i] = i % 2 ? 1e-40f : -1e-38f;
+  x[70] = 0.0f;
+  const std::string bytes =
+      EncodeGgmlTensor(x.data(), x.size(), 96, GgmlType::kQ8_0, "t");
+  ASSERT_EQ(bytes.size(), 3u * 34u);
+  for (int block = 0; block < 3; ++block) {
+    const char* b = bytes.data() + block * 34;
+    uint16_t d_bits;
+    std::memcpy(&d_bits, b, 2);
+    float d;
+    kernels::F16ToF32(&d_bits, &d, 1);
+    EXPECT_EQ(d, 0.0f) << block;
+    for (int i = 0; i < 32; ++i) {
+      const int q = static_cast<int8_t>(b[2 + i]);
+      EXPECT_EQ(q, 0) << block << " " << i;
+      EXPECT_EQ(d * static_cast<float>(q), 0.0f) << block << " " << i;
+    }
+  }
+}
+
 TEST(GgufTensors, Bf16IsTheTopHalfRounded) {
   const float x = 1.0f + std::exp2(-8.0f) + std::exp2(-12.0f);  // rounds up
   const std::string bytes = EncodeGgmlTensor(&x, 1, 1, GgmlType::kBF16, "t");

@@ -10,7 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
@@ -129,6 +132,10 @@ TEST(AtomicFile, RemovesTheLeftoversOfKilledWriters) {
   dir.Write("outer.gguf.tmp-ZzZ999", "another file's");
   dir.Write("out.gguf.tmp-Dir123/x", "a folder");
   dir.Write("out.gguf.tmp-Live42", "being written");
+  // mkostemp makes them 0600 (Commit widens the mode only just before the
+  // rename).
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-AbC123").c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-Live42").c_str(), 0600), 0);
   const int live =
       ::open(dir.Path("out.gguf.tmp-Live42").c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(live, 0);
@@ -153,6 +160,72 @@ TEST(AtomicFile, RemovesTheLeftoversOfKilledWriters) {
   EXPECT_EQ(dir.List(), (std::vector<std::string>{
                             "out.gguf", "out.gguf.tmp-AbC123.old",
                             "out.gguf.tmp-Dir123", "outer.gguf.tmp-ZzZ999"}));
+}
+
+// Only what mkostemp makes is a killed writer's leftover: six characters
+// from [A-Za-z0-9], a regular file of this user with mode 0600. A user's
+// own out.gguf.tmp-backup (mode 0644), names with other characters, a FIFO
+// (never opened: it would not block, but a device might do anything) and
+// another user's file stay.
+TEST(AtomicFile, LeavesFilesThatAreNotAWritersLeftoversAlone) {
+  test::TempDir dir;
+  const std::vector<std::string> kept = {
+      "out.gguf.tmp-AbC123", "out.gguf.tmp-ab_cd!", "out.gguf.tmp-backup",
+      "out.gguf.tmp-Mode44", "out.gguf.tmp-Other1"};
+  ASSERT_EQ(::mkfifo(dir.Path("out.gguf.tmp-AbC123").c_str(), 0600), 0);
+  dir.Write("out.gguf.tmp-ab_cd!", "six characters, not mkostemp's");
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-ab_cd!").c_str(), 0600), 0);
+  dir.Write("out.gguf.tmp-backup", "a user's backup");
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-backup").c_str(), 0644), 0);
+  dir.Write("out.gguf.tmp-Mode44", "readable by others");
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-Mode44").c_str(), 0644), 0);
+  dir.Write("out.gguf.tmp-Other1", "another user's");
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-Other1").c_str(), 0600), 0);
+  // Only root can give a file away; others test the rest.
+  const bool given_away =
+      ::geteuid() == 0 &&
+      ::chown(dir.Path("out.gguf.tmp-Other1").c_str(), 65534, 65534) == 0;
+  if (!given_away) std::filesystem::remove(dir.Path("out.gguf.tmp-Other1"));
+  dir.Write("out.gguf.tmp-Dead99", "a killed writer's");
+  ASSERT_EQ(::chmod(dir.Path("out.gguf.tmp-Dead99").c_str(), 0600), 0);
+  WriteFileAtomically(dir.Path("out.gguf"), "new");
+  std::vector<std::string> expected = {"out.gguf"};
+  for (const std::string& name : kept) {
+    if (name != "out.gguf.tmp-Other1" || given_away) expected.push_back(name);
+  }
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(dir.List(), expected);
+  EXPECT_EQ(ReadFile(dir.Path("out.gguf")), "new");
+}
+
+// Writers of one path in two threads (flock locks belong to open files,
+// so to each other they are as two processes): each writer's temporary is
+// locked from its creation on, so the other's cleanup never takes it for a
+// leftover, and every write succeeds. The window this guards (between
+// mkostemp and flock) is too short to hit every run, so this is a stress
+// test; the retry when it is hit (the file was unlinked before the lock
+// was taken) is checked by reading the code.
+TEST(AtomicFile, ConcurrentWritersOfOnePathAllSucceed) {
+  test::TempDir dir;
+  const std::string path = dir.Path("out.gguf");
+  constexpr int kWrites = 200;
+  auto write = [&](const std::string& text, std::string& failure) {
+    for (int i = 0; i < kWrites && failure.empty(); ++i) {
+      try {
+        WriteFileAtomically(path, text);
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+    }
+  };
+  std::string first_failure, second_failure;
+  std::thread first(write, "first", std::ref(first_failure));
+  std::thread second(write, "second", std::ref(second_failure));
+  first.join();
+  second.join();
+  EXPECT_EQ(first_failure, "");
+  EXPECT_EQ(second_failure, "");
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"out.gguf"}));
 }
 
 // Sets or clears the immutable attribute of `path` (chattr +i: not even
