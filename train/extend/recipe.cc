@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "train/checkpoint.h"
+#include "train/config/hf_config.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
 
@@ -63,8 +64,14 @@ ReportPlan PlanReport(const ExtendReportConfig& report) {
   plan.init_from = report.base_init_from;
   plan.tokenizer = plan.base.data.tokenizer;
   if (!plan.init_from.empty()) {
-    // The folder's own model, tokenizer and pre-training length.
-    plan.base.model = LoadCheckpointModelConfig(plan.init_from).model;
+    // The folder's own model, tokenizer and pre-training length; a rotor
+    // checkpoint's passkey key length too (its passkey rows were trained on
+    // keys of that many digits; a Hugging Face model has none).
+    const TrainConfig saved = LoadCheckpointModelConfig(plan.init_from);
+    plan.base.model = saved.model;
+    if (!IsHfModelFolder(ResolveCheckpointPath(plan.init_from))) {
+      plan.base.data.passkey_digits = saved.data.passkey_digits;
+    }
     plan.tokenizer = CheckpointTokenizerSpec(plan.init_from);
     plan.base.data.tokenizer = plan.tokenizer;
     plan.base.train.seq_len = PretrainedLength(plan.base.model);

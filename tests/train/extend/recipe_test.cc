@@ -7,15 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
 #include "train/config/model_edit.h"
+#include "train/config/report_config.h"
 #include "train/config/train_config.h"
+#include "train/trainer.h"
 
 namespace rotor::train {
 namespace {
@@ -251,6 +255,26 @@ TEST(PracticeAndFinetuneConfig, TheLoraFinetuneIsTheSameBudgetWithAFrozenBase) {
   lora.train.lr = full.train.lr;
   lora.train.min_lr = full.train.min_lr;
   EXPECT_EQ(TrainConfigToYaml(lora), TrainConfigToYaml(full));
+}
+
+// A rotor checkpoint given as base.init_from brings its own passkey key
+// length: a base trained on 2-digit keys was once tested on 5-digit ones
+// (the default) and scored 0 % everywhere.
+TEST(PlanReport, ARotorBaseBringsItsPasskeyDigits) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  std::ostringstream log;
+  Trainer(test::TinyConfig(data, dir.Path("base"),
+                           {"data.passkey_digits=2", "train.max_steps=1",
+                            "eval.every_n_steps=0"}),
+          log)
+      .Run();
+  const std::string yaml = "base: {init_from: " + dir.Path("base") +
+                           ", data: " + data +
+                           "}\noutput_dir: " + dir.Path("report") + "\n";
+  const ReportPlan plan =
+      PlanReport(ParseExtendReportConfig(yaml, dir.Write("r.yaml", yaml)));
+  EXPECT_EQ(plan.base.data.passkey_digits, 2);
 }
 
 }  // namespace
