@@ -204,21 +204,42 @@ train::ModelEdit WithOverrides(const std::string& checkpoint,
   return edit;
 }
 
+namespace {
+
+// The file a resolved model folder's config is read from.
+std::string ModelConfigFile(const std::string& dir) {
+  return dir + (train::IsHfModelFolder(dir) ? "/config.json" : "/config.yaml");
+}
+
+}  // namespace
+
 train::PretrainingLength CheckpointPretrainingLength(
     const std::string& checkpoint) {
-  const std::string dir = train::ResolveCheckpointPath(checkpoint);
   return train::PretrainingLengthOf(
       train::LoadCheckpointModelConfig(checkpoint).model,
-      dir + (train::IsHfModelFolder(dir) ? "/config.json" : "/config.yaml"));
+      ModelConfigFile(train::ResolveCheckpointPath(checkpoint)));
 }
 
 train::ExtensionLengths TrainingLengths(const train::TrainConfig& config) {
   train::ExtensionLengths lengths;
   lengths.train_seq_len = config.train.seq_len;
   const std::string& base = config.train.init_from;
-  if (!base.empty() && std::filesystem::exists(base)) {
-    lengths.pretraining = CheckpointPretrainingLength(base);
+  if (base.empty()) return lengths;
+  if (!std::filesystem::exists(base)) {
+    std::error_code error;
+    lengths.base_unread = StrCat(
+        "train.init_from ", base, " does not exist",
+        std::filesystem::path(base).is_relative()
+            ? StrCat(" (a relative path is taken from the working folder, ",
+                     std::filesystem::current_path(error).string(), ")")
+            : std::string());
+    return lengths;
   }
+  const std::string dir = train::ResolveCheckpointPath(base);
+  const train::ModelConfig model = train::LoadCheckpointModelConfig(base).model;
+  lengths.base_source = ModelConfigFile(dir);
+  lengths.pretraining = train::PretrainingLengthOf(model, lengths.base_source);
+  lengths.base_rope_theta = model.rope.rope_theta;
   return lengths;
 }
 

@@ -426,5 +426,56 @@ TEST(RopeCommand, OutputsNeverReplaceTheNamedModelsFiles) {
   std::filesystem::remove_all(dir);
 }
 
+// rope --check on a fine-tuning config says when it could not read the base
+// (a relative train.init_from is taken from the working folder: a shipped
+// config checked from elsewhere once passed silently), and flags a
+// rope_theta other than the base's (such a run started at loss 2.04 where
+// its base ended at 1.41).
+TEST(RopeCommand, CheckComparesWithTheBaseOrSaysItCouldNot) {
+  char folder[] = "/tmp/rotor-rope-base-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string dir = folder;
+  std::filesystem::create_directories(dir + "/base");
+  std::ofstream(dir + "/base/config.json")
+      << R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+             "hidden_size": 64, "intermediate_size": 128,
+             "num_attention_heads": 4, "num_key_value_heads": 4,
+             "num_hidden_layers": 2, "vocab_size": 300,
+             "max_position_embeddings": 256, "rope_theta": 10000.0})";
+  std::ifstream shipped(std::string(ROTOR_SOURCE_DIR) +
+                        "/configs/extend/yarn-4x.yaml");
+  const std::string text(std::istreambuf_iterator<char>(shipped), {});
+  auto check = [&](const std::string& init_from, const std::string& theta) {
+    std::string config = text;
+    config.replace(config.find("init_from: runs/default"),
+                   std::string("init_from: runs/default").size(),
+                   "init_from: " + init_from);
+    config.replace(config.find("rope_theta: 10000.0"),
+                   std::string("rope_theta: 10000.0").size(),
+                   "rope_theta: " + theta);
+    std::ofstream(dir + "/ft.yaml") << config;
+    return RunRotor("rope --check '" + dir + "/ft.yaml'");
+  };
+  const RunResult relative = check("nowhere/base", "10000.0");
+  EXPECT_EQ(relative.status, 0) << relative.output;
+  EXPECT_NE(relative.output.find(
+                "warning: could not check the scaling against the base "
+                "model: train.init_from nowhere/base does not exist (a "
+                "relative path is taken from the working folder, "),
+            std::string::npos)
+      << relative.output;
+  const RunResult same = check(dir + "/base", "10000.0");
+  EXPECT_EQ(same.output.find("rope_theta"), std::string::npos) << same.output;
+  EXPECT_EQ(same.output.find("could not check"), std::string::npos);
+  const RunResult other = check(dir + "/base", "500000.0");
+  EXPECT_NE(
+      other.output.find("warning: model.rope_theta is 500000, but " + dir +
+                        "/base/config.json says the base was trained "
+                        "with 10000"),
+      std::string::npos)
+      << other.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rotor::tools

@@ -100,6 +100,13 @@ struct ExtensionLengths {
   std::vector<int64_t> eval_lengths;     // the lengths rotor eval measures
   // How the evaluation lengths were given, for messages: "--lengths".
   std::string eval_lengths_key = "--lengths";
+  // The base model (train.init_from): its rope_theta and the file that says
+  // so, or why it could not be read ("train.init_from runs/default does not
+  // exist ..."), in which case the checks against it are skipped and a
+  // warning says so.
+  std::optional<double> base_rope_theta;
+  std::string base_source;
+  std::string base_unread;
 };
 
 // The float32 and positions check alone: its errors (GGUF export refuses a
