@@ -49,7 +49,7 @@ constexpr char kExportDetails[] =
     "instead: adapter_config.json and adapter_model.safetensors (F32), for\n"
     "PeftModel.from_pretrained on its base (docs/lora.md).\n"
     "\n"
-    "  rotor export --checkpoint runs/extend-hf --output models/extended\n"
+    "  rotor export --checkpoint runs/hf-extend --output models/extended\n"
     "  rotor export --random configs/models/smollm2-135m.yaml \\\n"
     "      --tokenizer tok.json --dtype bfloat16 --output models/random\n"
     "  rotor export --checkpoint runs/lora --adapter --output models/adapter\n"
@@ -65,7 +65,7 @@ constexpr char kExportDetails[] =
     "65504, a q8_0 block past about 8.3e6), a NaN or infinite weight, and\n"
     "a RoPE setting float32 cannot hold are refused, naming them.\n"
     "\n"
-    "  rotor export --checkpoint runs/extend-hf --format gguf \\\n"
+    "  rotor export --checkpoint runs/hf-extend --format gguf \\\n"
     "      --dtype f16 --output extended.gguf\n"
     "\n"
     "Details: docs/huggingface.md, docs/gguf.md.";
@@ -87,7 +87,7 @@ struct ExportOptions {
   std::vector<std::string> overrides;  // gguf: RoPE settings
 };
 
-// The base name of folder `path` ("runs/extend-hf/" -> "extend-hf", "." ->
+// The base name of folder `path` ("runs/hf-extend/" -> "hf-extend", "." ->
 // the current folder's): GGUF's general.name.
 std::string FolderName(const std::string& path) {
   std::filesystem::path folder =
