@@ -524,14 +524,21 @@ void RunRetrieval(nn::Transformer& model, const train::Tokenizer& tokenizer,
   }
 }
 
-void RunEval(const EvalOptions& options) {
+// The passkey and retrieval lengths when neither --passkey-lengths nor
+// --lengths gives any: the model's pre-training length and its
+// max_position_embeddings (the length it was extended to), once each.
+std::vector<int64_t> DefaultGridLengths(const train::ModelConfig& model) {
+  std::vector<int64_t> lengths = {train::PretrainedLength(model),
+                                  model.rope.max_position_embeddings};
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  return lengths;
+}
+
+void RunEval(const EvalOptions& given) {
+  EvalOptions options = given;
   const std::vector<int64_t>& lengths = options.length_eval.lengths;
   const bool grid = options.passkey || !options.retrieval.empty();
-  if (grid && lengths.empty() && options.passkey_eval.lengths.empty()) {
-    throw CLI::ValidationError(
-        StrCat(options.passkey ? "--passkey" : "--retrieval",
-               " needs --passkey-lengths or --lengths"));
-  }
   if (!options.retrieval.empty()) {
     train::ParseRetrievalTasks(options.retrieval);  // refused before loading
   }
@@ -548,6 +555,9 @@ void RunEval(const EvalOptions& options) {
       options.checkpoint,
       EvalEdit(options.rope_from.empty() ? "" : options.rope_from[0], options),
       &config);
+  if (grid && lengths.empty() && options.passkey_eval.lengths.empty()) {
+    options.passkey_eval.lengths = DefaultGridLengths(config.model);
+  }
   const auto precision =
       UsePrecision(options.precision, config, options.checkpoint);
   ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
@@ -647,7 +657,8 @@ void AddEvalCommand(CLI::App& rotor) {
                     "also measure passkey retrieval");
   AddListOption(*command, "--passkey-lengths", options->passkey_eval.lengths,
                 IntegerAtLeast<int64_t>(1, limits::kMaxPositions),
-                "passkey context lengths (default: --lengths)");
+                "passkey context lengths (default: --lengths, else the\n"
+                "model's pre-training length and max_position_embeddings)");
   AddListOption(*command, "--depths", options->passkey_eval.depths,
                 NumberIn(0.0, 1.0),
                 "key depths in [0, 1] (default 0,0.25,0.5,0.75,1)");

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
@@ -67,6 +69,25 @@ class Llama3FolderTest : public ::testing::Test {
   const std::string folder_ = dir_.Path("llama3");
   const std::string data_ = dir_.Path("data");
 };
+
+// With no lengths given, passkey retrieval runs at the model's pre-training
+// length and its max_position_embeddings (docs/learn.md's
+// `rotor eval --checkpoint runs/learn/08_yarn --passkey` once failed).
+TEST_F(Llama3FolderTest, PasskeyDefaultsToTheModelsLengths) {
+  for (const auto& [overrides, lengths] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"", "[256]"},
+           {"model.max_position_embeddings=512 "
+            "'model.rope_scaling={rope_type: yarn, factor: 2, "
+            "original_max_position_embeddings: 256}'",
+            "[256, 512]"}}) {
+    const test::RotorResult r = test::RunRotor(
+        dir_, Eval("--passkey --depths 1 --trials 1 --json " + overrides));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out).at("passkey").at("lengths"),
+              nlohmann::json::parse(lengths));
+  }
+}
 
 TEST_F(Llama3FolderTest, PasskeyRunsInTheModelsTokens) {
   const std::string eval =

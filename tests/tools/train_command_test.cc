@@ -275,7 +275,6 @@ TEST_F(RotorCli, BadFlagsExitTwoWithAUsageMessage) {
        "--depths: expects a number, got 'half'"},
       {eval + "--lengths 64 --method last",
        "--method: last not in {truncate,sliding}"},
-      {eval + "--passkey", "--passkey needs --passkey-lengths or --lengths"},
       {"generate --checkpoint " + checkpoint,
        "rotor generate: Exactly 1 option from [--prompt,--prompt-ids] is "
        "required"},
