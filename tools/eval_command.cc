@@ -427,17 +427,18 @@ void PrintPasskeyHint(const std::vector<train::PasskeyCell>& cells,
 }
 
 // The filler --passkey-filler names for examples of up to max(lengths) + 1
-// tokens: none (the Landmark passage) or the validation tokens.
+// tokens: none (the Landmark passage) or the validation tokens (`val` is
+// then open).
 std::vector<train::TokenId> PasskeyFiller(const EvalOptions& options,
-                                          const train::TokenFile& val,
+                                          const train::TokenFile* val,
                                           const std::vector<int64_t>& lengths) {
   if (options.passkey_filler != "validation") return {};
   return train::TokenFileFiller(
-      val, *std::max_element(lengths.begin(), lengths.end()) + 1);
+      *val, *std::max_element(lengths.begin(), lengths.end()) + 1);
 }
 
 void RunPasskey(nn::Transformer& model, const train::Tokenizer& tokenizer,
-                const train::TokenFile& val, const EvalOptions& options,
+                const train::TokenFile* val, const EvalOptions& options,
                 const train::TrainConfig& config, train::Json& report) {
   train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
   // Keys as long as the ones the model practised on.
@@ -504,7 +505,7 @@ train::Json RetrievalJson(const std::vector<train::RetrievalCell>& cells,
 
 // The retrieval tasks on the passkey grid (train/eval/retrieval.h).
 void RunRetrieval(nn::Transformer& model, const train::Tokenizer& tokenizer,
-                  const train::TokenFile& val, const EvalOptions& options,
+                  const train::TokenFile* val, const EvalOptions& options,
                   train::Json& report) {
   train::RetrievalEvalOptions retrieval;
   retrieval.tasks = train::ParseRetrievalTasks(options.retrieval);
@@ -560,18 +561,26 @@ void RunEval(const EvalOptions& given) {
   }
   const auto precision =
       UsePrecision(options.precision, config, options.checkpoint);
-  ROTOR_CHECK(!options.data.empty() || !config.data.path.empty(),
-              options.checkpoint,
+  // Passkey and retrieval alone, on the fixed filler, need no data: a
+  // downloaded model without any is evaluated so.
+  const bool needs_data =
+      !lengths.empty() || !grid || options.passkey_filler == "validation";
+  const bool has_data = !options.data.empty() || !config.data.path.empty();
+  ROTOR_CHECK(!needs_data || has_data, options.checkpoint,
               " is a Hugging Face model folder, which names no data; give "
               "--data DIR (prepared with the model's tokenizer: rotor "
               "prepare --tokenizer ",
-              options.checkpoint, ")");
-  const std::string data_dir = train::ResolveDataDir(
-      options.data.empty() ? config.data.path : options.data);
-  train::CheckSameTokenizer(options.checkpoint, data_dir);
+              options.checkpoint,
+              "), or evaluate passkey or retrieval alone on the fixed filler");
+  std::optional<train::TokenFile> val;
+  if (has_data) {
+    const std::string data_dir = train::ResolveDataDir(
+        options.data.empty() ? config.data.path : options.data);
+    train::CheckSameTokenizer(options.checkpoint, data_dir);
+    val.emplace(data_dir + "/val.bin");
+  }
   const std::unique_ptr<train::Tokenizer> tokenizer = train::LoadTokenizer(
       train::TokenizerSpecIn(train::ResolveCheckpointPath(options.checkpoint)));
-  const train::TokenFile val(data_dir + "/val.bin");
   // Every input is open now: check the plots before the slow part.
   if (!lengths.empty()) {
     train::CheckOutputFile(options.plot, options.force, "--plot");
@@ -583,7 +592,7 @@ void RunEval(const EvalOptions& given) {
   train::Json report = {{"checkpoint", options.checkpoint}};
   if (lengths.empty() && !grid) {
     RunValidation(
-        *model, options, val,
+        *model, options, *val,
         options.batch_size > 0 ? options.batch_size : config.train.batch_size,
         options.seq_len > 0 ? options.seq_len : config.train.seq_len,
         config.data.documents, report);
@@ -600,13 +609,14 @@ void RunEval(const EvalOptions& given) {
                   static_cast<long long>(rope.max_position_embeddings));
     }
     if (!lengths.empty()) {
-      RunPerplexityByLength(*model, options, val, config, report);
+      RunPerplexityByLength(*model, options, *val, config, report);
     }
     if (options.passkey) {
-      RunPasskey(*model, *tokenizer, val, options, config, report);
+      RunPasskey(*model, *tokenizer, val ? &*val : nullptr, options, config,
+                 report);
     }
     if (!options.retrieval.empty()) {
-      RunRetrieval(*model, *tokenizer, val, options, report);
+      RunRetrieval(*model, *tokenizer, val ? &*val : nullptr, options, report);
     }
   }
   if (options.json) std::printf("%s\n", report.dump().c_str());

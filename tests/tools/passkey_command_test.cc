@@ -89,6 +89,24 @@ TEST_F(Llama3FolderTest, PasskeyDefaultsToTheModelsLengths) {
   }
 }
 
+// A downloaded model without data: passkey and retrieval run alone on the
+// fixed filler; what needs the data (perplexity, the validation filler)
+// asks for --data.
+TEST_F(Llama3FolderTest, PasskeyAndRetrievalNeedNoData) {
+  const std::string eval =
+      "eval --checkpoint " + Quote(folder_) + " --force --passkey-plot " +
+      Quote(dir_.Path("passkey.png")) + " --depths 1 --trials 1 --json ";
+  test::RotorResult r =
+      test::RunRotor(dir_, eval + "--passkey --retrieval niah_single");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(report.contains("passkey"));
+  EXPECT_TRUE(report.contains("retrieval"));
+  r = test::RunRotor(dir_, eval + "--passkey --passkey-filler validation");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "which names no data; give --data DIR");
+}
+
 TEST_F(Llama3FolderTest, PasskeyRunsInTheModelsTokens) {
   const std::string eval =
       Eval("--passkey --passkey-lengths 64,128 --depths 0,1 --trials 2");
