@@ -64,6 +64,10 @@ node -e '
   console.log(`llama.cpp continued the 2016-token prompt with ` +
               `${out.generated.length} tokens: ${JSON.stringify(out.text)}`);' \
   "${work}/out.json"
+echo "(the model began as random weights and trained only hf_extend.sh's few" \
+  "steps: a repeated word such as \"the the the\" is what it has learnt;" \
+  "this run shows that llama.cpp loads and runs the extended file at 2048" \
+  "tokens, not that the model writes well)"
 
 if [[ "${ROTOR_CHECK_GGUF:-0}" == 1 ]]; then
   step "comparing llama.cpp's log-probabilities with rotor's"
