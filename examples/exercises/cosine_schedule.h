@@ -2,10 +2,12 @@
 // step `step` (counted from 0) under linear warm-up and cosine decay, the
 // schedule every rung from 06 on trains with.
 //
-//   step < warmup:             lr * (step + 1) / (warmup + 1)
-//   warmup <= step <= total:   min_lr + (lr - min_lr) * (1 + cos(pi * q)) / 2,
-//                              q = (step - warmup) / (total - warmup)
-//   step > total (or total <= warmup, past the warm-up):   min_lr
+// step < warmup: the rate rises linearly, in equal increments from
+//   lr / (warmup + 1) at step 0 (so that step `warmup` would reach lr).
+// warmup <= step <= total: half a period of a cosine, from lr at
+//   step == warmup down to min_lr at step == total (a function of the
+//   fraction q = (step - warmup) / (total - warmup) of the decay done).
+// step > total (or total <= warmup, past the warm-up): min_lr.
 // Test: ctest -R Learn.CosineSchedule (against train::CosineSchedule).
 #ifndef ROTOR_EXAMPLES_EXERCISES_COSINE_SCHEDULE_H_
 #define ROTOR_EXAMPLES_EXERCISES_COSINE_SCHEDULE_H_

@@ -2,12 +2,14 @@
 // every rung from 02 on trains with, by hand, checked against rotor's
 // autograd.
 //
-// For N rows of logits z (each of V numbers) and targets t:
+// For N rows of logits z (each of V numbers, row-major [N * V]; N is
+// targets.size(), V is `vocab`) and targets t (t_n in 0 .. V-1):
 //   L = (1/N) sum_n -log softmax(z_n)[t_n]
-//   dL/dz_nv = (softmax(z_n)_v - [v == t_n]) / N
-// Return dL/dz, row-major [N * V]. Subtract each row's maximum before exp
-// (one of the test's rows has logits from 700 to 800: exp(710) overflows
-// even in double).
+// Return dL/dz, row-major [N * V]. Hint: write -log softmax(z)[t] as
+// log(sum_v exp(z_v)) - z_t and differentiate the log-sum-exp first; don't
+// forget the mean over N. Subtract each row's maximum before exp (one of
+// the test's rows has logits from 700 to 800: exp(710) overflows even in
+// double).
 // Test: ctest -R Learn.CrossEntropyGrad (against CrossEntropy's backward).
 #ifndef ROTOR_EXAMPLES_EXERCISES_CROSS_ENTROPY_GRAD_H_
 #define ROTOR_EXAMPLES_EXERCISES_CROSS_ENTROPY_GRAD_H_

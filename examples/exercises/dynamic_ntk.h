@@ -1,10 +1,13 @@
 // Exercise (rung 07, docs/context-extension.md "dynamic"): the base that
 // dynamic NTK scaling uses for a sequence of `length` tokens.
 //
-//   L = max(length, L0)
-//   base' = base * (s * L / L0 - (s - 1))^(r / (r - 2))
-// Up to L0 this is the base itself (the model runs unchanged); the factor
-// s is a slope, reached at L = (2 - 1/s) L0 and passed beyond it.
+// Dynamic NTK is NTK-aware scaling (linear_ntk.h: the base b' that slows
+// the slowest of the r/2 pairs by a factor, the fastest not at all) with a
+// factor that grows with the length, in HF's convention
+//   L = max(length, L0),   s_L = s * L / L0 - (s - 1)
+// (L0 = original_length). Return the NTK base for the factor s_L. Up to L0
+// this is the base itself (the model runs unchanged); the factor s is a
+// slope, reached at L = (2 - 1/s) L0 and passed beyond it.
 // Test: ctest -R Learn.DynamicNtkBase (against rotor's DynamicNtkBase).
 #ifndef ROTOR_EXAMPLES_EXERCISES_DYNAMIC_NTK_H_
 #define ROTOR_EXAMPLES_EXERCISES_DYNAMIC_NTK_H_

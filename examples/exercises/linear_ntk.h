@@ -3,12 +3,12 @@
 //
 // For rotary dimension r and base b, plain RoPE turns pair i by
 //   theta_i = b^(-2i/r) per position,  i = 0 .. r/2 - 1.
-// linear (position interpolation): every pair slowed by s,
-//   inv_freq_i = theta_i / s
-// ntk (NTK-aware): the base raised so that the slowest pair is slowed by
-// exactly s and the fastest not at all,
-//   b' = b * s^(r / (r - 2)),   inv_freq_i = b'^(-2i/r)
-// Return r/2 numbers each.
+// linear (position interpolation): every pair is slowed by s (position p
+// turns as far as position p / s did).
+// ntk (NTK-aware): keep the form b'^(-2i/r) and raise the base to b' such
+// that the slowest pair (i = r/2 - 1) is slowed by exactly s; the fastest
+// (i = 0) is then not slowed at all. Solve that condition for b'.
+// Return r/2 inverse frequencies each, pair 0 first.
 // Test: ctest -R Learn.LinearNtkInvFreq (against ComputeRopeFrequencies).
 #ifndef ROTOR_EXAMPLES_EXERCISES_LINEAR_NTK_H_
 #define ROTOR_EXAMPLES_EXERCISES_LINEAR_NTK_H_

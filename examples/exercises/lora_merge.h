@@ -2,9 +2,9 @@
 // weight, what `rotor export` does to a LoRA checkpoint.
 //
 // An adapted Linear computes  y = x W^T + (alpha / r) (x A^T) B^T  with
-// W: [out, in], A: [r, in], B: [out, r]. The same function with one matrix:
-//   W' = W + (alpha / r) B A,   W'_oi = W_oi + (alpha / r) sum_k B_ok A_ki
-// Return W' row-major [out * in].
+// W: [out, in], A: [r, in], B: [out, r], all row-major. Find the single
+// matrix W' ([out, in]) with x W'^T equal to that y for every x, and return
+// it row-major [out * in]. Hint: the transpose of a product.
 // Test: ctest -R Learn.LoraMerge (x W'^T against the adapted nn::Linear's
 // output, and W' against Linear::MergeLora).
 #ifndef ROTOR_EXAMPLES_EXERCISES_LORA_MERGE_H_

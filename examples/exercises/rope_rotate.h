@@ -1,11 +1,12 @@
 // Exercise (rung 05, docs/rope.md): rotate one row of a query or key.
 //
-// x holds `dim` channels (dim even) of one head at position `position`.
-// Pair i (i = 0 .. dim/2 - 1) turns by the angle position * theta_i with
-// theta_i = base^(-2i/dim):
-//   y_a = x_a cos - x_b sin,   y_b = x_b cos + x_a sin,
-// where the pair is (a, b) = (i, i + dim/2) in the split-half layout and
-// (2i, 2i + 1) when `interleaved`. Compute the angle in double.
+// x holds `dim` channels (dim even) of one head at position `position`;
+// return the rotated row, the same size. The channels form dim/2 pairs
+// (a, b): (i, i + dim/2) in the split-half layout and (2i, 2i + 1) when
+// `interleaved`, i = 0 .. dim/2 - 1. Pair i is rotated, as the point
+// (x_a, x_b) of the plane, by the angle position * theta_i with
+// theta_i = base^(-2i/dim), counter-clockwise (a positive angle turns the
+// a axis towards the b axis). Compute the angle in double.
 // Test: ctest -R Learn.RopeRotate (against rotor's Rope op).
 #ifndef ROTOR_EXAMPLES_EXERCISES_ROPE_ROTATE_H_
 #define ROTOR_EXAMPLES_EXERCISES_ROPE_ROTATE_H_

@@ -1,12 +1,12 @@
 // Exercise (rung 01, docs/autograd-and-ops.md): the backward of one op by
 // hand, softmax over one row, checked against rotor's autograd.
 //
-// Forward:   y_i = exp(x_i) / sum_j exp(x_j)
-// Backward:  given dy = dL/dy, return dx = dL/dx. The chain rule over
-//   dy_j/dx_i = y_j (delta_ij - y_i) gives
-//     dx_i = sum_j dy_j y_j (delta_ij - y_i) = y_i (dy_i - sum_j dy_j y_j)
-// (derive it yourself before reading the reference). Only y is needed, not
-// x: rotor's Softmax saves its output for the backward for this reason.
+// Forward:   y_i = exp(x_i) / sum_j exp(x_j)   over one row of n numbers.
+// Backward:  given y (the forward's output) and dy = dL/dy, both of n
+// numbers, return dx = dL/dx (n numbers). Derive it with the chain rule.
+// Hint: find the partial derivative of y_j with respect to x_i first (the
+// cases i == j and i != j differ). The result can be written with y alone,
+// without x: that is why rotor's Softmax saves its output for the backward.
 // Test: ctest -R Learn.SoftmaxBackward (y.Backward(dy) on rotor's Softmax).
 #ifndef ROTOR_EXAMPLES_EXERCISES_SOFTMAX_BACKWARD_H_
 #define ROTOR_EXAMPLES_EXERCISES_SOFTMAX_BACKWARD_H_

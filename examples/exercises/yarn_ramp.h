@@ -1,15 +1,20 @@
 // Exercise (rung 07, docs/context-extension.md "yarn"): YaRN's
 // frequencies.
 //
-// For rotary dimension r, base b, factor s and original length L0:
-//   theta_i = b^(-2i/r),  i = 0 .. r/2 - 1
-//   corr(n) = r * ln(L0 / (2 pi n)) / (2 ln b)   the pair whose wavelength
-//                                                fits n times into L0
-//   low  = max(floor(corr(beta_fast)), 0)
-//   high = min(ceil(corr(beta_slow)), r - 1)     (if low == high: high +=
-//   0.001) ramp_i = clamp((i - low) / (high - low), 0, 1) inv_freq_i = theta_i
-//   / s * ramp_i + theta_i * (1 - ramp_i)
-// Return inv_freq (r/2 numbers).
+// For rotary dimension r, base b, factor s and original length L0, plain
+// RoPE turns pair i by theta_i = b^(-2i/r) per position, i = 0 .. r/2 - 1.
+// YaRN leaves the fast pairs alone, interpolates the slow ones (theta_i
+// slowed by s, as linear scaling does) and ramps between them:
+//   corr(n): the (fractional) pair index i whose wavelength 2 pi / theta_i
+//            fits exactly n times into L0; solve that for i.
+//   low  = floor(corr(beta_fast)), clamped below at 0
+//   high = ceil(corr(beta_slow)), clamped above at r - 1 (not r/2 - 1:
+//          HF's convention); if low == high, add 0.001 to high.
+//   ramp_i rises linearly in i from 0 at i = low to 1 at i = high, and is
+//          clamped to [0, 1] outside.
+// Pair i's inverse frequency mixes the interpolated one (weight ramp_i)
+// and the original one (weight 1 - ramp_i) linearly.
+// Return inv_freq (r/2 numbers, pair 0 first).
 // Test: ctest -R Learn.YarnRamp (against rotor's ComputeRopeFrequencies).
 #ifndef ROTOR_EXAMPLES_EXERCISES_YARN_RAMP_H_
 #define ROTOR_EXAMPLES_EXERCISES_YARN_RAMP_H_
