@@ -198,6 +198,16 @@ void RunExport(const ExportOptions& options) {
                      "config.json, so load the base with the run's settings, "
                      "or export merged (without --adapter)\n";
       }
+      if (!train::IsHfModelFolder(
+              train::ResolveCheckpointPath(config.train.init_from))) {
+        std::cout << "note: the base, " << config.train.init_from
+                  << ", is a rotor checkpoint, which PEFT cannot load; "
+                     "export it as a Hugging Face folder (rotor export "
+                     "--checkpoint "
+                  << config.train.init_from
+                  << " --output BASE) and set the adapter's "
+                     "base_model_name_or_path to BASE\n";
+      }
       train::WritePeftAdapterFolder(options.output, *model, config);
       std::cout << "wrote " << options.output << "\n";
       return;

@@ -332,6 +332,60 @@ TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
   }
 }
 
+// The adapter names its base by an absolute path, so PEFT finds it from
+// anywhere, though the run gave train.init_from relative to its folder.
+TEST_F(LoraCli, AdapterNamesItsBaseByAnAbsolutePath) {
+  test::RotorResult r =
+      Run("export --random " + Quote(dir_.Write("base.yaml", kBaseModel)) +
+          " --seed 3 --output " + Quote(dir_.Path("base")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string in_dir = "cd " + Quote(dir_.path()) + " &&";
+  r = test::RunRotor(dir_, "train " + Quote(LoraConfig("./base/")), in_dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = test::RunRotor(dir_, "export --checkpoint run --adapter --output adapter",
+                     in_dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("is a rotor checkpoint"), std::string::npos);
+  const train::Json config = train::ParseJson(
+      train::ReadFile(dir_.Path("adapter/adapter_config.json")),
+      "adapter_config");
+  EXPECT_EQ(config.at("base_model_name_or_path"), dir_.Path("base"));
+}
+
+// A base trained by rotor is no folder PEFT can load: the adapter export
+// says so, and how to make one.
+TEST_F(LoraCli, AdapterOfARotorBaseSaysHowToMakeItsBase) {
+  const std::string base = dir_.Path("rbase");
+  test::RotorResult r =
+      Run("train " +
+          Quote(dir_.Write("rbase.yaml",
+                           std::string(kBaseModel) + "data:\n  path: " + data_ +
+                               "\ntrain:\n  batch_size: 2\n  seq_len: 32\n"
+                               "  max_steps: 1\n  threads: 1\n"
+                               "eval:\n  every_n_steps: 0\n"
+                               "logging:\n  progress: false\noutput_dir: " +
+                               base + "\n")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  // A rotor checkpoint as init_from takes the whole model section.
+  const std::string lora = train::ReadFile(LoraConfig(base));
+  r = Run("train " +
+          Quote(dir_.Write(
+              "lora-rotor.yaml",
+              test::ReplaceOnce(
+                  lora, "model:\n",
+                  test::ReplaceOnce(kBaseModel,
+                                    "  max_position_embeddings: 32\n", "")))));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) +
+          " --adapter --output " + Quote(dir_.Path("adapter")));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "note: the base, " + base +
+                             ", is a rotor checkpoint, which PEFT cannot "
+                             "load; export it as a Hugging Face folder "
+                             "(rotor export --checkpoint " +
+                             base + " --output BASE)");
+}
+
 TEST_F(LoraCli, WithoutInitFromItIsRefused) {
   const std::string config = dir_.Write("nobase.yaml", R"(model:
   vocab_size: 257

@@ -96,7 +96,13 @@ void WritePeftAdapterFolder(const std::string& dir, const nn::Module& model,
 
   Json json = Json::object();
   json["alpha_pattern"] = Json::object();
-  json["base_model_name_or_path"] = config.train.init_from;
+  // PEFT loads the base from here: an absolute path, so that the adapter
+  // folder works from wherever it is loaded (train.init_from may be
+  // relative to the folder the run was started in).
+  const std::filesystem::path base =
+      std::filesystem::absolute(config.train.init_from).lexically_normal();
+  json["base_model_name_or_path"] =
+      (base.has_filename() ? base : base.parent_path()).string();
   json["bias"] = "none";
   json["fan_in_fan_out"] = false;
   json["inference_mode"] = true;
