@@ -307,7 +307,7 @@ std::string ResolveCheckpointFolder(const std::string& path) {
 
 }  // namespace
 
-void NoteModelFilesAsInputs(const std::string& folder) {
+std::vector<std::string> ModelFiles(const std::string& folder) {
   // What a rotor checkpoint or a Hugging Face model folder is made of; not
   // what a command may have written beside it (an eval's JSON, a plot).
   static constexpr const char* kModelFiles[] = {"config.yaml",
@@ -322,14 +322,21 @@ void NoteModelFilesAsInputs(const std::string& folder) {
                                                 "vocab.json",
                                                 "merges.txt",
                                                 "model.safetensors.index.json"};
+  std::vector<std::string> files;
   std::error_code error;
   for (fs::directory_iterator it(folder.empty() ? "." : folder, error), end;
        !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
     bool model_file = it->path().extension() == ".safetensors";
     for (const char* file : kModelFiles) model_file |= name == file;
-    if (model_file) NoteInputPath(it->path().string());
+    if (model_file) files.push_back(it->path().string());
   }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void NoteModelFilesAsInputs(const std::string& folder) {
+  for (const std::string& file : ModelFiles(folder)) NoteInputPath(file);
 }
 
 std::string ResolveCheckpointPath(const std::string& path) {

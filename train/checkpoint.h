@@ -129,13 +129,16 @@ TrainConfig LoadCheckpointTrainConfig(const std::string& dir);
 // folder it returns become inputs of the command (NoteModelFilesAsInputs).
 std::string ResolveCheckpointPath(const std::string& path);
 
-// Notes every file of the model in `folder` (its weights, configs, tokenizer
-// and trainer state: *.safetensors, config.yaml, config.json,
+// The files of the model in `folder`, sorted: its weights, configs,
+// tokenizer and trainer state (*.safetensors, config.yaml, config.json,
 // tokenizer.json and the other files of a checkpoint or a Hugging Face
-// model folder) as an input of this command (NoteInputPath), so that no
-// output replaces one, whether the command reads it or not; other files
-// there (an eval's JSON, a plot) stay outputs a command may replace.
-// ResolveCheckpointPath does this for every folder it resolves.
+// model folder); not other files there (an eval's JSON, a plot).
+std::vector<std::string> ModelFiles(const std::string& folder);
+
+// Notes each of ModelFiles(folder) as an input of this command
+// (NoteInputPath), so that no output replaces one, whether the command
+// reads it or not. ResolveCheckpointPath does this for every folder it
+// resolves.
 void NoteModelFilesAsInputs(const std::string& folder);
 
 // Throws rotor::Error listing every architecture key whose value differs

@@ -318,18 +318,16 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
 }
 
 void ReportRunner::FingerprintSharedInputs() {
-  std::vector<std::string> base_files;
-  for (const std::filesystem::directory_entry& entry :
-       std::filesystem::directory_iterator(run_.base_checkpoint)) {
-    const std::string file = entry.path().filename().string();
-    const std::string extension = entry.path().extension().string();
-    // The weights and the config; not the optimizer or trainer state.
-    if ((extension == ".safetensors" && file != "optimizer.safetensors") ||
-        file == "config.yaml" || file == "config.json") {
-      base_files.push_back(entry.path().string());
-    }
-  }
-  std::sort(base_files.begin(), base_files.end());
+  // The base model's files, but its optimizer state: as large again as the
+  // weights, and nothing a variant reads.
+  std::vector<std::string> base_files = ModelFiles(run_.base_checkpoint);
+  base_files.erase(
+      std::remove_if(base_files.begin(), base_files.end(),
+                     [](const std::string& file) {
+                       return std::filesystem::path(file).filename() ==
+                              "optimizer.safetensors";
+                     }),
+      base_files.end());
   shared_inputs_["base"] = FilesHash(base_files);
   const std::string tokenizer = TokenizerFile(plan_.tokenizer);
   shared_inputs_["tokenizer"] =

@@ -60,18 +60,18 @@ bool IsRandomPart(std::string_view suffix) {
 // An exclusive flock on a folder for the life of the object; `held()` is
 // false when another process holds it (or the path cannot be opened as a
 // folder).
-class PathFlock {
+class FolderFlock {
  public:
-  PathFlock(const std::string& path, bool wait)
+  FolderFlock(const std::string& path, bool wait)
       : fd_(::open(path.c_str(),
                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY)) {
     held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0;
   }
-  ~PathFlock() {
+  ~FolderFlock() {
     if (fd_ >= 0) ::close(fd_);
   }
-  PathFlock(const PathFlock&) = delete;
-  PathFlock& operator=(const PathFlock&) = delete;
+  FolderFlock(const FolderFlock&) = delete;
+  FolderFlock& operator=(const FolderFlock&) = delete;
   bool held() const { return held_; }
 
  private:
@@ -281,7 +281,7 @@ void ReplaceDirectoryAtomically(
   const mode_t mask = ::umask(0);
   ::umask(mask);
   ::chmod(temp_dir.c_str(), 0777 & ~mask);
-  const PathFlock filling(temp_dir, /*wait=*/true);
+  const FolderFlock filling(temp_dir, /*wait=*/true);
   std::error_code ignored;
   try {
     fill(temp_dir);
@@ -335,7 +335,7 @@ void RemoveStaleTemporaryDirectories(const std::string& dir) {
   if (!fs::is_directory(path, error)) return;
   for (const Temporary& leftover : TemporariesOf(path)) {
     if (leftover.type != fs::file_type::directory) continue;
-    const PathFlock unused(leftover.path, /*wait=*/false);
+    const FolderFlock unused(leftover.path, /*wait=*/false);
     if (unused.held()) fs::remove_all(leftover.path, error);
   }
 }
