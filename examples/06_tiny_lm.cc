@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/attention.h"
+#include "core/ops/gemm.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/transformer.h"
@@ -140,6 +142,13 @@ int main(int argc, char** argv) {
                                config.train.seed);
   std::printf("model: %lld parameters; data: %zu training bytes\n",
               static_cast<long long>(model.NumParameters()), tokens.size());
+  // Training is deterministic, but its bits depend on the kernels: the
+  // library that multiplies the matrices (and which of its kernel sets) and
+  // the vector instructions rotor's own kernels were dispatched to. Another
+  // set rounds differently, and the figures below move with it.
+  std::printf("kernels: matrix products %s, vector kernels %s\n",
+              rotor::GemmDescription().c_str(),
+              rotor::kernels::AttentionTarget());
 
   // The passkey evaluation: 5 depths x 10 keys, retrieved = every digit
   // right (train/eval/passkey_eval.h).

@@ -1,0 +1,319 @@
+// Run the docs: every command block of README.md and the guides that the
+// page marks `<!-- doc-test: run -->` runs here as a new user would type it,
+// in order, in a fresh folder that holds links to build/, configs/,
+// scripts/ and examples/ (tests/docs/doc_blocks.h says how a page marks its
+// blocks). A command must exit 0. A block marked `output` must be what the
+// command above it printed, up to timings (tok/s, ETA, seconds), when this
+// machine runs the kernels the page's outputs name (their `kernels:` line,
+// printed by examples/06_tiny_lm); on other kernels the figures round
+// differently and only the commands are checked.
+//
+// Blocks marked `run with WORDS` get WORDS after each `build/rotor train`
+// and `build/rotor extend-report` (or `with train: W1; eval: W2`, words per
+// subcommand): the small step counts that keep this in the default suite.
+// `skip REASON` blocks are listed in the test's output.
+//
+// The output blocks are written by the same run:
+//
+//   bash scripts/update_doc_outputs.sh        # runs this with
+//                                             # ROTOR_UPDATE_DOC_OUTPUTS=1
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/docs/doc_blocks.h"
+#include "tests/temp_dir.h"
+#include "train/io/atomic_file.h"
+
+namespace rotor::test {
+namespace {
+
+// `command` with the words of a `run with` block added. `with` is a list
+// of "SUBCOMMAND: words" separated by ";" (words for each `build/rotor
+// SUBCOMMAND ...`), or plain words for `build/rotor train` and `build/rotor
+// extend-report`. A key=value word replaces the command's own value of
+// that key.
+std::string WithWords(const std::string& command, const std::string& with) {
+  static const std::regex kSegment(R"(^\s*(([a-z-]+):\s+)?(.*?)\s*$)");
+  std::string result = command;
+  std::istringstream segments(with);
+  for (std::string segment; std::getline(segments, segment, ';');) {
+    std::smatch match;
+    if (!std::regex_match(segment, match, kSegment) || match[3].length() == 0) {
+      continue;
+    }
+    const std::vector<std::string> subcommands =
+        match[2].matched ? std::vector<std::string>{match[2].str()}
+                         : std::vector<std::string>{"train", "extend-report"};
+    for (const std::string& subcommand : subcommands) {
+      if (command.rfind("build/rotor " + subcommand + " ", 0) != 0) continue;
+      // A key=value the command already gives is replaced (rotor refuses
+      // a key given twice); other words are added at the end.
+      std::istringstream words(match[3].str());
+      for (std::string word; words >> word;) {
+        const size_t equals = word.find('=');
+        const size_t at = equals == std::string::npos
+                              ? std::string::npos
+                              : result.find(" " + word.substr(0, equals + 1));
+        if (at == std::string::npos) {
+          result += " " + word;
+        } else {
+          const size_t end = result.find(' ', at + 1);
+          result.replace(at + 1, end == std::string::npos ? end : end - at - 1,
+                         word);
+        }
+      }
+    }
+  }
+  return result;
+}
+
+// The text with what changes from run to run (speeds, times) replaced, and
+// trailing spaces removed from each line.
+std::string Masked(const std::string& text) {
+  static const std::regex kSpeed(R"(\d+ tok/s)");
+  static const std::regex kEta(R"(ETA \d+m\d+s)");
+  static const std::regex kSeconds(R"(in \d+(\.\d+)? s\b)");
+  std::string out = std::regex_replace(text, kSpeed, "N tok/s");
+  out = std::regex_replace(out, kEta, "ETA N");
+  out = std::regex_replace(out, kSeconds, "in N s");
+  std::istringstream in(out);
+  std::string result;
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) {
+      line.pop_back();
+    }
+    result += line + "\n";
+  }
+  while (result.size() > 1 && result.substr(result.size() - 2) == "\n\n") {
+    result.pop_back();
+  }
+  return result;
+}
+
+// The line of `text` that starts with "kernels: ", or "".
+std::string KernelsLine(const std::string& text) {
+  const size_t at =
+      text.rfind("kernels: ", 0) == 0 ? 0 : text.find("\nkernels: ");
+  if (at == std::string::npos) return "";
+  const size_t start = at == 0 ? 0 : at + 1;
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+struct CommandRun {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+CommandRun RunInFolder(const TempDir& dir, const std::string& command,
+                       int index) {
+  const std::string script =
+      dir.Write(".doc-test/command-" + std::to_string(index) + ".sh",
+                "set -o pipefail\ncd '" + dir.path() + "'\n" + command + "\n");
+  const std::string log = script + ".log";
+  const std::string line =
+      "timeout 900 bash '" + script + "' >'" + log + "' 2>&1 </dev/null";
+  CommandRun run;
+  const int raw = std::system(line.c_str());
+  if (raw != -1 && WIFEXITED(raw)) run.status = WEXITSTATUS(raw);
+  run.out = train::ReadFile(log);
+  return run;
+}
+
+// The last `lines` lines of `text`.
+std::string Tail(const std::string& text, int lines) {
+  size_t at = text.size();
+  for (int i = 0; i <= lines && at != std::string::npos && at > 0; ++i) {
+    at = text.rfind('\n', at - 1);
+  }
+  return at == std::string::npos || at == 0 ? text : text.substr(at + 1);
+}
+
+// Runs `page` (relative to the source tree) as the header says.
+void RunPage(const std::string& page) {
+  const std::string path = std::string(ROTOR_SOURCE_DIR) + "/" + page;
+  const std::string text = train::ReadFile(path);
+  const DocParse parse = ReadDocBlocks(page, text);
+  for (const std::string& problem : parse.problems) ADD_FAILURE() << problem;
+  if (!parse.problems.empty()) return;
+
+  TempDir dir;
+  for (const char* link : {"configs", "scripts", "examples"}) {
+    std::filesystem::create_directory_symlink(
+        std::string(ROTOR_SOURCE_DIR) + "/" + link, dir.Path(link));
+  }
+  std::filesystem::create_directory_symlink(ROTOR_BINARY_DIR,
+                                            dir.Path("build"));
+
+  struct Output {
+    const DocBlock* block;
+    std::string printed;
+  };
+  std::vector<Output> outputs;
+  std::string last_printed;
+  int index = 0;
+  for (const DocBlock& block : parse.blocks) {
+    if (block.kind == DocBlock::Kind::kSkip) {
+      std::cout << page << ":" << block.first_line
+                << ": not run: " << block.argument << "\n";
+    } else if (block.kind == DocBlock::Kind::kOutput) {
+      outputs.push_back({&block, last_printed});
+    } else if (block.kind == DocBlock::Kind::kRun) {
+      for (const std::string& written : BlockCommands(block)) {
+        const std::string command = WithWords(written, block.argument);
+        std::cout << page << ":" << block.first_line << ": " << command
+                  << std::endl;
+        const CommandRun run = RunInFolder(dir, command, index++);
+        ASSERT_EQ(run.status, 0)
+            << page << ":" << block.first_line << ": `" << command
+            << "` failed; the end of what it printed:\n"
+            << Tail(run.out, 30);
+        last_printed = run.out;
+      }
+    }
+  }
+
+  if (const char* update = std::getenv("ROTOR_UPDATE_DOC_OUTPUTS");
+      update != nullptr && std::string(update) == "1") {
+    // Write each output block's lines with what its command printed.
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) {
+      const auto first = lines.begin() + (it->block->first_line - 1);
+      lines.erase(first, first + it->block->lines.size());
+      std::istringstream printed(it->printed);
+      std::vector<std::string> replacement;
+      for (std::string line; std::getline(printed, line);) {
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        replacement.push_back(line);
+      }
+      while (!replacement.empty() && replacement.back().empty()) {
+        replacement.pop_back();
+      }
+      lines.insert(lines.begin() + (it->block->first_line - 1),
+                   replacement.begin(), replacement.end());
+    }
+    std::string updated;
+    for (const std::string& line : lines) updated += line + "\n";
+    train::WriteFileAtomically(path, updated);
+    std::cout << "wrote " << outputs.size() << " output blocks of " << page
+              << "\n";
+    return;
+  }
+
+  // The figures are compared on the kernels the page measured them on.
+  std::string page_kernels, these_kernels;
+  for (const Output& output : outputs) {
+    std::string expected;
+    for (const std::string& line : output.block->lines) expected += line + "\n";
+    if (page_kernels.empty()) page_kernels = KernelsLine(expected);
+    if (these_kernels.empty()) these_kernels = KernelsLine(output.printed);
+  }
+  if (page_kernels != these_kernels) {
+    std::cout << page << ": its outputs were measured on \"" << page_kernels
+              << "\"; this machine runs \"" << these_kernels
+              << "\", which rounds differently: only the commands were "
+                 "checked\n";
+    return;
+  }
+  for (const Output& output : outputs) {
+    std::string expected;
+    for (const std::string& line : output.block->lines) expected += line + "\n";
+    EXPECT_EQ(Masked(output.printed), Masked(expected))
+        << page << ":" << output.block->first_line
+        << ": the output differs from what the page shows (bash "
+           "scripts/update_doc_outputs.sh writes it again)";
+  }
+}
+
+TEST(DocBlocks, ReadsMarkersFencesAndIndentedCommands) {
+  const DocParse parse =
+      ReadDocBlocks("page.md",
+                    "intro\n"
+                    "\n"
+                    "<!-- doc-test: run with a=1 -->\n"
+                    "```sh\n"
+                    "build/rotor train c.yaml \\\n"
+                    "    x=2   # a comment\n"
+                    "# only a comment\n"
+                    "build/rotor eval --text 'a # b'\n"
+                    "```\n"
+                    "<!-- doc-test: output -->\n"
+                    "```\n"
+                    "printed\n"
+                    "```\n"
+                    "\n"
+                    "<!-- doc-test: skip needs a model -->\n"
+                    "\n"
+                    "    build/rotor generate --checkpoint M\n"
+                    "\n"
+                    "A paragraph.\n"
+                    "\n"
+                    "    cmake -S . -B build\n"
+                    "\n"
+                    "text\n"
+                    "\n"
+                    "    not a command\n");
+  ASSERT_EQ(parse.blocks.size(), 4u);
+  EXPECT_EQ(parse.blocks[0].kind, DocBlock::Kind::kRun);
+  EXPECT_EQ(parse.blocks[0].argument, "a=1");
+  EXPECT_EQ(parse.blocks[0].first_line, 5);
+  EXPECT_EQ(BlockCommands(parse.blocks[0]),
+            (std::vector<std::string>{"build/rotor train c.yaml x=2",
+                                      "build/rotor eval --text 'a # b'"}));
+  EXPECT_EQ(WithWords(BlockCommands(parse.blocks[0])[0], "a=1"),
+            "build/rotor train c.yaml x=2 a=1");
+  EXPECT_EQ(WithWords(BlockCommands(parse.blocks[0])[1], "a=1"),
+            "build/rotor eval --text 'a # b'");
+  EXPECT_EQ(WithWords("build/rotor eval x", "train: a=1; eval: --b 2 ;"),
+            "build/rotor eval x --b 2");
+  EXPECT_EQ(WithWords("build/rotor extend-report r.yaml", "a=1"),
+            "build/rotor extend-report r.yaml a=1");
+  EXPECT_EQ(WithWords("build/rotor train c.yaml a=200 b=1", "a=4 c=2"),
+            "build/rotor train c.yaml a=4 b=1 c=2");
+  EXPECT_EQ(WithWords("build/rotor train c.yaml b=1 a=200", "a=4"),
+            "build/rotor train c.yaml b=1 a=4");
+  EXPECT_EQ(parse.blocks[1].kind, DocBlock::Kind::kOutput);
+  EXPECT_EQ(parse.blocks[1].lines, std::vector<std::string>{"printed"});
+  EXPECT_EQ(parse.blocks[2].kind, DocBlock::Kind::kSkip);
+  EXPECT_EQ(parse.blocks[2].argument, "needs a model");
+  // The unmarked command block is a problem, named by its line.
+  EXPECT_EQ(parse.blocks[3].kind, DocBlock::Kind::kUnmarked);
+  ASSERT_EQ(parse.problems.size(), 1u);
+  EXPECT_EQ(parse.problems[0],
+            "page.md:21: a command block without a doc-test marker above it "
+            "(<!-- doc-test: run -->, or <!-- doc-test: skip REASON -->)");
+}
+
+TEST(DocBlocks, MasksOnlyTimings) {
+  EXPECT_EQ(Masked("step 25/150  loss 0.3217  30271 tok/s  ETA 0m08s  \n"
+                   "fine-tuned 150 steps in 17.8 s\n\n"),
+            "step 25/150  loss 0.3217  N tok/s  ETA N\n"
+            "fine-tuned 150 steps in N s\n");
+  EXPECT_NE(Masked("loss 0.3217\n"), Masked("loss 0.3218\n"));
+  EXPECT_EQ(KernelsLine("model: x\nkernels: a b\nrest\n"), "kernels: a b");
+  EXPECT_EQ(KernelsLine("kernels: c\n"), "kernels: c");
+  EXPECT_EQ(KernelsLine("none\n"), "");
+}
+
+TEST(Docs, ReadmeCommandsRun) { RunPage("README.md"); }
+TEST(Docs, LearnCommandsRunAndPrintWhatThePageShows) {
+  RunPage("docs/learn.md");
+}
+TEST(Docs, GgufCommandsRun) { RunPage("docs/gguf.md"); }
+TEST(Docs, LoraCommandsRun) { RunPage("docs/lora.md"); }
+TEST(Docs, ContextExtensionCommandsRun) {
+  RunPage("docs/context-extension.md");
+}
+
+}  // namespace
+}  // namespace rotor::test
