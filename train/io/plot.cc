@@ -188,12 +188,20 @@ std::string DrawHeatMap(const HeatMap& map, const std::string& png_path) {
   script << "EOD\n";
   const size_t columns = map.column_labels.size();
   const size_t rows = map.row_labels.size();
-  script << "set terminal pngcairo size " << 160 + 110 * columns << ","
-         << 140 + 60 * rows << " font 'sans,11'\n"
+  // Row labels longer than a length's few digits ("niah_single 4096") widen
+  // the picture by what they take, so the cells keep their width.
+  size_t label_chars = 0;
+  for (const std::string& label : map.row_labels) {
+    label_chars = std::max(label_chars, label.size());
+  }
+  const size_t width =
+      160 + 110 * columns + 7 * (std::max<size_t>(label_chars, 8) - 8);
+  script << "set terminal pngcairo size " << width << "," << 140 + 60 * rows
+         << " font 'sans,11'\n"
          << "set output " << Quoted(png_path) << "\n"
          << "set title "
-         << TitleText(map.title, static_cast<size_t>((160 + 110 * columns) *
-                                                     kTitleCharsPerPixel))
+         << TitleText(map.title,
+                      static_cast<size_t>(width * kTitleCharsPerPixel))
          << "\n"
          << "set xlabel " << Text(map.x_label) << "\n"
          << "set ylabel " << Text(map.y_label) << "\n"
