@@ -59,7 +59,8 @@ constexpr char kEvalDetails[] =
     "--depths, in the model's tokens whatever its tokenizer; its filler is\n"
     "the Landmark sentences, or the validation text (--passkey-filler).\n"
     "--retrieval TASKS adds RULER-style retrieval tasks on the same grid\n"
-    "(docs/context-extension.md, \"Retrieval tasks\").\n"
+    "(docs/context-extension.md, \"Retrieval tasks\"), drawn as one heat\n"
+    "map (--retrieval-plot).\n"
     "\n"
     "--json prints every figure as one JSON object at full precision\n"
     "instead of the text (numbers JSON cannot hold, such as an infinite\n"
@@ -89,6 +90,7 @@ struct EvalOptions {
   std::string passkey_filler = "landmark";  // or "validation"
   // RULER-style retrieval tasks, on the passkey grid.
   std::string retrieval;  // a comma list of tasks; empty: none
+  std::string retrieval_plot = "retrieval.png";
   bool force = false;
   bool json = false;
 };
@@ -503,10 +505,57 @@ train::Json RetrievalJson(const std::vector<train::RetrievalCell>& cells,
           {"cells", std::move(cell_rows)}};
 }
 
+// As with the passkey: no question answered, in any task or cell, usually
+// means the model never learned retrieval, which the tables alone do not
+// say. Any value written (RULER's partial match) is retrieval forming.
+void PrintRetrievalHint(const std::vector<train::RetrievalCell>& cells,
+                        const EvalOptions& options,
+                        const train::TrainConfig& config) {
+  for (const train::RetrievalCell& cell : cells) {
+    if (cell.correct > 0 || cell.match_sum > 0.0) return;
+  }
+  std::printf(
+      "no retrieval question answered: a model answers RULER's questions "
+      "only if it learned retrieval in training (rotor's models practise "
+      "only the passkey: data.passkey_fraction, %g for this model), and a "
+      "small model that never did scores 0%% on every task "
+      "(docs/context-extension.md, 7.8); check --passkey at the length it "
+      "was trained at (%lld) first, and if that fails too, 7.1 \"passkey "
+      "practice\" gives a short run that teaches it\n",
+      config.data.passkey_fraction,
+      static_cast<long long>(TrainedLength(options.checkpoint, config)));
+}
+
+// One heat map of every task: a row per task and length, a column per
+// depth, as the passkey's.
+train::HeatMap RetrievalHeatMap(const std::vector<train::RetrievalCell>& cells,
+                                const train::RetrievalEvalOptions& retrieval,
+                                const train::TrainConfig& config) {
+  train::HeatMap map;
+  map.title = std::string("retrieval (") +
+              RopeTypeName(config.model.rope.rope_type) + ")";
+  map.x_label = "depth of the needle (0 = start, 1 = end)";
+  map.y_label = "task, context length";
+  for (double depth : retrieval.depths)
+    map.column_labels.push_back(StrCat(depth));
+  const size_t depths = retrieval.depths.size();
+  for (size_t row = 0; row * depths < cells.size(); ++row) {
+    const train::RetrievalCell& first = cells[row * depths];
+    map.row_labels.push_back(
+        StrCat(train::RetrievalTaskName(first.task), " ", first.length));
+    std::vector<double> values;
+    for (size_t d = 0; d < depths; ++d) {
+      values.push_back(cells[row * depths + d].accuracy());
+    }
+    map.values.push_back(values);
+  }
+  return map;
+}
+
 // The retrieval tasks on the passkey grid (train/eval/retrieval.h).
 void RunRetrieval(nn::Transformer& model, const train::Tokenizer& tokenizer,
                   const train::TokenFile* val, const EvalOptions& options,
-                  train::Json& report) {
+                  const train::TrainConfig& config, train::Json& report) {
   train::RetrievalEvalOptions retrieval;
   retrieval.tasks = train::ParseRetrievalTasks(options.retrieval);
   retrieval.lengths = options.passkey_eval.lengths.empty()
@@ -518,11 +567,18 @@ void RunRetrieval(nn::Transformer& model, const train::Tokenizer& tokenizer,
   retrieval.filler = PasskeyFiller(options, val, retrieval.lengths);
   const std::vector<train::RetrievalCell> cells =
       train::EvaluateRetrieval(model, tokenizer, retrieval);
+  train::Json section = train::Json::object();
   if (options.json) {
-    report["retrieval"] = RetrievalJson(cells, retrieval);
+    section = RetrievalJson(cells, retrieval);
   } else {
     PrintRetrievalTable(cells, retrieval);
+    PrintRetrievalHint(cells, options, config);
   }
+  ReportPlot(options, options.retrieval_plot,
+             train::DrawHeatMap(RetrievalHeatMap(cells, retrieval, config),
+                                options.retrieval_plot),
+             section);
+  if (options.json) report["retrieval"] = std::move(section);
 }
 
 // The passkey and retrieval lengths when neither --passkey-lengths nor
@@ -589,6 +645,10 @@ void RunEval(const EvalOptions& given) {
     train::CheckOutputFile(options.passkey_plot, options.force,
                            "--passkey-plot");
   }
+  if (!options.retrieval.empty()) {
+    train::CheckOutputFile(options.retrieval_plot, options.force,
+                           "--retrieval-plot");
+  }
   train::Json report = {{"checkpoint", options.checkpoint}};
   if (lengths.empty() && !grid) {
     RunValidation(
@@ -616,7 +676,8 @@ void RunEval(const EvalOptions& given) {
                  report);
     }
     if (!options.retrieval.empty()) {
-      RunRetrieval(*model, *tokenizer, val ? &*val : nullptr, options, report);
+      RunRetrieval(*model, *tokenizer, val ? &*val : nullptr, options, config,
+                   report);
     }
   }
   if (options.json) std::printf("%s\n", report.dump().c_str());
@@ -691,6 +752,10 @@ void AddEvalCommand(CLI::App& rotor) {
   command
       ->add_option("--passkey-plot", options->passkey_plot,
                    "heat map (default passkey.png)")
+      ->type_name("FILE");
+  command
+      ->add_option("--retrieval-plot", options->retrieval_plot,
+                   "heat map of the retrieval tasks (default retrieval.png)")
       ->type_name("FILE");
   command
       ->add_option("--rope-from", options->rope_from,

@@ -713,6 +713,11 @@ std::vector<BadInput> OutputCases() {
        "--checkpoint " +
            checkpoint,
        "--passkey-plot", checkpoint + "/config.yaml"},
+      {"RetrievalPlot",
+       "eval --retrieval niah_single --passkey-lengths 448 --depths 0 "
+       "--trials 1 --checkpoint " +
+           checkpoint,
+       "--retrieval-plot", checkpoint + "/config.yaml"},
       {"RopePlot", "rope --config " + checkpoint + "/config.yaml", "--plot",
        checkpoint + "/config.yaml"},
       {"TokenizerTrain", "tokenizer train --input CASE/data --vocab-size 300",

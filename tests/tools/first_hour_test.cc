@@ -13,6 +13,7 @@
 #include "tests/tools/run_rotor.h"
 #include "tests/train/train_test_util.h"
 #include "train/io/atomic_file.h"
+#include "train/io/plot.h"
 
 namespace rotor::tools {
 namespace {
@@ -209,6 +210,37 @@ TEST_F(FirstHour, AnUnpractisedPasskeyScorePointsToThePractice) {
   EXPECT_CONTAINS(r.out, "     128      0%");
   EXPECT_CONTAINS(r.out, "data.passkey_fraction");
   EXPECT_CONTAINS(r.out, "docs/context-extension.md");
+}
+
+// Retrieval that fails everywhere says why, as the passkey does, and is
+// drawn like the passkey: a heat map of each task's lengths by depth.
+TEST_F(FirstHour, AnUnansweredRetrievalSaysWhyAndIsDrawn) {
+  ASSERT_EQ(Train("run").status, 0);
+  const std::string plot = dir_.Path("retrieval.png");
+  const Result r = Run("eval --checkpoint " + Quote(dir_.Path("run")) +
+                       " --retrieval niah_single --passkey-lengths 384 "
+                       "--trials 1 --depths 0,1 --retrieval-plot " +
+                       Quote(plot));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "     384      0%      0%");
+  EXPECT_CONTAINS(r.out, "no retrieval question answered");
+  EXPECT_CONTAINS(r.out, "--passkey");
+  EXPECT_CONTAINS(r.out, "docs/context-extension.md");
+  if (train::GnuplotAvailable()) {
+    EXPECT_CONTAINS(r.out, "plot         " + plot);
+    EXPECT_EQ(train::ReadFile(plot).substr(1, 3), "PNG");
+  } else {
+    EXPECT_CONTAINS(r.out, "gnuplot is not installed");
+  }
+  // Its plot is an output like the others: not replaced without --force.
+  const Result again = Run("eval --checkpoint " + Quote(dir_.Path("run")) +
+                           " --retrieval niah_single --passkey-lengths 384 "
+                           "--trials 1 --depths 0 --retrieval-plot " +
+                           Quote(plot));
+  if (train::GnuplotAvailable()) {
+    EXPECT_EQ(again.status, 1);
+    EXPECT_CONTAINS(again.err, "--retrieval-plot");
+  }
 }
 
 // Errors are prefixed with the command once.

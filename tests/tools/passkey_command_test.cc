@@ -61,7 +61,8 @@ class Llama3FolderTest : public ::testing::Test {
   // rotor eval of the folder on the data, with `args`.
   std::string Eval(const std::string& args) const {
     return "eval --checkpoint " + Quote(folder_) + " --data " + Quote(data_) +
-           " --force --passkey-plot " + Quote(dir_.Path("passkey.png")) + " " +
+           " --force --passkey-plot " + Quote(dir_.Path("passkey.png")) +
+           " --retrieval-plot " + Quote(dir_.Path("retrieval.png")) + " " +
            args;
   }
 
@@ -95,7 +96,8 @@ TEST_F(Llama3FolderTest, PasskeyDefaultsToTheModelsLengths) {
 TEST_F(Llama3FolderTest, PasskeyAndRetrievalNeedNoData) {
   const std::string eval =
       "eval --checkpoint " + Quote(folder_) + " --force --passkey-plot " +
-      Quote(dir_.Path("passkey.png")) + " --depths 1 --trials 1 --json ";
+      Quote(dir_.Path("passkey.png")) + " --retrieval-plot " +
+      Quote(dir_.Path("retrieval.png")) + " --depths 1 --trials 1 --json ";
   test::RotorResult r =
       test::RunRotor(dir_, eval + "--passkey --retrieval niah_single");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -699,7 +699,8 @@ TEST_F(RotorCli, ATrainedBpeTokenizerFlowsFromDataToCheckpointToGenerate) {
   r = Run("eval --checkpoint " + Quote(checkpoint) +
           " --retrieval niah_single,niah_multikey,niah_multivalue,"
           "variable_tracking --passkey-lengths 1024 --depths 0.5 --trials 1 "
-          "--json");
+          "--json --retrieval-plot " +
+          Quote(dir_.Path("retrieval.png")));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(train::ParseJson(r.out, "eval").at("retrieval").at("cells").size(),
             4u);

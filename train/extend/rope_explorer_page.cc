@@ -8,8 +8,9 @@
 // formulas, same order of operations, in double), and methodSettings
 // mirrors ExtendModelConfig (train/extend/recipe.cc); at load it checks its
 // own numbers against rotor's and writes the largest relative difference,
-// any error, and every curve into #explorer-state as JSON, which the
-// browser test reads. The URL hash (#factor=8&length=2048) sets the sliders,
+// any error, every curve, and each chart's y-tick count and the box of
+// every text it drew into #explorer-state as JSON, which the browser test
+// reads. The URL hash (#factor=8&length=2048) sets the sliders,
 // so a test can move them without a mouse.
 #include "train/extend/rope_explorer_page.h"
 
@@ -205,64 +206,137 @@ const char kRopeExplorerScript[] = R"JS(
     if (v >= 1e5 || v < 1e-2) return v.toExponential(1).replace('e+', 'e');
     return String(Math.round(v * 100) / 100);
   }
+  // Ticks of an axis from lo to hi (lo < hi, in data units): on a log axis
+  // the powers of ten, else 1-2-5 or 1-9 times them, else (a range within
+  // one decade) evenly spaced round numbers; the first of these with at
+  // least 4 ticks in range, so no chart is left with one or none.
+  function roundTicks(lo, hi) {
+    var steps = [], p = Math.pow(10, Math.floor(Math.log10(hi - lo)) + 1);
+    for (var k = 0; k < 4; ++k, p /= 10) steps.push(p, p / 2, p / 5);
+    for (var i = 0; i < steps.length; ++i) {
+      var out = [], st = steps[i];
+      for (var v = Math.ceil(lo / st - 1e-9) * st; v <= hi + st * 1e-9; v += st) {
+        out.push(Number(v.toPrecision(12)));
+      }
+      if (out.length >= 4) return out;
+    }
+    return [lo, hi];
+  }
+  function logTicks(lo, hi) {
+    var mantissas = [[1], [1, 2, 5], [1, 2, 3, 4, 5, 6, 7, 8, 9]];
+    for (var m = 0; m < mantissas.length; ++m) {
+      var out = [];
+      for (var e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); ++e) {
+        mantissas[m].forEach(function (d) {
+          var v = Number((d * Math.pow(10, e)).toPrecision(12));
+          if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push(v);
+        });
+      }
+      if (out.length >= 4) {
+        // Many decades: every second or third power, up to 10 labels.
+        var every = Math.ceil(out.length / 10);
+        return out.filter(function (v, n) { return n % every === 0; });
+      }
+    }
+    return roundTicks(lo, hi);
+  }
+  // The width of `text` as the chart draws it.
+  function textWidth(svg, text) {
+    var t = el('text', { x: 0, y: 0 }, svg);
+    t.textContent = text;
+    var w = t.getBBox().width;
+    svg.removeChild(t);
+    return w || 7 * text.length;  // not laid out: an estimate
+  }
   // spec: {title, xLabel, yLabel, logX, logY, series: [{name, method,
-  // variant, points: [[x, y]], dash}], hlines: [{y, label}], yMin, yMax}
+  // variant, points: [[x, y]], dash}], hlines: [{y, label}], yMin, yMax,
+  // markers}. The right margin holds the reference lines' labels, then the
+  // legend, each as wide as its longest text, so no label is cut or drawn
+  // over another. Returns each text's box (for #explorer-state) and the
+  // number of y ticks.
   function drawChart(svg, spec) {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    var W = 760, H = 330, L = 70, R = 150, T = 28, B = 44;
+    var W = 760, H = 330, L = 70, T = 28, B = 44;
+    var hlines = spec.hlines || [];
+    var hlineW = 0, legendW = 0;
+    hlines.forEach(function (h) { hlineW = Math.max(hlineW, textWidth(svg, h.label)); });
+    spec.series.forEach(function (s) { legendW = Math.max(legendW, textWidth(svg, s.name)); });
+    var R = 8 + (hlineW ? hlineW + 14 : 0) + 24 + legendW + 6;
+    var legendX = W - R + 8 + (hlineW ? hlineW + 14 : 0);
+    H = Math.max(H, T + 14 + 15 * spec.series.length + B);
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    var texts = [];  // every text or legend entry, for layout()
+    function text(role, attrs, content) {
+      var t = el('text', attrs, svg);
+      t.textContent = content;
+      t.setAttribute('data-role', role);
+      texts.push(t);
+      return t;
+    }
+    function layout(yTicks) {
+      var box = svg.getBoundingClientRect();
+      return { chart: svg.getAttribute('data-chart'), y_ticks: yTicks,
+               width: box.width, height: box.height,
+               texts: texts.map(function (t) {
+                 var b = t.getBoundingClientRect();
+                 return { role: t.getAttribute('data-role'), text: t.textContent,
+                          x: b.left - box.left, y: b.top - box.top,
+                          w: b.width, h: b.height };
+               }) };
+    }
     var xs = [], ys = [];
     if (!spec.series.length) {
-      el('text', { x: L, y: 16, 'font-weight': 'bold' }, svg).textContent =
-          spec.title + ': nothing measured';
-      return;
+      text('title', { x: L, y: 16, 'font-weight': 'bold' },
+           spec.title + ': nothing measured');
+      return layout(0);
     }
     spec.series.forEach(function (s) {
       s.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); });
     });
-    (spec.hlines || []).forEach(function (h) { ys.push(h.y); });
+    hlines.forEach(function (h) { ys.push(h.y); });
     if (spec.yMin !== undefined) ys.push(spec.yMin);
     if (spec.yMax !== undefined) ys.push(spec.yMax);
     var tx = spec.logX ? Math.log10 : function (v) { return v; };
     var ty = spec.logY ? Math.log10 : function (v) { return v; };
     var x0 = tx(Math.min.apply(null, xs)), x1 = tx(Math.max.apply(null, xs));
     var y0 = ty(Math.min.apply(null, ys)), y1 = ty(Math.max.apply(null, ys));
-    if (x1 === x0) x1 = x0 + 1;
-    if (y1 - y0 < 1e-9) { y0 -= 0.5; y1 += 0.5; }
+    // One x (a single measured length): a little room on either side.
+    if (x1 === x0) { var pad = spec.logX ? 0.15 : 0.5; x0 -= pad; x1 += pad; }
+    if (y1 - y0 < 1e-9) { y0 -= spec.logY ? 0.15 : 0.5; y1 += spec.logY ? 0.15 : 0.5; }
     function X(v) { return L + (tx(v) - x0) / (x1 - x0) * (W - L - R); }
     function Y(v) { return H - B - (ty(v) - y0) / (y1 - y0) * (H - T - B); }
-    el('text', { x: L, y: 16, 'font-weight': 'bold' }, svg).textContent = spec.title;
+    function untx(v) { return spec.logX ? Math.pow(10, v) : v; }
+    function unty(v) { return spec.logY ? Math.pow(10, v) : v; }
+    text('title', { x: L, y: 16, 'font-weight': 'bold' }, spec.title);
     el('rect', { x: L, y: T, width: W - L - R, height: H - T - B, fill: 'none',
                  stroke: '#999' }, svg);
-    // y ticks: powers of ten on a log axis, five steps on a linear one.
-    var ticks = [];
-    if (spec.logY) {
-      for (var e = Math.ceil(y0); e <= Math.floor(y1); ++e) ticks.push(Math.pow(10, e));
-    } else {
-      for (var k = 0; k <= 4; ++k) ticks.push(y0 + (y1 - y0) * k / 4);
-    }
+    var ticks = spec.logY ? logTicks(unty(y0), unty(y1)) : roundTicks(unty(y0), unty(y1));
     ticks.forEach(function (v) {
       el('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: '#eee' }, svg);
-      el('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end' }, svg).textContent = fmt(v);
+      text('y-tick', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end' }, fmt(v));
     });
     var xt = [];
     if (spec.logX) {
-      var lo2 = Math.ceil(x0 / Math.log10(2)), hi2 = Math.floor(x1 / Math.log10(2));
+      var lo2 = Math.ceil(x0 / Math.log10(2) - 1e-9), hi2 = Math.floor(x1 / Math.log10(2) + 1e-9);
       for (var p = lo2; p <= hi2; ++p) xt.push(Math.pow(2, p));
     } else {
       var step = Math.max(1, Math.ceil((x1 - x0) / 8));
       for (var q = Math.ceil(x0); q <= x1; q += step) xt.push(q);
     }
+    // Low enough that the lowest y tick's label does not touch the first.
     xt.forEach(function (v) {
-      el('text', { x: X(v), y: H - B + 16, 'text-anchor': 'middle' }, svg).textContent = fmt(v);
+      text('x-tick', { x: X(v), y: H - B + 18, 'text-anchor': 'middle' }, fmt(v));
     });
-    el('text', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle' }, svg).textContent = spec.xLabel;
-    el('text', { x: 14, y: (T + H - B) / 2, 'text-anchor': 'middle',
-                 transform: 'rotate(-90 14 ' + (T + H - B) / 2 + ')' }, svg).textContent = spec.yLabel;
-    (spec.hlines || []).forEach(function (h) {
+    text('x-label', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle' }, spec.xLabel);
+    text('y-label', { x: 14, y: (T + H - B) / 2, 'text-anchor': 'middle',
+                      transform: 'rotate(-90 14 ' + (T + H - B) / 2 + ')' }, spec.yLabel);
+    // Reference lines, their labels top to bottom at least a line apart.
+    var labelY = -Infinity;
+    hlines.slice().sort(function (a, b) { return Y(a.y) - Y(b.y); }).forEach(function (h) {
       el('line', { x1: L, x2: W - R, y1: Y(h.y), y2: Y(h.y), stroke: '#444',
                    'stroke-dasharray': '2 3', 'data-hline': h.label }, svg);
-      el('text', { x: W - R + 4, y: Y(h.y) + 4 }, svg).textContent = h.label;
+      labelY = Math.max(Y(h.y) + 4, labelY + 15);
+      text('hline', { x: W - R + 4, y: labelY }, h.label);
     });
     spec.series.forEach(function (s, n) {
       var pts = s.points.map(function (p) {
@@ -272,14 +346,20 @@ const char kRopeExplorerScript[] = R"JS(
                        'stroke-width': 2, 'stroke-dasharray': s.dash || 'none',
                        'data-method': s.method, 'data-variant': s.variant || '',
                        'data-points': s.points.length }, svg);
-      var ly = T + 14 + 15 * n;
-      if (ly < H - B) {
-        el('line', { x1: W - R + 60, x2: W - R + 80, y1: ly - 4, y2: ly - 4,
-                     stroke: COLORS[s.method], 'stroke-width': 2,
-                     'stroke-dasharray': s.dash || 'none' }, svg);
-        el('text', { x: W - R + 84, y: ly }, svg).textContent = s.name;
+      if (spec.markers) {
+        s.points.forEach(function (p) {
+          el('circle', { cx: X(p[0]), cy: Y(p[1]), r: 3, fill: COLORS[s.method] }, svg);
+        });
       }
+      // A legend entry: its line and its name, one box.
+      var ly = T + 14 + 15 * n, entry = el('g', { 'data-role': 'legend' }, svg);
+      el('line', { x1: legendX, x2: legendX + 20, y1: ly - 4, y2: ly - 4,
+                   stroke: COLORS[s.method], 'stroke-width': 2,
+                   'stroke-dasharray': s.dash || 'none' }, entry);
+      el('text', { x: legendX + 24, y: ly }, entry).textContent = s.name;
+      texts.push(entry);
     });
+    return layout(ticks.length);
   }
 
   // ---- One section per model ----
@@ -330,12 +410,20 @@ const char kRopeExplorerScript[] = R"JS(
     this.table = html('table', { 'class': 'rx-temperature' }, undefined, div);
     var measured = model.methods.some(function (m) { return m.measured; });
     if (measured) {
-      html('h3', {}, 'Measured (rotor extend-report)', div);
       this.measuredCharts = {};
-      [['ppl_zeroshot', 'zeroshot'], ['ppl_finetuned', 'finetuned'],
-       ['passkey', 'passkey']].forEach(function (c) {
-        var slot = document.querySelector('[data-rx-plot="' + c[0] + '"]') || div;
-        self.measuredCharts[c[1]] = el('svg', { 'class': 'rx-chart', 'data-chart': c[0] }, slot);
+      var kinds = [['ppl_zeroshot', 'zeroshot'], ['ppl_finetuned', 'finetuned'],
+                   ['passkey', 'passkey']];
+      var slots = kinds.map(function (c) {
+        return document.querySelector('[data-rx-plot="' + c[0] + '"]');
+      });
+      // A chart goes into the report's own slot for its plot (report.html);
+      // the rest under a heading here, which is left out when none is left.
+      if (slots.some(function (slot) { return !slot; })) {
+        html('h3', {}, 'Measured (rotor extend-report)', div);
+      }
+      kinds.forEach(function (c, n) {
+        self.measuredCharts[c[1]] = el('svg', { 'class': 'rx-chart', 'data-chart': c[0] },
+                                       slots[n] || div);
       });
     }
   }
@@ -368,15 +456,15 @@ const char kRopeExplorerScript[] = R"JS(
     var L0 = model.original_length, extended = Math.round(s * L0);
     var hlines = [{ y: L0, label: 'L0 = ' + L0 }, { y: extended, label: 's\u00b7L0 = ' + extended }];
     if (length !== extended) hlines.push({ y: length, label: 'length ' + length });
-    drawChart(this.wavelengthSvg, { title: 'Wavelength of each rotary pair (tokens per turn)',
+    var charts = [drawChart(this.wavelengthSvg, { title: 'Wavelength of each rotary pair (tokens per turn)',
       xLabel: 'pair index i', yLabel: 'wavelength (tokens)', logY: true,
-      series: wavelength, hlines: hlines });
-    drawChart(this.scaleSvg, { title: 'How much each method slows each pair down (unscaled / scaled inv_freq)',
+      series: wavelength, hlines: hlines }),
+      drawChart(this.scaleSvg, { title: 'How much each method slows each pair down (unscaled / scaled inv_freq)',
       xLabel: 'pair index i', yLabel: 'slow-down', logY: true, yMin: 1,
-      series: scale, hlines: [{ y: s, label: 's = ' + s }] });
+      series: scale, hlines: [{ y: s, label: 's = ' + s }] })];
     this.drawTemperature(f, s);
-    if (this.measuredCharts) this.drawMeasured();
-    return { name: model.name, factor: s, length: length, curves: curves,
+    if (this.measuredCharts) charts = charts.concat(this.drawMeasured());
+    return { name: model.name, factor: s, length: length, curves: curves, charts: charts,
              attention_factor: METHODS.reduce(function (a, m) {
                a[m] = f[m].attention_factor; return a; }, {}) };
   };
@@ -430,16 +518,16 @@ const char kRopeExplorerScript[] = R"JS(
       });
       return out;
     }
-    drawChart(charts.zeroshot, { title: 'Perplexity against context length, zero-shot (L = ' +
+    return [drawChart(charts.zeroshot, { title: 'Perplexity against context length, zero-shot (L = ' +
         L0 + ', s\u00b7L = ' + sl + ')', xLabel: 'context length (tokens)', yLabel: 'perplexity',
-        logX: true, logY: true, series: series('perplexity', ['zeroshot']) });
-    drawChart(charts.finetuned, { title: 'Perplexity against context length after fine-tuning',
+        logX: true, logY: true, markers: true, series: series('perplexity', ['zeroshot']) }),
+      drawChart(charts.finetuned, { title: 'Perplexity against context length after fine-tuning',
         xLabel: 'context length (tokens)', yLabel: 'perplexity', logX: true, logY: true,
-        series: series('perplexity', ['finetuned', 'lora']) });
-    drawChart(charts.passkey, { title: 'Passkey retrieval (mean over depths); solid zero-shot, ' +
+        markers: true, series: series('perplexity', ['finetuned', 'lora']) }),
+      drawChart(charts.passkey, { title: 'Passkey retrieval (mean over depths); solid zero-shot, ' +
         'dashed fine-tuned', xLabel: 'context length (tokens)', yLabel: 'accuracy', logX: true,
-        yMin: 0, yMax: 1, series: series('passkey', ['zeroshot', 'finetuned', 'lora'])
-          .map(function (s) { if (s.variant === 'finetuned') s.dash = '5 3'; return s; }) });
+        yMin: 0, yMax: 1, markers: true, series: series('passkey', ['zeroshot', 'finetuned', 'lora'])
+          .map(function (s) { if (s.variant === 'finetuned') s.dash = '5 3'; return s; }) })];
   };
 
   // The largest relative difference between this script's numbers and

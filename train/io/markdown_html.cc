@@ -123,7 +123,9 @@ std::string MarkdownToHtml(const std::string& markdown) {
     const bool item = StartsWith(line, "- ") || StartsWith(line, "  - ");
     if (!item) close_lists(0);
     if (line.empty()) continue;
-    if (StartsWith(line, "## ")) {
+    if (StartsWith(line, "### ")) {
+      html << "<h3>" << Inline(line.substr(4)) << "</h3>\n";
+    } else if (StartsWith(line, "## ")) {
       html << "<h2>" << Inline(line.substr(3)) << "</h2>\n";
     } else if (StartsWith(line, "# ")) {
       html << "<h1>" << Inline(line.substr(2)) << "</h1>\n";

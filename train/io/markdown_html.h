@@ -1,7 +1,7 @@
 // The Markdown that rotor writes (report.md), as HTML, for pages that must
 // be one self-contained file (report.html of rotor extend-report). Handles
 // exactly the subset rotor's writers use:
-//   # and ## headings; paragraphs; pipe tables whose second row is the
+//   #, ## and ### headings; paragraphs; pipe tables whose second row is the
 //   |---|---:| separator (":" on the right aligns the column right);
 //   "- " list items and "  - " items nested one level;
 //   inline **bold**, `code`, [text](link) and ![alt](file.png).

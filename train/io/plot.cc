@@ -1,5 +1,6 @@
 #include "train/io/plot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,32 @@ std::string Text(const std::string& text) {
   return Quoted(escaped);
 }
 
+// A title as a gnuplot string expression, its words wrapped into lines of
+// at most `max_chars` characters ('line 1'."\n".'line 2'): pngcairo centres
+// a title over the plot and cuts what does not fit on either side. A word
+// longer than a line is cut into pieces.
+std::string TitleText(const std::string& title, size_t max_chars) {
+  std::vector<std::string> lines(1);
+  std::istringstream words(title);
+  for (std::string word; words >> word;) {
+    if (!lines.back().empty() &&
+        lines.back().size() + 1 + word.size() > max_chars) {
+      lines.emplace_back();
+    }
+    lines.back() += (lines.back().empty() ? "" : " ") + word;
+    while (lines.back().size() > max_chars) {
+      std::string rest = lines.back().substr(max_chars);
+      lines.back().resize(max_chars);
+      lines.push_back(std::move(rest));
+    }
+  }
+  std::string out;
+  for (const std::string& line : lines) {
+    out += (out.empty() ? "" : ".\"\\n\".") + Text(line);
+  }
+  return out;
+}
+
 // Runs `script` through gnuplot; "" on success.
 std::string RunGnuplot(const std::string& script, const std::string& png) {
   if (!GnuplotAvailable()) return GnuplotMissingMessage(png);
@@ -45,6 +72,12 @@ std::string RunGnuplot(const std::string& script, const std::string& png) {
                      : StrCat("gnuplot failed to write ", png, " (status ",
                               status, ")");
 }
+
+// Characters of an 11-point title line that fit over the plot of a
+// 900-pixel line chart (about 7.4 pixels each, and the legend's column
+// taken off), and per pixel of a heat map's width.
+constexpr size_t kLineChartTitleChars = 80;
+constexpr double kTitleCharsPerPixel = 1.0 / 8.0;
 
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -63,7 +96,8 @@ std::string GnuplotMissingMessage(const std::string& png_path) {
          "the tables are complete without it";
 }
 
-std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
+std::string LineChartScript(const LineChart& chart,
+                            const std::string& png_path) {
   std::ostringstream script;
   script.precision(10);
   for (size_t s = 0; s < chart.series.size(); ++s) {
@@ -81,20 +115,42 @@ std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
   }
   script << "set terminal pngcairo size 900,560 font 'sans,11'\n"
          << "set output " << Quoted(png_path) << "\n"
-         << "set title " << Text(chart.title) << "\n"
+         << "set title " << TitleText(chart.title, kLineChartTitleChars) << "\n"
          << "set xlabel " << Text(chart.x_label) << "\n"
          << "set ylabel " << Text(chart.y_label) << "\n"
          << "set grid\nset key outside right top\n";
   if (chart.log_x) script << "set logscale x 2\n";
   if (chart.log_y) script << "set logscale y\n";
+  // The x range of the data, in the axis' own scale.
+  double x_min = INFINITY, x_max = -INFINITY;
+  bool whole_numbers = true;
+  for (const LineSeries& series : chart.series) {
+    for (size_t i = 0; i < series.x.size(); ++i) {
+      if (!std::isfinite(series.y[i])) continue;
+      const double x = chart.log_x ? std::log2(series.x[i]) : series.x[i];
+      x_min = std::min(x_min, x);
+      x_max = std::max(x_max, x);
+      whole_numbers &= series.x[i] == std::floor(series.x[i]);
+    }
+  }
+  // Counts such as steps over a range of a few: gnuplot's own ticks would
+  // fall between them (1, 1.5, 2, ...). Over a wider range its ticks are
+  // whole numbers anyway.
+  if (!chart.log_x && x_min <= x_max && whole_numbers && x_max - x_min <= 8) {
+    script << "set xtics 1\n";
+  }
   for (const auto& [x, label] : chart.vertical_lines) {
+    // The label on the side of its line with more room: right of a line in
+    // the left half of the range (left of the first length it would run off
+    // the plot), else left of it (right of a line near the right edge it
+    // would run into the legend).
+    const double at = chart.log_x ? std::log2(x) : x;
+    const bool on_the_right = x_min < x_max && at < (x_min + x_max) / 2;
     script << "set arrow from " << x << ", graph 0 to " << x
            << ", graph 1 nohead dt 3 lc rgb 'gray40'\n"
-           // Right-aligned, left of its line: a label right of a line near
-           // the plot's right edge would run into the legend.
-           << "set label " << Text(label) << " at " << x
-           << ", graph 0.97 right offset -0.5,0 font ',9' textcolor rgb "
-              "'gray30'\n";
+           << "set label " << Text(label) << " at " << x << ", graph 0.97 "
+           << (on_the_right ? "left offset 0.5,0" : "right offset -0.5,0")
+           << " font ',9' textcolor rgb 'gray30'\n";
   }
   script << "plot ";
   for (size_t s = 0; s < chart.series.size(); ++s) {
@@ -106,7 +162,11 @@ std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
            << Text(chart.series[s].title);
   }
   script << "\n";
-  return RunGnuplot(script.str(), png_path);
+  return script.str();
+}
+
+std::string DrawLineChart(const LineChart& chart, const std::string& png_path) {
+  return RunGnuplot(LineChartScript(chart, png_path), png_path);
 }
 
 std::string DrawHeatMap(const HeatMap& map, const std::string& png_path) {
@@ -128,10 +188,21 @@ std::string DrawHeatMap(const HeatMap& map, const std::string& png_path) {
   script << "EOD\n";
   const size_t columns = map.column_labels.size();
   const size_t rows = map.row_labels.size();
-  script << "set terminal pngcairo size " << 160 + 110 * columns << ","
-         << 140 + 60 * rows << " font 'sans,11'\n"
+  // Row labels longer than a length's few digits ("niah_single 4096") widen
+  // the picture by what they take, so the cells keep their width.
+  size_t label_chars = 0;
+  for (const std::string& label : map.row_labels) {
+    label_chars = std::max(label_chars, label.size());
+  }
+  const size_t width =
+      160 + 110 * columns + 7 * (std::max<size_t>(label_chars, 8) - 8);
+  script << "set terminal pngcairo size " << width << "," << 140 + 60 * rows
+         << " font 'sans,11'\n"
          << "set output " << Quoted(png_path) << "\n"
-         << "set title " << Text(map.title) << "\n"
+         << "set title "
+         << TitleText(map.title,
+                      static_cast<size_t>(width * kTitleCharsPerPixel))
+         << "\n"
          << "set xlabel " << Text(map.x_label) << "\n"
          << "set ylabel " << Text(map.y_label) << "\n"
          << "set cbrange [0:1]\nset cblabel 'accuracy'\n"

@@ -51,6 +51,10 @@ struct HeatMap {
 // missing or failing); they throw only for malformed input (sizes that do
 // not match).
 std::string DrawLineChart(const LineChart& chart, const std::string& png_path);
+// The gnuplot script DrawLineChart runs: where its title, ticks and labels
+// go is decided here, so a test can check the layout without a picture.
+std::string LineChartScript(const LineChart& chart,
+                            const std::string& png_path);
 std::string DrawHeatMap(const HeatMap& map, const std::string& png_path);
 
 }  // namespace rotor::train

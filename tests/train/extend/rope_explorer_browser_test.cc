@@ -5,15 +5,19 @@
 // no errors, one curve per method with one point per rotary pair, the
 // script's own numbers equal to rotor's at the starting slider position,
 // and a slider moved through the URL hash (#factor=2) changes the curves to
-// what rotor computes at that factor. A screenshot of each page is written
-// too (kept in $ROTOR_EXPLORER_SCREENSHOTS when set, for a human to look at).
+// what rotor computes at that factor; every chart is legible (no text cut
+// or drawn over another, enough y ticks: ExpectChartsLegible) and no
+// heading is left empty. A screenshot of each page is written too (kept in
+// $ROTOR_EXPLORER_SCREENSHOTS when set, for a human to look at).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "core/error.h"
 #include "nn/rope_scaling.h"
 #include "tests/temp_dir.h"
 #include "tests/tools/run_rotor.h"
@@ -136,6 +140,64 @@ void ExpectHealthy(const Loaded& page) {
   EXPECT_EQ(page.log.find("Uncaught"), std::string::npos) << page.log;
 }
 
+// Every chart the page drew (#explorer-state's "charts" of each model) is
+// legible: each text (title, tick, axis label, reference-line label, legend
+// entry) lies wholly inside its chart, no two overlap, and a chart with
+// curves has at least 4 labelled y ticks. Boxes are in CSS pixels, from
+// the browser's layout (getBoundingClientRect).
+void ExpectChartsLegible(const Json& state) {
+  for (const Json& model : state["models"]) {
+    ASSERT_TRUE(model.contains("charts")) << model["name"];
+    for (const Json& chart : model["charts"]) {
+      const std::string name = chart["chart"].get<std::string>();
+      const Json& texts = chart["texts"];
+      if (texts.size() > 1) {  // not a "nothing measured" title alone
+        EXPECT_GE(chart["y_ticks"].get<int>(), 4) << name;
+      }
+      const double width = chart["width"].get<double>();
+      const double height = chart["height"].get<double>();
+      ASSERT_GT(width, 0.0) << name << " was not laid out";
+      auto where = [&](const Json& t) {
+        return StrCat(name, " ", t["role"].get<std::string>(), " '",
+                      t["text"].get<std::string>(), "' at ",
+                      t["x"].get<double>(), ",", t["y"].get<double>(), " (",
+                      t["w"].get<double>(), " x ", t["h"].get<double>(), ")");
+      };
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const Json& a = texts[i];
+        const double ax = a["x"], ay = a["y"], aw = a["w"], ah = a["h"];
+        EXPECT_TRUE(ax >= -0.5 && ay >= -0.5 && ax + aw <= width + 0.5 &&
+                    ay + ah <= height + 0.5)
+            << where(a) << " is cut by the chart's edge (" << width << " x "
+            << height << ")";
+        for (size_t j = i + 1; j < texts.size(); ++j) {
+          const Json& b = texts[j];
+          const double bx = b["x"], by = b["y"], bw = b["w"], bh = b["h"];
+          // Rows of 12-pixel text 15 units apart may touch; more than a
+          // pixel both ways is one drawn over the other.
+          const double overlap_x =
+              std::min(ax + aw, bx + bw) - std::max(ax, bx);
+          const double overlap_y =
+              std::min(ay + ah, by + bh) - std::max(ay, by);
+          EXPECT_FALSE(overlap_x > 1 && overlap_y > 1)
+              << where(a) << " overlaps " << where(b);
+        }
+      }
+    }
+  }
+}
+
+// A heading the page wrote has something under it: the measured charts'
+// heading is followed by a chart, not by the end of its section.
+void ExpectNoEmptyHeading(const std::string& dom) {
+  const std::string heading = "Measured (rotor extend-report)</h3>";
+  const size_t at = dom.find(heading);
+  if (at == std::string::npos) return;
+  EXPECT_EQ(dom.substr(at + heading.size(), 4), "<svg")
+      << "an empty heading: "
+      << dom.substr(at, std::min<size_t>(200, dom.size() - at));
+}
+
 std::string Screenshot(const test::TempDir& dir, const std::string& name) {
   const char* keep = std::getenv("ROTOR_EXPLORER_SCREENSHOTS");
   return keep ? std::string(keep) + "/" + name : dir.Path(name);
@@ -171,6 +233,13 @@ TEST(RopeExplorerBrowser, PairOfConfigsRendersAndFollowsTheSlider) {
     EXPECT_LT(start.state["models"][m]["max_rel_diff_vs_rotor"].get<double>(),
               1e-12);
   }
+  ExpectChartsLegible(start.state);
+  // At s = 16 the s·L0 line's label once ran into the legend.
+  const Loaded far = Load(dir, page, "#factor=16&length=65536",
+                          Screenshot(dir, "explorer-factor16.png"));
+  ExpectHealthy(far);
+  EXPECT_EQ(far.state["models"][0]["factor"].get<double>(), 16.0);
+  ExpectChartsLegible(far.state);
 
   // #factor=2: the linear curve of the yarn config follows rotor at s = 2.
   const Loaded moved = Load(dir, page, "#factor=2&length=16384",
@@ -241,6 +310,8 @@ TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
   const std::map<std::string, int> zero =
       Curves(loaded.dom, slot, "ppl_zeroshot");
   EXPECT_EQ(zero, (std::map<std::string, int>{{"default", 3}, {"yarn", 3}}));
+  ExpectChartsLegible(loaded.state);
+  ExpectNoEmptyHeading(loaded.dom);
 }
 
 // A real report: `rotor extend-report` on the tiny model (the settings of
@@ -287,8 +358,14 @@ TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
   for (const std::string& page : {dir.Path("report/report.html"), explorer}) {
     SCOPED_TRACE(page);
     const Loaded loaded =
-        Load(dir, page, "", Screenshot(dir, "real-report.png"));
+        Load(dir, page, "",
+             Screenshot(dir, page == explorer ? "real-report-explorer.png"
+                                              : "real-report.png"));
     ExpectHealthy(loaded);
+    // Legend entries such as "default zero-shot" whole, perplexities of
+    // 131 to 148 with y ticks, and no heading left without its charts.
+    ExpectChartsLegible(loaded.state);
+    ExpectNoEmptyHeading(loaded.dom);
     ASSERT_EQ(loaded.state["models"].size(), 1u);
     EXPECT_LT(loaded.state["models"][0]["max_rel_diff_vs_rotor"].get<double>(),
               1e-12);

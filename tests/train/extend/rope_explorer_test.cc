@@ -121,6 +121,17 @@ TEST(MarkdownHtml, ConvertsTheSubsetReportsUse) {
             std::string::npos);
 }
 
+// report.md heads each retrieval task with "### task": report.html showed
+// the hashes as text.
+TEST(MarkdownHtml, ThirdLevelHeadingsAreHeadings) {
+  const std::string html =
+      MarkdownToHtml("## Retrieval\n\n### niah_single\n\ntext\n");
+  EXPECT_NE(html.find("<h2>Retrieval</h2>\n<h3>niah_single</h3>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("###"), std::string::npos) << html;
+}
+
 TEST(RopeCommandHtml, WritesThePageAndRefusesToReplaceIt) {
   test::TempDir dir;
   const std::string out = dir.Path("page.html");
