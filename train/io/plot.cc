@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/io/plot_mark.h"
 
 namespace rotor::train {
 
@@ -34,14 +35,16 @@ std::string Text(const std::string& text) {
   return Quoted(escaped);
 }
 
-// Runs `script` through gnuplot; "" on success.
+// Runs `script` through gnuplot, then marks the PNG as rotor's
+// (train/io/plot_mark.h); "" on success.
 std::string RunGnuplot(const std::string& script, const std::string& png) {
   if (!GnuplotAvailable()) return GnuplotMissingMessage(png);
   FILE* pipe = popen("gnuplot 2>/dev/null", "w");
   if (pipe == nullptr) return "cannot start gnuplot for " + png;
   std::fputs(script.c_str(), pipe);
   const int status = pclose(pipe);
-  return status == 0 ? ""
+  // Marked as rotor's, so that a later run may replace it.
+  return status == 0 ? MarkRotorPlot(png)
                      : StrCat("gnuplot failed to write ", png, " (status ",
                               status, ")");
 }
