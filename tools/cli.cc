@@ -303,9 +303,9 @@ void AddRopeOverrideOptions(CLI::App& command, RopeOverrides& rope) {
   command
       .add_option("--rope-from", rope.rope_from,
                   "use the max_position_embeddings, rope_theta and\n"
-                  "rope_scaling of FILE's model: section, or of a\n"
-                  "Hugging Face config.json or model folder (any PATH\n"
-                  "rope --config takes)")
+                  "rope_scaling of PATH's model: a YAML config's model:\n"
+                  "section, a Hugging Face config.json or model folder\n"
+                  "(any PATH rope --config takes)")
       ->type_name("PATH")
       ->check(NotEmpty());
   AddRopeOverrideArguments(command, rope.overrides);
