@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -289,6 +290,67 @@ train::RopeEdit RopeEditFromPath(const std::string& path) {
   edit.rope_theta = rope.rope_theta;
   edit.rope_scaling = rope;
   return edit;
+}
+
+CLI::Option* AddRopeOverrideArguments(CLI::App& command,
+                                      std::vector<std::string>& overrides) {
+  return AddOverrides(command, overrides,
+                      "overrides of the checkpoint's config (RoPE settings\n"
+                      "only), e.g. model.rope_scaling.factor=4");
+}
+
+void AddRopeOverrideOptions(CLI::App& command, RopeOverrides& rope) {
+  command
+      .add_option("--rope-from", rope.rope_from,
+                  "use the max_position_embeddings, rope_theta and\n"
+                  "rope_scaling of PATH's model: a YAML config's model:\n"
+                  "section, a Hugging Face config.json or model folder\n"
+                  "(any PATH rope --config takes)")
+      ->type_name("PATH")
+      ->check(NotEmpty());
+  AddRopeOverrideArguments(command, rope.overrides);
+}
+
+train::ModelEdit RopeOverrideEdit(const std::string& checkpoint,
+                                  const std::string& rope_from,
+                                  const std::vector<std::string>& overrides) {
+  train::ModelEdit edit;
+  if (!rope_from.empty()) {
+    edit.rope = RopeEditFromPath(rope_from);
+    edit.source = rope_from + "'s RoPE settings";
+  }
+  return WithOverrides(checkpoint, edit, overrides);
+}
+
+void EnforceRopeLint(const std::string& checkpoint,
+                     const std::string& rope_from,
+                     const std::vector<std::string>& overrides,
+                     const train::ModelConfig& model,
+                     train::ExtensionLengths lengths,
+                     const std::string& command) {
+  std::string source = checkpoint;
+  if (!rope_from.empty() || !overrides.empty()) {
+    // A changed model is checked against the length the checkpoint's
+    // model was pre-trained at.
+    lengths.pretraining = CheckpointPretrainingLength(checkpoint);
+    source += rope_from.empty() ? " with overrides"
+                                : " with --rope-from " + rope_from;
+  }
+  EnforceLintFindings(train::LintContextExtension(model, lengths), source,
+                      command, std::cerr);
+}
+
+std::unique_ptr<nn::Transformer> LoadModelWithRopeOverrides(
+    const std::string& checkpoint, const RopeOverrides& rope,
+    const std::string& command, train::TrainConfig* config) {
+  const train::ModelEdit edit =
+      RopeOverrideEdit(checkpoint, rope.rope_from, rope.overrides);
+  if (!rope.empty()) {
+    EnforceRopeLint(checkpoint, rope.rope_from, rope.overrides,
+                    train::LoadCheckpointModelConfig(checkpoint, edit).model,
+                    {}, command);
+  }
+  return train::LoadCheckpointModel(checkpoint, edit, config);
 }
 
 void CheckDistinctValues(const std::string& flag,

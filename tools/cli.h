@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/ops/gemm.h"
+#include "nn/transformer.h"
 #include "train/config/extension_lint.h"
 #include "train/config/model_edit.h"
 #include "train/config/train_config.h"
@@ -199,6 +200,50 @@ train::ModelConfig LoadRopeModel(const std::string& path,
 // resolved as LoadRopeModel does, gives its model's whole RoPE
 // (max_position_embeddings, rope_theta, rope_scaling).
 train::RopeEdit RopeEditFromPath(const std::string& path);
+
+// The RoPE settings a command runs a checkpoint's model with instead of its
+// own: --rope-from PATH (RopeEditFromPath) and the positional
+// model.key=value overrides, as `rotor eval` takes them (eval, which
+// compares several --rope-from files, adds its own list flag).
+struct RopeOverrides {
+  std::string rope_from;  // "": none
+  std::vector<std::string> overrides;
+  bool empty() const { return rope_from.empty() && overrides.empty(); }
+};
+
+// Adds --rope-from PATH and the overrides (AddRopeOverrideArguments).
+void AddRopeOverrideOptions(CLI::App& command, RopeOverrides& rope);
+
+// The positional model.key=value overrides of the checkpoint's RoPE
+// settings (eval, score, generate).
+CLI::Option* AddRopeOverrideArguments(CLI::App& command,
+                                      std::vector<std::string>& overrides);
+
+// How `checkpoint`'s model is changed: `rope_from`'s RoPE settings (none
+// for ""), then the command line's key=value `overrides`, read by the model
+// table (WithOverrides).
+train::ModelEdit RopeOverrideEdit(const std::string& checkpoint,
+                                  const std::string& rope_from,
+                                  const std::vector<std::string>& overrides);
+
+// The context-extension lint of `model` (`checkpoint`'s model as `rope_from`
+// and `overrides` change it) against `lengths`, and when changed also
+// against the checkpoint's pre-training length: warnings go to std::cerr
+// ("rotor COMMAND: warning: ..."), errors are thrown, naming the checkpoint
+// and the change.
+void EnforceRopeLint(const std::string& checkpoint,
+                     const std::string& rope_from,
+                     const std::vector<std::string>& overrides,
+                     const train::ModelConfig& model,
+                     train::ExtensionLengths lengths,
+                     const std::string& command);
+
+// `checkpoint`'s model with `rope`'s settings, after their lint
+// (EnforceRopeLint, without lengths) passed; `config` gets the config in
+// force. What score and generate run.
+std::unique_ptr<nn::Transformer> LoadModelWithRopeOverrides(
+    const std::string& checkpoint, const RopeOverrides& rope,
+    const std::string& command, train::TrainConfig* config);
 
 // Refuses (a usage error naming `flag`) an empty value of a list flag and
 // one given twice.

@@ -28,8 +28,8 @@
 #include "train/eval/validation.h"
 #include "train/hf/hf_model.h"
 #include "train/io/json.h"
-#include "train/io/output_file.h"
 #include "train/io/plot.h"
+#include "train/io/plot_mark.h"
 #include "train/tokenizer/tokenizer.h"
 
 namespace rotor {
@@ -61,6 +61,11 @@ constexpr char kEvalDetails[] =
     "--retrieval TASKS adds RULER-style retrieval tasks on the same grid\n"
     "(docs/context-extension.md, \"Retrieval tasks\"), drawn as one heat\n"
     "map (--retrieval-plot).\n"
+    "\n"
+    "The plots go to --plot and --passkey-plot, by default\n"
+    "ppl_by_length.png and passkey.png in the working folder. A plot\n"
+    "rotor drew there (its PNG carries rotor's mark) is replaced, so the\n"
+    "same eval runs again; any other existing file only with --force.\n"
     "\n"
     "--json prints every figure as one JSON object at full precision\n"
     "instead of the text (numbers JSON cannot hold, such as an infinite\n"
@@ -220,19 +225,6 @@ int64_t TrainedLength(const std::string& checkpoint,
   return train::PretrainedLength(train::LoadHfModelConfig(path));
 }
 
-// How the checkpoint's model is changed: `rope_from`'s RoPE settings (none
-// for ""), then the command line's key=value overrides, read by the model
-// table (train::OverrideModelConfig).
-train::ModelEdit EvalEdit(const std::string& rope_from,
-                          const EvalOptions& options) {
-  train::ModelEdit edit;
-  if (!rope_from.empty()) {
-    edit.rope = RopeEditFromPath(rope_from);
-    edit.source = rope_from + "'s RoPE settings";
-  }
-  return WithOverrides(options.checkpoint, edit, options.overrides);
-}
-
 // The lengths this run evaluates, for the context-extension lint: --lengths
 // and --passkey-lengths (passkey and retrieval), or the validation's
 // sequence length.
@@ -273,21 +265,12 @@ void LintEvaluatedModels(const EvalOptions& options) {
   const std::vector<std::string> rope_from = options.rope_from.empty()
                                                  ? std::vector<std::string>{""}
                                                  : options.rope_from;
-  std::optional<train::PretrainingLength> pretraining;
   for (const std::string& file : rope_from) {
     const train::TrainConfig in_force = train::LoadCheckpointModelConfig(
-        options.checkpoint, EvalEdit(file, options));
-    train::ExtensionLengths lengths = EvaluatedLengths(options, in_force);
-    std::string source = options.checkpoint;
-    if (!file.empty() || !options.overrides.empty()) {
-      if (!pretraining) {
-        pretraining = CheckpointPretrainingLength(options.checkpoint);
-      }
-      lengths.pretraining = pretraining;
-      source += file.empty() ? " with overrides" : " with --rope-from " + file;
-    }
-    EnforceLintFindings(train::LintContextExtension(in_force.model, lengths),
-                        source, "eval", std::cerr);
+        options.checkpoint,
+        RopeOverrideEdit(options.checkpoint, file, options.overrides));
+    EnforceRopeLint(options.checkpoint, file, options.overrides, in_force.model,
+                    EvaluatedLengths(options, in_force), "eval");
   }
 }
 
@@ -361,7 +344,10 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
   for (size_t i = 1; i < options.rope_from.size(); ++i) {
     train::TrainConfig other;
     auto other_model = train::LoadCheckpointModel(
-        options.checkpoint, EvalEdit(options.rope_from[i], options), &other);
+        options.checkpoint,
+        RopeOverrideEdit(options.checkpoint, options.rope_from[i],
+                         options.overrides),
+        &other);
     const std::vector<train::LengthPerplexity> other_results =
         train::PerplexityByLength(*other_model, val, length_eval);
     const std::string name = CurveName(options, i, other);
@@ -610,7 +596,9 @@ void RunEval(const EvalOptions& given) {
   train::TrainConfig config;
   auto model = train::LoadCheckpointModel(
       options.checkpoint,
-      EvalEdit(options.rope_from.empty() ? "" : options.rope_from[0], options),
+      RopeOverrideEdit(options.checkpoint,
+                       options.rope_from.empty() ? "" : options.rope_from[0],
+                       options.overrides),
       &config);
   if (grid && lengths.empty() && options.passkey_eval.lengths.empty()) {
     options.passkey_eval.lengths = DefaultGridLengths(config.model);
@@ -639,11 +627,11 @@ void RunEval(const EvalOptions& given) {
       train::TokenizerSpecIn(train::ResolveCheckpointPath(options.checkpoint)));
   // Every input is open now: check the plots before the slow part.
   if (!lengths.empty()) {
-    train::CheckOutputFile(options.plot, options.force, "--plot");
+    train::CheckPlotOutputFile(options.plot, options.force, "--plot");
   }
   if (options.passkey) {
-    train::CheckOutputFile(options.passkey_plot, options.force,
-                           "--passkey-plot");
+    train::CheckPlotOutputFile(options.passkey_plot, options.force,
+                               "--passkey-plot");
   }
   if (!options.retrieval.empty()) {
     train::CheckOutputFile(options.retrieval_plot, options.force,
@@ -722,7 +710,8 @@ void AddEvalCommand(CLI::App& rotor) {
                    "validation documents (default 10)");
   command
       ->add_option("--plot", options->plot,
-                   "perplexity plot (default ppl_by_length.png)")
+                   "perplexity plot (default ppl_by_length.png; a plot\n"
+                   "rotor drew there is replaced)")
       ->type_name("FILE");
   command->add_flag("--passkey", options->passkey,
                     "also measure passkey retrieval");
@@ -751,7 +740,8 @@ void AddEvalCommand(CLI::App& rotor) {
       ->check(NotEmpty());
   command
       ->add_option("--passkey-plot", options->passkey_plot,
-                   "heat map (default passkey.png)")
+                   "heat map (default passkey.png; a plot rotor drew\n"
+                   "there is replaced)")
       ->type_name("FILE");
   command
       ->add_option("--retrieval-plot", options->retrieval_plot,
@@ -771,9 +761,7 @@ void AddEvalCommand(CLI::App& rotor) {
                     "print one JSON object instead of the text");
   AddThreadsOption(*command, options->threads);
   AddPrecisionOption(*command, options->precision);
-  AddOverrides(*command, options->overrides,
-               "overrides of the checkpoint's config (RoPE settings\n"
-               "only), e.g. model.rope_scaling.factor=4");
+  AddRopeOverrideArguments(*command, options->overrides);
   command->callback([options] {
     RequireAtMostItems(options->length_eval.lengths, limits::kMaxEvalGridPoints,
                        "--lengths");

@@ -25,6 +25,8 @@
 #include "train/gguf/gguf_export.h"
 #include "train/hf/hf_model.h"
 #include "train/hf/peft_adapter.h"
+#include "train/io/json.h"
+#include "train/io/message.h"
 #include "train/io/output_file.h"
 #include "train/tokenizer/tokenizer.h"
 
@@ -47,7 +49,10 @@ constexpr char kExportDetails[] =
     "adapter, on the base it names (checked by its weights hash).\n"
     "--adapter writes a LoRA checkpoint as PEFT's save_pretrained does\n"
     "instead: adapter_config.json and adapter_model.safetensors (F32), for\n"
-    "PeftModel.from_pretrained on its base (docs/lora.md).\n"
+    "PeftModel.from_pretrained on its base (docs/lora.md); when the run\n"
+    "changed its base's model settings (a RoPE extension), also\n"
+    "base_config/config.json, the base's config as the run has it, to load\n"
+    "the base with (AutoConfig.from_pretrained(DIR/base_config)).\n"
     "\n"
     "  rotor export --checkpoint runs/hf-extend --output models/extended\n"
     "  rotor export --random configs/models/smollm2-135m.yaml \\\n"
@@ -144,6 +149,63 @@ std::string ExportDtype(const std::string& asked,
   return train::DefaultExportDtype(model);
 }
 
+// The keys whose values differ between two config.json texts, e.g.
+// "max_position_embeddings, rope_scaling".
+std::string ChangedKeys(const std::string& from, const std::string& to) {
+  const train::Json a = train::ParseJson(from, "the base's config");
+  const train::Json b = train::ParseJson(to, "the run's config");
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key) || a.at(key) != value) keys.push_back(key);
+  }
+  for (const auto& [key, value] : a.items()) {
+    if (!b.contains(key)) keys.push_back(key);
+  }
+  return train::ListForMessage(keys);
+}
+
+// PEFT loads an adapter's base with the base's own config.json: when the
+// LoRA run changed model settings against it (a RoPE extension), the
+// config.json of the base as the run has it, which the adapter export
+// writes beside the adapter (kPeftBaseConfigDir); else "".
+std::string ChangedBaseConfigJson(const ExportOptions& options,
+                                  const train::TrainConfig& run) {
+  const train::ModelConfig base =
+      train::LoadCheckpointModelConfig(run.train.init_from, {}).model;
+  const std::string dtype = train::DefaultExportDtype(run.model);
+  const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
+  const std::string changed =
+      train::HfExportConfigJson(run.model, *tokenizer, dtype);
+  const std::string unchanged =
+      train::HfExportConfigJson(base, *tokenizer, dtype);
+  if (changed == unchanged) return "";
+  std::cout << "note: the run changed its base's "
+            << ChangedKeys(unchanged, changed)
+            << ", which PEFT would take from the base's config.json: the "
+               "adapter folder holds the base's config.json as the run has "
+               "it, "
+            << train::kPeftBaseConfigDir << "/" << train::kHfConfigFile << "\n";
+  return changed;
+}
+
+// How to load the base with the run's settings (ChangedBaseConfigJson).
+void PrintBaseConfigUse(const std::string& adapter,
+                        const std::string& init_from) {
+  const std::string dir = train::PeftBaseModelPath(adapter);
+  std::cout << "load the adapter on its base configured so (or export merged, "
+               "without --adapter):\n"
+               "  from transformers import AutoConfig, AutoModelForCausalLM\n"
+               "  from peft import PeftModel\n"
+               "  config = AutoConfig.from_pretrained(\""
+            << dir << "/" << train::kPeftBaseConfigDir
+            << "\")\n"
+               "  base = AutoModelForCausalLM.from_pretrained(\""
+            << train::PeftBaseModelPath(init_from)
+            << "\", config=config)\n"
+               "  model = PeftModel.from_pretrained(base, \""
+            << dir << "\")\n";
+}
+
 void RunExport(const ExportOptions& options) {
   SetNumThreads(static_cast<int>(options.threads));
   if (options.format == "gguf") {
@@ -187,17 +249,8 @@ void RunExport(const ExportOptions& options) {
                   " is not a LoRA checkpoint (its config.yaml has no "
                   "finetune.lora): --adapter writes a LoRA run's adapters; "
                   "export it without --adapter");
-      // PEFT loads the base's config.json: model settings the run changed
-      // (a RoPE extension) are not in the adapter folder.
-      const train::ModelConfig base =
-          train::LoadCheckpointModelConfig(config.train.init_from, {}).model;
-      if (train::HfConfigJson(base, "float32") !=
-          train::HfConfigJson(config.model, "float32")) {
-        std::cout << "note: the run's model settings differ from its base's "
-                     "(e.g. rope_scaling); PEFT loads the base's "
-                     "config.json, so load the base with the run's settings, "
-                     "or export merged (without --adapter)\n";
-      }
+      const std::string base_config_json =
+          ChangedBaseConfigJson(options, config);
       if (!train::IsHfModelFolder(
               train::ResolveCheckpointPath(config.train.init_from))) {
         std::cout << "note: the base, " << config.train.init_from
@@ -208,8 +261,12 @@ void RunExport(const ExportOptions& options) {
                   << " --output BASE) and set the adapter's "
                      "base_model_name_or_path to BASE\n";
       }
-      train::WritePeftAdapterFolder(options.output, *model, config);
+      train::WritePeftAdapterFolder(options.output, *model, config,
+                                    base_config_json);
       std::cout << "wrote " << options.output << "\n";
+      if (!base_config_json.empty()) {
+        PrintBaseConfigUse(options.output, config.train.init_from);
+      }
       return;
     }
     // A LoRA checkpoint is its base with adapters: W += (alpha/r) B A.

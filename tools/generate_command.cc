@@ -27,6 +27,7 @@ struct GenerateOptions {
   train::SamplingOptions sampling;
   int64_t threads = 0;
   std::string precision;  // "": the run's train.precision
+  RopeOverrides rope;     // none: the checkpoint's own RoPE settings
 };
 
 void RunGenerate(const GenerateOptions& options) {
@@ -42,7 +43,8 @@ void RunGenerate(const GenerateOptions& options) {
   }
   SetNumThreads(static_cast<int>(options.threads));
   train::TrainConfig config;
-  auto model = train::LoadCheckpointModel(options.checkpoint, {}, &config);
+  auto model = LoadModelWithRopeOverrides(options.checkpoint, options.rope,
+                                          "generate", &config);
   const auto precision =
       UsePrecision(options.precision, config, options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
@@ -85,7 +87,10 @@ void AddGenerateCommand(CLI::App& rotor) {
       "array, or ids separated by spaces or commas), e.g. those another\n"
       "tool generated from. --token-ids prints one JSON array of the\n"
       "prompt's ids followed by the new ones, as HF's model.generate\n"
-      "returns them, instead of text.");
+      "returns them, instead of text.\n"
+      "--rope-from PATH and model.key=value overrides run the model with\n"
+      "other RoPE settings, as in rotor eval (e.g. the zero-shot scaling a\n"
+      "GGUF was exported with, to compare its text with llama.cpp's).");
   auto options = std::make_shared<GenerateOptions>();
   train::SamplingOptions& sampling = options->sampling;
   AddCheckpointOption(*command, options->checkpoint);
@@ -114,6 +119,7 @@ void AddGenerateCommand(CLI::App& rotor) {
                    "sampling seed (default 0)");
   AddThreadsOption(*command, options->threads);
   AddPrecisionOption(*command, options->precision);
+  AddRopeOverrideOptions(*command, options->rope);
   command->callback([options] { RunGenerate(*options); });
 }
 

@@ -32,6 +32,7 @@
 #include "train/io/json.h"
 #include "train/io/output_file.h"
 #include "train/io/plot.h"
+#include "train/io/plot_mark.h"
 
 namespace rotor {
 namespace tools {
@@ -485,7 +486,7 @@ void AddRopeCommand(CLI::App& rotor) {
     }
     const RopeReport report = BuildReport(*options);
     if (!options->plot_path.empty()) {
-      train::CheckOutputFile(options->plot_path, options->force, "--plot");
+      train::CheckPlotOutputFile(options->plot_path, options->force, "--plot");
     }
     if (options->json) {
       PrintJson(*options, report);

@@ -42,6 +42,10 @@ constexpr char kScoreDetails[] =
     "not; to score a text as the model saw it, give its ids with --tokens,\n"
     "the separator first.\n"
     "\n"
+    "--rope-from PATH and model.key=value overrides score the model with\n"
+    "other RoPE settings, as in rotor eval (e.g. the zero-shot scaling a\n"
+    "GGUF was exported with), checked as eval checks them.\n"
+    "\n"
     "--json prints one object: ids, log_probs (null first), sum_log_prob,\n"
     "mean_nll, perplexity, at full precision. --logits FILE writes the\n"
     "float32 logits [T, vocab] as tensor \"logits\" and the ids as the I32\n"
@@ -59,6 +63,7 @@ struct ScoreOptions {
   bool json = false;
   int64_t threads = 0;
   std::string precision;  // "": the run's train.precision
+  RopeOverrides rope;     // none: the checkpoint's own RoPE settings
 };
 
 // A token's text for the table, in quotes so its spaces show: newline, tab
@@ -139,7 +144,8 @@ void RunScore(const ScoreOptions& options) {
   }
   SetNumThreads(static_cast<int>(options.threads));
   train::TrainConfig config;
-  auto model = train::LoadCheckpointModel(options.checkpoint, {}, &config);
+  auto model = LoadModelWithRopeOverrides(options.checkpoint, options.rope,
+                                          "score", &config);
   const auto precision =
       UsePrecision(options.precision, config, options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
@@ -211,6 +217,7 @@ void AddScoreCommand(CLI::App& rotor) {
                     "print one JSON object instead of a table");
   AddThreadsOption(*command, options->threads);
   AddPrecisionOption(*command, options->precision);
+  AddRopeOverrideOptions(*command, options->rope);
   command->callback([options] { RunScore(*options); });
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -27,6 +28,8 @@
 #include "train/eval/score.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/io/plot.h"
+#include "train/io/plot_mark.h"
 #include "train/io/safetensors.h"
 #include "train/tokenizer/byte_tokenizer.h"
 
@@ -63,9 +66,14 @@ class CompareOutput : public test::PreparedDataTest {
   // as SaveCheckpoint takes it.
   void SetUp() override { checkpoint_ = SaveTinyCheckpoint("run", "byte"); }
 
-  std::string SaveTinyCheckpoint(const std::string& output_dir,
-                                 const std::string& tokenizer) const {
-    const std::string yaml = train::ReadFile(test::TinyConfigPath());
+  // `edit` changes configs/tiny.yaml's text first (e.g. its RoPE
+  // settings, which leave the weights as they are).
+  std::string SaveTinyCheckpoint(
+      const std::string& output_dir, const std::string& tokenizer,
+      const std::function<std::string(const std::string&)>& edit =
+          nullptr) const {
+    std::string yaml = train::ReadFile(test::TinyConfigPath());
+    if (edit) yaml = edit(yaml);
     nn::TransformerConfig config = train::ResolveTransformerConfig(
         train::ParseTrainConfig(yaml, "tiny.yaml").model);
     config.initializer_range = 0.3;
@@ -441,6 +449,144 @@ TEST_F(CompareOutput, GenerateTokenIdsAreTheGreedyArgmaxChain) {
   const Result text = Run(generate + "--prompt 'The'");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_EQ(Run(generate + "--prompt-ids '256 84 104 101'").out, text.out);
+}
+
+// eval's plots go to ppl_by_length.png and passkey.png in the working
+// folder by default: a second eval there replaces the plots the first drew
+// (it once failed: "--passkey-plot passkey.png already exists"), but a
+// user's file at that path, or at a path given with --plot, is never
+// replaced without --force.
+TEST_F(CompareOutput, EvalReplacesItsOwnPlotsAndNoOtherFile) {
+  if (!train::GnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
+  const std::string work = dir_.Path("work");
+  fs::create_directories(work);
+  const std::string in_work = "cd " + Quote(work) + " &&";
+  const std::string eval = "eval --threads 1 --checkpoint " +
+                           Quote(checkpoint_) + " --data " + Quote(data_) +
+                           " --lengths 8,16 --documents 1 --passkey "
+                           "--passkey-lengths 128 --depths 1 --trials 1";
+  const std::string ppl = work + "/ppl_by_length.png";
+  const std::string passkey = work + "/passkey.png";
+  for (int run = 0; run < 2; ++run) {
+    const Result r = test::RunRotor(dir_, eval, in_work);
+    ASSERT_EQ(r.status, 0) << "run " << run << ": " << r.err;
+    EXPECT_CONTAINS(r.out, "plot         ppl_by_length.png");
+    EXPECT_CONTAINS(r.out, "plot         passkey.png");
+    EXPECT_TRUE(train::IsRotorPlot(ppl));
+    EXPECT_TRUE(train::IsRotorPlot(passkey));
+  }
+  // A user's files: at the default path, at a path given, even a PNG.
+  const std::string notes = "my notes, not a plot\n";
+  train::WriteFileAtomically(ppl, notes);
+  Result r = test::RunRotor(dir_, eval, in_work);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err,
+                  "--plot ppl_by_length.png already exists; pass --force to "
+                  "replace it, or name another file (without --force rotor "
+                  "replaces only a plot it drew itself, and this file is "
+                  "none)");
+  EXPECT_EQ(train::ReadFile(ppl), notes);
+  const std::string photo =
+      dir_.Write("photo.png", std::string("\x89PNG\r\n\x1a\n", 8) + "...");
+  r = test::RunRotor(dir_,
+                     eval + " --plot " + Quote(dir_.Path("plot.png")) +
+                         " --passkey-plot " + Quote(photo),
+                     in_work);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "--passkey-plot " + photo + " already exists");
+  EXPECT_EQ(train::ReadFile(photo),
+            std::string("\x89PNG\r\n\x1a\n", 8) + "...");
+  EXPECT_FALSE(fs::exists(dir_.Path("plot.png")));
+  // A plot rotor drew, at a path given, is replaced; --force replaces any.
+  r = test::RunRotor(dir_, eval + " --force", in_work);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(train::IsRotorPlot(ppl));
+  fs::copy_file(passkey, dir_.Path("copy.png"));
+  r = test::RunRotor(
+      dir_, eval + " --passkey-plot " + Quote(dir_.Path("copy.png")), in_work);
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// score and generate take eval's RoPE overrides (--rope-from PATH and
+// model.key=value), so a zero-shot GGUF, exported with a scaling, can be
+// checked in rotor: with linear x4 the loss is another than the unscaled
+// model's, and the same as a checkpoint whose config has that scaling;
+// bad overrides are refused, naming them. Both commands once refused
+// overrides as unexpected arguments and --rope-from as an unknown flag.
+TEST_F(CompareOutput, ScoreAndGenerateTakeRopeOverridesAsEvalDoes) {
+  const std::string scaled =
+      SaveTinyCheckpoint("scaled", "byte", [](const std::string& yaml) {
+        return test::ReplaceOnce(
+            test::ReplaceOnce(yaml, "max_position_embeddings: 64",
+                              "max_position_embeddings: 256"),
+            "rope_scaling: null",
+            "rope_scaling: {rope_type: linear, factor: 4}");
+      });
+  std::string ids;
+  for (int i = 0; i < 48; ++i) ids += std::to_string((i * 37 + 11) % 256) + " ";
+  const std::string tokens = dir_.Write("ids.txt", ids);
+  const std::string overrides =
+      " model.max_position_embeddings=256 "
+      "'model.rope_scaling={rope_type: linear, factor: 4}'";
+  const std::string linear_4x =
+      std::string(ROTOR_SOURCE_DIR) + "/configs/extend/linear-4x.yaml";
+  const auto loss = [&](const std::string& checkpoint,
+                        const std::string& args) {
+    const Result r = Run("score --threads 1 --json --tokens " + Quote(tokens) +
+                         " --checkpoint " + Quote(checkpoint) + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.status == 0
+               ? train::ParseJson(r.out, "").at("mean_nll").get<double>()
+               : -1.0;
+  };
+  const double unscaled = loss(checkpoint_, "");
+  const double expected = loss(scaled, "");
+  EXPECT_NE(unscaled, expected);
+  EXPECT_EQ(loss(checkpoint_, overrides), expected);
+  EXPECT_EQ(loss(checkpoint_, " --rope-from " + Quote(linear_4x)), expected);
+  EXPECT_EQ(loss(checkpoint_, " --rope-from " + Quote(scaled)), expected);
+
+  const auto generated = [&](const std::string& checkpoint,
+                             const std::string& args) {
+    const Result r =
+        Run("generate --threads 1 --temperature 0 "
+            "--max-new-tokens 40 --token-ids --prompt-ids " +
+            Quote(ids) + " --checkpoint " + Quote(checkpoint) + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    return r.out;
+  };
+  const std::string greedy = generated(scaled, "");
+  EXPECT_NE(generated(checkpoint_, ""), greedy);
+  EXPECT_EQ(generated(checkpoint_, overrides), greedy);
+  EXPECT_EQ(generated(checkpoint_, " --rope-from " + Quote(linear_4x)), greedy);
+
+  const std::string score =
+      "score --text The --checkpoint " + Quote(checkpoint_) + " ";
+  const std::string generate =
+      "generate --prompt The --checkpoint " + Quote(checkpoint_) + " ";
+  const std::vector<std::tuple<std::string, int, std::string>> cases = {
+      {"model.hidden_size=64", 1, "hidden_size 32 (checkpoint) vs 64 (config)"},
+      {"model.rope_scaling.rope_type=warp", 1, "warp"},
+      {"'model.rope_scaling={rope_type: linear, factor: 0}'", 1,
+       "model.rope_scaling.factor"},
+      // YaRN measured from 32 tokens, where the model was pre-trained at 64:
+      // the context-extension lint's error, as eval reports it.
+      {"model.max_position_embeddings=128 'model.rope_scaling={rope_type: "
+       "yarn, factor: 4, original_max_position_embeddings: 32}'",
+       1, "with overrides: "},
+      {"train.lr=1", 1, "train.lr"},
+      {"factor", 2, "unexpected argument 'factor'"},
+      {"--rope-from ''", 2, "--rope-from: needs a value"},
+      {"--rope-from " + Quote(dir_.Path("missing.yaml")), 1, "missing.yaml"},
+  };
+  for (const std::string& command : {score, generate}) {
+    for (const auto& [args, status, message] : cases) {
+      SCOPED_TRACE(command + args);
+      const Result r = Run(command + args);
+      EXPECT_EQ(r.status, status);
+      EXPECT_CONTAINS(r.err, message);
+    }
+  }
 }
 
 TEST_F(CompareOutput, GenerateRefusesBadPromptIds) {

@@ -23,6 +23,7 @@
 #include "tests/tools/run_rotor.h"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
+#include "train/config/hf_config.h"
 #include "train/hf/peft_adapter.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
@@ -57,6 +58,16 @@ class LoraCli : public test::PreparedDataTest {
  protected:
   test::RotorResult Run(const std::string& args) const {
     return test::RunRotor(dir_, args);
+  }
+
+  // A Hugging Face folder of kBaseModel with random weights, dir/base.
+  std::string ExportBase() const {
+    const std::string base = dir_.Path("base");
+    const test::RotorResult r =
+        Run("export --random " + Quote(dir_.Write("base.yaml", kBaseModel)) +
+            " --seed 3 --output " + Quote(base));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return base;
   }
 
   std::string LoraConfig(const std::string& base) const {
@@ -212,11 +223,8 @@ TEST_F(LoraCli, TrainEvaluateAndExportMerged) {
 // ("base_model.model.model.embed_tokens.weight"); adapter_config.json is
 // LoraConfig's fields (peft/tuners/lora/config.py).
 TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
-  const std::string base = dir_.Path("base");
-  test::RotorResult r =
-      Run("export --random " + Quote(dir_.Write("base.yaml", kBaseModel)) +
-          " --seed 3 --output " + Quote(base));
-  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string base = ExportBase();
+  test::RotorResult r;
   r = Run("train " + Quote(LoraConfig(base)));
   ASSERT_EQ(r.status, 0) << r.err;
 
@@ -232,8 +240,23 @@ TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
   r = Run("export --checkpoint " + Quote(dir_.Path("run")) +
           " --adapter --output " + Quote(adapter));
   ASSERT_EQ(r.status, 0) << r.err;
-  // The run extended RoPE (YaRN x2), which the base's config.json lacks.
-  EXPECT_CONTAINS(r.out, "note: the run's model settings differ");
+  // The run extended RoPE (YaRN x2), which the base's config.json lacks:
+  // the adapter folder holds the base's config as the run has it, and the
+  // message says how to load the base with it (it once only said that
+  // the settings differ).
+  EXPECT_CONTAINS(r.out,
+                  "note: the run changed its base's max_position_embeddings "
+                  "and rope_scaling, which PEFT would take from the base's "
+                  "config.json: the adapter folder holds the base's "
+                  "config.json as the run has it, base_config/config.json\n");
+  EXPECT_CONTAINS(r.out,
+                  "  config = AutoConfig.from_pretrained(\"" + adapter +
+                      "/base_config\")\n"
+                      "  base = AutoModelForCausalLM.from_pretrained(\"" +
+                      base +
+                      "\", config=config)\n"
+                      "  model = PeftModel.from_pretrained(base, \"" +
+                      adapter + "\")\n");
 
   // hidden 32, 4 heads of 8, 2 kv heads (k/v out 16), intermediate 48, r 4.
   std::map<std::string, std::vector<int64_t>> expected;
@@ -290,6 +313,29 @@ TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
   r = Run("export --checkpoint " + Quote(dir_.Path("run")) + " --output " +
           Quote(merged_dir));
   ASSERT_EQ(r.status, 0) << r.err;
+  // base_config/config.json is rotor's HF config of the extended model,
+  // the merged export's config.json, and reads back as the run's model.
+  const std::string base_config =
+      train::ReadFile(adapter + "/base_config/config.json");
+  EXPECT_EQ(base_config, train::ReadFile(merged_dir + "/config.json"));
+  const train::Json extended = train::ParseJson(base_config, "base_config");
+  EXPECT_EQ(extended.at("max_position_embeddings"), 64);
+  EXPECT_EQ(extended.at("rope_scaling").at("rope_type"), "yarn");
+  EXPECT_EQ(extended.at("rope_scaling").at("factor"), 2.0);
+  EXPECT_EQ(extended.at("rope_scaling").at("original_max_position_embeddings"),
+            32);
+  EXPECT_TRUE(train::ParseJson(train::ReadFile(base + "/config.json"), "base")
+                  .value("rope_scaling", train::Json())
+                  .is_null());
+  EXPECT_EQ(
+      train::HfConfigJson(
+          train::LoadHfConfig(adapter + "/base_config/config.json"), "float32"),
+      train::HfConfigJson(
+          train::LoadCheckpointModelConfig(dir_.Path("run")).model, "float32"));
+  // The folder lists it in its marker: the export may replace it.
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) +
+          " --adapter --output " + Quote(adapter));
+  ASSERT_EQ(r.status, 0) << r.err;
   train::TrainConfig run;
   train::LoadCheckpointModel(dir_.Path("run"), {}, &run);
   auto loaded = train::LoadCheckpointModel(base, train::ModelEdit{run.model});
@@ -335,10 +381,8 @@ TEST_F(LoraCli, ExportAdapterInPeftFormatAndLoadItBack) {
 // The adapter names its base by an absolute path, so PEFT finds it from
 // anywhere, though the run gave train.init_from relative to its folder.
 TEST_F(LoraCli, AdapterNamesItsBaseByAnAbsolutePath) {
-  test::RotorResult r =
-      Run("export --random " + Quote(dir_.Write("base.yaml", kBaseModel)) +
-          " --seed 3 --output " + Quote(dir_.Path("base")));
-  ASSERT_EQ(r.status, 0) << r.err;
+  ExportBase();
+  test::RotorResult r;
   const std::string in_dir = "cd " + Quote(dir_.path()) + " &&";
   r = test::RunRotor(dir_, "train " + Quote(LoraConfig("./base/")), in_dir);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -384,6 +428,29 @@ TEST_F(LoraCli, AdapterOfARotorBaseSaysHowToMakeItsBase) {
                              "load; export it as a Hugging Face folder "
                              "(rotor export --checkpoint " +
                              base + " --output BASE)");
+}
+
+// A run that keeps its base's model settings needs no other config.json:
+// the adapter folder has none, and the export says nothing of it.
+TEST_F(LoraCli, AdapterOfAnUnchangedBaseHasNoBaseConfig) {
+  const std::string base = ExportBase();
+  test::RotorResult r;
+  std::string config = train::ReadFile(LoraConfig(base));
+  config = test::ReplaceOnce(config, "  max_position_embeddings: 64\n", "");
+  config = test::ReplaceOnce(config,
+                             "  rope_scaling: {rope_type: yarn, factor: 2, "
+                             "original_max_position_embeddings: 32}\n",
+                             "");
+  config = test::ReplaceOnce(config, "seq_len: 64", "seq_len: 32");
+  r = Run("train " + Quote(dir_.Write("plain.yaml", config)));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string adapter = dir_.Path("adapter");
+  r = Run("export --checkpoint " + Quote(dir_.Path("run")) +
+          " --adapter --output " + Quote(adapter));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(adapter + "/adapter_config.json"));
+  EXPECT_FALSE(std::filesystem::exists(adapter + "/base_config"));
+  EXPECT_EQ(r.out.find("base_config"), std::string::npos) << r.out;
 }
 
 TEST_F(LoraCli, WithoutInitFromItIsRefused) {

@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kConfigFile[] = "config.json";
 constexpr char kSingleFile[] = "model.safetensors";
 constexpr char kIndexFile[] = "model.safetensors.index.json";
 constexpr char kGenerationConfigFile[] = "generation_config.json";
@@ -131,7 +130,7 @@ std::set<std::string> ExportedFiles(const std::string& dir,
 
 ModelConfig LoadHfModelConfig(const std::string& dir) {
   std::vector<std::string> ignored;
-  const std::string path = JoinPath(dir, kConfigFile);
+  const std::string path = JoinPath(dir, kHfConfigFile);
   const ModelConfig config = LoadHfConfig(path, &ignored);
   if (!ignored.empty()) {
     std::cerr << path << ": ignoring keys rotor does not use: "
@@ -371,14 +370,13 @@ void CheckHfExportOutput(const std::string& dir) {
                      ". Name a new folder, or move those away first"));
 }
 
-void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
-                        const ModelConfig& config,
-                        const std::string& tokenizer_spec,
-                        const HfExportOptions& options) {
+namespace {
+
+// `config` as an export writes it (HfExportConfigJson).
+ModelConfig ExportedConfig(const ModelConfig& config,
+                           const Tokenizer& tokenizer,
+                           const std::string& dtype) {
   ModelConfig exported = config;
-  // The tokenizer files are written as they are: load them first, so a
-  // malformed tokenizer.json is refused rather than copied.
-  const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(tokenizer_spec);
   // A model that declares no bos or eos (one rotor trained, with the byte
   // tokenizer or a BPE of its own) gets the ids it was trained with: the
   // document separator that starts every document of its token files, and
@@ -387,7 +385,7 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
   const int64_t vocab = config.vocab_size.value_or(0);
   if (!exported.bos_token_id) {
     try {
-      const TokenId separator = DocumentSeparator(*tokenizer);
+      const TokenId separator = DocumentSeparator(tokenizer);
       if (separator < vocab) exported.bos_token_id = separator;
     } catch (const Error&) {
       // A tokenizer with no separator token: nothing to declare.
@@ -395,12 +393,38 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
   }
   if (!exported.eos_token_id) {
     std::vector<int64_t> ends;
-    for (const TokenId id : EndOfTextIds(*tokenizer)) {
+    for (const TokenId id : EndOfTextIds(tokenizer)) {
       if (id < vocab) ends.push_back(id);
     }
     if (!ends.empty()) exported.eos_token_id = ends;
   }
-  exported.torch_dtype = options.dtype;
+  exported.torch_dtype = dtype;
+  return exported;
+}
+
+}  // namespace
+
+void WriteHfExportMarker(const std::string& dir) {
+  const Json marker = {{"written_by", "rotor export"},
+                       {"files", EntryNames(dir)}};
+  WriteFileAtomically(JoinPath(dir, kHfExportMarker), marker.dump(2) + "\n");
+}
+
+std::string HfExportConfigJson(const ModelConfig& config,
+                               const Tokenizer& tokenizer,
+                               const std::string& dtype) {
+  return HfConfigJson(ExportedConfig(config, tokenizer, dtype), dtype);
+}
+
+void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
+                        const ModelConfig& config,
+                        const std::string& tokenizer_spec,
+                        const HfExportOptions& options) {
+  // The tokenizer files are written as they are: load them first, so a
+  // malformed tokenizer.json is refused rather than copied.
+  const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(tokenizer_spec);
+  const ModelConfig exported =
+      ExportedConfig(config, *tokenizer, options.dtype);
   const std::string config_json = HfConfigJson(exported, options.dtype);
   std::vector<std::vector<uint16_t>> storage;
   const std::vector<SafetensorsEntry> entries =
@@ -410,14 +434,12 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
     fs::create_directories(fs::path(dir).parent_path());
   }
   ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
-    WriteFileAtomically(JoinPath(temp, kConfigFile), config_json);
+    WriteFileAtomically(JoinPath(temp, kHfConfigFile), config_json);
     WriteFileAtomically(JoinPath(temp, kGenerationConfigFile),
                         GenerationConfigJson(exported));
     WriteShards(temp, entries, options.max_shard_bytes);
     WriteHfTokenizerFiles(tokenizer_spec, temp);
-    const Json marker = {{"written_by", "rotor export"},
-                         {"files", EntryNames(temp)}};
-    WriteFileAtomically(JoinPath(temp, kHfExportMarker), marker.dump(2) + "\n");
+    WriteHfExportMarker(temp);
   });
 }
 

@@ -31,6 +31,7 @@
 #include "nn/transformer.h"
 #include "train/config/hf_config.h"  // IsHfModelFolder
 #include "train/config/model_config.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -73,9 +74,23 @@ struct HfExportOptions {
 // half the size of float32), else float32.
 std::string DefaultExportDtype(const ModelConfig& model);
 
+// A model folder's config (transformers' CONFIG_NAME).
+inline constexpr char kHfConfigFile[] = "config.json";
+
 // The file by which an export knows a folder it wrote: a JSON object
 // {"written_by": "rotor export", "files": [every other file it wrote]}.
 inline constexpr char kHfExportMarker[] = ".rotor-export";
+
+// Writes kHfExportMarker into `dir`, the folder an export has just filled,
+// listing every other entry in it (a subfolder as "NAME/").
+void WriteHfExportMarker(const std::string& dir);
+
+// The config.json an export of a model configured by `config` writes, in
+// `dtype` (its torch_dtype): a model that declares no bos or eos gets the
+// ids it was trained with, from `tokenizer` (ids below vocab_size only).
+std::string HfExportConfigJson(const ModelConfig& config,
+                               const Tokenizer& tokenizer,
+                               const std::string& dtype);
 
 // Throws unless `dir` may be (re)placed by an export: it does not exist, is
 // an empty folder, or is a folder an export wrote (kHfExportMarker) holding

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "nn/lora.h"
-#include "train/hf/hf_model.h"  // CheckHfExportOutput, kHfExportMarker
+#include "train/hf/hf_model.h"  // CheckHfExportOutput, WriteHfExportMarker
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
 #include "train/io/message.h"
@@ -72,8 +72,14 @@ bool IsModuleToSave(const std::string& path,
 
 }  // namespace
 
+std::string PeftBaseModelPath(const std::string& init_from) {
+  const fs::path base = fs::absolute(init_from).lexically_normal();
+  return (base.has_filename() ? base : base.parent_path()).string();
+}
+
 void WritePeftAdapterFolder(const std::string& dir, const nn::Module& model,
-                            const TrainConfig& config) {
+                            const TrainConfig& config,
+                            const std::string& base_config_json) {
   const FinetuneSection& finetune = config.finetune;
   ROTOR_CHECK(finetune.lora.enabled, config.file,
               ": not a LoRA checkpoint (its config has no finetune.lora); "
@@ -96,13 +102,7 @@ void WritePeftAdapterFolder(const std::string& dir, const nn::Module& model,
 
   Json json = Json::object();
   json["alpha_pattern"] = Json::object();
-  // PEFT loads the base from here: an absolute path, so that the adapter
-  // folder works from wherever it is loaded (train.init_from may be
-  // relative to the folder the run was started in).
-  const std::filesystem::path base =
-      std::filesystem::absolute(config.train.init_from).lexically_normal();
-  json["base_model_name_or_path"] =
-      (base.has_filename() ? base : base.parent_path()).string();
+  json["base_model_name_or_path"] = PeftBaseModelPath(config.train.init_from);
   json["bias"] = "none";
   json["fan_in_fan_out"] = false;
   json["inference_mode"] = true;
@@ -143,10 +143,13 @@ void WritePeftAdapterFolder(const std::string& dir, const nn::Module& model,
   ReplaceDirectoryAtomically(dir, [&](const std::string& temp) {
     WriteFileAtomically(JoinPath(temp, kPeftConfigFile), json.dump(2) + "\n");
     WriteSafetensors(JoinPath(temp, kPeftWeightsFile), entries);
-    const Json marker = {
-        {"written_by", "rotor export"},
-        {"files", std::vector<std::string>{kPeftConfigFile, kPeftWeightsFile}}};
-    WriteFileAtomically(JoinPath(temp, kHfExportMarker), marker.dump(2) + "\n");
+    if (!base_config_json.empty()) {
+      const std::string base_config = JoinPath(temp, kPeftBaseConfigDir);
+      fs::create_directory(base_config);
+      WriteFileAtomically(JoinPath(base_config, kHfConfigFile),
+                          base_config_json);
+    }
+    WriteHfExportMarker(temp);
   });
 }
 

@@ -32,15 +32,29 @@ namespace rotor::train {
 
 inline constexpr char kPeftConfigFile[] = "adapter_config.json";
 inline constexpr char kPeftWeightsFile[] = "adapter_model.safetensors";
+// The folder inside an adapter folder that holds the config.json of its
+// base as the run changed it (a RoPE extension), for
+// AutoConfig.from_pretrained(DIR/base_config).
+inline constexpr char kPeftBaseConfigDir[] = "base_config";
+
+// The adapter's base_model_name_or_path for a run's train.init_from
+// `init_from`: the same folder as an absolute path, so that PEFT finds the
+// base from wherever the adapter is loaded (train.init_from may be
+// relative to the folder the run was started in).
+std::string PeftBaseModelPath(const std::string& init_from);
 
 // Writes the adapters and trainables of `model`, a LoRA checkpoint loaded
 // with `config` (LoadCheckpointModel: its base with adapters, not merged),
 // as a PEFT adapter folder at `dir`, atomically, with the export marker
 // (CheckHfExportOutput's rules for an existing `dir`). Throws for a config
 // without finetune.lora ("not a LoRA checkpoint") and for trained tied
-// embeddings. base_model_name_or_path is train.init_from as given.
+// embeddings. base_model_name_or_path is train.init_from, absolute. A
+// non-empty `base_config_json` is written as
+// kPeftBaseConfigDir/config.json: the base's config as the run changed it
+// (HfExportConfigJson of the run's model), which PEFT's base lacks.
 void WritePeftAdapterFolder(const std::string& dir, const nn::Module& model,
-                            const TrainConfig& config);
+                            const TrainConfig& config,
+                            const std::string& base_config_json = "");
 
 // Adds the adapters adapter_config.json at `dir` describes to `model` (its
 // base, loaded already), copies adapter_model.safetensors into them and

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/io/plot_mark.h"
 
 namespace rotor::train {
 
@@ -61,14 +62,16 @@ std::string TitleText(const std::string& title, size_t max_chars) {
   return out;
 }
 
-// Runs `script` through gnuplot; "" on success.
+// Runs `script` through gnuplot, then marks the PNG as rotor's
+// (train/io/plot_mark.h); "" on success.
 std::string RunGnuplot(const std::string& script, const std::string& png) {
   if (!GnuplotAvailable()) return GnuplotMissingMessage(png);
   FILE* pipe = popen("gnuplot 2>/dev/null", "w");
   if (pipe == nullptr) return "cannot start gnuplot for " + png;
   std::fputs(script.c_str(), pipe);
   const int status = pclose(pipe);
-  return status == 0 ? ""
+  // Marked as rotor's, so that a later run may replace it.
+  return status == 0 ? MarkRotorPlot(png)
                      : StrCat("gnuplot failed to write ", png, " (status ",
                               status, ")");
 }

@@ -47,7 +47,8 @@ struct HeatMap {
   std::vector<std::vector<double>> values;  // [rows][columns]
 };
 
-// Write `png_path`. Return "" on success, else a one-line reason (gnuplot
+// Write `png_path`, marked as a plot rotor drew (train/io/plot_mark.h).
+// Return "" on success, else a one-line reason (gnuplot
 // missing or failing); they throw only for malformed input (sizes that do
 // not match).
 std::string DrawLineChart(const LineChart& chart, const std::string& png_path);
