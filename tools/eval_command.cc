@@ -634,8 +634,8 @@ void RunEval(const EvalOptions& given) {
                                "--passkey-plot");
   }
   if (!options.retrieval.empty()) {
-    train::CheckOutputFile(options.retrieval_plot, options.force,
-                           "--retrieval-plot");
+    train::CheckPlotOutputFile(options.retrieval_plot, options.force,
+                               "--retrieval-plot");
   }
   train::Json report = {{"checkpoint", options.checkpoint}};
   if (lengths.empty() && !grid) {

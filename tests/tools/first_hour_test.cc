@@ -232,14 +232,19 @@ TEST_F(FirstHour, AnUnansweredRetrievalSaysWhyAndIsDrawn) {
   } else {
     EXPECT_CONTAINS(r.out, "gnuplot is not installed");
   }
-  // Its plot is an output like the others: not replaced without --force.
-  const Result again = Run("eval --checkpoint " + Quote(dir_.Path("run")) +
-                           " --retrieval niah_single --passkey-lengths 384 "
-                           "--trials 1 --depths 0 --retrieval-plot " +
-                           Quote(plot));
+  // Its plot is an output like the others: rotor replaces a plot it drew,
+  // never a user's file without --force.
+  const std::string again = "eval --checkpoint " + Quote(dir_.Path("run")) +
+                            " --retrieval niah_single --passkey-lengths 384 "
+                            "--trials 1 --depths 0 --retrieval-plot " +
+                            Quote(plot);
   if (train::GnuplotAvailable()) {
-    EXPECT_EQ(again.status, 1);
-    EXPECT_CONTAINS(again.err, "--retrieval-plot");
+    EXPECT_EQ(Run(again).status, 0);
+    dir_.Write("retrieval.png", "the user's file");
+    const Result refused = Run(again);
+    EXPECT_EQ(refused.status, 1);
+    EXPECT_CONTAINS(refused.err, "--retrieval-plot");
+    EXPECT_EQ(train::ReadFile(plot), "the user's file");
   }
 }
 
