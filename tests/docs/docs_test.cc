@@ -2,11 +2,11 @@
 // page marks `<!-- doc-test: run -->` runs here as a new user would type it,
 // in order, in a fresh folder that holds links to build/, configs/,
 // scripts/ and examples/ (tests/docs/doc_blocks.h says how a page marks its
-// blocks). A command must exit 0. A block marked `output` must be what the
-// command above it printed, up to timings (tok/s, ETA, seconds), when this
-// machine runs the kernels the page's outputs name (their `kernels:` line,
-// printed by examples/06_tiny_lm); on other kernels the figures round
-// differently and only the commands are checked.
+// blocks). A command must exit 0 and print no warning. A block marked `output`
+// must be what the command above it printed, up to timings (tok/s, ETA,
+// seconds), when this machine runs the kernels the page's outputs name (their
+// `kernels:` line, printed by examples/06_tiny_lm); on other kernels the
+// figures round differently and only the commands are checked.
 //
 // Blocks marked `run with WORDS` get WORDS after each `build/rotor train`
 // and `build/rotor extend-report` (or `with train: W1; eval: W2`, words per
@@ -175,6 +175,12 @@ void RunPage(const std::string& page) {
         ASSERT_EQ(run.status, 0)
             << page << ":" << block.first_line << ": `" << command
             << "` failed; the end of what it printed:\n"
+            << Tail(run.out, 30);
+        // A command a page shows works as shown: no warning either (the
+        // README's `rope` example once warned of a missing key).
+        EXPECT_EQ(run.out.find("warning:"), std::string::npos)
+            << page << ":" << block.first_line << ": `" << command
+            << "` warns:\n"
             << Tail(run.out, 30);
         last_printed = run.out;
       }

@@ -90,7 +90,7 @@ TEST(Learn, Rungs06To09TrainExtendAndFineTune) {
   ASSERT_EQ(adapted.size(), 4u) << lora.out;
   EXPECT_EQ(base[3], before[3]);
   EXPECT_EQ(full[3], after[3]);
-  EXPECT_GT(base[1] - adapted[1], 0.8 * (base[1] - full[1]));
+  EXPECT_GT(base[1] - adapted[1], 0.75 * (base[1] - full[1]));
 }
 
 }  // namespace
