@@ -12,6 +12,9 @@
 //                                            (the small step counts of CI;
 //                                            `with train: W1; eval: W2`
 //                                            gives words per subcommand)
+//   <!-- doc-test: run warns -->             ... where a command may warn (the
+//                                            page shows what the warning
+//                                            says; other commands may not)
 //   <!-- doc-test: output -->                what the last command of the
 //                                            run block above printed
 //   <!-- doc-test: skip REASON -->           not run, and why (a download,
@@ -35,6 +38,7 @@ struct DocBlock {
   enum class Kind { kRun, kOutput, kSkip, kUnmarked };
   Kind kind = Kind::kUnmarked;
   std::string argument;  // run: the words after "with"; skip: the reason
+  bool warns = false;    // run: its commands may print warnings
   int first_line = 0;    // 1-based line of the block's first content line
   std::vector<std::string> lines;  // the content, indentation removed
   bool is_command = false;         // a command block (needs a marker)
@@ -56,7 +60,7 @@ inline bool StartsLikeACommand(const std::string& line) {
 inline DocParse ReadDocBlocks(const std::string& name,
                               const std::string& text) {
   static const std::regex kMarker(
-      R"(^<!-- doc-test: (run|output|skip)( with (.*?)| (.*?))? -->\s*$)");
+      R"(^<!-- doc-test: (run|output|skip)( warns)?( with (.*?)| (.*?))? -->\s*$)");
   static const std::regex kFence(R"(^(```+|~~~+)\s*([A-Za-z]*).*$)");
   DocParse parse;
   std::vector<std::string> lines;
@@ -71,6 +75,7 @@ inline DocParse ReadDocBlocks(const std::string& name,
     if (has_pending) {
       block.kind = pending.kind;
       block.argument = pending.argument;
+      block.warns = pending.warns;
       has_pending = false;
     }
     if (block.is_command && block.kind == DocBlock::Kind::kUnmarked) {
@@ -95,7 +100,12 @@ inline DocParse ReadDocBlocks(const std::string& name,
       pending.kind = kind == "run"      ? DocBlock::Kind::kRun
                      : kind == "output" ? DocBlock::Kind::kOutput
                                         : DocBlock::Kind::kSkip;
-      pending.argument = match[3].matched ? match[3].str() : match[4].str();
+      pending.warns = match[2].matched;
+      pending.argument = match[4].matched ? match[4].str() : match[5].str();
+      if (pending.warns && pending.kind != DocBlock::Kind::kRun) {
+        parse.problems.push_back(name + ":" + std::to_string(i + 1) +
+                                 ": only a run block warns");
+      }
       if (pending.kind == DocBlock::Kind::kSkip && pending.argument.empty()) {
         parse.problems.push_back(name + ":" + std::to_string(i + 1) +
                                  ": doc-test: skip needs its reason");

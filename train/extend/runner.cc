@@ -35,6 +35,22 @@ namespace rotor::train {
 
 namespace {
 
+// Whether two train.init_from values name the same checkpoint: the same
+// text, or, spelt differently (a run folder and its newest checkpoint, a
+// trailing slash), the same checkpoint folder once resolved.
+bool SameInitFrom(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  if (a.empty() || b.empty()) return false;
+  try {
+    std::error_code error;
+    const bool same = std::filesystem::equivalent(
+        ResolveCheckpointPath(a), ResolveCheckpointPath(b), error);
+    return !error && same;
+  } catch (const Error&) {
+    return false;  // one of them no longer resolves: not the same
+  }
+}
+
 // A finished run found in `wanted.output_dir` (newest checkpoint
 // `checkpoint`) is reused only if it is the run this report would start:
 // the same starting weights, steps and data. Otherwise the report stops,
@@ -43,7 +59,7 @@ void CheckReusedRun(const std::string& checkpoint, const TrainConfig& wanted,
                     const std::string& what) {
   const TrainConfig saved = LoadCheckpointTrainConfig(checkpoint);
   std::string differences = DataStreamDifferences(saved, wanted);
-  if (saved.train.init_from != wanted.train.init_from) {
+  if (!SameInitFrom(saved.train.init_from, wanted.train.init_from)) {
     differences += StrCat(differences.empty() ? "" : ", ", "train.init_from '",
                           saved.train.init_from, "' (checkpoint) vs '",
                           wanted.train.init_from, "' (report)");

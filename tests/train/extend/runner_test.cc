@@ -76,6 +76,23 @@ TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
   EXPECT_NE(ReadFile(summary.report_path).find("2 steps of passkey practice"),
             std::string::npos);
 
+  // A practice run made by hand from the same base checkpoint, named
+  // another way (the run's folder or its newest checkpoint: context-
+  // extension.md 7.1 then 7.6), is the report's own.
+  const std::string saved =
+      dir.Path("practice/checkpoints/step_00000002/config.yaml");
+  std::string edited = ReadFile(saved);
+  const std::string base_line =
+      "init_from: " + dir.Path("base/checkpoints/step_00000002");
+  ASSERT_NE(edited.find(base_line), std::string::npos) << edited;
+  edited.replace(edited.find(base_line), base_line.size(),
+                 "init_from: " + dir.Path("base") + "/");
+  WriteFileAtomically(saved, edited);
+  std::ostringstream reused;
+  RunExtendReport(config, reused);
+  EXPECT_EQ(reused.str().find("passkey practice (2 steps"), std::string::npos)
+      << reused.str();
+
   // A finished practice run of other settings is not silently reused.
   const ExtendReportConfig other = LoadExtendReportConfig(
       dir.Path("report.yaml"), {"base.practice.passkey_fraction=0.75"});
