@@ -22,8 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -40,8 +42,8 @@ namespace {
 // `command` with the words of a `run with` block added. `with` is a list
 // of "SUBCOMMAND: words" separated by ";" (words for each `build/rotor
 // SUBCOMMAND ...`), or plain words for `build/rotor train` and `build/rotor
-// extend-report`. A key=value word replaces the command's own value of
-// that key.
+// extend-report`. A key=value word, or a --flag with its value, replaces
+// the command's own value of that key or flag.
 std::string WithWords(const std::string& command, const std::string& with) {
   static const std::regex kSegment(R"(^\s*(([a-z-]+):\s+)?(.*?)\s*$)");
   std::string result = command;
@@ -56,21 +58,34 @@ std::string WithWords(const std::string& command, const std::string& with) {
                          : std::vector<std::string>{"train", "extend-report"};
     for (const std::string& subcommand : subcommands) {
       if (command.rfind("build/rotor " + subcommand + " ", 0) != 0) continue;
-      // A key=value the command already gives is replaced (rotor refuses
-      // a key given twice); other words are added at the end.
-      std::istringstream words(match[3].str());
-      for (std::string word; words >> word;) {
+      // A key=value or a --flag value the command already gives is
+      // replaced (rotor refuses a key given twice); other words are added
+      // at the end.
+      std::vector<std::string> words;
+      std::istringstream in(match[3].str());
+      for (std::string word; in >> word;) words.push_back(word);
+      for (size_t w = 0; w < words.size(); ++w) {
+        const std::string& word = words[w];
+        const bool flag = word.rfind("--", 0) == 0 && w + 1 < words.size() &&
+                          words[w + 1].rfind("--", 0) != 0;
         const size_t equals = word.find('=');
-        const size_t at = equals == std::string::npos
-                              ? std::string::npos
-                              : result.find(" " + word.substr(0, equals + 1));
+        const std::string key = flag ? word + " "
+                                : equals == std::string::npos
+                                    ? ""
+                                    : word.substr(0, equals + 1);
+        const std::string item = flag ? word + " " + words[++w] : word;
+        const size_t at =
+            key.empty() ? std::string::npos : result.find(" " + key);
         if (at == std::string::npos) {
-          result += " " + word;
-        } else {
-          const size_t end = result.find(' ', at + 1);
-          result.replace(at + 1, end == std::string::npos ? end : end - at - 1,
-                         word);
+          result += " " + item;
+          continue;
         }
+        // The old value ends at the next space after the key.
+        size_t end = result.find(' ', at + 1 + key.size());
+        if (!flag) end = result.find(' ', at + 1);
+        result.replace(
+            at + 1, end == std::string::npos ? std::string::npos : end - at - 1,
+            item);
       }
     }
   }
@@ -173,9 +188,13 @@ void RunPage(const std::string& page) {
     } else if (block.kind == DocBlock::Kind::kRun) {
       for (const std::string& written : BlockCommands(block)) {
         const std::string command = WithWords(written, block.argument);
-        std::cout << page << ":" << block.first_line << ": " << command
-                  << std::endl;
+        const auto start = std::chrono::steady_clock::now();
         const CommandRun run = RunInFolder(dir, command, index++);
+        const std::chrono::duration<double> took =
+            std::chrono::steady_clock::now() - start;
+        std::cout << page << ":" << block.first_line << ": " << command << "  ("
+                  << std::fixed << std::setprecision(1) << took.count() << " s)"
+                  << std::endl;
         ASSERT_EQ(run.status, 0)
             << page << ":" << block.first_line << ": `" << command
             << "` failed; the end of what it printed:\n"
@@ -299,6 +318,9 @@ TEST(DocBlocks, ReadsMarkersFencesAndIndentedCommands) {
             "build/rotor train c.yaml a=4 b=1 c=2");
   EXPECT_EQ(WithWords("build/rotor train c.yaml b=1 a=200", "a=4"),
             "build/rotor train c.yaml b=1 a=4");
+  EXPECT_EQ(WithWords("build/rotor eval --trials 10 --passkey",
+                      "eval: --trials 1 --documents 2 --json"),
+            "build/rotor eval --trials 1 --passkey --documents 2 --json");
   EXPECT_EQ(parse.blocks[1].kind, DocBlock::Kind::kOutput);
   EXPECT_EQ(parse.blocks[1].lines, std::vector<std::string>{"printed"});
   EXPECT_EQ(parse.blocks[2].kind, DocBlock::Kind::kRun);
