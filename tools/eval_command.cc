@@ -493,22 +493,18 @@ train::Json RetrievalJson(const std::vector<train::RetrievalCell>& cells,
 
 // As with the passkey: no question answered, in any task or cell, usually
 // means the model never learned retrieval, which the tables alone do not
-// say. Any value written (RULER's partial match) is retrieval forming.
+// say.
 void PrintRetrievalHint(const std::vector<train::RetrievalCell>& cells,
                         const EvalOptions& options,
                         const train::TrainConfig& config) {
-  for (const train::RetrievalCell& cell : cells) {
-    if (cell.correct > 0 || cell.match_sum > 0.0) return;
-  }
+  if (train::AnyRetrievalAnswered(cells)) return;
   std::printf(
-      "no retrieval question answered: a model answers RULER's questions "
-      "only if it learned retrieval in training (rotor's models practise "
-      "only the passkey: data.passkey_fraction, %g for this model), and a "
-      "small model that never did scores 0%% on every task "
-      "(docs/context-extension.md, 7.8); check --passkey at the length it "
+      "no retrieval question answered: %s; check --passkey at the length it "
       "was trained at (%lld) first, and if that fails too, 7.1 \"passkey "
       "practice\" gives a short run that teaches it\n",
-      config.data.passkey_fraction,
+      train::RetrievalUnansweredReason(config.data.passkey_fraction,
+                                       "this model")
+          .c_str(),
       static_cast<long long>(TrainedLength(options.checkpoint, config)));
 }
 

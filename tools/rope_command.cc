@@ -69,7 +69,8 @@ constexpr char kRopeDetails[] =
     "(no network) with every scaling method's wavelengths and per-pair\n"
     "scale for the config (and --compare's), sliders for the factor and\n"
     "the length, each method's attention factor and, with --report DIR,\n"
-    "the perplexity and passkey curves measured by rotor extend-report.\n"
+    "the perplexity, passkey and retrieval curves measured by rotor\n"
+    "extend-report.\n"
     "  rotor rope --config configs/rope/yarn.yaml --html yarn.html\n"
     "  rotor rope --report runs/extend-report --html explorer.html\n"
     "\n"
@@ -454,7 +455,8 @@ void AddRopeCommand(CLI::App& rotor) {
       command
           ->add_option("--report", options->report_dir,
                        "an extend-report output folder: its measured\n"
-                       "perplexity and passkey curves (with --html)")
+                       "perplexity, passkey and retrieval curves (with\n"
+                       "--html)")
           ->type_name("DIR")
           ->needs(html);
   AddForceOption(*command, options->force);

@@ -395,14 +395,16 @@ std::vector<RetrievalCell> EvaluateRetrieval(
 
 namespace {
 
-// sum(part(cell)) / sum(trials) over the cells of `task` at `length`.
+// sum(part(cell)) / sum(trials) over the cells at `length` of `task`, or
+// of every task when there is none.
 template <typename Part>
 std::optional<double> ShareAt(const std::vector<RetrievalCell>& cells,
-                              RetrievalTask task, int64_t length, Part part) {
+                              std::optional<RetrievalTask> task, int64_t length,
+                              Part part) {
   double numerator = 0.0;
   int64_t trials = 0;
   for (const RetrievalCell& cell : cells) {
-    if (cell.task != task || cell.length != length) continue;
+    if ((task && cell.task != *task) || cell.length != length) continue;
     numerator += part(cell);
     trials += cell.trials;
   }
@@ -424,6 +426,31 @@ std::optional<double> RetrievalMatchAt(const std::vector<RetrievalCell>& cells,
                                        RetrievalTask task, int64_t length) {
   return ShareAt(cells, task, length,
                  [](const RetrievalCell& c) { return c.match_sum; });
+}
+
+std::optional<double> RetrievalMeanAccuracyAt(
+    const std::vector<RetrievalCell>& cells, int64_t length) {
+  return ShareAt(cells, std::nullopt, length, [](const RetrievalCell& c) {
+    return static_cast<double>(c.correct);
+  });
+}
+
+bool AnyRetrievalAnswered(const std::vector<RetrievalCell>& cells) {
+  for (const RetrievalCell& cell : cells) {
+    if (cell.correct > 0 || cell.match_sum > 0.0) return true;
+  }
+  return false;
+}
+
+std::string RetrievalUnansweredReason(double passkey_fraction,
+                                      const std::string& whose) {
+  return StrCat(
+      "a model answers RULER's questions only if it learned retrieval in "
+      "training (rotor's models practise only the passkey: "
+      "data.passkey_fraction, ",
+      passkey_fraction, " for ", whose,
+      "), and a small model that never did scores 0% on every task "
+      "(docs/context-extension.md, 7.8)");
 }
 
 }  // namespace rotor::train

@@ -147,6 +147,21 @@ std::optional<double> RetrievalAccuracyAt(
     int64_t length);
 std::optional<double> RetrievalMatchAt(const std::vector<RetrievalCell>& cells,
                                        RetrievalTask task, int64_t length);
+// The accuracy over every task measured at `length` (all depths; the tasks
+// weigh as their examples), or nullopt when none was.
+std::optional<double> RetrievalMeanAccuracyAt(
+    const std::vector<RetrievalCell>& cells, int64_t length);
+
+// Whether any example was answered, even in part (RULER's string_match_all
+// above 0): any value written is retrieval forming.
+bool AnyRetrievalAnswered(const std::vector<RetrievalCell>& cells);
+
+// Why no retrieval question is answered, as a clause: a model learns
+// retrieval only in training, and rotor's practise only the passkey
+// (data.passkey_fraction, `passkey_fraction` for `whose` model, e.g. "this
+// model"). rotor eval and extend-report each add what to try.
+std::string RetrievalUnansweredReason(double passkey_fraction,
+                                      const std::string& whose);
 
 }  // namespace rotor::train
 

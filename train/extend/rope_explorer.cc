@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "nn/rope_scaling.h"
@@ -52,8 +53,9 @@ Json RopeSettingsJson(const RopeScalingConfig& rope) {
   return json;
 }
 
-// The measurements of one variant: [length, perplexity] and [length, mean
-// passkey accuracy] pairs.
+// The measurements of one variant: [length, perplexity], [length, mean
+// passkey accuracy] and [length, retrieval accuracy over tasks and depths]
+// pairs.
 Json MeasuredJson(const VariantResult& result) {
   Json perplexity = Json::array();
   for (const LengthPerplexity& p : result.perplexity) {
@@ -66,7 +68,18 @@ Json MeasuredJson(const VariantResult& result) {
     last = cell.length;
     passkey.push_back({cell.length, PasskeyAccuracyAt(result.passkey, last)});
   }
-  return {{"perplexity", perplexity}, {"passkey", passkey}};
+  std::set<int64_t> retrieval_lengths;
+  for (const RetrievalCell& cell : result.retrieval) {
+    retrieval_lengths.insert(cell.length);
+  }
+  Json retrieval = Json::array();
+  for (int64_t length : retrieval_lengths) {
+    retrieval.push_back(
+        {length, *RetrievalMeanAccuracyAt(result.retrieval, length)});
+  }
+  return {{"perplexity", perplexity},
+          {"passkey", passkey},
+          {"retrieval", retrieval}};
 }
 
 // One method of `model`: the settings at the default slider position, what

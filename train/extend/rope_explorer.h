@@ -5,7 +5,8 @@
 // NTK, dynamic NTK at a chosen length, YaRN's ramp, Llama 3's bands,
 // LongRoPE's factors) and each method's attention factor, with sliders for
 // the factor and the sequence length; beside them, for an extend-report,
-// the measured perplexity-against-length and passkey curves of each method.
+// the measured perplexity-against-length, passkey and retrieval curves of
+// each method.
 //
 // Every number the page starts with is computed here by nn/rope_scaling.h
 // and embedded as JSON. When a slider moves, the page recomputes with

@@ -413,6 +413,12 @@ const char kRopeExplorerScript[] = R"JS(
       this.measuredCharts = {};
       var kinds = [['ppl_zeroshot', 'zeroshot'], ['ppl_finetuned', 'finetuned'],
                    ['passkey', 'passkey']];
+      // Retrieval only where a report measured it (eval.retrieval_tasks).
+      if (model.methods.some(function (m) {
+        return m.measured && Object.keys(m.measured).some(function (v) {
+          return m.measured[v].retrieval.length > 0;
+        });
+      })) kinds.push(['retrieval', 'retrieval']);
       var slots = kinds.map(function (c) {
         return document.querySelector('[data-rx-plot="' + c[0] + '"]');
       });
@@ -518,16 +524,25 @@ const char kRopeExplorerScript[] = R"JS(
       });
       return out;
     }
-    return [drawChart(charts.zeroshot, { title: 'Perplexity against context length, zero-shot (L = ' +
+    // Accuracies against length: solid zero-shot, dashed fine-tuned.
+    function accuracyChart(svg, kind, what) {
+      return drawChart(svg, { title: what + '; solid zero-shot, dashed fine-tuned',
+        xLabel: 'context length (tokens)', yLabel: 'accuracy', logX: true, yMin: 0, yMax: 1,
+        markers: true, series: series(kind, ['zeroshot', 'finetuned', 'lora'])
+          .map(function (s) { if (s.variant === 'finetuned') s.dash = '5 3'; return s; }) });
+    }
+    var drawn = [drawChart(charts.zeroshot, { title: 'Perplexity against context length, zero-shot (L = ' +
         L0 + ', s\u00b7L = ' + sl + ')', xLabel: 'context length (tokens)', yLabel: 'perplexity',
         logX: true, logY: true, markers: true, series: series('perplexity', ['zeroshot']) }),
       drawChart(charts.finetuned, { title: 'Perplexity against context length after fine-tuning',
         xLabel: 'context length (tokens)', yLabel: 'perplexity', logX: true, logY: true,
         markers: true, series: series('perplexity', ['finetuned', 'lora']) }),
-      drawChart(charts.passkey, { title: 'Passkey retrieval (mean over depths); solid zero-shot, ' +
-        'dashed fine-tuned', xLabel: 'context length (tokens)', yLabel: 'accuracy', logX: true,
-        yMin: 0, yMax: 1, markers: true, series: series('passkey', ['zeroshot', 'finetuned', 'lora'])
-          .map(function (s) { if (s.variant === 'finetuned') s.dash = '5 3'; return s; }) })];
+      accuracyChart(charts.passkey, 'passkey', 'Passkey retrieval (mean over depths)')];
+    if (charts.retrieval) {
+      drawn.push(accuracyChart(charts.retrieval, 'retrieval',
+                               'Retrieval (mean over tasks and depths)'));
+    }
+    return drawn;
   };
 
   // The largest relative difference between this script's numbers and

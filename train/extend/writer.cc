@@ -1,6 +1,7 @@
 #include "train/extend/writer.h"
 
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -46,6 +47,66 @@ std::string LoraSettingsText(const FinetuneSection& finetune) {
   return text;
 }
 
+// A heat map of `variants` by length: a row per variant, the first at the
+// top (gnuplot draws row 0 at the bottom), a column per length of `lengths`
+// labelled `column_labels`, value_at(variant, length) in each cell.
+template <typename ValueAt>
+HeatMap VariantsByLength(const std::string& title,
+                         const std::vector<const VariantResult*>& variants,
+                         const std::vector<int64_t>& lengths,
+                         std::vector<std::string> column_labels,
+                         ValueAt value_at) {
+  HeatMap map;
+  map.title = title;
+  map.x_label = "context length (tokens)";
+  map.column_labels = std::move(column_labels);
+  for (auto it = variants.rbegin(); it != variants.rend(); ++it) {
+    map.row_labels.push_back(VariantLabel(**it));
+    std::vector<double> row;
+    for (int64_t length : lengths) row.push_back(value_at(**it, length));
+    map.values.push_back(row);
+  }
+  return map;
+}
+
+// The retrieval lengths of a report, each with the number of tasks measured
+// there, and the number of tasks measured at any length.
+struct RetrievalColumns {
+  std::vector<int64_t> lengths;  // ascending
+  std::vector<int> tasks;        // per length
+  int measured_tasks = 0;
+  bool All(size_t column) const { return tasks[column] == measured_tasks; }
+  bool AllEverywhere() const {
+    for (size_t c = 0; c < lengths.size(); ++c) {
+      if (!All(c)) return false;
+    }
+    return true;
+  }
+  // "1 of 2": short, so that the labels of neighbouring columns fit.
+  std::string Tasks(size_t column) const {
+    return StrCat(tasks[column], " of ", measured_tasks);
+  }
+  // "400" or, where not every task fits, "400 (1 of 2)".
+  std::string Label(size_t column) const {
+    return All(column) ? StrCat(lengths[column])
+                       : StrCat(lengths[column], " (", Tasks(column), ")");
+  }
+};
+
+RetrievalColumns ColumnsOf(const std::vector<RetrievalTaskLengths>& plan) {
+  std::map<int64_t, int> tasks_at;
+  RetrievalColumns columns;
+  for (const RetrievalTaskLengths& task : plan) {
+    if (!task.lengths.empty()) ++columns.measured_tasks;
+    for (int64_t length : task.lengths) ++tasks_at[length];
+  }
+  for (const auto& [length, tasks] : tasks_at) {
+    columns.lengths.push_back(length);
+    columns.tasks.push_back(tasks);
+  }
+  return columns;
+}
+
 class ReportWriter {
  public:
   ReportWriter(const ExtendReportConfig& config, const ReportPlan& plan,
@@ -65,6 +126,8 @@ class ReportWriter {
   bool DrawPerplexityPlots();
   bool DrawPasskeyOverview();
   std::vector<std::string> DrawDepthMaps();  // the variants drawn
+  // retrieval.png: variants by length, the mean over tasks and depths.
+  bool DrawRetrievalOverview();
 
   void WriteIntro();
   void WritePerplexity(bool have_plots);
@@ -76,8 +139,9 @@ class ReportWriter {
   template <typename AccuracyAt>
   void WritePasskeyTable(AccuracyAt accuracy_at);
   // One table per retrieval task: a row per variant, a column per length,
-  // whole answers and RULER's string_match_all.
-  void WriteRetrieval();
+  // whole answers and RULER's string_match_all; the overview, and why
+  // nothing was answered when nothing was.
+  void WriteRetrieval(bool have_overview);
   void WriteChecks();
   void WriteTime();
   void WriteSettings();
@@ -99,10 +163,11 @@ std::string ReportWriter::Write() {
   const bool have_ppl_plots = DrawPerplexityPlots();
   const bool have_overview = DrawPasskeyOverview();
   const std::vector<std::string> depth_maps = DrawDepthMaps();
+  const bool have_retrieval_overview = DrawRetrievalOverview();
   WriteIntro();
   WritePerplexity(have_ppl_plots);
   WritePasskey(have_overview, depth_maps);
-  WriteRetrieval();
+  WriteRetrieval(have_retrieval_overview);
   WriteChecks();
   WriteTime();
   WriteSettings();
@@ -167,22 +232,46 @@ bool ReportWriter::DrawPerplexityPlots() {
 }
 
 bool ReportWriter::DrawPasskeyOverview() {
-  HeatMap overview;
-  overview.title = "passkey accuracy (mean over depths)";
-  overview.x_label = "context length (tokens)";
-  overview.y_label = "";
-  for (int64_t length : plan_.passkey_lengths) {
-    overview.column_labels.push_back(StrCat(length));
-  }
-  for (auto it = results_.rbegin(); it != results_.rend(); ++it) {
-    overview.row_labels.push_back(VariantLabel(*it));
-    std::vector<double> row;
-    for (int64_t length : plan_.passkey_lengths) {
-      row.push_back(PasskeyAccuracyAt(it->passkey, length));
-    }
-    overview.values.push_back(row);
-  }
+  std::vector<const VariantResult*> variants;
+  for (const VariantResult& r : results_) variants.push_back(&r);
+  std::vector<std::string> labels;
+  for (int64_t length : plan_.passkey_lengths) labels.push_back(StrCat(length));
+  const HeatMap overview = VariantsByLength(
+      "passkey accuracy (mean over depths)", variants, plan_.passkey_lengths,
+      labels, [](const VariantResult& r, int64_t length) {
+        return PasskeyAccuracyAt(r.passkey, length);
+      });
   return Drawn(DrawHeatMap(overview, config_.output_dir + "/passkey.png"));
+}
+
+// One map for all tasks rather than one per task: report.md's table per
+// task gives each task's numbers already, and one picture (one chart in
+// report.html, as the passkey's) shows at a glance where retrieval holds.
+bool ReportWriter::DrawRetrievalOverview() {
+  const RetrievalColumns columns = ColumnsOf(plan_.retrieval);
+  std::vector<const VariantResult*> variants;
+  for (const VariantResult& r : results_) {
+    if (!r.retrieval.empty()) variants.push_back(&r);
+  }
+  if (columns.lengths.empty() || variants.empty()) return false;
+  std::vector<std::string> labels;
+  for (size_t c = 0; c < columns.lengths.size(); ++c) {
+    labels.push_back(columns.Label(c));
+  }
+  HeatMap overview = VariantsByLength(
+      "retrieval accuracy (mean over tasks and depths)", variants,
+      columns.lengths, labels, [](const VariantResult& r, int64_t length) {
+        const std::optional<double> accuracy =
+            RetrievalMeanAccuracyAt(r.retrieval, length);
+        ROTOR_CHECK(accuracy, VariantLabel(r), ": no retrieval result at ",
+                    length, " tokens");
+        return *accuracy;
+      });
+  if (!columns.AllEverywhere()) {
+    overview.x_label =
+        "context length (tokens; in parentheses, tasks measured)";
+  }
+  return Drawn(DrawHeatMap(overview, config_.output_dir + "/retrieval.png"));
 }
 
 std::vector<std::string> ReportWriter::DrawDepthMaps() {
@@ -329,7 +418,7 @@ void ReportWriter::WritePasskey(bool have_overview,
   }
 }
 
-void ReportWriter::WriteRetrieval() {
+void ReportWriter::WriteRetrieval(bool have_overview) {
   if (plan_.retrieval.empty()) return;
   md_ << "## Retrieval (RULER-style)\n\n"
       << "RULER's tasks (docs/context-extension.md, 7.5.1) at the passkey "
@@ -369,6 +458,35 @@ void ReportWriter::WriteRetrieval() {
       md_ << "\n";
     }
     md_ << "\n";
+  }
+  if (have_overview) {
+    const RetrievalColumns columns = ColumnsOf(plan_.retrieval);
+    md_ << "All tasks together, the mean over the tasks measured at each "
+           "length and over depths";
+    for (size_t c = 0; c < columns.lengths.size(); ++c) {
+      if (columns.All(c)) continue;
+      md_ << " (at a length marked \"" << columns.Tasks(c)
+          << "\", only that many of the tasks' prompts fit)";
+      break;
+    }
+    md_ << ":\n\n![retrieval accuracy](retrieval.png)\n\n";
+  }
+  bool measured = false, answered = false;
+  for (const VariantResult& r : results_) {
+    measured |= !r.retrieval.empty();
+    answered |= AnyRetrievalAnswered(r.retrieval);
+  }
+  if (measured && !answered) {
+    // The model every variant starts from: the practised base, if any.
+    const double passkey_fraction = config_.practice_steps > 0
+                                        ? config_.practice_passkey_fraction
+                                        : plan_.base.data.passkey_fraction;
+    md_ << "No retrieval question was answered, by any model: "
+        << RetrievalUnansweredReason(passkey_fraction, "the base model")
+        << ". If the passkey above is not retrieved at L = "
+        << plan_.base_length
+        << " either, 7.1 \"passkey practice\" gives a short run that "
+           "teaches it (`base.practice` in the report config).\n\n";
   }
 }
 

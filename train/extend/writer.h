@@ -1,5 +1,5 @@
 // report.md (and report.html) of rotor extend-report (train/extend/runner.h):
-// the perplexity and passkey tables with their plots (gnuplot,
+// the perplexity, passkey and retrieval tables with their plots (gnuplot,
 // train/io/plot.h), the checks of the expected outcome against the thresholds
 // of the report config's `checks:`, the time of each piece and each method's
 // settings.

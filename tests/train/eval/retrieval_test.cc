@@ -122,6 +122,29 @@ TEST(Retrieval, StringMatchAllIsTheShareOfValuesWritten) {
   EXPECT_EQ(RetrievalMatchFraction(" abcde, Fghij", {"ABCDE", "FGHIJ"}), 1.0);
 }
 
+// The overview of every task at a length (extend-report's retrieval.png and
+// report.html's chart) pools the tasks measured there; the report's "why
+// 0%" hint needs no example answered, not even in part.
+TEST(Retrieval, MeanOverTasksAndWhetherAnythingWasAnswered) {
+  const std::vector<RetrievalCell> cells = {
+      {RetrievalTask::kNiahSingle, 400, 0.0, 10, 2, 2.0},
+      {RetrievalTask::kNiahSingle, 400, 1.0, 10, 4, 4.0},
+      {RetrievalTask::kNiahSingle, 600, 0.0, 10, 0, 0.0},
+      {RetrievalTask::kVariableTracking, 600, 0.0, 10, 6, 6.0}};
+  EXPECT_DOUBLE_EQ(*RetrievalMeanAccuracyAt(cells, 400), 0.3);
+  EXPECT_DOUBLE_EQ(*RetrievalMeanAccuracyAt(cells, 600), 0.3);
+  EXPECT_FALSE(RetrievalMeanAccuracyAt(cells, 500));
+  EXPECT_TRUE(AnyRetrievalAnswered(cells));
+  std::vector<RetrievalCell> none = cells;
+  for (RetrievalCell& cell : none) {
+    cell.correct = 0;
+    cell.match_sum = 0.0;
+  }
+  EXPECT_FALSE(AnyRetrievalAnswered(none));
+  none[2].match_sum = 0.5;  // one value of a multi-value answer written
+  EXPECT_TRUE(AnyRetrievalAnswered(none));
+}
+
 TEST(Retrieval, GridCellsPerTaskLengthAndDepth) {
   const ByteTokenizer bytes;
   nn::Transformer model(test::TinyTransformerConfig(1024), 7);

@@ -198,6 +198,19 @@ void ExpectNoEmptyHeading(const std::string& dom) {
       << dom.substr(at, std::min<size_t>(200, dom.size() - at));
 }
 
+// Every slot report.md made for a plot (an image: MarkdownToHtml's
+// data-rx-plot) holds the chart drawn for it, not nothing.
+void ExpectNoEmptySlot(const std::string& dom) {
+  const std::string key = "<div class=\"md-figure\" data-rx-plot=\"";
+  for (size_t at = dom.find(key); at != std::string::npos;
+       at = dom.find(key, at + 1)) {
+    const size_t open_end = dom.find('>', at);
+    ASSERT_NE(open_end, std::string::npos);
+    EXPECT_EQ(dom.substr(open_end + 1, 4), "<svg")
+        << "an empty slot: " << dom.substr(at, open_end - at);
+  }
+}
+
 std::string Screenshot(const test::TempDir& dir, const std::string& name) {
   const char* keep = std::getenv("ROTOR_EXPLORER_SCREENSHOTS");
   return keep ? std::string(keep) + "/" + name : dir.Path(name);
@@ -289,6 +302,8 @@ TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
       for (int64_t length : {8192, 16384, 32768}) {
         r.perplexity.push_back({length, 1.0, 3.0 + length / 8192.0, 100});
         r.passkey.push_back({length, 0.5, 7, 40, 10, 5});
+        r.retrieval.push_back(
+            {RetrievalTask::kNiahSingle, length, 0.5, 10, 4, 5.0});
       }
       model.measured.push_back(r);
     }
@@ -299,7 +314,8 @@ TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
       page,
       RopeExplorerPage("Context extension report",
                        MarkdownToHtml("# Report\n\n| a | b |\n|---|---:|\n"
-                                      "| x | 1 |\n\n![p](ppl_zeroshot.png)\n"),
+                                      "| x | 1 |\n\n![p](ppl_zeroshot.png)\n\n"
+                                      "![r](retrieval.png)\n"),
                        {model}));
   const Loaded loaded = Load(dir, page, "", Screenshot(dir, "report.png"));
   ExpectHealthy(loaded);
@@ -310,17 +326,24 @@ TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
   const std::map<std::string, int> zero =
       Curves(loaded.dom, slot, "ppl_zeroshot");
   EXPECT_EQ(zero, (std::map<std::string, int>{{"default", 3}, {"yarn", 3}}));
+  // The retrieval overview's slot holds its curves (it once stayed empty).
+  const size_t retrieval_slot = loaded.dom.find("data-rx-plot=\"retrieval\"");
+  ASSERT_NE(retrieval_slot, std::string::npos);
+  EXPECT_EQ(Curves(loaded.dom, retrieval_slot, "retrieval"),
+            (std::map<std::string, int>{{"default", 3}, {"yarn", 3}}));
   ExpectChartsLegible(loaded.state);
   ExpectNoEmptyHeading(loaded.dom);
+  ExpectNoEmptySlot(loaded.dom);
 }
 
 // A real report: `rotor extend-report` on the tiny model (the settings of
 // ExtendReport.TinyModelEndToEnd: 3 base steps, 2 fine-tuning steps,
-// perplexity at 32 and 128, passkey at 128), then its report.html as the
-// writer left it and `rotor rope --report DIR --html FILE` on its folder,
-// both in chromium: no errors, the page's numbers equal to rotor's, and the
-// measured curves drawn with one point per measured length for exactly the
-// methods the report ran (dynamic has no fine-tuned curve: it is skipped).
+// perplexity at 32 and 128, passkey at 128, niah_single at 384), then its
+// report.html as the writer left it and `rotor rope --report DIR --html
+// FILE` on its folder, both in chromium: no errors, the page's numbers
+// equal to rotor's, the measured curves drawn with one point per measured
+// length for exactly the methods the report ran (dynamic has no fine-tuned
+// curve: it is skipped), and no plot's slot left empty.
 TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
   if (Chromium().empty()) {
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh "
@@ -340,7 +363,9 @@ TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
                 "methods: [default, dynamic, yarn]\n"
                 "finetune: {steps: 2, warmup_steps: 1}\n"
                 "eval: {lengths: [32, 128], documents: 2, passkey_lengths: "
-                "[128],\n       depths: [0, 1], trials: 2}\n");
+                "[128],\n       depths: [0, 1], trials: 2, retrieval_tasks: "
+                "[niah_single],\n       retrieval_lengths: [384], "
+                "retrieval_trials: 1}\n");
   const test::RotorResult report =
       test::RunRotor(dir, "extend-report '" + dir.Path("report.yaml") + "'");
   ASSERT_EQ(report.status, 0) << report.out << report.err;
@@ -366,6 +391,7 @@ TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
     // 131 to 148 with y ticks, and no heading left without its charts.
     ExpectChartsLegible(loaded.state);
     ExpectNoEmptyHeading(loaded.dom);
+    ExpectNoEmptySlot(loaded.dom);
     ASSERT_EQ(loaded.state["models"].size(), 1u);
     EXPECT_LT(loaded.state["models"][0]["max_rel_diff_vs_rotor"].get<double>(),
               1e-12);
@@ -379,6 +405,7 @@ TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
     EXPECT_EQ(Curves(loaded.dom, 0, "ppl_zeroshot"), zero_shot);
     EXPECT_EQ(Curves(loaded.dom, 0, "ppl_finetuned"), finetuned);
     EXPECT_EQ(Curves(loaded.dom, 0, "passkey"), passkey);
+    EXPECT_EQ(Curves(loaded.dom, 0, "retrieval"), passkey);  // also one length
   }
   // report.html draws each curve into report.md's own slot for its plot.
   const std::string html = ReadFile(dir.Path("report/report.html"));

@@ -1,5 +1,6 @@
 // rotor extend-report end to end on the tiny model: base training, passkey
-// practice, zero-shot and fine-tuned variants, the report's tables, and the
+// practice, zero-shot and fine-tuned variants, the report's tables and
+// plots, and the
 // reuse of finished runs and results on a second run (or the refusal to
 // reuse a run of other settings).
 #include "train/extend/runner.h"
@@ -16,6 +17,7 @@
 #include "tests/train/train_test_util.h"
 #include "train/data/prepare.h"
 #include "train/io/atomic_file.h"
+#include "train/io/plot.h"
 #include "train/tokenizer/bpe_trainer.h"
 
 namespace rotor::train {
@@ -113,7 +115,8 @@ TEST(ExtendReport, TinyModelEndToEnd) {
       "methods: [default, dynamic, yarn]\n"
       "finetune: {steps: 2, warmup_steps: 1}\n"
       "eval: {lengths: [32, 128], documents: 2, passkey_lengths: [128],\n"
-      "       depths: [0, 1], trials: 2}\n");
+      "       depths: [0, 1], trials: 2, retrieval_tasks: [niah_single],\n"
+      "       retrieval_lengths: [384], retrieval_trials: 1}\n");
   std::ostringstream log;
   const ExtendReportSummary summary = RunExtendReport(config, log);
   EXPECT_EQ(summary.report_path, dir.Path("report/report.md"));
@@ -127,6 +130,18 @@ TEST(ExtendReport, TinyModelEndToEnd) {
     EXPECT_NE(report.find(row), std::string::npos) << row << "\n" << report;
   }
   EXPECT_EQ(report.find("dynamic + fine-tune"), std::string::npos);
+  // Retrieval: a table, the overview heat map when gnuplot can draw it,
+  // and, as a 3-step model answers nothing, why.
+  const size_t retrieval = report.find("### niah_single");
+  ASSERT_NE(retrieval, std::string::npos) << report;
+  EXPECT_NE(report.find("No retrieval question was answered", retrieval),
+            std::string::npos)
+      << report;
+  if (GnuplotAvailable()) {
+    EXPECT_NE(report.find("(retrieval.png)", retrieval), std::string::npos)
+        << report;
+    EXPECT_EQ(ReadFile(dir.Path("report/retrieval.png")).substr(1, 3), "PNG");
+  }
   // The fine-tunes are ordinary runs that started from the base.
   const std::string yarn_config = ReadFile(
       dir.Path("report/finetune/yarn/checkpoints/step_00000002/config.yaml"));

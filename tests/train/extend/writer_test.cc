@@ -1,5 +1,6 @@
-// report.md from made-up measurements: the tables, and the checks judged
-// against the thresholds of the report config's `checks:`.
+// report.md from made-up measurements: the tables, the retrieval overview
+// and its hint, and the checks judged against the thresholds of the report
+// config's `checks:`.
 #include "train/extend/writer.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "tests/temp_dir.h"
 #include "tests/train/train_test_util.h"
 #include "train/io/atomic_file.h"
+#include "train/io/plot.h"
 
 namespace rotor::train {
 namespace {
@@ -36,10 +38,33 @@ VariantResult Variant(RopeType method, bool finetuned, double at_l,
   return r;
 }
 
+// niah_single at 112 and 224 and niah_multikey at 224, depth 0.5, 10
+// examples each: `correct` of them answered whole and `partial` of them
+// with half the values (RULER's string_match_all 0.5 each).
+std::vector<RetrievalCell> Retrieval(int correct, int partial) {
+  std::vector<RetrievalCell> cells;
+  for (auto [task, length] : {std::pair{RetrievalTask::kNiahSingle, 112},
+                              std::pair{RetrievalTask::kNiahSingle, 224},
+                              std::pair{RetrievalTask::kNiahMultikey, 224}}) {
+    RetrievalCell cell;
+    cell.task = task;
+    cell.length = length;
+    cell.depth = 0.5;
+    cell.trials = 10;
+    cell.correct = correct;
+    cell.match_sum = correct + 0.5 * partial;
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
 // report.md for a tiny base extended 2x (112 -> 224) with `overrides` on
-// the report config.
-std::string Report(const test::TempDir& dir,
-                   const std::vector<std::string>& overrides) {
+// the report config; with `retrieval`, the retrieval tasks of Retrieval()
+// measured on every variant, the yarn fine-tune's being `finetuned_cells`.
+std::string Report(
+    const test::TempDir& dir, const std::vector<std::string>& overrides,
+    bool retrieval = false,
+    const std::vector<RetrievalCell>& finetuned_cells = Retrieval(0, 0)) {
   const std::string yaml = "base: {config: " + test::TinyConfigPath() +
                            "}\noutput_dir: " + dir.Path("report") +
                            "\nfactor: 2\nmethods: [default, yarn]\n"
@@ -53,14 +78,22 @@ std::string Report(const test::TempDir& dir,
   plan.extended_length = 224;
   plan.lengths = {112, 224};
   plan.passkey_lengths = {112, 224};
+  if (retrieval) {
+    plan.retrieval = {{RetrievalTask::kNiahSingle, {112, 224}},
+                      {RetrievalTask::kNiahMultikey, {224}}};
+  }
   ReportRun run;
   run.base_checkpoint = "base/checkpoints/step_00000040";
   run.val_path = "data/val.bin";
   run.base_train_seconds = 300.0;
-  const std::vector<VariantResult> results = {
+  std::vector<VariantResult> results = {
       Variant(RopeType::kDefault, false, 4.0, 8.0, 10, 0),
       Variant(RopeType::kYarn, false, 4.4, 5.0, 9, 2),
       Variant(RopeType::kYarn, true, 3.9, 4.2, 9, 9)};
+  if (retrieval) {
+    for (VariantResult& r : results) r.retrieval = Retrieval(0, 0);
+    results.back().retrieval = finetuned_cells;
+  }
   std::filesystem::create_directories(config.output_dir);
   const std::string path = WriteReport(config, plan, run, results);
   EXPECT_EQ(path, dir.Path("report/report.md"));
@@ -70,6 +103,9 @@ std::string Report(const test::TempDir& dir,
 void ExpectHas(const std::string& report, const std::string& text) {
   EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
 }
+
+constexpr char kRetrievalImage[] = "![retrieval accuracy](retrieval.png)";
+constexpr char kRetrievalHint[] = "No retrieval question was answered";
 
 TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
   test::TempDir dir;
@@ -95,6 +131,58 @@ TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
             "`model.rope_scaling={rope_type: yarn, factor: 2, "
             "original_max_position_embeddings: 112, beta_fast: 32, "
             "beta_slow: 1, truncate: true}`");
+  // No retrieval tasks: no retrieval section, picture or hint.
+  EXPECT_EQ(report.find("## Retrieval"), std::string::npos);
+  EXPECT_EQ(report.find("retrieval.png"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("report/retrieval.png")));
+  EXPECT_EQ(report.find(kRetrievalHint), std::string::npos);
+}
+
+// The retrieval section gets an overview heat map like the passkey's
+// (variants by length, the mean over tasks and depths), drawn when gnuplot
+// is installed and shown in the section; a length not every task fits is
+// marked in the picture and the text says so.
+TEST(WriteReport, RetrievalOverviewIsDrawnInItsSection) {
+  test::TempDir dir;
+  const std::string report = Report(dir, {}, true, Retrieval(6, 0));
+  const size_t section = report.find("## Retrieval (RULER-style)");
+  const size_t checks = report.find("## Checks");
+  ASSERT_NE(section, std::string::npos) << report;
+  ExpectHas(report, "| yarn + fine-tune | 60% | 60% |");
+  if (!GnuplotAvailable()) {
+    EXPECT_EQ(report.find(kRetrievalImage), std::string::npos);
+    ExpectHas(report, "retrieval.png");  // named among the plot notes
+    return;
+  }
+  const size_t image = report.find(kRetrievalImage);
+  ASSERT_NE(image, std::string::npos) << report;
+  EXPECT_GT(image, section) << report;
+  EXPECT_LT(image, checks) << report;
+  ExpectHas(report, "at a length marked \"1 of 2\"");
+  EXPECT_EQ(ReadFile(dir.Path("report/retrieval.png")).substr(1, 3), "PNG");
+}
+
+// When no model answers any retrieval question, the report says why that
+// usually happens and what to try; one answer, even in part (RULER's
+// string_match_all), and it does not.
+TEST(WriteReport, RetrievalHintOnlyWhenNothingIsAnswered) {
+  {
+    test::TempDir dir;
+    const std::string report = Report(dir, {}, true, Retrieval(0, 0));
+    ExpectHas(report, kRetrievalHint);
+    ExpectHas(report, "data.passkey_fraction");
+    ExpectHas(report, "7.1 \"passkey practice\"");
+    EXPECT_GT(report.find(kRetrievalHint), report.find("## Retrieval"));
+    EXPECT_LT(report.find(kRetrievalHint), report.find("## Checks"));
+  }
+  for (auto [correct, partial] : {std::pair{1, 0}, std::pair{0, 1}}) {
+    test::TempDir dir;
+    const std::string report =
+        Report(dir, {}, true, Retrieval(correct, partial));
+    EXPECT_EQ(report.find(kRetrievalHint), std::string::npos)
+        << correct << " whole, " << partial << " partial\n"
+        << report;
+  }
 }
 
 TEST(WriteReport, ChecksTakeTheirThresholdsFromTheConfig) {
