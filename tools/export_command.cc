@@ -38,7 +38,11 @@ constexpr char kExportDetails[] =
     "rope_scaling spelt as HF spells each method), model.safetensors (or\n"
     "shards of at most --max-shard-size bytes and their index; no\n"
     "lm_head.weight when the embeddings are tied), generation_config.json\n"
-    "and the tokenizer (tokenizer.json, tokenizer_config.json). The folder\n"
+    "and the tokenizer (tokenizer.json, tokenizer_config.json), which\n"
+    "starts a text with the BOS the model's texts started with in training\n"
+    "(a model rotor trained: the document separator; an HF folder: its\n"
+    "own), as rotor generate does: add_bos_token, and a post-processor\n"
+    "that adds it. The folder\n"
     "is written whole, then renamed into place, with a .rotor-export file\n"
     "that lists what it wrote. An existing DIR is replaced only if it is\n"
     "empty or an earlier export that holds nothing else; any other path\n"
@@ -123,6 +127,7 @@ void RunGgufExport(const ExportOptions& options) {
   // unknown, and overrides apply a scaling the weights never saw.
   gguf.rope_finetuned =
       !train::IsHfModelFolder(options.checkpoint) && options.overrides.empty();
+  gguf.prompt_start = train::CheckpointPromptStart(options.checkpoint);
   gguf.source = options.checkpoint;
   gguf.name = FolderName(options.checkpoint);
   std::cout << train::WriteGgufModel(
@@ -215,6 +220,8 @@ void RunExport(const ExportOptions& options) {
     // A LoRA checkpoint is its base with adapters: W += (alpha/r) B A.
     nn::MergeLora(*model);
     export_options.dtype = ExportDtype(options.dtype, config.model);
+    export_options.prompt_start =
+        train::CheckpointPromptStart(options.checkpoint);
     train::WriteHfModelFolder(
         options.output, *model, config.model,
         train::CheckpointTokenizerSpec(options.checkpoint), export_options);

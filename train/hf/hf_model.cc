@@ -414,7 +414,7 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
     WriteFileAtomically(JoinPath(temp, kGenerationConfigFile),
                         GenerationConfigJson(exported));
     WriteShards(temp, entries, options.max_shard_bytes);
-    WriteHfTokenizerFiles(tokenizer_spec, temp);
+    WriteHfTokenizerFiles(tokenizer_spec, temp, options.prompt_start);
     const Json marker = {{"written_by", "rotor export"},
                          {"files", EntryNames(temp)}};
     WriteFileAtomically(JoinPath(temp, kHfExportMarker), marker.dump(2) + "\n");
