@@ -52,14 +52,17 @@ std::optional<TokenId> ByteTokenizer::TokenToId(std::string_view token) const {
   return std::nullopt;
 }
 
-std::string ByteTokenizerJson() {
+std::string LegacyByteTokenizerJson() {
   std::vector<std::string> vocab(ByteLevelChars().begin(),
                                  ByteLevelChars().end());
   vocab.push_back(ByteTokenizer::kEndOfTextText);
-  return TokenizerJsonWithBos(
-      ByteLevelBpeTokenizerJson(vocab, {ByteTokenizer::kEndOfText},
-                                /*merges=*/{}, /*split_pattern=*/""),
-      "the byte tokenizer", ByteTokenizer::kEndOfText);
+  return ByteLevelBpeTokenizerJson(vocab, {ByteTokenizer::kEndOfText},
+                                   /*merges=*/{}, /*split_pattern=*/"");
+}
+
+std::string ByteTokenizerJson() {
+  return TokenizerJsonWithBos(LegacyByteTokenizerJson(), "the byte tokenizer",
+                              ByteTokenizer::kEndOfText);
 }
 
 }  // namespace rotor::train

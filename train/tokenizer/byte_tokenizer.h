@@ -80,6 +80,11 @@ class ByteTokenizer : public Tokenizer {
 //     (HF decodes lossily), where ByteTokenizer gives the bytes back.
 std::string ByteTokenizerJson();
 
+// The byte tokenizer's tokenizer.json as rotor export wrote it before its
+// post-processor added <|endoftext|> (ByteTokenizerJson without that): the
+// same ids, so such a folder still reads as "byte" (TokenizerSpecIn).
+std::string LegacyByteTokenizerJson();
+
 }  // namespace rotor::train
 
 #endif  // ROTOR_TRAIN_TOKENIZER_BYTE_TOKENIZER_H_

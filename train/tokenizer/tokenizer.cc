@@ -44,11 +44,13 @@ std::string TokenizerSpecIn(const std::string& dir) {
   if (!IsTokenizerFile(file)) return ByteTokenizer::kName;
   // An exported byte-level model's tokenizer.json is the byte tokenizer
   // (same ids), so it pairs with byte-level data again after an import.
-  const std::string byte_json = ByteTokenizerJson();
   std::error_code error;
-  if (std::filesystem::file_size(file, error) == byte_json.size() &&
-      ReadFile(file) == byte_json) {
-    return ByteTokenizer::kName;
+  const uintmax_t size = std::filesystem::file_size(file, error);
+  for (const std::string& byte_json :
+       {ByteTokenizerJson(), LegacyByteTokenizerJson()}) {
+    if (!error && size == byte_json.size() && ReadFile(file) == byte_json) {
+      return ByteTokenizer::kName;
+    }
   }
   return file;
 }
