@@ -55,12 +55,37 @@ std::string TokenizerSpecIn(const std::string& dir) {
   return file;
 }
 
+namespace {
+
+// Whether `copy` is what WriteHfTokenizerFiles writes for a model rotor
+// trained with the tokenizer.json `file` (text `original`) whose
+// post-processor adds no BOS: `original` with its document separator added.
+bool IsExportedCopyOf(const std::string& copy, const std::string& original,
+                      const std::string& file) {
+  const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(file);
+  if (PromptBos(*tokenizer, PromptStart::kTokenizerBos)) return false;
+  const std::optional<TokenId> separator =
+      PromptBos(*tokenizer, PromptStart::kDocumentSeparator);
+  return TokenizerJsonWithBos(original, file, *separator) == copy;
+}
+
+}  // namespace
+
 bool SameTokenizer(const std::string& a, const std::string& b) {
   const std::string file_a = TokenizerFile(a);
   const std::string file_b = TokenizerFile(b);
   if (file_a.empty() || file_b.empty()) return file_a.empty() && file_b.empty();
-  return ReadFile(file_a, limits::kMaxTokenizerJsonBytes) ==
-         ReadFile(file_b, limits::kMaxTokenizerJsonBytes);
+  const std::string text_a = ReadFile(file_a, limits::kMaxTokenizerJsonBytes);
+  const std::string text_b = ReadFile(file_b, limits::kMaxTokenizerJsonBytes);
+  if (text_a == text_b) return true;
+  // Only then: a tokenizer without a document separator, or one that is
+  // no added token, is simply another tokenizer.
+  try {
+    return IsExportedCopyOf(text_a, text_b, file_b) ||
+           IsExportedCopyOf(text_b, text_a, file_a);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& spec) {

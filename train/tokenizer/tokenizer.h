@@ -75,7 +75,9 @@ std::string TokenizerSpecIn(const std::string& dir);
 
 // Whether two specs name the same tokenizer: both "byte", or two
 // tokenizer.json files with the same bytes (a copy is the same tokenizer,
-// an edited file is not).
+// an edited file is not), or one of them the copy rotor export wrote of the
+// other (WriteHfTokenizerFiles: the other with its document separator
+// added as the BOS, which makes the same token files).
 bool SameTokenizer(const std::string& a, const std::string& b);
 
 // Copies the tokenizer.json of `spec` to DIR/tokenizer.json (nothing for

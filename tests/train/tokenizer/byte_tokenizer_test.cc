@@ -223,6 +223,25 @@ TEST(WriteHfTokenizerFiles, TheBosOfARotorModelIsAddedToThePostProcessor) {
   EXPECT_FALSE(config.contains("bos_token"));
 }
 
+// The copy an export wrote (the BOS added) makes the same token files, so
+// data prepared with the original pairs with the exported folder, either
+// way round; another tokenizer does not.
+TEST(SameTokenizer, AnExportedCopyWithTheBosAddedIsTheSame) {
+  test::TempDir dir;
+  const std::string own = dir.Write("own.json", NoBosTokenizerJson());
+  std::filesystem::create_directories(dir.Path("rotor"));
+  WriteHfTokenizerFiles(own, dir.Path("rotor"),
+                        PromptStart::kDocumentSeparator);
+  EXPECT_TRUE(SameTokenizer(own, dir.Path("rotor")));
+  EXPECT_TRUE(SameTokenizer(dir.Path("rotor/tokenizer.json"), own));
+  const std::string other = dir.Write(
+      "other.json", ByteLevelBpeTokenizerJson({"a", "b", "ba", "<|endoftext|>"},
+                                              {3}, {{1, 0}}, ""));
+  EXPECT_FALSE(SameTokenizer(other, dir.Path("rotor")));
+  EXPECT_FALSE(SameTokenizer(other, own));
+  EXPECT_FALSE(SameTokenizer("byte", own));
+}
+
 TEST(TokenizerJsonWithBos, ABosThatIsNoAddedTokenIsRefusedNamingTheFile) {
   ROTOR_EXPECT_ERROR(TokenizerJsonWithBos(NoBosTokenizerJson(), "own.json", 2),
                      "own.json: added_tokens has no token with id 2");
