@@ -40,7 +40,11 @@ constexpr char kExportDetails[] =
     "rope_scaling spelt as HF spells each method), model.safetensors (or\n"
     "shards of at most --max-shard-size bytes and their index; no\n"
     "lm_head.weight when the embeddings are tied), generation_config.json\n"
-    "and the tokenizer (tokenizer.json, tokenizer_config.json). The folder\n"
+    "and the tokenizer (tokenizer.json, tokenizer_config.json), which\n"
+    "starts a text with the BOS the model's texts started with in training\n"
+    "(a model rotor trained: the document separator; an HF folder: its\n"
+    "own), as rotor generate does: add_bos_token, and a post-processor\n"
+    "that adds it. The folder\n"
     "is written whole, then renamed into place, with a .rotor-export file\n"
     "that lists what it wrote. An existing DIR is replaced only if it is\n"
     "empty or an earlier export that holds nothing else; any other path\n"
@@ -68,10 +72,19 @@ constexpr char kExportDetails[] =
     "settings first (a zero-shot extension). general.name is the\n"
     "checkpoint folder's name. A weight the dtype cannot hold (f16 past\n"
     "65504, a q8_0 block past about 8.3e6), a NaN or infinite weight, and\n"
-    "a RoPE setting float32 cannot hold are refused, naming them.\n"
+    "a RoPE setting float32 cannot hold are refused, naming them. The\n"
+    "tokenizer's add_bos_token and bos_token_id start a text as rotor\n"
+    "generate does, so llama.cpp's greedy text is rotor's.\n"
     "\n"
     "  rotor export --checkpoint runs/hf-extend --format gguf \\\n"
     "      --dtype f16 --output extended.gguf\n"
+    "  bash scripts/llama_cpp.sh complete extended.gguf --context 2048 \\\n"
+    "      \"Once upon a time\"\n"
+    "\n"
+    "scripts/llama_cpp.sh runs the llama.cpp scripts/fetch_llama_cpp.sh\n"
+    "installs (greedy, no repeat penalty); elsewhere, llama.cpp's llama-cli\n"
+    "(-no-cnv; llama-completion in its newer builds) and ollama run the\n"
+    "file (docs/gguf.md).\n"
     "\n"
     "Details: docs/huggingface.md, docs/gguf.md.";
 
@@ -128,6 +141,7 @@ void RunGgufExport(const ExportOptions& options) {
   // unknown, and overrides apply a scaling the weights never saw.
   gguf.rope_finetuned =
       !train::IsHfModelFolder(options.checkpoint) && options.overrides.empty();
+  gguf.prompt_start = train::CheckpointPromptStart(options.checkpoint);
   gguf.source = options.checkpoint;
   gguf.name = FolderName(options.checkpoint);
   std::cout << train::WriteGgufModel(
@@ -272,6 +286,8 @@ void RunExport(const ExportOptions& options) {
     // A LoRA checkpoint is its base with adapters: W += (alpha/r) B A.
     nn::MergeLora(*model);
     export_options.dtype = ExportDtype(options.dtype, config.model);
+    export_options.prompt_start =
+        train::CheckpointPromptStart(options.checkpoint);
     train::WriteHfModelFolder(
         options.output, *model, config.model,
         train::CheckpointTokenizerSpec(options.checkpoint), export_options);

@@ -51,7 +51,9 @@ void RunGenerate(const GenerateOptions& options) {
   if (from_ids) {
     CheckModelInputIds(prompt_ids, model->config().vocab_size, "--prompt-ids");
   } else {
-    prompt_ids = train::PromptIds(*tokenizer, options.prompt);
+    prompt_ids = train::PromptIds(
+        *tokenizer, train::CheckpointPromptStart(options.checkpoint),
+        options.prompt);
   }
   if (options.token_ids) {
     // Like HF's model.generate: the prompt's ids, then the new ones.
@@ -81,8 +83,13 @@ void AddGenerateCommand(CLI::App& rotor) {
       rotor, "generate", "continue a prompt with a trained model (KV cache)",
       "Continues TEXT with the model of a checkpoint, one token at a time\n"
       "with a KV cache (in the checkpoint's tokenizer), and prints the\n"
-      "text as it is generated. The model starts from the tokenizer's\n"
-      "document separator, then TEXT encoded without special tokens;\n"
+      "text as it is generated. The model starts from the BOS its texts\n"
+      "started with in training (a model rotor trained: the document\n"
+      "separator, e.g. <|endoftext|>, 256 for the byte tokenizer; a Hugging\n"
+      "Face folder: the BOS its tokenizer adds, or none), then TEXT encoded\n"
+      "without special tokens, as llama.cpp does with the GGUF file rotor\n"
+      "export writes (scripts/llama_cpp.sh complete FILE.gguf TEXT prints\n"
+      "the same greedy text as --temperature 0);\n"
       "--prompt-ids gives the ids instead, used exactly as given (a JSON\n"
       "array, or ids separated by spaces or commas), e.g. those another\n"
       "tool generated from. --token-ids prints one JSON array of the\n"

@@ -34,13 +34,13 @@ constexpr char kScoreDetails[] =
     "\n"
     "--tokens FILE reads the ids: a JSON array, or integers separated by\n"
     "spaces, commas or newlines. --text TEXT is encoded with the\n"
-    "checkpoint's tokenizer, with its special tokens (e.g. Llama's BOS) as\n"
-    "HF's tokenizer(text) adds them; --no-add-special-tokens leaves them\n"
-    "out. rotor starts every training document with the tokenizer's\n"
-    "document separator: the BOS of Llama-style tokenizers, which --text\n"
-    "adds, or <|endoftext|> (256 for the byte tokenizer), which it does\n"
-    "not; to score a text as the model saw it, give its ids with --tokens,\n"
-    "the separator first.\n"
+    "checkpoint's tokenizer after the BOS the model's texts started with\n"
+    "in training, as rotor generate starts a prompt: a model rotor trained\n"
+    "starts every document with the document separator (<|endoftext|>,\n"
+    "256 for the byte tokenizer, or Llama's BOS); a Hugging Face folder\n"
+    "with the BOS its tokenizer adds, or none (HF's tokenizer(text) adds\n"
+    "the same, for a folder rotor export wrote too). --no-add-special-tokens\n"
+    "leaves the BOS out.\n"
     "\n"
     "--rope-from PATH and model.key=value overrides score the model with\n"
     "other RoPE settings, as in rotor eval (e.g. the zero-shot scaling a\n"
@@ -150,9 +150,12 @@ void RunScore(const ScoreOptions& options) {
       UsePrecision(options.precision, config, options.checkpoint);
   const auto tokenizer = train::LoadCheckpointTokenizer(options.checkpoint);
   const std::vector<train::TokenId> ids =
-      from_file
-          ? ReadTokenIdsFile(options.tokens)
-          : tokenizer->Encode(options.text, !options.no_add_special_tokens);
+      from_file ? ReadTokenIdsFile(options.tokens)
+      : options.no_add_special_tokens
+          ? tokenizer->Encode(options.text, false)
+          : train::PromptIds(*tokenizer,
+                             train::CheckpointPromptStart(options.checkpoint),
+                             options.text);
   const std::string source = from_file ? options.tokens : "--text";
   CheckModelInputIds(ids, model->config().vocab_size, source);
   // The first token is only context: one token leaves nothing to score

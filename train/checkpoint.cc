@@ -563,6 +563,12 @@ std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path) {
   return LoadTokenizer(CheckpointTokenizerSpec(path));
 }
 
+PromptStart CheckpointPromptStart(const std::string& path) {
+  return IsHfModelFolder(ResolveCheckpointPath(path))
+             ? PromptStart::kTokenizerBos
+             : PromptStart::kDocumentSeparator;
+}
+
 void CheckSameTokenizer(const std::string& checkpoint,
                         const std::string& data_dir) {
   const std::string model_tokenizer = CheckpointTokenizerSpec(checkpoint);

@@ -192,6 +192,12 @@ TrainConfig LoadCheckpointModelConfig(const std::string& path,
 std::string CheckpointTokenizerSpec(const std::string& path);
 std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path);
 
+// What the texts of the model at `path` (resolved as above) started with in
+// training: a Hugging Face folder's as its tokenizer says (kTokenizerBos);
+// a rotor checkpoint's, fine-tuned from one or not, with the document
+// separator rotor prepare put before every document (kDocumentSeparator).
+PromptStart CheckpointPromptStart(const std::string& path);
+
 // Throws unless the checkpoint `checkpoint` (resolved as above) and the
 // prepared data folder `data_dir` use the same tokenizer, naming both.
 void CheckSameTokenizer(const std::string& checkpoint,

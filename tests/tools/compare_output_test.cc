@@ -121,12 +121,14 @@ TEST_F(CompareOutput, ScoreJsonIsScoreTokensAtFullPrecision) {
   EXPECT_EQ(json.at("mean_nll").get<double>(), scores.mean_nll);
   EXPECT_EQ(json.at("perplexity").get<double>(), scores.perplexity);
 
-  // The same ids written as plain integers, and the text they spell (the
-  // byte tokenizer adds no special token: 'T' comes first, unscored).
+  // The same ids written as plain integers, and the text they spell: the
+  // model was trained on documents after 256, which --text puts first too.
   dir_.Write("ids.txt", "256 84,104\n101, 32 99 97 116\n");
   EXPECT_EQ(Score("--tokens " + Quote(dir_.Path("ids.txt")) + " --json").out,
             r.out);
-  const Json text = train::ParseJson(Score("--text 'The cat' --json").out, "");
+  EXPECT_EQ(Score("--text 'The cat' --json").out, r.out);
+  const Json text = train::ParseJson(
+      Score("--text 'The cat' --json --no-add-special-tokens").out, "");
   EXPECT_EQ(text.at("ids").get<std::vector<TokenId>>(),
             std::vector<TokenId>(ids.begin() + 1, ids.end()));
 }
@@ -134,7 +136,8 @@ TEST_F(CompareOutput, ScoreJsonIsScoreTokensAtFullPrecision) {
 // The table shows each token's id, text (escaped) and log-prob, then the
 // totals, with the numbers of --json.
 TEST_F(CompareOutput, ScoreTableShowsTheSameNumbers) {
-  const std::string args = "--text " + Quote("a\tb \xC3\xA9\n");
+  const std::string args =
+      "--text " + Quote("a\tb \xC3\xA9\n") + " --no-add-special-tokens";
   const Result r = Score(args);
   ASSERT_EQ(r.status, 0) << r.err;
   const Json json = train::ParseJson(Score(args + " --json").out, "");
@@ -211,9 +214,12 @@ TEST_F(CompareOutput, ScoreRefusesBadIds) {
   Result r = Score("--tokens " + Quote(dir_.Path("missing")));
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, dir_.Path("missing"));
-  r = Score("--text ''");
+  r = Score("--text '' --no-add-special-tokens");
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, "--text: no token ids");
+  r = Score("--text ''");  // the BOS alone
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "--text: 1 token; score needs at least 2");
 
   const std::vector<std::pair<std::string, std::string>> usage = {
       {"", "Exactly 1 option from [--tokens,--text] is required"},
@@ -241,14 +247,16 @@ TEST_F(CompareOutput, ScoreEncodesTextWithTheCheckpointsTokenizer) {
   const std::string tokenizer =
       dir_.Write("tokenizer.json", train::ByteTokenizerJson() + "\n");
   SaveTinyCheckpoint("bpe", tokenizer);
-  for (const char* special : {"", " --no-add-special-tokens"}) {
+  for (const auto& [special, ids] :
+       {std::pair<std::string, std::string>{"", "[256, 97, 256]"},
+        {" --no-add-special-tokens", "[97, 256]"}}) {
     const Result r = Run("score --checkpoint " + Quote(dir_.Path("bpe")) +
                          " --text 'a<|endoftext|>' --json" + special);
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(train::ParseJson(r.out, "").at("ids"), Json::parse("[97, 256]"));
+    EXPECT_EQ(train::ParseJson(r.out, "").at("ids"), Json::parse(ids));
   }
   const Result r = Score("--text 'a<|endoftext|>' --json");
-  EXPECT_EQ(train::ParseJson(r.out, "").at("ids").size(), 14u);
+  EXPECT_EQ(train::ParseJson(r.out, "").at("ids").size(), 15u);  // 256 first
 }
 
 // --json holds every figure of the text, at full precision.

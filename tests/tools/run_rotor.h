@@ -1,5 +1,6 @@
-// Runs build/rotor as a user does, for the CLI tests: exit status, stdout
-// and stderr, captured through files in a test's temporary folder.
+// Runs build/rotor (or any command) as a user does, for the CLI tests: exit
+// status, stdout and stderr, captured through files in a test's temporary
+// folder.
 #ifndef ROTOR_TESTS_TOOLS_RUN_ROTOR_H_
 #define ROTOR_TESTS_TOOLS_RUN_ROTOR_H_
 
@@ -19,19 +20,24 @@ struct RotorResult {
   std::string err;
 };
 
-// Runs `LAUNCHER build/rotor ARGS </dev/null` (ARGS already shell-quoted;
-// LAUNCHER e.g. "prlimit --as=N" or empty), with its output in `dir`.
-inline RotorResult RunRotor(const TempDir& dir, const std::string& args,
-                            const std::string& launcher = "") {
-  const std::string command = launcher + " '" + ROTOR_BINARY_DIR + "/rotor' " +
-                              args + " >'" + dir.Path("stdout") + "' 2>'" +
-                              dir.Path("stderr") + "' </dev/null";
-  const int raw = std::system(command.c_str());
+// Runs the shell command `COMMAND </dev/null`, with its output in `dir`.
+inline RotorResult RunCommand(const TempDir& dir, const std::string& command) {
+  const std::string line = command + " >'" + dir.Path("stdout") + "' 2>'" +
+                           dir.Path("stderr") + "' </dev/null";
+  const int raw = std::system(line.c_str());
   RotorResult result;
   if (raw != -1 && WIFEXITED(raw)) result.status = WEXITSTATUS(raw);
   result.out = train::ReadFile(dir.Path("stdout"));
   result.err = train::ReadFile(dir.Path("stderr"));
   return result;
+}
+
+// Runs `LAUNCHER build/rotor ARGS </dev/null` (ARGS already shell-quoted;
+// LAUNCHER e.g. "prlimit --as=N" or empty), with its output in `dir`.
+inline RotorResult RunRotor(const TempDir& dir, const std::string& args,
+                            const std::string& launcher = "") {
+  return RunCommand(dir,
+                    launcher + " '" + ROTOR_BINARY_DIR + "/rotor' " + args);
 }
 
 }  // namespace rotor::test

@@ -66,7 +66,11 @@ TEST(TokenizerCommand, TrainsEncodesAndDecodes) {
                             dir.Path("ids.txt") + "' --skip-special-tokens");
   EXPECT_EQ(r.out, "t");  // id 0 is <|endoftext|>, 84 is 't' (1 + 116 - 33)
 
+  // The byte tokenizer's BOS, <|endoftext|>, first with special tokens.
   r = RunTokenizer(dir, "encode --tokenizer byte --text 'Hi'");
+  EXPECT_EQ(r.out, "256 72 105\n");
+  r = RunTokenizer(
+      dir, "encode --tokenizer byte --text 'Hi' --no-add-special-tokens");
   EXPECT_EQ(r.out, "72 105\n");
 }
 
@@ -116,8 +120,13 @@ TEST(TokenizerCommand, UsageAndInputErrors) {
   r = RunTokenizer(dir, "encode --tokenizer byte --text a --input b");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(Contains(r.err, "2 were given")) << r.err;
-  // The empty text is a text: no ids for bytes, an empty JSON array.
+  // The empty text is a text: the BOS alone, or no ids for bytes, an
+  // empty JSON array.
   r = RunTokenizer(dir, "encode --tokenizer byte --text '' --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[256]\n");
+  r = RunTokenizer(
+      dir, "encode --tokenizer byte --text '' --json --no-add-special-tokens");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "[]\n");
   r = RunTokenizer(dir, "decode --tokenizer byte --ids '1, 2 x'");

@@ -504,6 +504,9 @@ TEST(TokenizerSpecIn, TheByteTokenizersJsonIsByte) {
   EXPECT_EQ(TokenizerSpecIn(dir.path()), "byte");
   dir.Write("tokenizer.json", ByteTokenizerJson() + " ");
   EXPECT_EQ(TokenizerSpecIn(dir.path()), dir.Path("tokenizer.json"));
+  // The file exports wrote before its post-processor added <|endoftext|>.
+  dir.Write("tokenizer.json", LegacyByteTokenizerJson());
+  EXPECT_EQ(TokenizerSpecIn(dir.path()), "byte");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include "core/autograd.h"
 #include "core/checked_math.h"
@@ -149,9 +150,12 @@ bool EndsMidCharacter(const std::string& text) {
 
 }  // namespace
 
-std::vector<TokenId> PromptIds(const Tokenizer& tokenizer,
+std::vector<TokenId> PromptIds(const Tokenizer& tokenizer, PromptStart start,
                                const std::string& prompt) {
-  std::vector<TokenId> ids = {DocumentSeparator(tokenizer)};
+  std::vector<TokenId> ids;
+  if (const std::optional<TokenId> bos = PromptBos(tokenizer, start)) {
+    ids.push_back(*bos);
+  }
   const std::vector<TokenId> text_ids = tokenizer.Encode(prompt, false);
   ids.insert(ids.end(), text_ids.begin(), text_ids.end());
   return ids;
@@ -161,8 +165,10 @@ std::string GenerateText(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::string& prompt, const SamplingOptions& options,
     const std::function<void(const std::string&)>& on_text) {
-  return GenerateText(model, tokenizer, PromptIds(tokenizer, prompt), options,
-                      on_text);
+  return GenerateText(
+      model, tokenizer,
+      PromptIds(tokenizer, PromptStart::kDocumentSeparator, prompt), options,
+      on_text);
 }
 
 std::string GenerateText(

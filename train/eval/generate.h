@@ -43,16 +43,19 @@ std::vector<TokenId> GenerateTokens(
     const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(TokenId)>& on_token = nullptr);
 
-// The ids generation starts from for the text `prompt`: the tokenizer's
-// document separator (the start-of-document token the model saw in
-// training), then the prompt encoded without special tokens.
-std::vector<TokenId> PromptIds(const Tokenizer& tokenizer,
+// The ids generation starts from for the text `prompt`: the BOS the model's
+// texts started with in training (PromptBos: the document separator of a
+// model rotor trained; a Hugging Face model's own BOS, or none), then the
+// prompt encoded without special tokens. llama.cpp starts a text the same
+// way from the GGUF file rotor export writes (tokenizer.ggml.add_bos_token).
+std::vector<TokenId> PromptIds(const Tokenizer& tokenizer, PromptStart start,
                                const std::string& prompt);
 
-// Text in, text out: the prompt is encoded as PromptIds, and the new ids are
-// decoded as a whole. `on_text` gets the text as it grows: after each token,
-// whatever the decoded text gained, held back while it ends in an incomplete
-// UTF-8 character (a byte-level BPE token may carry half of one).
+// Text in, text out, for a model rotor trains (the samples of rotor train):
+// the prompt is encoded as PromptIds with kDocumentSeparator, and the new
+// ids are decoded as a whole. `on_text` gets the text as it grows: after each
+// token, whatever the decoded text gained, held back while it ends in an
+// incomplete UTF-8 character (a byte-level BPE token may carry half of one).
 std::string GenerateText(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::string& prompt, const SamplingOptions& options,

@@ -156,7 +156,8 @@ std::string WriteGgufModel(const std::string& path,
     throw Error(StrCat(source, ": ", finding.message));
   }
   const GgufRope rope = GgufRopeFor(c.rope, options.rope_static_length, source);
-  const GgufVocab vocab = GgufVocabFor(tokenizer_spec, c.vocab_size, config);
+  const GgufVocab vocab =
+      GgufVocabFor(tokenizer_spec, c.vocab_size, config, options.prompt_start);
 
   GgufWriter writer;
   writer.AddString("general.architecture", kArchitecture);

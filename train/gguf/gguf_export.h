@@ -31,6 +31,7 @@
 #include "nn/transformer.h"
 #include "train/config/model_config.h"
 #include "train/gguf/gguf_file.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -40,6 +41,10 @@ struct GgufExportOptions {
   bool rope_finetuned = false;
   // The length a dynamic RoPE is frozen at (gguf_rope.h).
   std::optional<int64_t> rope_static_length;
+  // What a text starts with (tokenizer.ggml.add_bos_token, bos_token_id):
+  // a model rotor trained starts with the document separator; a Hugging
+  // Face folder exported as it is, as its tokenizer says.
+  PromptStart prompt_start = PromptStart::kDocumentSeparator;
   std::string name;    // general.name ("rotor model" when empty)
   std::string source;  // what the model is, for messages ("the model")
   bool force = false;  // replace an existing file (train/io/output_file.h)

@@ -248,7 +248,7 @@ GgufVocab FromTokenizerJson(const std::string& text, const std::string& file,
 }  // namespace
 
 GgufVocab GgufVocabFor(const std::string& tokenizer_spec, int64_t vocab_size,
-                       const ModelConfig& model) {
+                       const ModelConfig& model, PromptStart start) {
   const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(tokenizer_spec);
   ROTOR_CHECK(tokenizer->VocabSize() <= vocab_size, "tokenizer ",
               tokenizer->Name(), " has ", tokenizer->VocabSize(),
@@ -258,12 +258,14 @@ GgufVocab GgufVocabFor(const std::string& tokenizer_spec, int64_t vocab_size,
                         ? FromTokenizerJson(ByteTokenizerJson(),
                                             "the byte tokenizer", vocab_size)
                         : FromTokenizerJson(ReadFile(file), file, vocab_size);
-  // What the post-processor puts around a text: the BOS before it, an EOS
-  // after it.
+  // A text starts with the BOS the model's texts started with in training;
+  // the post-processor may also put an EOS after it.
+  const std::optional<TokenId> bos = PromptBos(*tokenizer, start);
   const std::vector<TokenId> around = tokenizer->Encode("", true);
-  vocab.add_bos = !around.empty();
+  vocab.add_bos = bos.has_value();
   vocab.add_eos = around.size() >= 2;
-  vocab.bos_id = model.bos_token_id.has_value()
+  vocab.bos_id = bos ? *bos
+                 : model.bos_token_id.has_value()
                      ? static_cast<int32_t>(*model.bos_token_id)
                      : DocumentSeparator(*tokenizer);
   if (model.eos_token_id.has_value() && !model.eos_token_id->empty()) {

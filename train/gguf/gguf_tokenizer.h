@@ -23,8 +23,10 @@
 // Token types: 1 normal, 2 unknown, 3 control (special added tokens),
 // 4 user-defined (other added tokens), 5 unused (padding up to the model's
 // vocab_size: "[PAD<id>]", or "[PAD<id>.1]", "[PAD<id>.2]", ... when a
-// token already has that text), 6 byte. BOS and EOS ids, add_bos_token (whether
-// the post-processor puts the BOS before a text) and the padding id.
+// token already has that text), 6 byte. BOS and EOS ids, the padding id, and
+// add_bos_token: whether a text starts with the BOS, as the model's texts
+// did in training (PromptStart, train/tokenizer/tokenizer.h), so that
+// llama.cpp starts a prompt as rotor generate does.
 #ifndef ROTOR_TRAIN_GGUF_GGUF_TOKENIZER_H_
 #define ROTOR_TRAIN_GGUF_GGUF_TOKENIZER_H_
 
@@ -35,6 +37,7 @@
 
 #include "train/config/model_config.h"
 #include "train/gguf/gguf_file.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 
@@ -55,10 +58,12 @@ struct GgufVocab {
 
 // The vocabulary of `tokenizer_spec` ("byte" or a tokenizer.json) for a
 // model of `vocab_size` ids; `model` gives the bos/eos/pad ids a folder
-// declared. Throws rotor::Error naming the file and JSON key of anything
-// llama.cpp cannot tokenize the same way.
+// declared, `start` what a text starts with (its BOS is the bos id).
+// Throws rotor::Error naming the file and JSON key of anything llama.cpp
+// cannot tokenize the same way.
 GgufVocab GgufVocabFor(const std::string& tokenizer_spec, int64_t vocab_size,
-                       const ModelConfig& model);
+                       const ModelConfig& model,
+                       PromptStart start = PromptStart::kDocumentSeparator);
 
 // Adds the tokenizer.ggml.* keys of `vocab`.
 void AddGgufVocab(const GgufVocab& vocab, GgufWriter& writer);

@@ -438,7 +438,7 @@ void WriteHfModelFolder(const std::string& dir, const nn::Module& model,
     WriteFileAtomically(JoinPath(temp, kGenerationConfigFile),
                         GenerationConfigJson(exported));
     WriteShards(temp, entries, options.max_shard_bytes);
-    WriteHfTokenizerFiles(tokenizer_spec, temp);
+    WriteHfTokenizerFiles(tokenizer_spec, temp, options.prompt_start);
     WriteHfExportMarker(temp);
   });
 }

@@ -67,6 +67,11 @@ struct HfExportOptions {
   // Shards above this size split, as save_pretrained's max_shard_size (its
   // default is 5 GB); one file when everything fits.
   int64_t max_shard_bytes = int64_t{5} * 1000 * 1000 * 1000;
+  // What a text starts with, written into the tokenizer files
+  // (WriteHfTokenizerFiles): a model rotor trained starts with the document
+  // separator; a Hugging Face folder exported as it is, as its tokenizer
+  // says.
+  PromptStart prompt_start = PromptStart::kDocumentSeparator;
 };
 
 // The dtype an export of `model` writes by default: its torch_dtype when

@@ -24,7 +24,10 @@ std::string ByteTokenizer::Decode(const std::vector<TokenId>& ids) {
 
 std::vector<TokenId> ByteTokenizer::Encode(std::string_view text,
                                            bool add_special_tokens) const {
-  return Encode(text);
+  std::vector<TokenId> ids;
+  if (add_special_tokens) ids.push_back(kEndOfText);
+  EncodeAppend(text, ids);
+  return ids;
 }
 
 std::string ByteTokenizer::Decode(const std::vector<TokenId>& ids,
@@ -49,12 +52,17 @@ std::optional<TokenId> ByteTokenizer::TokenToId(std::string_view token) const {
   return std::nullopt;
 }
 
-std::string ByteTokenizerJson() {
+std::string LegacyByteTokenizerJson() {
   std::vector<std::string> vocab(ByteLevelChars().begin(),
                                  ByteLevelChars().end());
   vocab.push_back(ByteTokenizer::kEndOfTextText);
   return ByteLevelBpeTokenizerJson(vocab, {ByteTokenizer::kEndOfText},
                                    /*merges=*/{}, /*split_pattern=*/"");
+}
+
+std::string ByteTokenizerJson() {
+  return TokenizerJsonWithBos(LegacyByteTokenizerJson(), "the byte tokenizer",
+                              ByteTokenizer::kEndOfText);
 }
 
 }  // namespace rotor::train

@@ -6,7 +6,8 @@
 //              byte sequence, valid UTF-8 or not, round-trips exactly: unlike
 //              HfTokenizer, invalid UTF-8 is kept as it is)
 //   id 256     <|endoftext|>: separates documents in token files (it comes
-//              before every document) and starts generation (BOS)
+//              before every document) and starts generation: the BOS, which
+//              Encode(text, true) and ByteTokenizerJson's post-processor add
 //
 // kVocabSize = 257 ids in all. A model's vocab_size must be at least the
 // tokenizer's vocabulary size (it may be larger, e.g. rounded up for SIMD).
@@ -44,8 +45,9 @@ class ByteTokenizer : public Tokenizer {
   // rotor::Error for ids outside [0, kVocabSize).
   static std::string Decode(const std::vector<TokenId>& ids);
 
-  // Tokenizer: the same ids as the static Encode. add_special_tokens adds
-  // nothing: separating documents with kEndOfText is the data pipeline's job.
+  // Tokenizer: the same ids as the static Encode; add_special_tokens puts
+  // kEndOfText first, as the BOS (every document rotor trains on starts
+  // with it), as ByteTokenizerJson's post-processor does.
   std::vector<TokenId> Encode(std::string_view text,
                               bool add_special_tokens) const override;
   // The static Decode, leaving out kEndOfText when skip_special_tokens.
@@ -64,10 +66,11 @@ class ByteTokenizer : public Tokenizer {
 // byte-level BPE (byte_level_bpe_json.h) without merges, whose vocabulary
 // is GPT-2's 256 byte characters with their bytes' values as ids, and
 // without a regex: the ByteLevel pre-tokenizer maps the whole text to those
-// characters (add_prefix_space false), BPE leaves each one a token, and no
-// post-processor adds a token. So HF's tokenizers and rotor's HfTokenizer
-// encode a text to exactly its UTF-8 bytes, with two differences from
-// ByteTokenizer:
+// characters (add_prefix_space false), BPE leaves each one a token, and the
+// post-processor puts "<|endoftext|>" first (TokenizerJsonWithBos) when
+// special tokens are added. So HF's tokenizers and rotor's HfTokenizer
+// encode a text to exactly its UTF-8 bytes (after 256 with special tokens),
+// with two differences from ByteTokenizer:
 //   - the text "<|endoftext|>" is the one id 256 (HF always cuts special
 //     tokens out of a text), where ByteTokenizer encodes its 13 bytes;
 //   - text that is not valid UTF-8: HF's tokenizers take only strings
@@ -76,6 +79,11 @@ class ByteTokenizer : public Tokenizer {
 //     does; decoding ids that are not valid UTF-8 together gives U+FFFD too
 //     (HF decodes lossily), where ByteTokenizer gives the bytes back.
 std::string ByteTokenizerJson();
+
+// The byte tokenizer's tokenizer.json as rotor export wrote it before its
+// post-processor added <|endoftext|> (ByteTokenizerJson without that): the
+// same ids, so such a folder still reads as "byte" (TokenizerSpecIn).
+std::string LegacyByteTokenizerJson();
 
 }  // namespace rotor::train
 

@@ -75,30 +75,55 @@ std::string TokenizerSpecIn(const std::string& dir);
 
 // Whether two specs name the same tokenizer: both "byte", or two
 // tokenizer.json files with the same bytes (a copy is the same tokenizer,
-// an edited file is not).
+// an edited file is not), or one of them the copy rotor export wrote of the
+// other (WriteHfTokenizerFiles: the other with its document separator
+// added as the BOS, which makes the same token files).
 bool SameTokenizer(const std::string& a, const std::string& b);
 
 // Copies the tokenizer.json of `spec` to DIR/tokenizer.json (nothing for
 // "byte"), atomically.
 void CopyTokenizerInto(const std::string& spec, const std::string& dir);
 
+// The token that starts every document in rotor's token files: the first
+// token the post-processor puts around an empty text (the BOS of
+// Llama-style tokenizers: <s>, <|begin_of_text|>; the byte tokenizer's
+// <|endoftext|>), else the first of <|begin_of_text|>, <s>, <bos> and
+// <|endoftext|> (GPT-2 style, SmolLM, the BPE trainer's default) it has.
+// Throws naming the tokenizer when it has none.
+TokenId DocumentSeparator(const Tokenizer& tokenizer);
+
+// What a model's texts started with in training, and so what a prompt
+// starts with (rotor generate and score, the BOS keys of an export):
+//   kDocumentSeparator  a model rotor trained: rotor prepare puts the
+//                       DocumentSeparator before every document, whatever
+//                       the tokenizer's post-processor does;
+//   kTokenizerBos       a Hugging Face model as it was published: the BOS
+//                       its tokenizer's post-processor adds (Llama's <s>),
+//                       or none (GPT-2, SmolLM and Qwen2 add none).
+enum class PromptStart { kDocumentSeparator, kTokenizerBos };
+
+// The id a prompt starts with under `start`, or none.
+std::optional<TokenId> PromptBos(const Tokenizer& tokenizer, PromptStart start);
+
+// `tokenizer_json` (a tokenizer.json's text, `where` naming it) with a
+// post-processor that puts `bos` (an added token) before every text, as
+// Llama's TemplateProcessing does: unchanged when its post-processor already
+// does, else a TemplateProcessing after the existing post-processor (in a
+// Sequence). HF's tokenizers, transformers and rotor then all add it.
+std::string TokenizerJsonWithBos(const std::string& tokenizer_json,
+                                 const std::string& where, TokenId bos);
+
 // Writes the tokenizer files of a Hugging Face model folder into the
 // existing folder DIR, each atomically: DIR/tokenizer.json (for "byte",
-// ByteTokenizerJson; otherwise the file `tokenizer_spec` names, bytes
-// unchanged) and DIR/tokenizer_config.json, with which transformers'
-// AutoTokenizer loads it as a PreTrainedTokenizerFast that decodes as the
-// tokenizer.json does (clean_up_tokenization_spaces false); for "byte" it
-// also names "<|endoftext|>" as the bos and eos token.
+// ByteTokenizerJson; otherwise the file `tokenizer_spec` names, with the
+// BOS of `start` added by TokenizerJsonWithBos) and
+// DIR/tokenizer_config.json, with which transformers' AutoTokenizer loads
+// it as a PreTrainedTokenizerFast that decodes as the tokenizer.json does
+// (clean_up_tokenization_spaces false) and adds the BOS as the model was
+// trained (add_bos_token, bos_token); for "byte" it also names
+// "<|endoftext|>" as the eos token.
 void WriteHfTokenizerFiles(const std::string& tokenizer_spec,
-                           const std::string& dir);
-
-// The token that starts every document in rotor's token files and starts
-// generation: the first token the post-processor puts around an empty text
-// (the BOS of Llama-style tokenizers: <s>, <|begin_of_text|>), else the
-// first of <|begin_of_text|>, <s>, <bos> and <|endoftext|> (GPT-2 style,
-// rotor's byte tokenizer and the BPE trainer's default) it has. Throws
-// naming the tokenizer when it has none.
-TokenId DocumentSeparator(const Tokenizer& tokenizer);
+                           const std::string& dir, PromptStart start);
 
 // The ids that end a generated text: the document separator and whichever of
 // <|endoftext|>, </s>, <|end_of_text|>, <|eot_id|>, <|im_end|>, <eos> the

@@ -17,7 +17,9 @@
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/config/model_config.h"
+#include "train/tokenizer/byte_level_bpe_json.h"
 #include "train/tokenizer/byte_tokenizer.h"
+#include "train/tokenizer/hf_tokenizer.h"
 
 namespace rotor::train {
 namespace {
@@ -336,6 +338,27 @@ TEST(GenerateTokens, NeverDrawsIdsBeyondTheTokenizer) {
 
 namespace rotor::train {
 namespace {
+
+// A prompt starts as the model's texts did in training: a rotor model's
+// with its document separator, a Hugging Face model's with the BOS its
+// tokenizer adds, or none; then the text without special tokens.
+TEST(PromptIds, StartWithTheBosTheModelWasTrainedWith) {
+  const ByteTokenizer bytes;
+  EXPECT_EQ(PromptIds(bytes, PromptStart::kDocumentSeparator, "ab"),
+            (std::vector<TokenId>{256, 'a', 'b'}));
+  // The text <|endoftext|> is 13 bytes, not the token.
+  EXPECT_EQ(
+      PromptIds(bytes, PromptStart::kTokenizerBos, "<|endoftext|>").size(),
+      14u);
+  const auto no_bos = HfTokenizer::Parse(
+      ByteLevelBpeTokenizerJson({"a", "b", "ab", "<|endoftext|>"}, {3},
+                                {{0, 1}}, ""),
+      "no-bos");
+  EXPECT_EQ(PromptIds(*no_bos, PromptStart::kDocumentSeparator, "ab"),
+            (std::vector<TokenId>{3, 2}));
+  EXPECT_EQ(PromptIds(*no_bos, PromptStart::kTokenizerBos, "ab"),
+            (std::vector<TokenId>{2}));
+}
 
 TEST(EscapeControlBytes, KeepsTextNewlinesAndTabsEscapesTheRest) {
   EXPECT_EQ(EscapeControlBytes("a b\tc\nd"), "a b\tc\nd");

@@ -143,7 +143,9 @@ TEST_F(GgufLlamaCpp, ByteModelLoadsAndMatchesRotorsLogProbs) {
       {"tokenizer.ggml.pre", "default"},
       {"tokenizer.ggml.bos_token_id", 256},
       {"tokenizer.ggml.eos_token_id", 256},
-      {"tokenizer.ggml.add_bos_token", false},
+      // rotor trained every document after <|endoftext|>: texts start
+      // with it.
+      {"tokenizer.ggml.add_bos_token", true},
       {"tokenizer.ggml.add_eos_token", false}};
   std::vector<std::string> arrays = {"tokenizer.ggml.tokens",
                                      "tokenizer.ggml.token_type",

@@ -103,5 +103,48 @@ TEST(GgufTokenizer, ATextWithTwoIdsIsRefusedBeforeExport) {
                      "duplicate key \"a\"");
 }
 
+// add_bos_token and bos_token_id say what a text starts with, as the
+// model's texts did in training: a model rotor trained starts with the
+// document separator even when the tokenizer adds no BOS (the BPE trainer's
+// <|endoftext|>, SmolLM's); a Hugging Face model as its tokenizer says.
+TEST(GgufTokenizer, AddBosIsWhatTheModelsTextsStartedWith) {
+  test::TempDir dir;
+  const std::string no_bos =
+      dir.Write("no_bos.json",
+                ByteLevelBpeTokenizerJson({"a", "b", "ab", "<|endoftext|>"},
+                                          {3}, {{0, 1}}, kLlama3SplitPattern));
+  GgufVocab vocab =
+      GgufVocabFor(no_bos, 4, ModelConfig{}, PromptStart::kDocumentSeparator);
+  EXPECT_TRUE(vocab.add_bos);
+  EXPECT_EQ(vocab.bos_id, 3);
+  vocab = GgufVocabFor(no_bos, 4, ModelConfig{}, PromptStart::kTokenizerBos);
+  EXPECT_FALSE(vocab.add_bos);
+  EXPECT_EQ(vocab.bos_id, 3);  // declared all the same
+  // The byte tokenizer: <|endoftext|>, 256, either way.
+  for (const PromptStart start :
+       {PromptStart::kDocumentSeparator, PromptStart::kTokenizerBos}) {
+    vocab = GgufVocabFor("byte", 257, ModelConfig{}, start);
+    EXPECT_TRUE(vocab.add_bos);
+    EXPECT_EQ(vocab.bos_id, 256);
+    EXPECT_FALSE(vocab.add_eos);
+  }
+  // A Llama-style tokenizer whose post-processor adds <s> (3): its BOS,
+  // whatever config.json declares.
+  const std::string llama = EditedTokenizer(dir, [](Json& json) {
+    json["post_processor"] = ParseJson(
+        R"({"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [3],
+                                       "tokens": ["<s>"]}}})",
+        "template");
+  });
+  ModelConfig declared;
+  declared.bos_token_id = 1;
+  vocab = GgufVocabFor(llama, 4, declared, PromptStart::kTokenizerBos);
+  EXPECT_TRUE(vocab.add_bos);
+  EXPECT_EQ(vocab.bos_id, 3);
+}
+
 }  // namespace
 }  // namespace rotor::train

@@ -15,6 +15,7 @@
 #include "tests/train/tokenizer/hf_reference.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json.h"
+#include "train/tokenizer/byte_level_bpe_json.h"
 #include "train/tokenizer/hf_tokenizer.h"
 #include "train/tokenizer/pre_tokenizers.h"
 
@@ -54,12 +55,14 @@ TEST(ByteTokenizer, DecodeRejectsIdsOutsideTheVocabulary) {
   ROTOR_EXPECT_ERROR(ByteTokenizer::Decode({-1}), "token 0", "-1");
 }
 
-// Through the Tokenizer interface: the same ids; add_special_tokens adds
-// nothing, skip_special_tokens drops <|endoftext|>.
+// Through the Tokenizer interface: the same ids; add_special_tokens puts
+// <|endoftext|> first (the BOS), skip_special_tokens drops it.
 TEST(ByteTokenizer, ImplementsTokenizer) {
   const ByteTokenizer bytes;
   const Tokenizer& tokenizer = bytes;
-  EXPECT_EQ(tokenizer.Encode("hi", true), (std::vector<TokenId>{'h', 'i'}));
+  EXPECT_EQ(tokenizer.Encode("hi", false), (std::vector<TokenId>{'h', 'i'}));
+  EXPECT_EQ(tokenizer.Encode("hi", true),
+            (std::vector<TokenId>{256, 'h', 'i'}));
   EXPECT_EQ(tokenizer.Decode({256, 'h', 256}, true), "h");
   EXPECT_EQ(tokenizer.Decode({256, 'h'}, false), "<|endoftext|>h");
   EXPECT_EQ(tokenizer.VocabSize(), 257);
@@ -84,16 +87,17 @@ TEST(ByteTokenizerJson, MapsEveryByteToItsValue) {
   // multi-byte character is not valid UTF-8 and decodes as U+FFFD, where
   // ByteTokenizer gives the byte itself.
   for (TokenId b = 0; b < 128; ++b) {
-    EXPECT_EQ(tokenizer->Decode({b}, false), std::string(1, static_cast<char>(b)));
+    EXPECT_EQ(tokenizer->Decode({b}, false),
+              std::string(1, static_cast<char>(b)));
   }
   EXPECT_EQ(tokenizer->Decode({0xC3}, false), "\uFFFD");
   EXPECT_EQ(ByteTokenizer::Decode({0xC3}), "\xC3");
   EXPECT_EQ(tokenizer->Decode({0xC3, 0xA9}, false), "\u00E9");
 }
 
-// On valid UTF-8 text: exactly its bytes, with or without special tokens
-// (nothing is added), except that the text <|endoftext|> is id 256; decoding
-// gives the text back.
+// On valid UTF-8 text: exactly its bytes (after <|endoftext|>, 256, with
+// special tokens, as ByteTokenizer), except that the text <|endoftext|> is
+// id 256; decoding gives the text back.
 TEST(ByteTokenizerJson, EncodesValidUtf8ToItsBytes) {
   const auto tokenizer = ByteTokenizerFromJson();
   const std::vector<std::string> texts = test::ByteTokenizerTexts();
@@ -103,7 +107,9 @@ TEST(ByteTokenizerJson, EncodesValidUtf8ToItsBytes) {
   for (const std::string& text : texts) {
     SCOPED_TRACE(text.substr(0, 40));
     const std::vector<TokenId> expected = test::ExpectedByteTokenizerIds(text);
-    EXPECT_EQ(tokenizer->Encode(text, true), expected);
+    std::vector<TokenId> with_bos = {ByteTokenizer::kEndOfText};
+    with_bos.insert(with_bos.end(), expected.begin(), expected.end());
+    EXPECT_EQ(tokenizer->Encode(text, true), with_bos);
     EXPECT_EQ(tokenizer->Encode(text, false), expected);
     EXPECT_EQ(tokenizer->Decode(expected, false), text);
     std::string without_special = text;
@@ -135,7 +141,7 @@ TEST(ByteTokenizerJson, InvalidUtf8IsReplacedFirst) {
 
 TEST(WriteHfTokenizerFiles, WritesTheByteTokenizerJsonAndItsConfig) {
   test::TempDir dir;
-  WriteHfTokenizerFiles("byte", dir.path());
+  WriteHfTokenizerFiles("byte", dir.path(), PromptStart::kDocumentSeparator);
   EXPECT_EQ(dir.List(), (std::vector<std::string>{"tokenizer.json",
                                                   "tokenizer_config.json"}));
   EXPECT_EQ(ReadFile(dir.Path("tokenizer.json")), ByteTokenizerJson());
@@ -144,32 +150,112 @@ TEST(WriteHfTokenizerFiles, WritesTheByteTokenizerJsonAndItsConfig) {
   EXPECT_EQ(config, Json::parse(R"({
       "tokenizer_class": "PreTrainedTokenizerFast",
       "clean_up_tokenization_spaces": false,
+      "add_bos_token": true,
       "bos_token": "<|endoftext|>",
       "eos_token": "<|endoftext|>"})"));
 }
 
-// A tokenizer.json model's file is copied byte for byte; its bos and eos
-// tokens are not known, so the config leaves them out.
-TEST(WriteHfTokenizerFiles, CopiesATokenizerJsonUnchanged) {
+// A byte-level BPE without merges whose <|endoftext|> (id 3) no
+// post-processor adds, as the BPE trainer's, SmolLM's and GPT-2's.
+std::string NoBosTokenizerJson() {
+  return ByteLevelBpeTokenizerJson({"a", "b", "ab", "<|endoftext|>"}, {3},
+                                   {{0, 1}}, "");
+}
+
+// A tokenizer.json whose post-processor already adds the BOS is copied byte
+// for byte; its eos token is not known, so the config leaves it out.
+TEST(WriteHfTokenizerFiles, CopiesATokenizerJsonThatAddsTheBosUnchanged) {
   test::TempDir dir;
   const std::string own =
       dir.Write("own/tokenizer.json", ByteTokenizerJson() + "\n  \n");
   for (const char* folder : {"model", "model2", "model3"}) {
     std::filesystem::create_directories(dir.Path(folder));
   }
-  WriteHfTokenizerFiles(own, dir.Path("model"));
-  EXPECT_EQ(ReadFile(dir.Path("model/tokenizer.json")), ReadFile(own));
-  const Json config = ParseJson(
-      ReadFile(dir.Path("model/tokenizer_config.json")), "tokenizer_config");
-  EXPECT_EQ(config, Json::parse(R"({
-      "tokenizer_class": "PreTrainedTokenizerFast",
-      "clean_up_tokenization_spaces": false})"));
+  for (const PromptStart start :
+       {PromptStart::kDocumentSeparator, PromptStart::kTokenizerBos}) {
+    WriteHfTokenizerFiles(own, dir.Path("model"), start);
+    EXPECT_EQ(ReadFile(dir.Path("model/tokenizer.json")), ReadFile(own));
+    const Json config = ParseJson(
+        ReadFile(dir.Path("model/tokenizer_config.json")), "tokenizer_config");
+    EXPECT_EQ(config, Json::parse(R"({
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": false,
+        "add_bos_token": true,
+        "bos_token": "<|endoftext|>"})"));
+  }
   // The folder form of the spec names the same file.
-  WriteHfTokenizerFiles(dir.Path("own"), dir.Path("model2"));
+  WriteHfTokenizerFiles(dir.Path("own"), dir.Path("model2"),
+                        PromptStart::kDocumentSeparator);
   EXPECT_EQ(ReadFile(dir.Path("model2/tokenizer.json")), ReadFile(own));
   ROTOR_EXPECT_ERROR(
-      WriteHfTokenizerFiles(dir.Path("nothing.json"), dir.Path("model3")),
+      WriteHfTokenizerFiles(dir.Path("nothing.json"), dir.Path("model3"),
+                            PromptStart::kDocumentSeparator),
       dir.Path("nothing.json"));
+}
+
+// A model rotor trained with a tokenizer that adds no BOS saw its document
+// separator first in every document: the folder's tokenizer.json gets a
+// post-processor that adds it. A Hugging Face model without a BOS keeps
+// its file and says add_bos_token false.
+TEST(WriteHfTokenizerFiles, TheBosOfARotorModelIsAddedToThePostProcessor) {
+  test::TempDir dir;
+  const std::string own = dir.Write("own.json", NoBosTokenizerJson());
+  std::filesystem::create_directories(dir.Path("rotor"));
+  std::filesystem::create_directories(dir.Path("hf"));
+  WriteHfTokenizerFiles(own, dir.Path("rotor"),
+                        PromptStart::kDocumentSeparator);
+  const auto written = LoadTokenizer(dir.Path("rotor/tokenizer.json"));
+  EXPECT_EQ(written->Encode("ab", true), (std::vector<TokenId>{3, 2}));
+  EXPECT_EQ(written->Encode("ab", false), (std::vector<TokenId>{2}));
+  // The ByteLevel post-processor it had is kept, first in a Sequence.
+  const Json json = ParseJson(ReadFile(dir.Path("rotor/tokenizer.json")), "w");
+  EXPECT_EQ(json.at("post_processor").at("type"), "Sequence");
+  EXPECT_EQ(json.at("post_processor").at("processors")[0].at("type"),
+            "ByteLevel");
+  EXPECT_EQ(ParseJson(ReadFile(dir.Path("rotor/tokenizer_config.json")), "c")
+                .at("add_bos_token"),
+            true);
+  WriteHfTokenizerFiles(own, dir.Path("hf"), PromptStart::kTokenizerBos);
+  EXPECT_EQ(ReadFile(dir.Path("hf/tokenizer.json")), NoBosTokenizerJson());
+  const Json config =
+      ParseJson(ReadFile(dir.Path("hf/tokenizer_config.json")), "c");
+  EXPECT_EQ(config.at("add_bos_token"), false);
+  EXPECT_FALSE(config.contains("bos_token"));
+}
+
+// The copy an export wrote (the BOS added) makes the same token files, so
+// data prepared with the original pairs with the exported folder, either
+// way round; another tokenizer does not.
+TEST(SameTokenizer, AnExportedCopyWithTheBosAddedIsTheSame) {
+  test::TempDir dir;
+  const std::string own = dir.Write("own.json", NoBosTokenizerJson());
+  std::filesystem::create_directories(dir.Path("rotor"));
+  WriteHfTokenizerFiles(own, dir.Path("rotor"),
+                        PromptStart::kDocumentSeparator);
+  EXPECT_TRUE(SameTokenizer(own, dir.Path("rotor")));
+  EXPECT_TRUE(SameTokenizer(dir.Path("rotor/tokenizer.json"), own));
+  const std::string other = dir.Write(
+      "other.json", ByteLevelBpeTokenizerJson({"a", "b", "ba", "<|endoftext|>"},
+                                              {3}, {{1, 0}}, ""));
+  EXPECT_FALSE(SameTokenizer(other, dir.Path("rotor")));
+  EXPECT_FALSE(SameTokenizer(other, own));
+  EXPECT_FALSE(SameTokenizer("byte", own));
+}
+
+TEST(TokenizerJsonWithBos, ABosThatIsNoAddedTokenIsRefusedNamingTheFile) {
+  ROTOR_EXPECT_ERROR(TokenizerJsonWithBos(NoBosTokenizerJson(), "own.json", 2),
+                     "own.json: added_tokens has no token with id 2");
+}
+
+// What a prompt starts with: a rotor model's document separator whatever
+// the post-processor does; a Hugging Face model's own BOS, or none.
+TEST(PromptBos, IsTheSeparatorOfARotorModelAndTheTokenizersOtherwise) {
+  const ByteTokenizer bytes;
+  EXPECT_EQ(PromptBos(bytes, PromptStart::kDocumentSeparator), 256);
+  EXPECT_EQ(PromptBos(bytes, PromptStart::kTokenizerBos), 256);
+  const auto no_bos = HfTokenizer::Parse(NoBosTokenizerJson(), "no-bos");
+  EXPECT_EQ(PromptBos(*no_bos, PromptStart::kDocumentSeparator), 3);
+  EXPECT_EQ(PromptBos(*no_bos, PromptStart::kTokenizerBos), std::nullopt);
 }
 
 }  // namespace

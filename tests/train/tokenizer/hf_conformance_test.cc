@@ -83,9 +83,9 @@ TEST(HfConformance, RotorTrainedBpeRoundTripsThroughTheReference) {
 
 // The tokenizer.json of rotor's byte tokenizer (ByteTokenizerJson) in the
 // JS port: every valid UTF-8 text of ByteTokenizerTexts encodes to its bytes
-// as ids (<|endoftext|> to 256), and rotor's HfTokenizer agrees with the
-// port on those texts and the adversarial set (whose invalid UTF-8 both read
-// as a TextDecoder does).
+// as ids (<|endoftext|> to 256; with special tokens, after 256), and rotor's
+// HfTokenizer agrees with the port on those texts and the adversarial set
+// (whose invalid UTF-8 both read as a TextDecoder does).
 TEST(HfConformance, ByteTokenizerJsonEncodesTextAsItsBytes) {
   TempDir dir;
   const std::string file = dir.Path("byte-tokenizer.json");
@@ -104,10 +104,15 @@ TEST(HfConformance, ByteTokenizerJsonEncodesTextAsItsBytes) {
       RunReference(byte_json, texts, dir.path());
   ASSERT_EQ(expected.size(), texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
+    // With special tokens, <|endoftext|> first: the BOS its post-processor
+    // adds.
     const std::vector<TokenId> bytes = ExpectedByteTokenizerIds(texts[i].bytes);
-    EXPECT_EQ(expected[i].with_special.ids, bytes) << texts[i].name;
+    std::vector<TokenId> with_bos = {train::ByteTokenizer::kEndOfText};
+    with_bos.insert(with_bos.end(), bytes.begin(), bytes.end());
+    EXPECT_EQ(expected[i].with_special.ids, with_bos) << texts[i].name;
     EXPECT_EQ(expected[i].without_special.ids, bytes) << texts[i].name;
-    EXPECT_EQ(expected[i].with_special.decode, texts[i].bytes) << texts[i].name;
+    EXPECT_EQ(expected[i].with_special.decode, "<|endoftext|>" + texts[i].bytes)
+        << texts[i].name;
   }
   std::vector<ReferenceInput> inputs = AdversarialInputs();
   inputs.insert(inputs.end(), texts.begin(), texts.end());
