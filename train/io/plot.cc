@@ -1,5 +1,7 @@
 #include "train/io/plot.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/io/atomic_file.h"
 #include "train/io/plot_mark.h"
 
 namespace rotor::train {
@@ -62,18 +65,36 @@ std::string TitleText(const std::string& title, size_t max_chars) {
   return out;
 }
 
-// Runs `script` through gnuplot, then marks the PNG as rotor's
-// (train/io/plot_mark.h); "" on success.
+// Runs `script` through gnuplot, drawing into a temporary file beside
+// `png` (PNG.tmp-XXXXXX), which is then written to `png` marked as rotor's
+// (train/io/plot_mark.h) and removed; "" on success. A gnuplot that fails
+// or is killed half-way leaves `png` as it was, and a link at `png` is
+// replaced, never written through.
 std::string RunGnuplot(const std::string& script, const std::string& png) {
   if (!GnuplotAvailable()) return GnuplotMissingMessage(png);
-  FILE* pipe = popen("gnuplot 2>/dev/null", "w");
-  if (pipe == nullptr) return "cannot start gnuplot for " + png;
-  std::fputs(script.c_str(), pipe);
-  const int status = pclose(pipe);
-  // Marked as rotor's, so that a later run may replace it.
-  return status == 0 ? MarkRotorPlot(png)
-                     : StrCat("gnuplot failed to write ", png, " (status ",
-                              status, ")");
+  std::string drawn = TemporaryTemplate(png);
+  const int fd = ::mkstemp(drawn.data());
+  if (fd < 0) return StrCat("cannot create a temporary file beside ", png);
+  ::close(fd);
+  std::string problem;
+  if (FILE* pipe = popen("gnuplot 2>/dev/null", "w"); pipe == nullptr) {
+    problem = "cannot start gnuplot for " + png;
+  } else {
+    // `set output` right after `set terminal`, which comes first.
+    std::string with_output = script;
+    const size_t terminal = with_output.find("set terminal ");
+    const size_t line_end = terminal == std::string::npos
+                                ? 0
+                                : with_output.find('\n', terminal) + 1;
+    with_output.insert(line_end, "set output " + Quoted(drawn) + "\n");
+    std::fputs(with_output.c_str(), pipe);
+    const int status = pclose(pipe);
+    problem = status == 0 ? MarkRotorPlot(drawn, png)
+                          : StrCat("gnuplot failed to write ", png, " (status ",
+                                   status, ")");
+  }
+  std::remove(drawn.c_str());
+  return problem;
 }
 
 // Characters of an 11-point title line that fit over the plot of a
@@ -117,7 +138,6 @@ std::string LineChartScript(const LineChart& chart,
     script << "EOD\n";
   }
   script << "set terminal pngcairo size 900,560 font 'sans,11'\n"
-         << "set output " << Quoted(png_path) << "\n"
          << "set title " << TitleText(chart.title, kLineChartTitleChars) << "\n"
          << "set xlabel " << Text(chart.x_label) << "\n"
          << "set ylabel " << Text(chart.y_label) << "\n"
@@ -201,7 +221,6 @@ std::string DrawHeatMap(const HeatMap& map, const std::string& png_path) {
       160 + 110 * columns + 7 * (std::max<size_t>(label_chars, 8) - 8);
   script << "set terminal pngcairo size " << width << "," << 140 + 60 * rows
          << " font 'sans,11'\n"
-         << "set output " << Quoted(png_path) << "\n"
          << "set title "
          << TitleText(map.title,
                       static_cast<size_t>(width * kTitleCharsPerPixel))

@@ -58,13 +58,13 @@ bool BeginsAsPng(const std::string& bytes) {
 
 }  // namespace
 
-std::string MarkRotorPlot(const std::string& png) {
+std::string MarkRotorPlot(const std::string& drawn, const std::string& png) {
   // Not ReadFile: the plot is this command's output, not an input.
-  std::ifstream in(png, std::ios::binary);
+  std::ifstream in(drawn, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)),
                           std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return "cannot read " + png;
-  if (!BeginsAsPng(bytes)) return png + " is not a PNG file";
+  if (!in.good() && !in.eof()) return "cannot read " + drawn;
+  if (!BeginsAsPng(bytes)) return drawn + " is not a PNG file";
   const size_t after_header = kSignatureBytes + kHeaderChunkBytes;
   WriteFileAtomically(png, bytes.substr(0, after_header) + MarkChunk() +
                                bytes.substr(after_header));
@@ -73,7 +73,10 @@ std::string MarkRotorPlot(const std::string& png) {
 
 bool IsRotorPlot(const std::string& path) {
   struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return false;
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
+      info.st_nlink != 1) {
+    return false;
+  }
   const size_t length =
       kSignatureBytes + kHeaderChunkBytes + MarkChunk().size();
   std::ifstream in(path, std::ios::binary);

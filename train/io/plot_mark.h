@@ -12,13 +12,17 @@
 
 namespace rotor::train {
 
-// Adds the mark to the PNG file `png` (as gnuplot wrote it), atomically.
-// Returns "" on success, else the reason (e.g. "PATH is not a PNG file").
-std::string MarkRotorPlot(const std::string& png);
+// Writes the PNG file `drawn` (as gnuplot wrote it) to `png` with the mark
+// added, atomically (a temporary file renamed over `png`, so a symbolic
+// link there is replaced, not written through). Returns "" on success,
+// else the reason (e.g. "DRAWN is not a PNG file").
+std::string MarkRotorPlot(const std::string& drawn, const std::string& png);
 
-// Whether `path` (followed through symbolic links) is a regular file whose
-// first chunk after the header is the mark. Reads only its first bytes, and
-// does not count it as an input of the command (train/io/output_file.h).
+// Whether `path` itself (not followed: a symbolic link is no plot rotor
+// drew, nor a file with another hard link, whose other name rotor never
+// wrote) is a regular file whose first chunk after the header is the mark.
+// Reads only its first bytes, and does not count it as an input of the
+// command (train/io/output_file.h).
 bool IsRotorPlot(const std::string& path);
 
 // CheckOutputFile(path, force, flag) for a plot: an existing plot rotor

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
@@ -36,12 +38,12 @@ TEST(PlotMark, MarksAPngAfterItsHeaderChunk) {
   test::TempDir dir;
   const std::string png = dir.Write("plot.png", kPngHeader + kPngEnd);
   EXPECT_FALSE(IsRotorPlot(png));
-  EXPECT_EQ(MarkRotorPlot(png), "");
+  EXPECT_EQ(MarkRotorPlot(png, png), "");
   EXPECT_EQ(ReadFile(png), kPngHeader + kMark + kPngEnd);
   EXPECT_TRUE(IsRotorPlot(png));
   // Not a PNG: left as it is, and said so.
   const std::string text = dir.Write("notes.png", "my notes");
-  EXPECT_CONTAINS(MarkRotorPlot(text), text + " is not a PNG file");
+  EXPECT_CONTAINS(MarkRotorPlot(text, text), text + " is not a PNG file");
   EXPECT_EQ(ReadFile(text), "my notes");
   EXPECT_FALSE(IsRotorPlot(text));
   EXPECT_FALSE(IsRotorPlot(dir.Path("missing.png")));
@@ -61,6 +63,54 @@ TEST(PlotMark, GnuplotsPlotsAreMarked) {
   ASSERT_EQ(DrawLineChart(chart, png), "");
   EXPECT_TRUE(IsRotorPlot(png));
   EXPECT_EQ(ReadFile(png).substr(33, kMark.size()), kMark);
+}
+
+// A link at a plot's path is no plot rotor drew: replacing what it names
+// would overwrite a file rotor never wrote (a symbolic link's target, a
+// hard link's other name), so it needs --force, and a plot drawn there
+// replaces the link itself.
+TEST(PlotMark, ALinkToRotorsPlotIsNotReplacedWithoutForce) {
+  test::TempDir dir;
+  const std::string kept = dir.Write("kept.png", kPngHeader + kMark + kPngEnd);
+  ASSERT_TRUE(IsRotorPlot(kept));
+  fs::create_symlink(kept, dir.Path("soft.png"));
+  EXPECT_FALSE(IsRotorPlot(dir.Path("soft.png")));
+  ROTOR_EXPECT_ERROR(CheckPlotOutputFile(dir.Path("soft.png"), false, "--plot"),
+                     "already exists; pass --force");
+  fs::create_hard_link(kept, dir.Path("hard.png"));
+  EXPECT_FALSE(IsRotorPlot(dir.Path("hard.png")));
+  EXPECT_FALSE(IsRotorPlot(kept));
+  if (!GnuplotAvailable()) return;
+  fs::remove(dir.Path("hard.png"));
+  LineChart chart;
+  chart.series.push_back({"a", {1, 2}, {3, 4}});
+  ASSERT_EQ(DrawLineChart(chart, dir.Path("soft.png")), "");
+  EXPECT_FALSE(fs::is_symlink(dir.Path("soft.png")));
+  EXPECT_TRUE(IsRotorPlot(dir.Path("soft.png")));
+  EXPECT_EQ(ReadFile(kept), kPngHeader + kMark + kPngEnd);
+}
+
+// A gnuplot that fails half-way (here one that truncates its output and
+// exits 1, as a killed or failing one leaves it) leaves the plot that was
+// there, and no temporary file.
+TEST(PlotMark, AFailedDrawingLeavesThePlotThatWasThere) {
+  if (!GnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
+  test::TempDir dir;
+  dir.Write("bin/gnuplot",
+            "#!/bin/sh\n"
+            "out=$(sed -n \"s/^set output '\\(.*\\)'$/\\1/p\" | head -n 1)\n"
+            ": > \"$out\"\nexit 1\n");
+  fs::permissions(dir.Path("bin/gnuplot"), fs::perms::owner_all);
+  const std::string png = dir.Write("plot.png", kPngHeader + kMark + kPngEnd);
+  const std::string path = std::getenv("PATH");
+  setenv("PATH", (dir.Path("bin") + ":" + path).c_str(), 1);
+  LineChart chart;
+  chart.series.push_back({"a", {1, 2}, {3, 4}});
+  const std::string problem = DrawLineChart(chart, png);
+  setenv("PATH", path.c_str(), 1);
+  EXPECT_CONTAINS(problem, "gnuplot failed to write " + png);
+  EXPECT_EQ(ReadFile(png), kPngHeader + kMark + kPngEnd);
+  EXPECT_EQ(dir.List(), (std::vector<std::string>{"bin", "plot.png"}));
 }
 
 TEST(PlotMark, OnlyRotorsPlotsAreReplacedWithoutForce) {
