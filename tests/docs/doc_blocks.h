@@ -20,7 +20,8 @@
 //   <!-- doc-test: skip REASON -->           not run, and why (a download,
 //                                            a placeholder, minutes of CPU)
 //
-// A command block is a fenced block marked sh, bash, shell or console, or an
+// A command block is a fenced block marked sh, bash or shell (indented up to
+// 3 spaces, as in a list item), or an
 // indented block whose first line starts like a command (build/, bash, ctest,
 // cmake, mpirun, ...). Every command block needs a marker, so a command added
 // to a page is run, or its reason for not being run is written beside it.
@@ -42,6 +43,7 @@ struct DocBlock {
   int first_line = 0;    // 1-based line of the block's first content line
   std::vector<std::string> lines;  // the content, indentation removed
   bool is_command = false;         // a command block (needs a marker)
+  bool fenced = false;             // between ``` lines (else indented)
 };
 
 // What went wrong in reading a page, "FILE:LINE: problem" each.
@@ -61,7 +63,8 @@ inline DocParse ReadDocBlocks(const std::string& name,
                               const std::string& text) {
   static const std::regex kMarker(
       R"(^<!-- doc-test: (run|output|skip)( warns)?( with (.*?)| (.*?))? -->\s*$)");
-  static const std::regex kFence(R"(^(```+|~~~+)\s*([A-Za-z]*).*$)");
+  // A fence may be indented by up to 3 spaces (a list item's block).
+  static const std::regex kFence(R"(^( {0,3})(```+|~~~+)\s*([A-Za-z]*).*$)");
   DocParse parse;
   std::vector<std::string> lines;
   {
@@ -77,6 +80,13 @@ inline DocParse ReadDocBlocks(const std::string& name,
       block.argument = pending.argument;
       block.warns = pending.warns;
       has_pending = false;
+    }
+    if (block.kind == DocBlock::Kind::kOutput &&
+        (!block.fenced || parse.blocks.empty() ||
+         parse.blocks.back().kind != DocBlock::Kind::kRun)) {
+      parse.problems.push_back(
+          name + ":" + std::to_string(block.first_line) +
+          ": an output block is a fenced block right after a run block");
     }
     if (block.is_command && block.kind == DocBlock::Kind::kUnmarked) {
       parse.problems.push_back(
@@ -106,6 +116,11 @@ inline DocParse ReadDocBlocks(const std::string& name,
         parse.problems.push_back(name + ":" + std::to_string(i + 1) +
                                  ": only a run block warns");
       }
+      if (pending.kind != DocBlock::Kind::kSkip && match[5].matched) {
+        parse.problems.push_back(
+            name + ":" + std::to_string(i + 1) + ": doc-test: " + kind +
+            " takes no words but `with ...` (got `" + match[5].str() + "`)");
+      }
       if (pending.kind == DocBlock::Kind::kSkip && pending.argument.empty()) {
         parse.problems.push_back(name + ":" + std::to_string(i + 1) +
                                  ": doc-test: skip needs its reason");
@@ -116,17 +131,20 @@ inline DocParse ReadDocBlocks(const std::string& name,
       continue;
     }
     if (std::regex_match(line, match, kFence)) {
-      const std::string fence = match[1];
-      const std::string info = match[2];
+      const size_t indent = match[1].length();
+      const std::string fence = match[2];
+      const std::string info = match[3];
       DocBlock block;
       block.first_line = static_cast<int>(i + 2);
+      block.fenced = true;
       size_t j = i + 1;
       for (; j < lines.size(); ++j) {
-        if (lines[j].compare(0, fence.size(), fence) == 0) break;
-        block.lines.push_back(lines[j]);
+        const size_t start = std::min(lines[j].find_first_not_of(' '), indent);
+        if (lines[j].compare(start, fence.size(), fence) == 0) break;
+        block.lines.push_back(
+            lines[j].substr(std::min(start, lines[j].size())));
       }
-      block.is_command = info == "sh" || info == "bash" || info == "shell" ||
-                         info == "console";
+      block.is_command = info == "sh" || info == "bash" || info == "shell";
       take_block(std::move(block));
       i = j;
       previous_blank = false;

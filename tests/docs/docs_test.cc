@@ -39,30 +39,61 @@
 namespace rotor::test {
 namespace {
 
-// `command` with the words of a `run with` block added. `with` is a list
-// of "SUBCOMMAND: words" separated by ";" (words for each `build/rotor
-// SUBCOMMAND ...`), or plain words for `build/rotor train` and `build/rotor
-// extend-report`. A key=value word, or a --flag with its value, replaces
-// the command's own value of that key or flag.
-std::string WithWords(const std::string& command, const std::string& with) {
+// The end of the shell word of `text` that goes on at `start`: the next
+// space outside quotes, or the end.
+size_t WordEnd(const std::string& text, size_t start) {
+  char quote = 0;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == ' ') {
+      return i;
+    }
+  }
+  return text.size();
+}
+
+// The parts of a `run with` argument: "SUBCOMMAND: words" separated by
+// ";", or plain words, which go to train and extend-report.
+struct WithSegment {
+  std::vector<std::string> subcommands;
+  std::string words;
+};
+std::vector<WithSegment> WithSegments(const std::string& with) {
   static const std::regex kSegment(R"(^\s*(([a-z-]+):\s+)?(.*?)\s*$)");
-  std::string result = command;
+  std::vector<WithSegment> parts;
   std::istringstream segments(with);
   for (std::string segment; std::getline(segments, segment, ';');) {
     std::smatch match;
     if (!std::regex_match(segment, match, kSegment) || match[3].length() == 0) {
       continue;
     }
-    const std::vector<std::string> subcommands =
-        match[2].matched ? std::vector<std::string>{match[2].str()}
-                         : std::vector<std::string>{"train", "extend-report"};
-    for (const std::string& subcommand : subcommands) {
+    parts.push_back({match[2].matched
+                         ? std::vector<std::string>{match[2].str()}
+                         : std::vector<std::string>{"train", "extend-report"},
+                     match[3].str()});
+  }
+  return parts;
+}
+
+// `command` with the words of a `run with` block added. `with` is a list
+// of "SUBCOMMAND: words" separated by ";" (words for each `build/rotor
+// SUBCOMMAND ...`), or plain words for `build/rotor train` and `build/rotor
+// extend-report`. A key=value word, or a --flag with its value, replaces
+// the command's own value of that key or flag.
+std::string WithWords(const std::string& command, const std::string& with) {
+  std::string result = command;
+  for (const WithSegment& segment : WithSegments(with)) {
+    for (const std::string& subcommand : segment.subcommands) {
       if (command.rfind("build/rotor " + subcommand + " ", 0) != 0) continue;
       // A key=value or a --flag value the command already gives is
       // replaced (rotor refuses a key given twice); other words are added
       // at the end.
       std::vector<std::string> words;
-      std::istringstream in(match[3].str());
+      std::istringstream in(segment.words);
       for (std::string word; in >> word;) words.push_back(word);
       for (size_t w = 0; w < words.size(); ++w) {
         const std::string& word = words[w];
@@ -74,18 +105,19 @@ std::string WithWords(const std::string& command, const std::string& with) {
                                     ? ""
                                     : word.substr(0, equals + 1);
         const std::string item = flag ? word + " " + words[++w] : word;
-        const size_t at =
-            key.empty() ? std::string::npos : result.find(" " + key);
+        size_t at = key.empty() ? std::string::npos : result.find(" " + key);
+        // A flag followed by another flag takes no value here: add it.
+        if (flag && at != std::string::npos &&
+            result.compare(at + 1 + key.size(), 2, "--") == 0) {
+          at = std::string::npos;
+        }
         if (at == std::string::npos) {
           result += " " + item;
           continue;
         }
-        // The old value ends at the next space after the key.
-        size_t end = result.find(' ', at + 1 + key.size());
-        if (!flag) end = result.find(' ', at + 1);
-        result.replace(
-            at + 1, end == std::string::npos ? std::string::npos : end - at - 1,
-            item);
+        // The old value is the rest of that shell word, quotes included.
+        const size_t end = WordEnd(result, at + 1 + key.size());
+        result.replace(at + 1, end - at - 1, item);
       }
     }
   }
@@ -98,7 +130,11 @@ std::string Masked(const std::string& text) {
   static const std::regex kSpeed(R"(\d+ tok/s)");
   static const std::regex kEta(R"(ETA \d+m\d+s)");
   static const std::regex kSeconds(R"(in \d+(\.\d+)? s\b)");
+  // A loss plot is drawn where gnuplot is installed, and said so otherwise.
+  static const std::regex kPlot(
+      R"((^|\n)(loss curve: |no plot )([^ :\n]+)[^\n]*)");
   std::string out = std::regex_replace(text, kSpeed, "N tok/s");
+  out = std::regex_replace(out, kPlot, "$1plot $3");
   out = std::regex_replace(out, kEta, "ETA N");
   out = std::regex_replace(out, kSeconds, "in N s");
   std::istringstream in(out);
@@ -186,7 +222,28 @@ void RunPage(const std::string& page) {
     } else if (block.kind == DocBlock::Kind::kOutput) {
       outputs.push_back({&block, last_printed});
     } else if (block.kind == DocBlock::Kind::kRun) {
-      for (const std::string& written : BlockCommands(block)) {
+      // Every word of `with` must reach a command, and a command that gets
+      // words is one program (words after a pipe would go to its last).
+      const std::vector<std::string> commands = BlockCommands(block);
+      for (const WithSegment& segment : WithSegments(block.argument)) {
+        bool used = false;
+        for (const std::string& c : commands) {
+          for (const std::string& subcommand : segment.subcommands) {
+            used |= c.rfind("build/rotor " + subcommand + " ", 0) == 0;
+          }
+        }
+        EXPECT_TRUE(used) << page << ":" << block.first_line
+                          << ": `with` gives `" << segment.words
+                          << "` to a command the block does "
+                          << "not run";
+      }
+      for (const std::string& written : commands) {
+        if (!block.argument.empty() &&
+            WithWords(written, block.argument) != written) {
+          EXPECT_EQ(written.find_first_of("|;&"), std::string::npos)
+              << page << ":" << block.first_line << ": `" << written
+              << "` gets `with` words, so it must be one command";
+        }
         const std::string command = WithWords(written, block.argument);
         const auto start = std::chrono::steady_clock::now();
         const CommandRun run = RunInFolder(dir, command, index++);
@@ -224,6 +281,9 @@ void RunPage(const std::string& page) {
       std::istringstream printed(it->printed);
       std::vector<std::string> replacement;
       for (std::string line; std::getline(printed, line);) {
+        ASSERT_NE(line.rfind("```", 0), 0u)
+            << page << ": a command printed a fence line, which would end "
+            << "the output block at " << it->block->first_line;
         while (!line.empty() && line.back() == ' ') line.pop_back();
         replacement.push_back(line);
       }
@@ -321,6 +381,16 @@ TEST(DocBlocks, ReadsMarkersFencesAndIndentedCommands) {
   EXPECT_EQ(WithWords("build/rotor eval --trials 10 --passkey",
                       "eval: --trials 1 --documents 2 --json"),
             "build/rotor eval --trials 1 --passkey --documents 2 --json");
+  // A flag without a value keeps the next flag; a quoted value is one word.
+  EXPECT_EQ(WithWords("build/rotor eval --passkey --trials 10",
+                      "eval: --passkey 512"),
+            "build/rotor eval --passkey --trials 10 --passkey 512");
+  EXPECT_EQ(WithWords("build/rotor train c.yaml output_dir='my runs/x' b=1",
+                      "output_dir=y"),
+            "build/rotor train c.yaml output_dir=y b=1");
+  ASSERT_EQ(WithSegments("a=1; eval: --b 2").size(), 2u);
+  EXPECT_EQ(WithSegments("a=1; eval: --b 2")[1].subcommands,
+            std::vector<std::string>{"eval"});
   EXPECT_EQ(parse.blocks[1].kind, DocBlock::Kind::kOutput);
   EXPECT_EQ(parse.blocks[1].lines, std::vector<std::string>{"printed"});
   EXPECT_EQ(parse.blocks[2].kind, DocBlock::Kind::kRun);
@@ -336,12 +406,47 @@ TEST(DocBlocks, ReadsMarkersFencesAndIndentedCommands) {
             "(<!-- doc-test: run -->, or <!-- doc-test: skip REASON -->)");
 }
 
+TEST(DocBlocks, RefusesWhatWouldSkipOrMisreadABlock) {
+  const DocParse parse = ReadDocBlocks("page.md",
+                                       "- a list item:\n"
+                                       "\n"
+                                       "  ```sh\n"
+                                       "  build/rotor train c.yaml\n"
+                                       "  ```\n"
+                                       "<!-- doc-test: run wth a=1 -->\n"
+                                       "```sh\n"
+                                       "build/rotor eval\n"
+                                       "```\n"
+                                       "<!-- doc-test: skip later -->\n"
+                                       "```sh\n"
+                                       "build/rotor eval\n"
+                                       "```\n"
+                                       "<!-- doc-test: output -->\n"
+                                       "```\n"
+                                       "printed\n"
+                                       "```\n");
+  ASSERT_EQ(parse.blocks.size(), 4u);
+  EXPECT_EQ(parse.blocks[0].lines,
+            std::vector<std::string>{"build/rotor train c.yaml"});
+  EXPECT_EQ(parse.problems,
+            (std::vector<std::string>{
+                "page.md:4: a command block without a doc-test marker above "
+                "it (<!-- doc-test: run -->, or <!-- doc-test: skip REASON "
+                "-->)",
+                "page.md:6: doc-test: run takes no words but `with ...` (got "
+                "`wth a=1`)",
+                "page.md:16: an output block is a fenced block right after a "
+                "run block"}));
+}
+
 TEST(DocBlocks, MasksOnlyTimings) {
   EXPECT_EQ(Masked("step 25/150  loss 0.3217  30271 tok/s  ETA 0m08s  \n"
                    "fine-tuned 150 steps in 17.8 s\n\n"),
             "step 25/150  loss 0.3217  N tok/s  ETA N\n"
             "fine-tuned 150 steps in N s\n");
   EXPECT_NE(Masked("loss 0.3217\n"), Masked("loss 0.3218\n"));
+  EXPECT_EQ(Masked("loss curve: runs/a/loss.png\n"),
+            Masked("no plot runs/a/loss.png: gnuplot is not installed\n"));
   EXPECT_EQ(KernelsLine("model: x\nkernels: a b\nrest\n"), "kernels: a b");
   EXPECT_EQ(KernelsLine("kernels: c\n"), "kernels: c");
   EXPECT_EQ(KernelsLine("none\n"), "");

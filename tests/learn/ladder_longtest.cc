@@ -55,6 +55,9 @@ TEST(Learn, Rungs06To09TrainExtendAndFineTune) {
   // retrieval down 30 points or more.
   EXPECT_GT(plain[2], 3 * plain[0]);
   EXPECT_LE(plain[5], plain[3] - 30);
+  // YaRN and Llama 3 pay at L for a flatter curve.
+  EXPECT_GT(rows["yarn"][0], plain[0]);
+  EXPECT_GT(rows["llama3"][0], plain[0]);
   // Linear interpolation, untrained, breaks a byte model at every length.
   for (int i = 0; i < 3; ++i) EXPECT_GT(rows["linear"][i], 40) << i;
   // Every other method is below unscaled RoPE's perplexity at 512, and the
@@ -67,7 +70,7 @@ TEST(Learn, Rungs06To09TrainExtendAndFineTune) {
   }
 
   // 08: the YaRN fine-tune to 256 lowers perplexity there, below zero-shot
-  // YaRN's and close to the base's at 128.
+  // YaRN's and below the base's at 128.
   const ExampleRun yarn = RunExample("08_yarn_finetune", work, &dir);
   ASSERT_EQ(yarn.status, 0) << yarn.out;
   const std::vector<double> before = Row(yarn.out, "before (zero-shot yarn):");
@@ -75,7 +78,7 @@ TEST(Learn, Rungs06To09TrainExtendAndFineTune) {
   ASSERT_EQ(before.size(), 4u) << yarn.out;  // 256, ppl, 256, passkey
   ASSERT_EQ(after.size(), 4u) << yarn.out;
   EXPECT_LT(after[1], before[1] - 0.05);
-  EXPECT_LT(after[1], ppl + 0.1);
+  EXPECT_LT(after[1], ppl);
 
   // 09: LoRA trains a small share and closes most of the perplexity gap the
   // full fine-tune closes.
