@@ -32,8 +32,9 @@ const {getLlama, LlamaLogLevel} = await load("node-llama-cpp/dist/index.js");
 
 // The header first, with @huggingface/gguf's reader: llama.cpp given a
 // file whose version or counts are garbage ran for minutes and took 5 GB.
+let header;
 try {
-  await gguf(request.gguf, {allowLocalFile: true});
+  header = await gguf(request.gguf, {allowLocalFile: true});
 } catch (error) {
   fail(`${request.gguf} is not a GGUF file llama.cpp can read: ${error.message}`);
 }
@@ -41,22 +42,45 @@ try {
 // build "never": the prebuilt CPU library or an error, never a download or
 // a build of llama.cpp (the CLI, `node-llama-cpp complete`, has no such
 // option and may try one).
-const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
+let llama;
 let model;
+try {
+  llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
+} catch (error) {
+  fail(`cannot start llama.cpp for node (bash scripts/fetch_llama_cpp.sh ` +
+       `installs it): ${error.message}`);
+}
 try {
   model = await llama.loadModel({modelPath: request.gguf, gpuLayers: 0});
 } catch (error) {
   fail(`llama.cpp could not load ${request.gguf}: ${error.message}`);
 }
+// llama.cpp aborts the process on an id past its vocabulary: check first.
+const vocabulary = header.metadata["tokenizer.ggml.tokens"]?.length;
 const prompt = request.ids != null
     ? request.ids
     : [...(model.tokens.shouldPrependBosToken ? [model.tokens.bos] : []),
        ...model.tokenize(request.text, false)];
+const outside = (request.ids ?? []).find(
+    (id) => !Number.isInteger(id) || id < 0 || (vocabulary != null && id >= vocabulary));
+if (outside !== undefined) {
+  fail(`--prompt-ids: ${outside} is no token id of ${request.gguf} ` +
+       `(its vocabulary: ${vocabulary} tokens, ids 0 to ${vocabulary - 1})`);
+}
 if (prompt.length === 0) {
   fail(`the prompt is empty, and ${request.gguf} adds no BOS before a text ` +
        "(tokenizer.ggml.add_bos_token false): give at least one token");
 }
 const contextSize = request.context ?? model.trainContextSize;
+// A context llama.cpp would allocate whole: past the model's training
+// length only by as much as a RoPE scaling can stretch it (the largest
+// factor rotor exports is 64), so a typo cannot exhaust the memory.
+const kMaxContextFactor = 64;
+if (contextSize > kMaxContextFactor * model.trainContextSize) {
+  fail(`--context ${contextSize} is more than ${kMaxContextFactor} times ` +
+       `the ${model.trainContextSize} tokens ${request.gguf} was trained at; ` +
+       "give a context the model can use");
+}
 if (prompt.length >= contextSize) {
   fail(`the prompt is ${prompt.length} tokens, which leaves no room in a ` +
        `context of ${contextSize}; give a larger --context`);

@@ -13,7 +13,8 @@
 # --temperature 0` and this print the same text when the two agree.
 #
 #   --context N      the context size (default: the file's
-#                    llama.context_length); generation stops when it is full
+#                    llama.context_length; at most 64 times it);
+#                    generation stops when it is full
 #   --max-tokens N   at most N new tokens (default 200, as rotor generate)
 #   --temperature T  0 (the default) is greedy; above 0, sampling from the
 #                    whole distribution (no top-k, top-p or min-p)

@@ -564,9 +564,18 @@ std::unique_ptr<Tokenizer> LoadCheckpointTokenizer(const std::string& path) {
 }
 
 PromptStart CheckpointPromptStart(const std::string& path) {
-  return IsHfModelFolder(ResolveCheckpointPath(path))
-             ? PromptStart::kTokenizerBos
-             : PromptStart::kDocumentSeparator;
+  const std::string resolved = ResolveCheckpointPath(path);
+  if (!IsHfModelFolder(resolved)) return PromptStart::kDocumentSeparator;
+  // A folder `rotor export` wrote before its tokenizer files said which BOS
+  // the model's texts began with (no add_bos_token in tokenizer_config.json)
+  // holds a model rotor trained, on texts that began with the document
+  // separator, and its tokenizer.json as it was: the separator, still.
+  const std::string config = resolved + "/tokenizer_config.json";
+  if (fs::exists(resolved + "/" + kHfExportMarker) && fs::exists(config) &&
+      !ParseJson(ReadFile(config), config).contains("add_bos_token")) {
+    return PromptStart::kDocumentSeparator;
+  }
+  return PromptStart::kTokenizerBos;
 }
 
 void CheckSameTokenizer(const std::string& checkpoint,

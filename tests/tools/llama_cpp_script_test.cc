@@ -225,7 +225,7 @@ TEST(LlamaCppScriptArguments, RefusalsNameTheProblem) {
 // Files llama.cpp cannot read: a header of garbage (which llama.cpp itself
 // read for minutes) and a file cut short. Each is an error naming it, exit
 // status 1, in seconds.
-TEST_F(LlamaCppScript, AFileLlamaCppCannotReadIsAnError) {
+TEST_F(LlamaCppScript, AFileOrIdsLlamaCppCannotReadAreAnError) {
   const std::string garbage =
       dir_.Write("garbage.gguf", "GGUF and nothing more");
   RotorResult r =
@@ -241,6 +241,18 @@ TEST_F(LlamaCppScript, AFileLlamaCppCannotReadIsAnError) {
   r = RunScript(dir_, "complete " + Quote(cut) + " --threads 1 The");
   EXPECT_EQ(r.status, 1);
   EXPECT_CONTAINS(r.err, "llama.cpp could not load " + cut);
+  // An id past the vocabulary (llama.cpp aborted the process: status 134)
+  // and a context no model uses (node was killed for memory) are refused.
+  const std::string gguf = dir_.Path("w.gguf");
+  r = RunScript(dir_, "complete " + Quote(gguf) +
+                          " --threads 1 --prompt-ids '[256, 300]'");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "--prompt-ids: 300 is no token id of " + gguf +
+                             " (its vocabulary: 257 tokens");
+  r = RunScript(dir_, "complete " + Quote(gguf) +
+                          " --threads 1 --context 99999999999 The");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_CONTAINS(r.err, "--context 99999999999 is more than 64 times the");
 }
 
 }  // namespace

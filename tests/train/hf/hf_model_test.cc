@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "train/checkpoint.h"
 #include "train/config/hf_config.h"
 #include "train/io/atomic_file.h"
+#include "train/tokenizer/tokenizer.h"
 
 namespace rotor::train {
 namespace {
@@ -38,18 +40,12 @@ using test::hf::WriteRandomHfFolder;
 // A small model of `model_type`: 2 layers, hidden 32, 4 query heads sharing
 // 2 kv heads of 8, vocab 48.
 json SmallConfig(const std::string& model_type) {
-  json config = {{"model_type", model_type},
-                 {"hidden_size", 32},
-                 {"intermediate_size", 40},
-                 {"num_hidden_layers", 2},
-                 {"num_attention_heads", 4},
-                 {"num_key_value_heads", 2},
-                 {"vocab_size", 48},
-                 {"max_position_embeddings", 32},
-                 {"rms_norm_eps", 1e-5},
-                 {"rope_theta", 10000.0},
-                 {"hidden_act", "silu"},
-                 {"tie_word_embeddings", false}};
+  json config = {{"model_type", model_type}, {"hidden_size", 32},
+                 {"intermediate_size", 40},  {"num_hidden_layers", 2},
+                 {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                 {"vocab_size", 48},         {"max_position_embeddings", 32},
+                 {"rms_norm_eps", 1e-5},     {"rope_theta", 10000.0},
+                 {"hidden_act", "silu"},     {"tie_word_embeddings", false}};
   if (model_type == "llama") {
     config["architectures"] = {"LlamaForCausalLM"};
   } else if (model_type == "mistral") {
@@ -232,8 +228,8 @@ TEST(HfExport, RoundTripIsBitwiseAndPassesTheReference) {
   HfExportOptions options;
   options.max_shard_bytes = 10000;
   WriteHfModelFolder(dir.Path("out"), *model, loaded.model, "byte", options);
-  EXPECT_TRUE(std::filesystem::exists(
-      dir.Path("out/model.safetensors.index.json")));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir.Path("out/model.safetensors.index.json")));
 
   auto back = LoadCheckpointModel(dir.Path("out"), {});
   // Both imports wrote into the parameters, so the fused q/k/v and gate/up
@@ -251,11 +247,11 @@ TEST(HfExport, RoundTripIsBitwiseAndPassesTheReference) {
         << got[i].first;
   }
   const std::vector<int32_t> ids = Ids(12, 48);
-  EXPECT_LT(RelativeError(RotorLogits(dir.Path("out"), ids),
-                          ReferenceLogits(dir.Path("out"),
-                                          std::vector<int>(ids.begin(),
-                                                           ids.end()))),
-            kLogitTolerance);
+  EXPECT_LT(
+      RelativeError(RotorLogits(dir.Path("out"), ids),
+                    ReferenceLogits(dir.Path("out"),
+                                    std::vector<int>(ids.begin(), ids.end()))),
+      kLogitTolerance);
 }
 
 TEST(HfExport, Bfloat16RoundsEachWeightToNearestEven) {
@@ -278,8 +274,7 @@ TEST(HfExport, Bfloat16RoundsEachWeightToNearestEven) {
           << name << "[" << i << "]";
     }
   }
-  const json exported = json::parse(
-      std::ifstream(dir.Path("out/config.json")));
+  const json exported = json::parse(std::ifstream(dir.Path("out/config.json")));
   EXPECT_EQ(exported["torch_dtype"], "bfloat16");
   EXPECT_EQ(exported["architectures"], json({"Qwen2ForCausalLM"}));
   EXPECT_FALSE(std::filesystem::exists(dir.Path("out/config.yaml")));
@@ -296,6 +291,32 @@ TEST(HfExport, TiedModelsHaveNoLmHead) {
   const auto written = test::hf::ReadHfWeights(dir.Path("out"));
   EXPECT_EQ(written.count("lm_head.weight"), 0u);
   EXPECT_EQ(written.count("model.embed_tokens.weight"), 1u);
+}
+
+// What a prompt starts with: a Hugging Face folder's own BOS, also in a
+// folder rotor exported (whose tokenizer files now add the separator a
+// rotor model was trained with); a folder exported before its
+// tokenizer_config.json said so (no add_bos_token) keeps the separator.
+TEST(HfExport, PromptStartOfAnExportedFolderIsTheTrainedOne) {
+  TempDir dir;
+  const HfFolder source =
+      WriteRandomHfFolder(dir.Path("in"), SmallConfig("llama"), {});
+  EXPECT_EQ(CheckpointPromptStart(source.path), PromptStart::kTokenizerBos);
+  TrainConfig loaded;
+  auto model = LoadCheckpointModel(source.path, {}, &loaded);
+  WriteHfModelFolder(dir.Path("out"), *model, loaded.model, "byte");
+  EXPECT_EQ(CheckpointPromptStart(dir.Path("out")), PromptStart::kTokenizerBos);
+  EXPECT_EQ(PromptBos(*LoadCheckpointTokenizer(dir.Path("out")),
+                      PromptStart::kTokenizerBos),
+            std::optional<TokenId>(256));
+  // The same folder as an export of before: tokenizer_config.json without
+  // add_bos_token, tokenizer.json adding nothing.
+  json config =
+      json::parse(std::ifstream(dir.Path("out/tokenizer_config.json")));
+  config.erase("add_bos_token");
+  WriteFileAtomically(dir.Path("out/tokenizer_config.json"), config.dump());
+  EXPECT_EQ(CheckpointPromptStart(dir.Path("out")),
+            PromptStart::kDocumentSeparator);
 }
 
 // The message of loading `folder` ("" when it loads).
@@ -329,12 +350,14 @@ TEST(HfImportBadInput, EachGetsAnErrorNamingIt) {
       {"model.layers.9.extra", "not a parameter"});
   add("shape", [&](auto& b) { b.misshape_tensor = q; },
       {q, "has shape [33, 32]", "[32, 32]"});
-  add("dtype", [&](auto& b) {
+  add("dtype",
+      [&](auto& b) {
         b.retype_tensor = q;
         b.retype_dtype = "F64";
       },
       {q, "F64"});
-  add("int8", [&](auto& b) {
+  add("int8",
+      [&](auto& b) {
         b.retype_tensor = q;
         b.retype_dtype = "I8";
       },
@@ -389,8 +412,8 @@ TEST(HfImportBadInput, OversizedJsonFilesAreRefused) {
       WriteRandomHfFolder(dir.Path("m"), SmallConfig("llama"), options);
   const std::string index = folder.path + "/model.safetensors.index.json";
   std::string text = train::ReadFile(index);
-  text.insert(text.rfind('}'), ", \"padding\": \"" +
-                                   std::string(kMaxHfIndexBytes, 'x') + "\"");
+  text.insert(text.rfind('}'),
+              ", \"padding\": \"" + std::string(kMaxHfIndexBytes, 'x') + "\"");
   std::ofstream(index) << text;
   EXPECT_NE(LoadError(folder.path).find("model.safetensors.index.json"),
             std::string::npos);
@@ -411,9 +434,9 @@ TEST(HfImport, TiedFolderMayHoldAnLmHeadEqualToTheEmbeddings) {
   auto state = [&](bool same) {
     std::vector<test::hf::HfStateTensor> tensors;
     for (const auto& [name, tensor] : folder.tensors) {
-      tensors.push_back({name, tensor.shape, std::vector<float>(
-                                                 tensor.values.begin(),
-                                                 tensor.values.end())});
+      tensors.push_back(
+          {name, tensor.shape,
+           std::vector<float>(tensor.values.begin(), tensor.values.end())});
     }
     test::hf::HfStateTensor head = tensors.front();
     for (const auto& t : tensors) {
