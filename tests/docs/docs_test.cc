@@ -79,6 +79,11 @@ std::vector<WithSegment> WithSegments(const std::string& with) {
   return parts;
 }
 
+// Whether `command` is `build/rotor SUBCOMMAND ...`.
+bool RunsSubcommand(const std::string& command, const std::string& subcommand) {
+  return command.rfind("build/rotor " + subcommand + " ", 0) == 0;
+}
+
 // `command` with the words of a `run with` block added. `with` is a list
 // of "SUBCOMMAND: words" separated by ";" (words for each `build/rotor
 // SUBCOMMAND ...`), or plain words for `build/rotor train` and `build/rotor
@@ -88,7 +93,7 @@ std::string WithWords(const std::string& command, const std::string& with) {
   std::string result = command;
   for (const WithSegment& segment : WithSegments(with)) {
     for (const std::string& subcommand : segment.subcommands) {
-      if (command.rfind("build/rotor " + subcommand + " ", 0) != 0) continue;
+      if (!RunsSubcommand(command, subcommand)) continue;
       // A key=value or a --flag value the command already gives is
       // replaced (rotor refuses a key given twice); other words are added
       // at the end.
@@ -229,7 +234,7 @@ void RunPage(const std::string& page) {
         bool used = false;
         for (const std::string& c : commands) {
           for (const std::string& subcommand : segment.subcommands) {
-            used |= c.rfind("build/rotor " + subcommand + " ", 0) == 0;
+            used |= RunsSubcommand(c, subcommand);
           }
         }
         EXPECT_TRUE(used) << page << ":" << block.first_line
@@ -238,13 +243,12 @@ void RunPage(const std::string& page) {
                           << "not run";
       }
       for (const std::string& written : commands) {
-        if (!block.argument.empty() &&
-            WithWords(written, block.argument) != written) {
+        const std::string command = WithWords(written, block.argument);
+        if (command != written) {
           EXPECT_EQ(written.find_first_of("|;&"), std::string::npos)
               << page << ":" << block.first_line << ": `" << written
               << "` gets `with` words, so it must be one command";
         }
-        const std::string command = WithWords(written, block.argument);
         const auto start = std::chrono::steady_clock::now();
         const CommandRun run = RunInFolder(dir, command, index++);
         const std::chrono::duration<double> took =

@@ -107,9 +107,10 @@ std::optional<TokenId> PromptBos(const Tokenizer& tokenizer, PromptStart start);
 
 // `tokenizer_json` (a tokenizer.json's text, `where` naming it) with a
 // post-processor that puts `bos` (an added token) before every text, as
-// Llama's TemplateProcessing does: unchanged when its post-processor already
-// does, else a TemplateProcessing after the existing post-processor (in a
-// Sequence). HF's tokenizers, transformers and rotor then all add it.
+// Llama's TemplateProcessing does: a TemplateProcessing after the existing
+// post-processor (in a Sequence), for a file whose post-processor adds no
+// BOS (the caller checks). HF's tokenizers, transformers and rotor then all
+// add it.
 std::string TokenizerJsonWithBos(const std::string& tokenizer_json,
                                  const std::string& where, TokenId bos);
 
