@@ -62,10 +62,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
@@ -110,6 +110,14 @@ struct Buffers {
     dv.resize(nk);
     lse.resize(s.batch * s.q_heads * s.q_len);
     delta.resize(s.batch * s.q_heads * s.q_len);
+  }
+  // The kernels' operands over these buffers.
+  kernels::AttentionForwardOperands Forward() {
+    return {q.data(), k.data(), v.data(), out.data(), lse.data()};
+  }
+  kernels::AttentionBackwardOperands Backward() {
+    return {q.data(),    k.data(),     v.data(),  out.data(), lse.data(),
+            dout.data(), delta.data(), dq.data(), dk.data(),  dv.data()};
   }
   std::vector<float> q, k, v, dout, out, lse, delta, dq, dk, dv;
 };
@@ -163,12 +171,8 @@ void RunPacked() {
   auto time_both = [&](const AttentionShape& s) {
     return BestThreadCpuSeconds(
         [&] {
-          kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
-                                    x.out.data(), x.lse.data());
-          kernels::AttentionBackward(s, x.q.data(), x.k.data(), x.v.data(),
-                                     x.out.data(), x.lse.data(), x.dout.data(),
-                                     x.delta.data(), x.dq.data(), x.dk.data(),
-                                     x.dv.data());
+          kernels::AttentionForward(s, x.Forward());
+          kernels::AttentionBackward(s, x.Backward());
         },
         2);
   };
@@ -305,19 +309,9 @@ void RunTable(bool quick) {
       auto time = [&](bool bf16) {
         s.bf16 = bf16;
         const double fwd = bench::BestSeconds(
-            [&] {
-              kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
-                                        x.out.data(), x.lse.data());
-            },
-            repeats);
+            [&] { kernels::AttentionForward(s, x.Forward()); }, repeats);
         const double bwd = bench::BestSeconds(
-            [&] {
-              kernels::AttentionBackward(s, x.q.data(), x.k.data(), x.v.data(),
-                                         x.out.data(), x.lse.data(),
-                                         x.dout.data(), x.delta.data(),
-                                         x.dq.data(), x.dk.data(), x.dv.data());
-            },
-            repeats);
+            [&] { kernels::AttentionBackward(s, x.Backward()); }, repeats);
         return std::make_pair(fwd, bwd);
       };
       for (int i = 0; i < 2; ++i) {
@@ -363,18 +357,12 @@ void Run(size_t max_len) {
         const double pairs = CausalPairs(s);
         for (int threads : {1, 2}) {
           SetNumThreads(threads);
-          auto forward = [&] {
-            kernels::AttentionForward(s, x.q.data(), x.k.data(), x.v.data(),
-                                      x.out.data(), x.lse.data());
-          };
+          auto forward = [&] { kernels::AttentionForward(s, x.Forward()); };
           const double fwd = bench::BestSeconds(forward, 3);
           const double both = bench::BestSeconds(
               [&] {
                 forward();
-                kernels::AttentionBackward(
-                    s, x.q.data(), x.k.data(), x.v.data(), x.out.data(),
-                    x.lse.data(), x.dout.data(), x.delta.data(), x.dq.data(),
-                    x.dk.data(), x.dv.data());
+                kernels::AttentionBackward(s, x.Backward());
               },
               3);
           char name[64];
@@ -394,18 +382,9 @@ void Run(size_t max_len) {
   Buffers x(s);
   const double pairs = CausalPairs(s);
   const double fwd = bench::BestSeconds(
-      [&] {
-        kernels::AttentionForwardRef<float>(
-            s, x.q.data(), x.k.data(), x.v.data(), x.out.data(), x.lse.data());
-      },
-      1);
+      [&] { kernels::AttentionForwardRef<float>(s, x.Forward()); }, 1);
   const double bwd = bench::BestSeconds(
-      [&] {
-        kernels::AttentionBackwardRef<float>(
-            s, x.q.data(), x.k.data(), x.v.data(), x.dout.data(), x.dq.data(),
-            x.dk.data(), x.dv.data());
-      },
-      1);
+      [&] { kernels::AttentionBackwardRef<float>(s, x.Backward()); }, 1);
   std::printf("%-28s %7d %10.2f %8.2f %12.2f %8.2f   (scalar reference)\n",
               "B8 Hq8 Hkv4 T256 D64", 1, fwd * 1e3,
               4.0 * 64 * pairs / fwd / 1e9, (fwd + bwd) * 1e3,
@@ -430,19 +409,9 @@ void Run(size_t max_len) {
     Buffers z(c);
     const double pairs = CausalPairs(c);
     const double fwd = BestThreadCpuSeconds(
-        [&] {
-          kernels::AttentionForward(c, z.q.data(), z.k.data(), z.v.data(),
-                                    z.out.data(), z.lse.data());
-        },
-        3);
+        [&] { kernels::AttentionForward(c, z.Forward()); }, 3);
     const double bwd = BestThreadCpuSeconds(
-        [&] {
-          kernels::AttentionBackward(c, z.q.data(), z.k.data(), z.v.data(),
-                                     z.out.data(), z.lse.data(), z.dout.data(),
-                                     z.delta.data(), z.dq.data(), z.dk.data(),
-                                     z.dv.data());
-        },
-        3);
+        [&] { kernels::AttentionBackward(c, z.Backward()); }, 3);
     char name[64];
     std::snprintf(name, sizeof(name), "B%zu Hq%zu Hkv%zu T%zu D%zu", c.batch,
                   c.q_heads, c.kv_heads, c.q_len, head_dim);
@@ -467,11 +436,7 @@ void Run(size_t max_len) {
     for (int threads : {1, 2}) {
       SetNumThreads(threads);
       const double step = bench::BestSeconds(
-          [&] {
-            kernels::AttentionForward(d, y.q.data(), y.k.data(), y.v.data(),
-                                      y.out.data(), y.lse.data());
-          },
-          20);
+          [&] { kernels::AttentionForward(d, y.Forward()); }, 20);
       char name[64];
       std::snprintf(name, sizeof(name), "B1 Hq8 Hkv4 Tk%zu D64", kv_len);
       std::printf("%-28s %7d %10.1f %12.2f\n", name, threads, step * 1e6,

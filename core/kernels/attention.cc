@@ -540,9 +540,7 @@ size_t PackedValueTileOffset(const AttentionShape& s, size_t kv_head,
 // transposes the tiles it reads. With RoPE the task first rotates its query
 // rows into scratch.queries; in bf16 it packs them once.
 void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
-                 const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                 const float* HWY_RESTRICT v, const SharedTiles& tiles,
-                 float* HWY_RESTRICT out, float* HWY_RESTRICT lse,
+                 const AttentionForwardOperands& x, const SharedTiles& tiles,
                  TaskScratch& scratch) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
@@ -552,9 +550,9 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   const size_t b = head / s.q_heads;
   const size_t k_stride = s.k_strides.row;
   const size_t v_stride = s.v_strides.row;
-  const float* k_head = k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
-  const float* v_head = v + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
-  const float* q_tile = q + RowAt(s.q_strides, s.q_heads, head, q0);
+  const float* k_head = x.k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
+  const float* v_head = x.v + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
+  const float* q_tile = x.q + RowAt(s.q_strides, s.q_heads, head, q0);
   size_t q_stride = s.q_strides.row;
   if (s.rope.rows != nullptr) {
     RotateRows<false>(s, b, q0, rows, q_tile, q_stride, scratch.queries, dim);
@@ -657,13 +655,13 @@ void ForwardTask(const AttentionShape& s, size_t head, size_t q0,
   }
   for (size_t r = 0; r < rows; ++r) {
     const size_t row = head * s.q_len + q0 + r;
-    float* out_row = out + RowAt(s.out_strides, s.q_heads, head, q0 + r);
+    float* out_row = x.out + RowAt(s.out_strides, s.q_heads, head, q0 + r);
     std::copy(acc + r * dim, acc + (r + 1) * dim, out_row);
     if (row_sum[r] > 0.0f) {
       ScaleRow(1.0f / row_sum[r], out_row, dim);
-      lse[row] = row_max[r] + std::log(row_sum[r]);
+      x.lse[row] = row_max[r] + std::log(row_sum[r]);
     } else {  // no visible key: zero output (acc is 0), L = log 0
-      lse[row] = -std::numeric_limits<float>::infinity();
+      x.lse[row] = -std::numeric_limits<float>::infinity();
     }
   }
 }
@@ -802,9 +800,8 @@ size_t RopeBackwardFloats(const AttentionShape& s) {
          (GathersOutputRows(s) ? BlockFloats(QueryFloats(s)) : 0);
 }
 
-void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
-                      const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                      float* HWY_RESTRICT out, float* HWY_RESTRICT lse,
+void AttentionForward(const AttentionShape& s,
+                      const AttentionForwardOperands& x,
                       float* HWY_RESTRICT workspace) {
   if (ShortWithRope(s)) {
     // At most kDirectScoreRows tokens score keys without transposed tiles:
@@ -814,8 +811,12 @@ void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
                       BlockFloats(QueryFloats(s)) + BlockFloats(KeyFloats(s)));
     float* q_rot = rotated.Take(QueryFloats(s));
     float* k_rot = rotated.Take(KeyFloats(s));
-    const AttentionShape plain = RotateQueriesAndKeys(s, q, k, q_rot, k_rot);
-    HWY_NAMESPACE::AttentionForward(plain, q_rot, k_rot, v, out, lse,
+    const AttentionShape plain =
+        RotateQueriesAndKeys(s, x.q, x.k, q_rot, k_rot);
+    AttentionForwardOperands from_rotated = x;
+    from_rotated.q = q_rot;
+    from_rotated.k = k_rot;
+    HWY_NAMESPACE::AttentionForward(plain, from_rotated,
                                     /*workspace=*/nullptr);
     return;
   }
@@ -827,31 +828,34 @@ void AttentionForward(const AttentionShape& s, const float* HWY_RESTRICT q,
     uint32_t* keys =
         reinterpret_cast<uint32_t*>(blocks.Take(PackedKeyValueWords(s)));
     uint32_t* values = keys + PackedKeyTileOffset(s, s.batch * s.kv_heads, 0);
-    PackKeyValueTiles(s, k, v, keys, values);
+    PackKeyValueTiles(s, x.k, x.v, keys, values);
     tiles.keys = keys;
     tiles.values = values;
   } else if (SharesKeyTiles(s)) {
     float* keys_t = blocks.Take(KeyTileFloats(s));
-    TransposeKeyTiles(s, k, keys_t);
+    TransposeKeyTiles(s, x.k, keys_t);
     tiles.keys_t = keys_t;
   }
   ParallelFor(heads * q_tiles, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     TaskScratch scratch(s.head_dim);
     for (int64_t task = begin; task < end; ++task) {
-      ForwardTask(s, task / q_tiles, (task % q_tiles) * kQueryTile, q, k, v,
-                  tiles, out, lse, scratch);
+      ForwardTask(s, task / q_tiles, (task % q_tiles) * kQueryTile, x, tiles,
+                  scratch);
     }
   });
 }
 
 // delta_i = <dout_i, out_i> and dq_i = 0 for rows [t0, t0 + rows) of each
-// head in [head0, head0 + heads). Null out: delta holds them already (the
+// head in [head0, head0 + heads). Null x.out: delta holds them already (the
 // RoPE backward computes them from out where it lies).
 void StartQueryRows(const AttentionShape& s, size_t head0, size_t heads,
-                    size_t t0, size_t rows, const float* HWY_RESTRICT out,
-                    const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
-                    float* HWY_RESTRICT dq) {
+                    size_t t0, size_t rows,
+                    const AttentionBackwardOperands& x) {
   const size_t dim = s.head_dim;
+  const float* HWY_RESTRICT out = x.out;
+  const float* HWY_RESTRICT dout = x.dout;
+  float* HWY_RESTRICT delta = x.delta;
+  float* HWY_RESTRICT dq = x.dq;
   for (size_t head = head0; head < head0 + heads; ++head) {
     for (size_t t = t0; t < t0 + rows; ++t) {
       if (out != nullptr) {
@@ -930,12 +934,12 @@ void AddRows(const float* HWY_RESTRICT src, size_t src_stride,
 // in pairs as B of dq); returns its number of columns (count rounded up to
 // vectors).
 size_t LoadKeyValueTile(const AttentionShape& s, size_t kv_head, size_t k0,
-                        size_t count, const float* HWY_RESTRICT k,
-                        const float* HWY_RESTRICT v, TaskScratch& scratch) {
+                        size_t count, const AttentionBackwardOperands& x,
+                        TaskScratch& scratch) {
   const hn::ScalableTag<float> d;
   const size_t cols = DivCeil(count, hn::Lanes(d)) * hn::Lanes(d);
-  const float* keys = k + RowAt(s.k_strides, s.kv_heads, kv_head, k0);
-  const float* values = v + RowAt(s.v_strides, s.kv_heads, kv_head, k0);
+  const float* keys = x.k + RowAt(s.k_strides, s.kv_heads, kv_head, k0);
+  const float* values = x.v + RowAt(s.v_strides, s.kv_heads, kv_head, k0);
   if (s.bf16) {
     PackTransposedTile(keys, s.k_strides.row, count, s.head_dim,
                        scratch.packed_a, scratch.packed_keys);
@@ -956,35 +960,31 @@ size_t LoadKeyValueTile(const AttentionShape& s, size_t kv_head, size_t k0,
 //   p_ij, ds_ij                        (TileGradients, from the saved L)
 //   dq_i = scale * sum_j ds_ij k_j     (dq += ds K per key tile, in order)
 void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
-                   const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                   const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
-                   const float* HWY_RESTRICT lse,
-                   const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
-                   float* HWY_RESTRICT dq, TaskScratch& scratch) {
+                   const AttentionBackwardOperands& x, TaskScratch& scratch) {
   const size_t dim = s.head_dim;
   const size_t rows = std::min(kQueryTile, s.q_len - q0);
   const size_t kv_head = KvHeadOf(s, head);
   const size_t q_stride = s.q_strides.row;
   const size_t k_stride = s.k_strides.row;
   const size_t o_stride = s.out_strides.row;
-  const float* k_head = k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
-  const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
-  const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
-  float* dq_head = dq + RowAt(s.q_strides, s.q_heads, head, 0);
+  const float* k_head = x.k + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
+  const float* q_head = x.q + RowAt(s.q_strides, s.q_heads, head, 0);
+  const float* dout_head = x.dout + RowAt(s.out_strides, s.q_heads, head, 0);
+  float* dq_head = x.dq + RowAt(s.q_strides, s.q_heads, head, 0);
 
-  StartQueryRows(s, head, 1, q0, rows, out, dout, delta, dq);
+  StartQueryRows(s, head, 1, q0, rows, x);
   const size_t b = head / s.q_heads;
   const size_t keys = VisibleKeys(s, q0 + rows - 1);
   for (size_t k0 = FirstKeyTile(s, b, q0); k0 < keys; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, keys - k0);
-    const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, k, v, scratch);
+    const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, x, scratch);
     // Only rows r0 .. r1 - 1 see keys of this tile.
     const size_t r0 = FirstRowSeeing(s, q0, rows, k0);
     const size_t r1 = RowsSeeingBefore(s, b, q0, rows, k0 + count);
     const size_t i0 = q0 + r0;
     TileGradients(s, b, head, i0, r1 - r0, k0, count, cols,
                   q_head + i0 * q_stride, q_stride, dout_head + i0 * o_stride,
-                  o_stride, lse, delta, scratch);
+                  o_stride, x.lse, x.delta, scratch);
     Product<true>(s, scratch, r1 - r0, dim, count, scratch.grads, kKeyTile, 1,
                   k_head + k0 * k_stride, k_stride, 1.0f,
                   dq_head + i0 * q_stride, q_stride, Packed{},
@@ -1004,11 +1004,9 @@ void QueryGradTask(const AttentionShape& s, size_t head, size_t q0,
 // dq_i / scale = sum_j ds_ij k_j to every query row, with the same ds and in
 // the same order as QueryGradTask.
 void HeadKeyTileGrads(const AttentionShape& s, size_t head, size_t k0,
-                      size_t count, size_t cols, const float* HWY_RESTRICT q,
+                      size_t count, size_t cols,
+                      const AttentionBackwardOperands& x,
                       const float* HWY_RESTRICT k_tile,
-                      const float* HWY_RESTRICT lse,
-                      const float* HWY_RESTRICT dout,
-                      const float* HWY_RESTRICT delta,
                       float* HWY_RESTRICT dk_dst, size_t dk_stride,
                       float* HWY_RESTRICT dv_dst, size_t dv_stride,
                       float* HWY_RESTRICT dq_unscaled, TaskScratch& scratch) {
@@ -1016,8 +1014,8 @@ void HeadKeyTileGrads(const AttentionShape& s, size_t head, size_t k0,
   const size_t b = head / s.q_heads;
   const size_t q_stride = s.q_strides.row;
   const size_t o_stride = s.out_strides.row;
-  const float* q_head = q + RowAt(s.q_strides, s.q_heads, head, 0);
-  const float* dout_head = dout + RowAt(s.out_strides, s.q_heads, head, 0);
+  const float* q_head = x.q + RowAt(s.q_strides, s.q_heads, head, 0);
+  const float* dout_head = x.dout + RowAt(s.out_strides, s.q_heads, head, 0);
   // Only queries first_query .. end_query - 1 see any of these keys.
   const size_t first_query =
       (s.causal && k0 > s.q_offset) ? k0 - s.q_offset : 0;
@@ -1034,7 +1032,7 @@ void HeadKeyTileGrads(const AttentionShape& s, size_t head, size_t k0,
     const float* q_rows = q_head + i0 * q_stride;
     const float* dout_rows = dout_head + i0 * o_stride;
     TileGradients(s, b, head, i0, rows, k0, count, cols, q_rows, q_stride,
-                  dout_rows, o_stride, lse, delta, scratch);
+                  dout_rows, o_stride, x.lse, x.delta, scratch);
     if (dq_unscaled != nullptr) {
       Product<true>(s, scratch, rows, dim, count, scratch.grads, kKeyTile, 1,
                     k_tile, s.k_strides.row, 1.0f,
@@ -1080,12 +1078,8 @@ size_t FirstHeadOf(const AttentionShape& s, size_t kv_head) {
 // bits. With `dq_unscaled` (the one-pass backward, FusedGradTask) it also
 // adds this key tile's share of dq / scale.
 void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
-                 const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                 const float* HWY_RESTRICT v, const float* HWY_RESTRICT lse,
-                 const float* HWY_RESTRICT dout,
-                 const float* HWY_RESTRICT delta, float* HWY_RESTRICT dk,
-                 float* HWY_RESTRICT dv, float* HWY_RESTRICT dq_unscaled,
-                 TaskScratch& scratch) {
+                 const AttentionBackwardOperands& x,
+                 float* HWY_RESTRICT dq_unscaled, TaskScratch& scratch) {
   const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
   const size_t count = std::min(kKeyTile, s.kv_len - k0);
@@ -1093,13 +1087,13 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
   const size_t v_stride = s.v_strides.row;
   const size_t k_at = RowAt(s.k_strides, s.kv_heads, kv_head, k0);
   const size_t v_at = RowAt(s.v_strides, s.kv_heads, kv_head, k0);
-  float* dk_tile = dk + k_at;
-  float* dv_tile = dv + v_at;
-  const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, k, v, scratch);
+  float* dk_tile = x.dk + k_at;
+  float* dv_tile = x.dv + v_at;
+  const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, x, scratch);
   const size_t first_head = FirstHeadOf(s, kv_head);
   for (size_t head = first_head; head < first_head + group; ++head) {
     const bool first = head == first_head;
-    HeadKeyTileGrads(s, head, k0, count, cols, q, k + k_at, lse, dout, delta,
+    HeadKeyTileGrads(s, head, k0, count, cols, x, x.k + k_at,
                      first ? dk_tile : scratch.dk_part, first ? k_stride : dim,
                      first ? dv_tile : scratch.dv_part, first ? v_stride : dim,
                      dq_unscaled, scratch);
@@ -1117,20 +1111,15 @@ void KeyGradTask(const AttentionShape& s, size_t kv_head, size_t k0,
 // of once per pass, and the results are bitwise those of the two passes
 // (the same sums in the same order).
 void FusedGradTask(const AttentionShape& s, size_t kv_head,
-                   const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                   const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
-                   const float* HWY_RESTRICT lse,
-                   const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
-                   float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
-                   float* HWY_RESTRICT dv, TaskScratch& scratch) {
+                   const AttentionBackwardOperands& x, TaskScratch& scratch) {
   const size_t group = s.q_heads / s.kv_heads;
   const size_t first_head = FirstHeadOf(s, kv_head);
-  StartQueryRows(s, first_head, group, 0, s.q_len, out, dout, delta, dq);
+  StartQueryRows(s, first_head, group, 0, s.q_len, x);
   for (size_t k0 = 0; k0 < s.kv_len; k0 += kKeyTile) {
-    KeyGradTask(s, kv_head, k0, q, k, v, lse, dout, delta, dk, dv, dq, scratch);
+    KeyGradTask(s, kv_head, k0, x, x.dq, scratch);
   }
   for (size_t head = first_head; head < first_head + group; ++head) {
-    ScaleRows(s.scale, dq + RowAt(s.q_strides, s.q_heads, head, 0),
+    ScaleRows(s.scale, x.dq + RowAt(s.q_strides, s.q_heads, head, 0),
               s.q_strides.row, s.q_len, s.head_dim);
   }
 }
@@ -1145,29 +1134,25 @@ size_t PartialFloats(const AttentionShape& s) {
 // for the first head of each group and into its partials (rows of D floats)
 // for the others; PerHeadBackward adds those in head order afterwards.
 void HeadGradTask(const AttentionShape& s, size_t head,
-                  const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                  const float* HWY_RESTRICT v, const float* HWY_RESTRICT out,
-                  const float* HWY_RESTRICT lse, const float* HWY_RESTRICT dout,
-                  float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
-                  float* HWY_RESTRICT dk, float* HWY_RESTRICT dv,
+                  const AttentionBackwardOperands& x,
                   float* HWY_RESTRICT dk_part, float* HWY_RESTRICT dv_part,
                   TaskScratch& scratch) {
   const size_t dim = s.head_dim;
   const size_t kv_head = KvHeadOf(s, head);
   const bool first = head == FirstHeadOf(s, kv_head);
-  StartQueryRows(s, head, 1, 0, s.q_len, out, dout, delta, dq);
+  StartQueryRows(s, head, 1, 0, s.q_len, x);
   for (size_t k0 = 0; k0 < s.kv_len; k0 += kKeyTile) {
     const size_t count = std::min(kKeyTile, s.kv_len - k0);
-    const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, k, v, scratch);
+    const size_t cols = LoadKeyValueTile(s, kv_head, k0, count, x, scratch);
     const size_t k_at = RowAt(s.k_strides, s.kv_heads, kv_head, k0);
     const size_t v_at = RowAt(s.v_strides, s.kv_heads, kv_head, k0);
-    HeadKeyTileGrads(s, head, k0, count, cols, q, k + k_at, lse, dout, delta,
-                     first ? dk + k_at : dk_part + k0 * dim,
+    HeadKeyTileGrads(s, head, k0, count, cols, x, x.k + k_at,
+                     first ? x.dk + k_at : dk_part + k0 * dim,
                      first ? s.k_strides.row : dim,
-                     first ? dv + v_at : dv_part + k0 * dim,
-                     first ? s.v_strides.row : dim, dq, scratch);
+                     first ? x.dv + v_at : dv_part + k0 * dim,
+                     first ? s.v_strides.row : dim, x.dq, scratch);
   }
-  ScaleRows(s.scale, dq + RowAt(s.q_strides, s.q_heads, head, 0),
+  ScaleRows(s.scale, x.dq + RowAt(s.q_strides, s.q_heads, head, 0),
             s.q_strides.row, s.q_len, dim);
 }
 
@@ -1232,8 +1217,9 @@ size_t PlainBackwardWorkspaceFloats(const AttentionShape& s) {
 
 // q and dout packed for the bf16 backward (PackedQueries), out of `blocks`,
 // in parallel over the query heads.
-PackedQueries PackQueries(const AttentionShape& s, const float* HWY_RESTRICT q,
-                          const float* HWY_RESTRICT dout, Workspace& blocks) {
+PackedQueries PackQueries(const AttentionShape& s,
+                          const AttentionBackwardOperands& x,
+                          Workspace& blocks) {
   const size_t dim = s.head_dim, dim_pairs = (dim + 1) / 2;
   const size_t ld = Bf16PackedColumns(dim), head_pairs = DivCeil(s.q_len, 2);
   uint32_t* words[4];
@@ -1244,8 +1230,8 @@ PackedQueries PackQueries(const AttentionShape& s, const float* HWY_RESTRICT q,
   ParallelFor(s.batch * s.q_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     for (int64_t head = begin; head < end; ++head) {
       const float* operands[2] = {
-          q + RowAt(s.q_strides, s.q_heads, head, 0),
-          dout + RowAt(s.out_strides, s.q_heads, head, 0)};
+          x.q + RowAt(s.q_strides, s.q_heads, head, 0),
+          x.dout + RowAt(s.out_strides, s.q_heads, head, 0)};
       const size_t strides[2] = {s.q_strides.row, s.out_strides.row};
       for (size_t i = 0; i < 2; ++i) {
         PackBf16Rows(operands[i], strides[i], s.q_len, dim,
@@ -1261,13 +1247,9 @@ PackedQueries PackQueries(const AttentionShape& s, const float* HWY_RESTRICT q,
 // kPerHead: HeadGradTask for every query head, then per kv head dk += the
 // partials of heads 2 .. g of its group in order (and dv alike), then
 // dk *= scale, as KeyGradTask does tile by tile.
-void PerHeadBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
-                     const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                     const float* HWY_RESTRICT out,
-                     const float* HWY_RESTRICT lse,
-                     const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
-                     float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
-                     float* HWY_RESTRICT dv, float* HWY_RESTRICT partials,
+void PerHeadBackward(const AttentionShape& s,
+                     const AttentionBackwardOperands& x,
+                     float* HWY_RESTRICT partials,
                      const PackedQueries* packed) {
   const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
@@ -1285,16 +1267,15 @@ void PerHeadBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
     for (int64_t head = begin; head < end; ++head) {
       const size_t kv_head = KvHeadOf(s, head);
       const bool first = static_cast<size_t>(head) == FirstHeadOf(s, kv_head);
-      HeadGradTask(s, head, q, k, v, out, lse, dout, delta, dq, dk, dv,
-                   first ? nullptr : part(dk_parts, kv_head, head),
+      HeadGradTask(s, head, x, first ? nullptr : part(dk_parts, kv_head, head),
                    first ? nullptr : part(dv_parts, kv_head, head), scratch);
     }
   });
   ParallelFor(kv_heads, 1, [&](int64_t begin, int64_t end) HWY_ATTR {
     for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
       const size_t first_head = FirstHeadOf(s, kv_head);
-      float* dk_head = dk + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
-      float* dv_head = dv + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
+      float* dk_head = x.dk + RowAt(s.k_strides, s.kv_heads, kv_head, 0);
+      float* dv_head = x.dv + RowAt(s.v_strides, s.kv_heads, kv_head, 0);
       for (size_t head = first_head + 1; head < first_head + group; ++head) {
         AddRows(part(dk_parts, kv_head, head), dim, dk_head, s.k_strides.row,
                 s.kv_len, dim);
@@ -1306,20 +1287,16 @@ void PerHeadBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
   });
 }
 
-// The backward without RoPE. out may be null when delta already holds
+// The backward without RoPE. x.out may be null when x.delta already holds
 // <dout_i, out_i> (the RoPE path computes them itself). workspace: null or
 // PlainBackwardWorkspaceFloats(s) floats. In bf16, q and dout are packed
 // once for every task first (PackQueries).
-void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
-                   const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                   const float* HWY_RESTRICT out, const float* HWY_RESTRICT lse,
-                   const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
-                   float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
-                   float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+void PlainBackward(const AttentionShape& s, const AttentionBackwardOperands& x,
+                   float* HWY_RESTRICT workspace) {
   Workspace blocks(workspace, PlainBackwardWorkspaceFloats(s));
   float* partials = blocks.Take(PartialsFloats(s));
   PackedQueries queries;
-  if (s.bf16) queries = PackQueries(s, q, dout, blocks);
+  if (s.bf16) queries = PackQueries(s, x, blocks);
   const PackedQueries* packed = s.bf16 ? &queries : nullptr;
   switch (ChooseBackwardScheme(s, static_cast<size_t>(NumThreads()))) {
     case BackwardScheme::kPerKvHead:
@@ -1328,14 +1305,12 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                     TaskScratch scratch(s.head_dim);
                     scratch.queries_packed = packed;
                     for (int64_t kv_head = begin; kv_head < end; ++kv_head) {
-                      FusedGradTask(s, kv_head, q, k, v, out, lse, dout, delta,
-                                    dq, dk, dv, scratch);
+                      FusedGradTask(s, kv_head, x, scratch);
                     }
                   });
       return;
     case BackwardScheme::kPerHead:
-      PerHeadBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv, partials,
-                      packed);
+      PerHeadBackward(s, x, partials, packed);
       return;
     case BackwardScheme::kTwoPasses:
       break;
@@ -1347,8 +1322,7 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                 scratch.queries_packed = packed;
                 for (int64_t task = begin; task < end; ++task) {
                   QueryGradTask(s, task / q_tiles,
-                                (task % q_tiles) * kQueryTile, q, k, v, out,
-                                lse, dout, delta, dq, scratch);
+                                (task % q_tiles) * kQueryTile, x, scratch);
                 }
               });
   const size_t k_tiles = DivCeil(s.kv_len, kKeyTile);
@@ -1357,8 +1331,7 @@ void PlainBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
                 TaskScratch scratch(s.head_dim);
                 scratch.queries_packed = packed;
                 for (int64_t task = begin; task < end; ++task) {
-                  KeyGradTask(s, task / k_tiles, (task % k_tiles) * kKeyTile, q,
-                              k, v, lse, dout, delta, dk, dv,
+                  KeyGradTask(s, task / k_tiles, (task % k_tiles) * kKeyTile, x,
                               /*dq_unscaled=*/nullptr, scratch);
                 }
               });
@@ -1378,13 +1351,9 @@ size_t BackwardWorkspaceFloats(const AttentionShape& s) {
 // dq = R(-theta) dq_rot and dk = R(-theta) dk_rot into q's and k's layout.
 // (Staging each kv head's rows inside its one-pass task instead, while they
 // are in cache, measured no faster.)
-void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
-                      const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                      const float* HWY_RESTRICT out,
-                      const float* HWY_RESTRICT lse,
-                      const float* HWY_RESTRICT dout, float* HWY_RESTRICT delta,
-                      float* HWY_RESTRICT dq, float* HWY_RESTRICT dk,
-                      float* HWY_RESTRICT dv, float* HWY_RESTRICT workspace) {
+void BackwardWithRope(const AttentionShape& s,
+                      const AttentionBackwardOperands& x,
+                      float* HWY_RESTRICT workspace) {
   const size_t dim = s.head_dim;
   Workspace blocks(workspace, BackwardWorkspaceFloats(s));
   float* q_rot = blocks.Take(QueryFloats(s));
@@ -1394,7 +1363,7 @@ void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
   const bool gather = GathersOutputRows(s);
   float* dout_rows = gather ? blocks.Take(QueryFloats(s)) : nullptr;
   float* plain_workspace = blocks.Take(PlainBackwardWorkspaceFloats(s));
-  AttentionShape plain = RotateQueriesAndKeys(s, q, k, q_rot, k_rot);
+  AttentionShape plain = RotateQueriesAndKeys(s, x.q, x.k, q_rot, k_rot);
   if (gather) {
     plain.out_strides = ContiguousAttentionStrides(s.q_heads, s.q_len, dim);
     ParallelFor(
@@ -1402,33 +1371,34 @@ void BackwardWithRope(const AttentionShape& s, const float* HWY_RESTRICT q,
           for (int64_t head = begin; head < end; ++head) {
             for (size_t t = 0; t < s.q_len; ++t) {
               const size_t at = RowAt(s.out_strides, s.q_heads, head, t);
-              delta[head * s.q_len + t] = Dot(dout + at, out + at, dim);
-              std::copy(dout + at, dout + at + dim,
+              x.delta[head * s.q_len + t] = Dot(x.dout + at, x.out + at, dim);
+              std::copy(x.dout + at, x.dout + at + dim,
                         dout_rows + (head * s.q_len + t) * dim);
             }
           }
         });
   }
-  // With gathered rows, out is null: delta is ready.
-  PlainBackward(plain, q_rot, k_rot, v, gather ? nullptr : out, lse,
-                gather ? dout_rows : dout, delta, dq_rot, dk_rot, dv,
-                plain_workspace);
-  RotateHeads<true>(s, s.q_heads, dq_rot, plain.q_strides, dq, s.q_strides);
-  RotateHeads<true>(s, s.kv_heads, dk_rot, plain.k_strides, dk, s.k_strides);
+  AttentionBackwardOperands rotated = x;
+  rotated.q = q_rot;
+  rotated.k = k_rot;
+  rotated.dq = dq_rot;
+  rotated.dk = dk_rot;
+  if (gather) {  // out is null: delta is ready
+    rotated.out = nullptr;
+    rotated.dout = dout_rows;
+  }
+  PlainBackward(plain, rotated, plain_workspace);
+  RotateHeads<true>(s, s.q_heads, dq_rot, plain.q_strides, x.dq, s.q_strides);
+  RotateHeads<true>(s, s.kv_heads, dk_rot, plain.k_strides, x.dk, s.k_strides);
 }
 
-void AttentionBackward(const AttentionShape& s, const float* HWY_RESTRICT q,
-                       const float* HWY_RESTRICT k, const float* HWY_RESTRICT v,
-                       const float* HWY_RESTRICT out,
-                       const float* HWY_RESTRICT lse,
-                       const float* HWY_RESTRICT dout,
-                       float* HWY_RESTRICT delta, float* HWY_RESTRICT dq,
-                       float* HWY_RESTRICT dk, float* HWY_RESTRICT dv,
+void AttentionBackward(const AttentionShape& s,
+                       const AttentionBackwardOperands& x,
                        float* HWY_RESTRICT workspace) {
   if (s.rope.rows != nullptr) {
-    BackwardWithRope(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+    BackwardWithRope(s, x, workspace);
   } else {
-    PlainBackward(s, q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+    PlainBackward(s, x, workspace);
   }
 }
 
@@ -1536,19 +1506,14 @@ size_t AttentionBackwardWorkspaceFloats(const AttentionShape& shape) {
   return HWY_DYNAMIC_DISPATCH(BackwardWorkspaceFloats)(Resolved(shape));
 }
 
-void AttentionForward(const AttentionShape& shape, const float* q,
-                      const float* k, const float* v, float* out, float* lse,
-                      float* workspace) {
-  HWY_DYNAMIC_DISPATCH(AttentionForward)
-  (Resolved(shape), q, k, v, out, lse, workspace);
+void AttentionForward(const AttentionShape& shape,
+                      const AttentionForwardOperands& x, float* workspace) {
+  HWY_DYNAMIC_DISPATCH(AttentionForward)(Resolved(shape), x, workspace);
 }
 
-void AttentionBackward(const AttentionShape& shape, const float* q,
-                       const float* k, const float* v, const float* out,
-                       const float* lse, const float* dout, float* delta,
-                       float* dq, float* dk, float* dv, float* workspace) {
-  HWY_DYNAMIC_DISPATCH(AttentionBackward)
-  (Resolved(shape), q, k, v, out, lse, dout, delta, dq, dk, dv, workspace);
+void AttentionBackward(const AttentionShape& shape,
+                       const AttentionBackwardOperands& x, float* workspace) {
+  HWY_DYNAMIC_DISPATCH(AttentionBackward)(Resolved(shape), x, workspace);
 }
 
 const char* AttentionBackwardScheme(const AttentionShape& shape) {

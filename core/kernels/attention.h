@@ -152,12 +152,44 @@ size_t AttentionTaskScratchFloats(size_t head_dim);
 size_t AttentionForwardWorkspaceFloats(const AttentionShape& shape);
 size_t AttentionBackwardWorkspaceFloats(const AttentionShape& shape);
 
+// The arrays of one forward call, laid out as above (the shape's strides
+// place the rows of q, k, v and out). Not owned. T is float for the kernels
+// and double or std::complex<double> for the scalar twins
+// (attention_scalar.h).
+template <typename T>
+struct AttentionForwardOperandsOf {
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  T* out = nullptr;  // written
+  T* lse = nullptr;  // written: [batch, q_heads, q_len]
+};
+using AttentionForwardOperands = AttentionForwardOperandsOf<float>;
+
+// The arrays of one backward call: the forward's inputs and results, the
+// gradient of its output, and what the backward writes. Not owned; the
+// written arrays must not alias the read ones.
+template <typename T>
+struct AttentionBackwardOperandsOf {
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  const T* out = nullptr;   // the forward's out
+  const T* lse = nullptr;   // the forward's lse
+  const T* dout = nullptr;  // dL/d out, laid out as out
+  T* delta = nullptr;       // written: [batch, q_heads, q_len] workspace
+  T* dq = nullptr;          // written
+  T* dk = nullptr;          // written
+  T* dv = nullptr;          // written
+};
+using AttentionBackwardOperands = AttentionBackwardOperandsOf<float>;
+
 // out = softmax(scale * q k^T, masked) v; lse[i] = L_i (-inf for a query
-// that sees no key, whose output row is then 0). Overwrites out and lse.
-// workspace: null, or AttentionForwardWorkspaceFloats(shape) floats,
+// that sees no key, whose output row is then 0). Overwrites x.out and
+// x.lse. workspace: null, or AttentionForwardWorkspaceFloats(shape) floats,
 // 64-byte aligned (the kernel allocates its own when null).
-void AttentionForward(const AttentionShape& shape, const float* q,
-                      const float* k, const float* v, float* out, float* lse,
+void AttentionForward(const AttentionShape& shape,
+                      const AttentionForwardOperands& x,
                       float* workspace = nullptr);
 
 // Gradients of L = sum(dout * out) with respect to q, k and v, from the
@@ -166,13 +198,10 @@ void AttentionForward(const AttentionShape& shape, const float* q,
 //   dp_ij = <dout_i, v_j>,  ds_ij = p_ij (dp_ij - delta_i)
 //   dq_i = scale sum_j ds_ij k_j,  dk_j = scale sum_i ds_ij q_i,
 //   dv_j = sum_i p_ij dout_i   (dk, dv summed over the group's query heads).
-// delta: [batch, q_heads, q_len] workspace, overwritten with delta_i.
-// Overwrites dq, dk and dv. Outputs must not alias the inputs. workspace:
+// Overwrites x.delta with delta_i, and x.dq, x.dk and x.dv. workspace:
 // null, or AttentionBackwardWorkspaceFloats(shape) floats, 64-byte aligned.
-void AttentionBackward(const AttentionShape& shape, const float* q,
-                       const float* k, const float* v, const float* out,
-                       const float* lse, const float* dout, float* delta,
-                       float* dq, float* dk, float* dv,
+void AttentionBackward(const AttentionShape& shape,
+                       const AttentionBackwardOperands& x,
                        float* workspace = nullptr);
 
 // How AttentionBackward splits `shape` over the current number of threads:

@@ -68,10 +68,16 @@ T SoftmaxRow(const AttentionShape& s, size_t b, size_t i, const T* q_row,
 }  // namespace attention_ref_internal
 
 // out_i = sum_j softmax_j(scale <q_i, k_j>) v_j and lse_i = L_i (see
-// attention.h). Overwrites out and lse.
+// attention.h). Overwrites x.out and x.lse. Contiguous operands only (the
+// shape's strides are not read).
 template <typename T>
-void AttentionForwardRef(const AttentionShape& s, const T* q, const T* k,
-                         const T* v, T* out, T* lse) {
+void AttentionForwardRef(const AttentionShape& s,
+                         const AttentionForwardOperandsOf<T>& x) {
+  const T* q = x.q;
+  const T* k = x.k;
+  const T* v = x.v;
+  T* out = x.out;
+  T* lse = x.lse;
   const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
   std::vector<T> p;
@@ -97,10 +103,18 @@ void AttentionForwardRef(const AttentionShape& s, const T* q, const T* k,
 // Gradients of sum(dout * out) by the textbook softmax backward, row by row:
 //   dp_j = <dout_i, v_j>,  ds_j = p_j (dp_j - sum_l p_l dp_l),
 //   dq_i = scale sum_j ds_j k_j,  dk_j += scale ds_j q_i,  dv_j += p_j dout_i.
-// Overwrites dq, dk and dv.
+// Reads x.q, x.k, x.v and x.dout (it recomputes the probabilities, so not
+// x.out, x.lse or x.delta) and overwrites x.dq, x.dk and x.dv.
 template <typename T>
-void AttentionBackwardRef(const AttentionShape& s, const T* q, const T* k,
-                          const T* v, const T* dout, T* dq, T* dk, T* dv) {
+void AttentionBackwardRef(const AttentionShape& s,
+                          const AttentionBackwardOperandsOf<T>& x) {
+  const T* q = x.q;
+  const T* k = x.k;
+  const T* v = x.v;
+  const T* dout = x.dout;
+  T* dq = x.dq;
+  T* dk = x.dk;
+  T* dv = x.dv;
   const size_t dim = s.head_dim;
   const size_t group = s.q_heads / s.kv_heads;
   std::fill(dk, dk + s.batch * s.kv_heads * s.kv_len * dim, T(0));

@@ -130,8 +130,9 @@ Tensor RunAttention(const char* op, kernels::AttentionShape shape,
     Tensor workspace =
         Workspace(kernels::AttentionForwardWorkspaceFloats(shape));
     profile::Scope scope(profile::Phase::kAttention);
-    kernels::AttentionForward(shape, qkv[0], qkv[1], qkv[2], out.data(),
-                              lse.data(), DataOrNull(workspace));
+    kernels::AttentionForward(shape,
+                              {qkv[0], qkv[1], qkv[2], out.data(), lse.data()},
+                              DataOrNull(workspace));
   }
   // Backward captures the output's data through a detached handle: the
   // output itself would own this node (a reference cycle).
@@ -151,10 +152,18 @@ Tensor RunAttention(const char* op, kernels::AttentionShape shape,
         Tensor workspace =
             Workspace(kernels::AttentionBackwardWorkspaceFloats(shape));
         profile::Scope scope(profile::Phase::kAttention);
-        kernels::AttentionBackward(shape, qkv[0], qkv[1], qkv[2],
-                                   saved_out.data(), lse.data(), dout.data(),
-                                   delta.data(), dqkv[0], dqkv[1], dqkv[2],
-                                   DataOrNull(workspace));
+        kernels::AttentionBackwardOperands x;
+        x.q = qkv[0];
+        x.k = qkv[1];
+        x.v = qkv[2];
+        x.out = saved_out.data();
+        x.lse = lse.data();
+        x.dout = dout.data();
+        x.delta = delta.data();
+        x.dq = dqkv[0];
+        x.dk = dqkv[1];
+        x.dv = dqkv[2];
+        kernels::AttentionBackward(shape, x, DataOrNull(workspace));
         return grads;
       });
 }

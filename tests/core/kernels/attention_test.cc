@@ -100,16 +100,46 @@ struct Outputs {
 // `misalign` floats off alignment.
 Outputs RunKernels(const AttentionShape& s, const Inputs& in, size_t misalign) {
   Outputs o(s, misalign);
-  kernels::AttentionForward(s, in.q.data(), in.k.data(), in.v.data(),
-                            o.out.data(), o.lse.data());
+  kernels::AttentionForward(
+      s, {in.q.data(), in.k.data(), in.v.data(), o.out.data(), o.lse.data()});
   kernels::AttentionBackward(
-      s, in.q.data(), in.k.data(), in.v.data(), o.out.data(), o.lse.data(),
-      in.dout.data(), o.delta.data(), o.dq.data(), o.dk.data(), o.dv.data());
+      s,
+      {in.q.data(), in.k.data(), in.v.data(), o.out.data(), o.lse.data(),
+       in.dout.data(), o.delta.data(), o.dq.data(), o.dk.data(), o.dv.data()});
   return o;
 }
 
 std::vector<double> ToDoubles(const MisalignedFloats& x) {
   return std::vector<double>(x.data(), x.data() + x.size());
+}
+
+// What the scalar twins compute in double from contiguous q, k, v and dout.
+struct Reference {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+// The scalar twins' forward and backward: AttentionBackwardRef reads q, k,
+// v and dout only (it recomputes the probabilities).
+Reference RunReference(const AttentionShape& s, const std::vector<double>& q,
+                       const std::vector<double>& k,
+                       const std::vector<double>& v,
+                       const std::vector<double>& dout) {
+  Reference r{
+      std::vector<double>(QueryFloats(s)), std::vector<double>(QueryRows(s)),
+      std::vector<double>(QueryFloats(s)), std::vector<double>(KeyFloats(s)),
+      std::vector<double>(KeyFloats(s))};
+  kernels::AttentionForwardRef<double>(
+      s, {q.data(), k.data(), v.data(), r.out.data(), r.lse.data()});
+  kernels::AttentionBackwardOperandsOf<double> x;
+  x.q = q.data();
+  x.k = k.data();
+  x.v = v.data();
+  x.dout = dout.data();
+  x.dq = r.dq.data();
+  x.dk = r.dk.data();
+  x.dv = r.dv.data();
+  kernels::AttentionBackwardRef<double>(s, x);
+  return r;
 }
 
 // Runs the kernels on random data (every pointer shifted by `misalign`
@@ -122,15 +152,8 @@ void ExpectMatchesReference(const AttentionShape& s, size_t misalign,
   const Inputs in(s, misalign, rng);
   const Outputs o = RunKernels(s, in, misalign);
 
-  const std::vector<double> q = ToDoubles(in.q), k = ToDoubles(in.k),
-                            v = ToDoubles(in.v), dout = ToDoubles(in.dout);
-  std::vector<double> ref_out(nq), ref_lse(rows);
-  std::vector<double> ref_dq(nq), ref_dk(nk), ref_dv(nk);
-  kernels::AttentionForwardRef<double>(s, q.data(), k.data(), v.data(),
-                                       ref_out.data(), ref_lse.data());
-  kernels::AttentionBackwardRef<double>(s, q.data(), k.data(), v.data(),
-                                        dout.data(), ref_dq.data(),
-                                        ref_dk.data(), ref_dv.data());
+  const auto [ref_out, ref_lse, ref_dq, ref_dk, ref_dv] = RunReference(
+      s, ToDoubles(in.q), ToDoubles(in.k), ToDoubles(in.v), ToDoubles(in.dout));
   // Float accumulation over D and over up to 130 keys.
   ExpectNear(o.out.data(), ref_out.data(), nq, 2e-5, 1e-4, "out " + what);
   ExpectNear(o.lse.data(), ref_lse.data(), rows, 2e-5, 1e-5, "lse " + what);
@@ -231,8 +254,8 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, ZeroKeysAverageVisibleValues) {
   const std::vector<float> k(KeyFloats(s), 0.0f);
   const std::vector<float> v = RandomVector(KeyFloats(s), rng);
   std::vector<float> out(QueryFloats(s)), lse(s.q_len);
-  kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
-                            lse.data());
+  kernels::AttentionForward(
+      s, {q.data(), k.data(), v.data(), out.data(), lse.data()});
   for (size_t i = 0; i < s.q_len; ++i) {
     const size_t visible = s.q_offset + i + 1;
     for (size_t e = 0; e < s.head_dim; ++e) {
@@ -260,16 +283,16 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, DecodeMatchesLastRowOfFullForward) {
     const std::vector<float> k = RandomVector(KeyFloats(full), rng);
     const std::vector<float> v = RandomVector(KeyFloats(full), rng);
     std::vector<float> out(QueryFloats(full)), lse(2 * t);
-    kernels::AttentionForward(full, q.data(), k.data(), v.data(), out.data(),
-                              lse.data());
+    kernels::AttentionForward(
+        full, {q.data(), k.data(), v.data(), out.data(), lse.data()});
     // The last query of each head, as a [1, 2, 1, D] tensor.
     std::vector<float> q_last(2 * dim), out_last(2 * dim), lse_last(2);
     for (size_t h = 0; h < 2; ++h) {
       std::copy_n(q.begin() + ((h + 1) * t - 1) * dim, dim,
                   q_last.begin() + h * dim);
     }
-    kernels::AttentionForward(decode, q_last.data(), k.data(), v.data(),
-                              out_last.data(), lse_last.data());
+    kernels::AttentionForward(decode, {q_last.data(), k.data(), v.data(),
+                                       out_last.data(), lse_last.data()});
     for (size_t h = 0; h < 2; ++h) {
       const size_t row = (h + 1) * t - 1;
       for (size_t e = 0; e < dim; ++e) {
@@ -507,13 +530,7 @@ TEST(AttentionReference, PackedDocumentsEqualDocumentsAlone) {
                             k = random(kKvHeads * kT * kDim),
                             v = random(kKvHeads * kT * kDim),
                             dout = random(kQHeads * kT * kDim);
-  std::vector<double> out(q.size()), lse(kQHeads * kT), dq(q.size()),
-      dk(k.size()), dv(v.size());
-  kernels::AttentionForwardRef<double>(packed, q.data(), k.data(), v.data(),
-                                       out.data(), lse.data());
-  kernels::AttentionBackwardRef<double>(packed, q.data(), k.data(), v.data(),
-                                        dout.data(), dq.data(), dk.data(),
-                                        dv.data());
+  const auto [out, lse, dq, dk, dv] = RunReference(packed, q, k, v, dout);
   for (size_t d = 0; d < starts.size(); ++d) {
     const size_t begin = static_cast<size_t>(starts[d]);
     const size_t len =
@@ -530,17 +547,9 @@ TEST(AttentionReference, PackedDocumentsEqualDocumentsAlone) {
       }
       return part;
     };
-    const std::vector<double> dq_d = rows(q, kQHeads);
-    std::vector<double> a_out(dq_d.size()), a_lse(kQHeads * len),
-        a_dq(dq_d.size()), a_dk(kKvHeads * len * kDim),
-        a_dv(kKvHeads * len * kDim);
-    kernels::AttentionForwardRef<double>(
-        alone, rows(q, kQHeads).data(), rows(k, kKvHeads).data(),
-        rows(v, kKvHeads).data(), a_out.data(), a_lse.data());
-    kernels::AttentionBackwardRef<double>(
-        alone, rows(q, kQHeads).data(), rows(k, kKvHeads).data(),
-        rows(v, kKvHeads).data(), rows(dout, kQHeads).data(), a_dq.data(),
-        a_dk.data(), a_dv.data());
+    const auto [a_out, a_lse, a_dq, a_dk, a_dv] =
+        RunReference(alone, rows(q, kQHeads), rows(k, kKvHeads),
+                     rows(v, kKvHeads), rows(dout, kQHeads));
     const std::string what = "document " + std::to_string(d);
     ExpectNear(rows(out, kQHeads).data(), a_out.data(), a_out.size(), 1e-14,
                1e-12, "out " + what);
@@ -574,18 +583,24 @@ TEST(AttentionReference, BackwardMatchesComplexStep) {
     using Complex = std::complex<double>;
     auto forward = [&](const std::vector<Complex>& z) {
       std::vector<Complex> out(nq), lse(QueryRows(s));
-      kernels::AttentionForwardRef<Complex>(s, z.data(), z.data() + nq,
-                                            z.data() + nq + nk, out.data(),
-                                            lse.data());
+      kernels::AttentionForwardRef<Complex>(
+          s, {z.data(), z.data() + nq, z.data() + nq + nk, out.data(),
+              lse.data()});
       return out;
     };
     const std::vector<double> expected =
         test::ComplexStepGradientOfWeightedSum(forward, x, dout);
 
     std::vector<double> grads(nq + 2 * nk);
-    kernels::AttentionBackwardRef<double>(
-        s, x.data(), x.data() + nq, x.data() + nq + nk, dout.data(),
-        grads.data(), grads.data() + nq, grads.data() + nq + nk);
+    kernels::AttentionBackwardOperandsOf<double> operands;
+    operands.q = x.data();
+    operands.k = x.data() + nq;
+    operands.v = x.data() + nq + nk;
+    operands.dout = dout.data();
+    operands.dq = grads.data();
+    operands.dk = grads.data() + nq;
+    operands.dv = grads.data() + nq + nk;
+    kernels::AttentionBackwardRef<double>(s, operands);
     ExpectNear(grads.data(), expected.data(), grads.size(), 1e-12, 1e-10,
                std::string("d(q,k,v) ") + (mask == 2 ? "documents"
                                            : causal  ? "causal"
@@ -627,15 +642,8 @@ TEST(AttentionKernelMemory, LongSequenceUsesLinearMemory) {
                                    in.q.data() + kT * dim);
   const std::vector<double> dout_last(in.dout.data() + (kT - 1) * dim,
                                       in.dout.data() + kT * dim);
-  const std::vector<double> kd = ToDoubles(in.k), vd = ToDoubles(in.v);
-  std::vector<double> ref_out(dim), ref_lse(1), ref_dq(dim);
-  std::vector<double> ref_dk(kd.size()), ref_dv(vd.size());
-  kernels::AttentionForwardRef<double>(last, q_last.data(), kd.data(),
-                                       vd.data(), ref_out.data(),
-                                       ref_lse.data());
-  kernels::AttentionBackwardRef<double>(
-      last, q_last.data(), kd.data(), vd.data(), dout_last.data(),
-      ref_dq.data(), ref_dk.data(), ref_dv.data());
+  const auto [ref_out, ref_lse, ref_dq, ref_dk, ref_dv] =
+      RunReference(last, q_last, ToDoubles(in.k), ToDoubles(in.v), dout_last);
   ExpectNear(o.out.data() + (kT - 1) * dim, ref_out.data(), dim, 1e-5, 1e-4,
              "last row of out");
   ExpectNear(o.lse.data() + kT - 1, ref_lse.data(), 1, 1e-5, 1e-5, "last lse");
@@ -759,11 +767,11 @@ void ExpectRopeInsideEqualsSeparate(const RopeCase& c, size_t misalign,
   }
   std::vector<float> out(q.size()), lse(c.batch * c.q_heads * c.len),
       delta(lse.size()), dq(q.size()), dk(k.size()), dv(v.size());
-  kernels::AttentionForward(s, q.data(), k.data(), v.data(), out.data(),
-                            lse.data());
-  kernels::AttentionBackward(s, q.data(), k.data(), v.data(), out.data(),
-                             lse.data(), g.data(), delta.data(), dq.data(),
-                             dk.data(), dv.data());
+  kernels::AttentionForward(
+      s, {q.data(), k.data(), v.data(), out.data(), lse.data()});
+  kernels::AttentionBackward(
+      s, {q.data(), k.data(), v.data(), out.data(), lse.data(), g.data(),
+          delta.data(), dq.data(), dk.data(), dv.data()});
   if (rows) {
     kernels::RopeBackward(*rows, rope_shape, positions, in_place(dq, c.q_heads),
                           in_place(dk, c.kv_heads),
@@ -786,13 +794,14 @@ void ExpectRopeInsideEqualsSeparate(const RopeCase& c, size_t misalign,
   MisalignedFloats f_out(om.floats(), misalign, 7.0f);
   MisalignedFloats f_lse(lse.size(), misalign), f_delta(lse.size(), misalign);
   MisalignedFloats f_dqkv(qm.floats(), misalign, 7.0f);
-  kernels::AttentionForward(fused, base + qm.column, base + km.column,
-                            base + vm.column, f_out.data(), f_lse.data());
+  kernels::AttentionForward(
+      fused, {base + qm.column, base + km.column, base + vm.column,
+              f_out.data(), f_lse.data()});
   float* dqkv = f_dqkv.data();
-  kernels::AttentionBackward(fused, base + qm.column, base + km.column,
-                             base + vm.column, f_out.data(), f_lse.data(),
-                             dout.data(), f_delta.data(), dqkv + qm.column,
-                             dqkv + km.column, dqkv + vm.column);
+  kernels::AttentionBackward(
+      fused, {base + qm.column, base + km.column, base + vm.column,
+              f_out.data(), f_lse.data(), dout.data(), f_delta.data(),
+              dqkv + qm.column, dqkv + km.column, dqkv + vm.column});
   EXPECT_TRUE(om.Gather(f_out.data()) == out) << "out " << what;
   EXPECT_TRUE(std::vector<float>(f_lse.data(), f_lse.data() + lse.size()) ==
               lse)
@@ -906,15 +915,9 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, RopeInsideMatchesReference) {
     const std::vector<double> q = rotate(ToDoubles(in.q), hq, false);
     const std::vector<double> k = rotate(ToDoubles(in.k), hkv, false);
     const std::vector<double> v = ToDoubles(in.v), dout = ToDoubles(in.dout);
-    std::vector<double> out(q.size()), lse(QueryRows(s)), dq(q.size()),
-        dk(k.size()), dv(v.size());
     AttentionShape plain = s;
     plain.rope = kernels::AttentionRope();
-    kernels::AttentionForwardRef<double>(plain, q.data(), k.data(), v.data(),
-                                         out.data(), lse.data());
-    kernels::AttentionBackwardRef<double>(plain, q.data(), k.data(), v.data(),
-                                          dout.data(), dq.data(), dk.data(),
-                                          dv.data());
+    auto [out, lse, dq, dk, dv] = RunReference(plain, q, k, v, dout);
     dq = rotate(dq, hq, true);
     dk = rotate(dk, hkv, true);
     const std::string what = "T=" + std::to_string(t);
@@ -936,8 +939,8 @@ TEST(AttentionKernelRope, RefusesDecodingShapes) {
   s.rope.rotary_dim = 4;
   s.rope.positions = &positions;
   std::vector<float> q(8), k(24), v(24), out(8), lse(2);
-  EXPECT_THROW(kernels::AttentionForward(s, q.data(), k.data(), v.data(),
-                                         out.data(), lse.data()),
+  EXPECT_THROW(kernels::AttentionForward(
+                   s, {q.data(), k.data(), v.data(), out.data(), lse.data()}),
                Error);
   // Positions past the end of the table's rows.
   s = MakeShape(1, 1, 1, 2, 2, 4);
@@ -946,8 +949,8 @@ TEST(AttentionKernelRope, RefusesDecodingShapes) {
   kernels::RopePositions far;
   far.offset = rows->num_positions();
   s.rope.positions = &far;
-  EXPECT_THROW(kernels::AttentionForward(s, q.data(), k.data(), v.data(),
-                                         out.data(), lse.data()),
+  EXPECT_THROW(kernels::AttentionForward(
+                   s, {q.data(), k.data(), v.data(), out.data(), lse.data()}),
                Error);
 }
 
@@ -982,12 +985,7 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16WithinBfloat16sBound) {
     const std::vector<double> q = ToDoubles(in.q), k = ToDoubles(in.k),
                               v = ToDoubles(in.v), dout = ToDoubles(in.dout);
     const size_t nq = QueryFloats(s), nk = KeyFloats(s), dim = s.head_dim;
-    std::vector<double> out(nq), lse(QueryRows(s)), dq(nq), dk(nk), dv(nk);
-    kernels::AttentionForwardRef<double>(s, q.data(), k.data(), v.data(),
-                                         out.data(), lse.data());
-    kernels::AttentionBackwardRef<double>(s, q.data(), k.data(), v.data(),
-                                          dout.data(), dq.data(), dk.data(),
-                                          dv.data());
+    const auto [out, lse, dq, dk, dv] = RunReference(s, q, k, v, dout);
     double v_max = 0.0, worst_e = 0.0, out_worst = 0.0;
     for (double x : v) v_max = std::max(v_max, std::fabs(x));
     // q and k rows are contiguous per head; every query's keys are its kv
@@ -1083,11 +1081,11 @@ ROTOR_PER_TARGET_TEST(AttentionKernel, Bf16HiddenValuesNeverReachTheOutput) {
     }
   }
   Outputs with_nan(s, 0), with_zero(s, 0);
-  kernels::AttentionForward(s, in.q.data(), in.k.data(), in.v.data(),
-                            with_nan.out.data(), with_nan.lse.data());
-  kernels::AttentionForward(s, zeroed.q.data(), zeroed.k.data(),
-                            zeroed.v.data(), with_zero.out.data(),
-                            with_zero.lse.data());
+  kernels::AttentionForward(s, {in.q.data(), in.k.data(), in.v.data(),
+                                with_nan.out.data(), with_nan.lse.data()});
+  kernels::AttentionForward(s,
+                            {zeroed.q.data(), zeroed.k.data(), zeroed.v.data(),
+                             with_zero.out.data(), with_zero.lse.data()});
   for (size_t i = 0; i < QueryFloats(s); ++i) {
     ASSERT_TRUE(std::isfinite(with_nan.out.data()[i])) << i;
     ASSERT_EQ(with_nan.out.data()[i], with_zero.out.data()[i]) << i;

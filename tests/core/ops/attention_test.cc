@@ -175,8 +175,8 @@ TEST(AttentionOp, MatchesReferenceForStridedQuery) {
   const std::vector<double> qd(qf.begin(), qf.end()), kd(kf.begin(), kf.end()),
       vd(vf.begin(), vf.end());
   std::vector<double> expected(qd.size()), lse(kB * kH * kT);
-  kernels::AttentionForwardRef<double>(s, qd.data(), kd.data(), vd.data(),
-                                       expected.data(), lse.data());
+  kernels::AttentionForwardRef<double>(
+      s, {qd.data(), kd.data(), vd.data(), expected.data(), lse.data()});
   const std::vector<float> actual = out.ToVector();
   test::ExpectNear(actual.data(), expected.data(), actual.size(), 1e-5, 1e-4,
                    "CausalAttention");
