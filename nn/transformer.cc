@@ -23,6 +23,17 @@ double OutputInitStd(const TransformerConfig& config) {
          std::sqrt(2.0 * static_cast<double>(config.num_hidden_layers));
 }
 
+// Decoding: appends this step's rotated keys and values [B, kv_heads, T, D]
+// to `cache` along T, and returns everything cached in keys and values.
+void AppendToCache(LayerKvCache& cache, Tensor& keys, Tensor& values) {
+  if (cache.keys.defined()) {
+    keys = Concat({cache.keys, keys}, 2);
+    values = Concat({cache.values, values}, 2);
+  }
+  cache.keys = keys;
+  cache.values = values;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -67,41 +78,51 @@ bool CausalSelfAttention::fused() const {
 Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
                                     const TokenPositions& positions,
                                     LayerKvCache* cache) const {
-  const int64_t batch = x.size(0);
-  const int64_t seq = x.size(1);
   // qkv [B, T, (heads + 2 kv_heads) * D] from one GEMM, unless an adapter
   // sits on q, k or v (then each projection runs on its own).
   const Tensor qkv = fused()
                          ? FusedLinearForward({&q_proj_, &k_proj_, &v_proj_}, x)
                          : Tensor();
-  if (cache == nullptr && rope_inside_attention_) {
-    // Training and scoring: the kernels read the projections [B, T,
-    // heads*D] where they are and rotate q and k tiles as they load them;
-    // the result comes out [B, T, heads*D], ready for o_proj.
-    AttentionRopeSettings rope;
-    rope.table = &table;
-    rope.positions = positions.rope;
-    rope.layout = layout_;
-    rope.partial_rotary_factor = partial_rotary_factor_;
-    if (qkv.defined()) {
-      return o_proj_.Forward(
-          FusedRopeCausalAttention(qkv, num_heads_, num_kv_heads_, head_dim_,
-                                   rope, positions.key_start));
-    }
-    return o_proj_.Forward(RopeCausalAttention(
-        q_proj_.Forward(x), k_proj_.Forward(x), v_proj_.Forward(x), head_dim_,
-        rope, positions.key_start));
+  const Tensor attended =
+      cache == nullptr && rope_inside_attention_
+          ? AttendWithRopeInside(x, qkv, table, positions)
+          : AttendAfterRope(x, qkv, table, positions, cache);
+  return o_proj_.Forward(attended);
+}
+
+// Training and scoring: the kernels read the projections [B, T, heads*D]
+// where they are and rotate q and k tiles as they load them; the result
+// comes out [B, T, heads*D], ready for o_proj.
+Tensor CausalSelfAttention::AttendWithRopeInside(
+    const Tensor& x, const Tensor& qkv, RopeTable& table,
+    const TokenPositions& positions) const {
+  AttentionRopeSettings rope;
+  rope.table = &table;
+  rope.positions = positions.rope;
+  rope.layout = layout_;
+  rope.partial_rotary_factor = partial_rotary_factor_;
+  if (qkv.defined()) {
+    return FusedRopeCausalAttention(qkv, num_heads_, num_kv_heads_, head_dim_,
+                                    rope, positions.key_start);
   }
+  return RopeCausalAttention(q_proj_.Forward(x), k_proj_.Forward(x),
+                             v_proj_.Forward(x), head_dim_, rope,
+                             positions.key_start);
+}
+
+// Projections [B, T, heads*D], viewed as [B, heads, T, D] (a column block
+// of qkv is copied to contiguous rows first); RoPE reads the views of q and
+// k, and v is made contiguous here.
+std::tuple<Tensor, Tensor, Tensor> CausalSelfAttention::ProjectHeads(
+    const Tensor& x, const Tensor& qkv) const {
+  const int64_t batch = x.size(0);
+  const int64_t seq = x.size(1);
   // q, k and v: column blocks of qkv (views), or the projections' own.
   const int64_t q_width = num_heads_ * head_dim_;
   const int64_t kv_width = num_kv_heads_ * head_dim_;
   auto projection = [&](const Linear& layer, int64_t column, int64_t width) {
     return qkv.defined() ? Narrow(qkv, 2, column, width) : layer.Forward(x);
   };
-  // Decoding with a KV cache (which keeps rotated keys), or RoPE outside
-  // attention: RoPE runs first. Projections [B, T, heads*D], viewed as
-  // [B, heads, T, D] (a column block of qkv is copied to contiguous rows
-  // first); RoPE reads the views and writes contiguous rotated q and k.
   auto heads_view = [&](const Tensor& projected, int64_t heads) {
     return Permute(Reshape(projected, {batch, seq, heads, head_dim_}),
                    {0, 2, 1, 3});
@@ -111,17 +132,21 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
       heads_view(projection(k_proj_, q_width, kv_width), num_kv_heads_);
   Tensor values = Contiguous(heads_view(
       projection(v_proj_, q_width + kv_width, kv_width), num_kv_heads_));
+  return {q, k, values};
+}
+
+// Decoding with a KV cache (which keeps rotated keys), or RoPE outside
+// attention: RoPE runs first, on the projections viewed as heads
+// (ProjectHeads), then attention, then the heads merge back to
+// [B, T, heads*D].
+Tensor CausalSelfAttention::AttendAfterRope(const Tensor& x, const Tensor& qkv,
+                                            RopeTable& table,
+                                            const TokenPositions& positions,
+                                            LayerKvCache* cache) const {
+  auto [q, k, values] = ProjectHeads(x, qkv);
   auto [q_rot, keys] =
       Rope(q, k, table, positions.rope, layout_, partial_rotary_factor_);
-
-  if (cache != nullptr) {
-    if (cache->keys.defined()) {
-      keys = Concat({cache->keys, keys}, 2);
-      values = Concat({cache->values, values}, 2);
-    }
-    cache->keys = keys;
-    cache->values = values;
-  }
+  if (cache != nullptr) AppendToCache(*cache, keys, values);
   // Queries are the last `seq` of the keys' positions: causal with offset.
   // Packed documents (never with a cache): from each one's start on.
   const Tensor attended =
@@ -130,9 +155,8 @@ Tensor CausalSelfAttention::Forward(const Tensor& x, RopeTable& table,
           : CausalAttention(q_rot, keys, values,
                             DefaultAttentionScale(head_dim_), 0,
                             positions.key_start);
-  const Tensor merged = Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
-                                {batch, seq, num_heads_ * head_dim_});
-  return o_proj_.Forward(merged);
+  return Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
+                 {x.size(0), x.size(1), num_heads_ * head_dim_});
 }
 
 // ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -135,6 +136,20 @@ class CausalSelfAttention : public Module {
   // Whether q, k and v come from one GEMM: fuse_projections and no adapter
   // on any of them.
   bool fused() const;
+  // Forward's two ways to attend, from x [B, T, H] and qkv (the fused
+  // projections, or undefined: each layer projects x itself), each
+  // returning [B, T, heads * D] for o_proj: RoPE inside the attention
+  // kernels (no cache), or RoPE first (a cache, or rope_inside_attention
+  // off).
+  Tensor AttendWithRopeInside(const Tensor& x, const Tensor& qkv,
+                              RopeTable& table,
+                              const TokenPositions& positions) const;
+  Tensor AttendAfterRope(const Tensor& x, const Tensor& qkv, RopeTable& table,
+                         const TokenPositions& positions,
+                         LayerKvCache* cache) const;
+  // q, k and v as [B, heads, T, D] (v contiguous) for AttendAfterRope.
+  std::tuple<Tensor, Tensor, Tensor> ProjectHeads(const Tensor& x,
+                                                  const Tensor& qkv) const;
 
   int64_t num_heads_, num_kv_heads_, head_dim_;
   double partial_rotary_factor_;
