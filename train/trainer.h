@@ -94,8 +94,8 @@ class Trainer {
   const TrainerState& state() const { return state_; }
 
  private:
-  // The constructor's set-up steps, in its order. Each comment says what
-  // the step establishes; a step whose check fails throws.
+  // The constructor's set-up steps, in its order (trainer_setup.cc). Each
+  // comment says what the step establishes; a step whose check fails throws.
   //
   // This rank's threads and collective timeout; a batch the ranks share.
   void SetUpRank();
@@ -126,7 +126,7 @@ class Trainer {
   // gradient buckets and, under ZeRO stage 1, its share of the moments.
   void SetUpDataParallel();
 
-  // One optimizer step's pieces, in the order Run calls them.
+  // One optimizer step's pieces, in the order Run calls them (trainer.cc).
   // The mean loss of one batch (or a rank's piece of one).
   Tensor BatchLoss(const Batch& batch);
   double ForwardBackward();  // returns the step's loss
