@@ -50,7 +50,7 @@ void RunKeys(const KeysOptions& options) {
       shown.push_back(entry);
     }
   }
-  ROTOR_CHECK(!shown.empty(), "rotor keys: '", train::Excerpt(options.section),
+  ROTOR_CHECK(!shown.empty(), "'", train::Excerpt(options.section),
               "' is no key of ",
               options.report ? "an extend-report" : "a training", " config",
               DidYouMean(options.section, paths));
