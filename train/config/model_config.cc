@@ -1,10 +1,6 @@
 #include "train/config/model_config.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
-#include <set>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
