@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/excerpt.h"
 #include "core/kernels/rope.h"
 #include "core/limits.h"
 
@@ -16,27 +17,14 @@ constexpr double kPi = 3.14159265358979323846;
 struct RopeTypeInfo {
   RopeType type;
   const char* name;
-  std::vector<std::string> keys;
 };
 
 const std::vector<RopeTypeInfo>& RopeTypeTable() {
   static const std::vector<RopeTypeInfo> table = {
-      {RopeType::kDefault, "default", {}},
-      {RopeType::kLinear, "linear", {"factor"}},
-      {RopeType::kNtk, "ntk", {"factor"}},
-      {RopeType::kDynamic, "dynamic", {"factor"}},
-      {RopeType::kYarn,
-       "yarn",
-       {"factor", "original_max_position_embeddings", "attention_factor",
-        "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"}},
-      {RopeType::kLlama3,
-       "llama3",
-       {"factor", "original_max_position_embeddings", "low_freq_factor",
-        "high_freq_factor"}},
-      {RopeType::kLongRope,
-       "longrope",
-       {"factor", "original_max_position_embeddings", "attention_factor",
-        "short_factor", "long_factor"}},
+      {RopeType::kDefault, "default"},   {RopeType::kLinear, "linear"},
+      {RopeType::kNtk, "ntk"},           {RopeType::kDynamic, "dynamic"},
+      {RopeType::kYarn, "yarn"},         {RopeType::kLlama3, "llama3"},
+      {RopeType::kLongRope, "longrope"},
   };
   return table;
 }
@@ -166,8 +154,33 @@ std::string RopeTypeNames() {
   return names;
 }
 
+namespace {
+
+// The names of the rope_scaling rows that apply to one method.
+struct MethodKeys {
+  RopeType type;
+  std::vector<std::string> keys;
+  template <typename T, typename Check>
+  void operator()(const Key&, T&, const Check&) {}
+  template <typename T, typename Check>
+  void operator()(const Key& key, T&, const Check&, const ForMethods& only) {
+    if (only.Has(type)) keys.push_back(key.name);
+  }
+};
+
+}  // namespace
+
 std::vector<std::string> RopeScalingKeys(RopeType type) {
-  return InfoFor(type).keys;
+  return VisitedOnDefaults<RopeScalingConfig>(MethodKeys{type, {}}).keys;
+}
+
+bool ForMethods::Has(RopeType type) const {
+  return std::find(methods.begin(), methods.end(), type) != methods.end();
+}
+
+std::string RefuseRopeType(const std::string& given) {
+  return StrCat("unknown rope_type '", Excerpt(given),
+                "' (known: ", RopeTypeNames(), ")");
 }
 
 int64_t RotaryDim(const RopeScalingConfig& config) {

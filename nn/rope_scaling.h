@@ -23,8 +23,9 @@
 //   longrope  inv = theta / lambda_i with per-pair factors lambda (short_factor
 //             up to L0, long_factor beyond)    a = sqrt(1 + ln s / ln L0)
 // Everything is computed in double; no YAML here (train/config/model_config.h
-// parses configs). The result feeds the RoPE op as RopeTable(inv_freq,
-// attention_factor) (core/kernels/rope.h).
+// parses configs, through the table of rope_scaling's keys at the end). The
+// result feeds the RoPE op as RopeTable(inv_freq, attention_factor)
+// (core/kernels/rope.h).
 #ifndef ROTOR_NN_ROPE_SCALING_H_
 #define ROTOR_NN_ROPE_SCALING_H_
 
@@ -32,6 +33,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/fields.h"
+#include "core/limits.h"
 
 namespace rotor {
 
@@ -53,7 +57,8 @@ std::optional<RopeType> RopeTypeFromName(const std::string& name);
 std::string RopeTypeNames();
 
 // The `rope_scaling` keys (besides rope_type) that apply to `type`, in HF's
-// spelling, e.g. {"factor"} for linear. Other keys are an error.
+// spelling, e.g. {"factor"} for linear: the rows of the table below
+// (VisitFields) whose ForMethods lists `type`. Other keys are an error.
 std::vector<std::string> RopeScalingKeys(RopeType type);
 
 // RoPE settings of a model. Optional fields are the keys a config may omit;
@@ -161,6 +166,65 @@ struct YarnRampBounds {
   double high = 0.0;
 };
 YarnRampBounds ComputeYarnRampBounds(const RopeScalingConfig& config);
+
+// --- rope_scaling's keys (core/fields.h), beside the struct ---
+
+// The methods a rope_scaling row applies to, as model rows carry OnlyFor:
+// the readers refuse the key for another method ("does not apply to
+// rope_type 'linear' (its keys: factor)"), the writers leave it out, and
+// a method's rows are its keys (RopeScalingKeys), as transformers lists
+// each method's required and optional keys.
+struct ForMethods {
+  std::vector<RopeType> methods;
+  bool Has(RopeType type) const;
+};
+
+// What the readers say of a rope_type that names no method: "unknown
+// rope_type 'X' (known: default, linear, ...)".
+std::string RefuseRopeType(const std::string& given);
+
+// The keys of rope_scaling, in HF's spelling: rope_type (the method, read
+// first), then each method's keys.
+template <typename Visitor>
+void VisitFields(Visitor& v, RopeScalingConfig& r) {
+  constexpr RopeType kYarn = RopeType::kYarn;
+  constexpr RopeType kLlama3 = RopeType::kLlama3;
+  constexpr RopeType kLongRope = RopeType::kLongRope;
+  v(Key{"rope_type",
+        "the method (default, linear, ntk, dynamic, yarn, "
+        "llama3, longrope)",
+        "type"},
+    r.rope_type,
+    field::Choice<RopeType>{RopeTypeName, RopeTypeFromName, RefuseRopeType});
+  v(Key{"factor", "s: the new context over the original"}, r.factor,
+    field::AnyReal{},
+    ForMethods{{RopeType::kLinear, RopeType::kNtk, RopeType::kDynamic, kYarn,
+                kLlama3, kLongRope}});
+  v(Key{"original_max_position_embeddings",
+        "L0: the length the model was pre-trained at"},
+    r.original_max_position_embeddings, field::Int{1, limits::kMaxPositions},
+    ForMethods{{kYarn, kLlama3, kLongRope}});
+  v(Key{"attention_factor", "yarn, longrope: the attention temperature"},
+    r.attention_factor, field::AnyReal{}, ForMethods{{kYarn, kLongRope}});
+  v(Key{"beta_fast", "yarn: rotations within L0 above which pairs stay"},
+    r.beta_fast, field::AnyReal{}, ForMethods{{kYarn}});
+  v(Key{"beta_slow", "yarn: rotations within L0 below which pairs scale"},
+    r.beta_slow, field::AnyReal{}, ForMethods{{kYarn}});
+  v(Key{"mscale", "yarn (DeepSeek): attention factor numerator"}, r.mscale,
+    field::AnyReal{}, ForMethods{{kYarn}});
+  v(Key{"mscale_all_dim", "yarn (DeepSeek): attention factor denominator"},
+    r.mscale_all_dim, field::AnyReal{}, ForMethods{{kYarn}});
+  v(Key{"truncate", "yarn: whole-pair ramp bounds (false: gpt-oss)"},
+    r.truncate, field::Flag{}, ForMethods{{kYarn}});
+  v(Key{"low_freq_factor", "llama3: L0 / the longest kept wavelength"},
+    r.low_freq_factor, field::AnyReal{}, ForMethods{{kLlama3}});
+  v(Key{"high_freq_factor", "llama3: L0 / the shortest scaled wavelength"},
+    r.high_freq_factor, field::AnyReal{}, ForMethods{{kLlama3}});
+  v(Key{"short_factor", "longrope: per-pair factors up to L0"}, r.short_factor,
+    field::Reals{}, ForMethods{{kLongRope}});
+  v(Key{"long_factor", "longrope: per-pair factors beyond L0"}, r.long_factor,
+    field::Reals{}, ForMethods{{kLongRope}});
+}
 
 }  // namespace rotor
 

@@ -13,6 +13,7 @@ void AddCommands(CLI::App& rotor) {
   AddExtendReportCommand(rotor);
   AddRopeCommand(rotor);
   AddTokenizerCommand(rotor);
+  AddKeysCommand(rotor);
 }
 
 }  // namespace tools

@@ -23,6 +23,7 @@ void AddExtendReportCommand(CLI::App& rotor);
 void AddRopeCommand(CLI::App& rotor);
 void AddTokenizerCommand(CLI::App& rotor);
 void AddExportCommand(CLI::App& rotor);
+void AddKeysCommand(CLI::App& rotor);
 
 }  // namespace tools
 }  // namespace rotor

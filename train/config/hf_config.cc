@@ -241,21 +241,27 @@ class JsonWriter {
       members_[key.name] = std::move(*value);
     }
   }
-  void Section(const Key& key, RopeScalingConfig& rope) {
-    if (rope.rope_type == RopeType::kDefault) {
-      members_[key.name] = nullptr;
-      return;
-    }
-    std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
-    keys.push_back("rope_type");
-    // truncate is gpt-oss's alone (false); transformers before 4.55 warns
-    // about the key, so its default stays unsaid.
-    if (rope.truncate) {
-      keys.erase(std::remove(keys.begin(), keys.end(), "truncate"), keys.end());
-    }
-    JsonWriter scaling(&keys);
-    VisitFields(scaling, rope);
-    members_[key.name] = scaling.Object();
+  // A section's method (rope_scaling's rope_type), written first; a row
+  // that carries ForMethods is written only for the methods it lists.
+  void operator()(const Key& key, RopeType method,
+                  const field::Choice<RopeType>& check) {
+    method_ = method;
+    if (Writes(only_, key)) members_[key.name] = check.name(method);
+  }
+  template <typename T, typename Check>
+  void operator()(const Key& key, const T& member, const Check& check,
+                  const ForMethods& only) {
+    if (only.Has(method_.value())) (*this)(key, member, check);
+  }
+  // A section is an object, or null when its method has no keys
+  // (rope_scaling for default RoPE).
+  template <typename Struct>
+  void Section(const Key& key, Struct& fields) {
+    JsonWriter section;
+    VisitFields(section, fields);
+    const bool keyless =
+        section.method_ && RopeScalingKeys(*section.method_).empty();
+    members_[key.name] = keyless ? Json(nullptr) : section.Object();
   }
 
   std::map<std::string, Json>& members() { return members_; }
@@ -294,6 +300,7 @@ class JsonWriter {
   }
 
   const std::vector<std::string>* only_;
+  std::optional<RopeType> method_;  // the section's, once its row is seen
   std::map<std::string, Json> members_;
 };
 
@@ -352,6 +359,11 @@ std::string HfConfigJson(const ModelConfig& model,
   JsonWriter writer;
   VisitFields(writer, written);
   std::map<std::string, Json>& keys = writer.members();
+  // truncate is gpt-oss's alone (false); transformers before 4.55 warns
+  // about the key, so its default stays unsaid.
+  if (keys["rope_scaling"].is_object() && rope.truncate) {
+    keys["rope_scaling"].erase("truncate");
+  }
   keys["architectures"] = Json::array({ArchitectureName(model.model_type)});
   keys["use_cache"] = true;
   if (model.model_type != ModelType::kLlama && !model.sliding_window) {

@@ -1,29 +1,16 @@
 #include "train/config/model_config.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
-#include <set>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/limits.h"
-#include "train/config/model_reader.h"
-#include "train/config/model_yaml.h"
-#include "train/config/yaml.h"
+#include "train/config/overrides.h"
 #include "train/io/message.h"
 
 namespace rotor::train {
 namespace {
-
-ModelConfig ParseModelSection(const YAML::Node& root, const std::string& file) {
-  if (!root.IsMap() || !root["model"]) {
-    throw Error(StrCat(file, ": no 'model:' section"));
-  }
-  return ParseModelConfig(root["model"], file);
-}
 
 // A key of the model table that exists only in some architectures, set in a
 // config of another.
@@ -45,7 +32,9 @@ struct ModelTypeKeyCheck {
         key.name, StrCat("does not apply to model_type ", ModelTypeName(type),
                          " (only to ", only.which, ")")};
   }
-  void Section(const Key&, RopeScalingConfig&) {}
+  // A section (rope_scaling) holds no architecture's keys.
+  template <typename Struct>
+  void Section(const Key&, Struct&) {}
 };
 
 }  // namespace
@@ -53,11 +42,6 @@ struct ModelTypeKeyCheck {
 std::string RefuseModelType(const std::string& given) {
   return StrCat("'", Excerpt(given),
                 "' is not supported (rotor runs llama, mistral and qwen2)");
-}
-
-std::string RefuseRopeType(const std::string& given) {
-  return StrCat("unknown rope_type '", Excerpt(given),
-                "' (known: ", RopeTypeNames(), ")");
 }
 
 std::string RefuseHiddenAct(const std::string& given) {
@@ -133,22 +117,6 @@ const char* ArchitectureName(ModelType type) {
   return "?";
 }
 
-ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file,
-                             const OverriddenKeys& overridden) {
-  return ModelReader<YamlValue>(file, ModelConfigDialect::kRotorYaml, nullptr,
-                                &overridden)
-      .Parse(YamlValue(model));
-}
-
-ModelConfig ParseModelConfigText(const std::string& yaml_text,
-                                 const std::string& file) {
-  return ParseModelSection(LoadConfigYaml(yaml_text, file), file);
-}
-
-ModelConfig LoadModelConfig(const std::string& path) {
-  return ParseModelSection(LoadConfigYamlFile(path), path);
-}
-
 void CheckModelOverrides(const std::vector<std::string>& overrides,
                          const std::string& source) {
   for (const std::string& assignment : overrides) {
@@ -156,45 +124,6 @@ void CheckModelOverrides(const std::vector<std::string>& overrides,
     ROTOR_CHECK(key.rfind("model.", 0) == 0, OverrideName(assignment), " of ",
                 source, ": only model.* keys apply to a model");
   }
-}
-
-ModelConfig OverrideModelConfig(const ModelConfig& model,
-                                const std::vector<std::string>& overrides,
-                                const std::string& source) {
-  YAML::Node root(YAML::NodeType::Map);
-  root["model"] = ModelConfigToYaml(model);
-  // A malformed override is named first.
-  const OverriddenKeys overridden = ApplyYamlOverrides(root, overrides);
-  CheckModelOverrides(overrides, source);
-  return ParseModelConfig(root["model"], source, overridden);
-}
-
-namespace {
-
-// The YAML writer of the model table: rope_scaling is null for default RoPE,
-// else its rope_type and the keys that apply to it.
-class ModelYamlWriter : public YamlWriter {
- public:
-  void Section(const Key& key, RopeScalingConfig& rope) {
-    if (rope.rope_type == RopeType::kDefault) {
-      node()[key.name] = YAML::Node(YAML::NodeType::Null);
-      return;
-    }
-    std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
-    keys.push_back("rope_type");
-    YamlWriter scaling(&keys);
-    VisitFields(scaling, rope);
-    node()[key.name] = scaling.node();
-  }
-};
-
-}  // namespace
-
-YAML::Node ModelConfigToYaml(const ModelConfig& model) {
-  ModelConfig copy = model;
-  ModelYamlWriter writer;
-  VisitFields(writer, copy);
-  return writer.node();
 }
 
 int64_t PretrainedLength(const ModelConfig& model) {

@@ -16,8 +16,8 @@
 // head_dim (optional; else hidden_size / num_attention_heads), rope_theta
 // (default 10000), max_position_embeddings (required), partial_rotary_factor
 // (default 1) and rope_scaling (a map with rope_type, or the legacy `type`, and
-// the keys nn/rope_scaling.h lists for that type; absent or null means
-// default RoPE). A null value counts as absent, as in HF.
+// the keys whose rows in nn/rope_scaling.h list that type; absent or null
+// means default RoPE). A null value counts as absent, as in HF.
 //
 // The architecture keys of HF's config.json are keys here too, so a model
 // folder's config reads the same way (train/config/hf_config.h):
@@ -40,10 +40,10 @@
 #include <string>
 #include <vector>
 
+#include "core/fields.h"
 #include "core/limits.h"
 #include "nn/rope_scaling.h"
 #include "nn/transformer.h"
-#include "train/config/fields.h"
 
 namespace rotor::train {
 
@@ -62,9 +62,9 @@ std::optional<ModelType> ModelTypeFromName(const std::string& name);
 const char* ArchitectureName(ModelType type);
 
 // What the readers say of a name the tables below refuse, e.g. "'gpt2' is
-// not supported (rotor runs llama, mistral and qwen2)".
+// not supported (rotor runs llama, mistral and qwen2)" (rope_type's:
+// nn/rope_scaling.h, beside rope_scaling's table).
 std::string RefuseModelType(const std::string& given);
-std::string RefuseRopeType(const std::string& given);
 std::string RefuseHiddenAct(const std::string& given);
 std::string RefuseTorchDtype(const std::string& given);
 
@@ -114,45 +114,6 @@ struct OnlyFor {
   std::vector<ModelType> types;
   const char* which;  // for the message: "llama", "mistral, qwen2"
 };
-
-// The keys of rope_scaling, in HF's spelling. Which of them apply to a
-// method is the method's own list (nn/rope_scaling.h RopeScalingKeys, as
-// transformers' per-method required and optional keys); the others are
-// refused.
-template <typename Visitor>
-void VisitFields(Visitor& v, RopeScalingConfig& r) {
-  v(Key{"rope_type",
-        "the method (default, linear, ntk, dynamic, yarn, "
-        "llama3, longrope)",
-        "type"},
-    r.rope_type,
-    field::Choice<RopeType>{RopeTypeName, RopeTypeFromName, RefuseRopeType});
-  v(Key{"factor", "s: the new context over the original"}, r.factor,
-    field::AnyReal{});
-  v(Key{"original_max_position_embeddings",
-        "L0: the length the model was pre-trained at"},
-    r.original_max_position_embeddings, field::Int{1, limits::kMaxPositions});
-  v(Key{"attention_factor", "yarn, longrope: the attention temperature"},
-    r.attention_factor, field::AnyReal{});
-  v(Key{"beta_fast", "yarn: rotations within L0 above which pairs stay"},
-    r.beta_fast, field::AnyReal{});
-  v(Key{"beta_slow", "yarn: rotations within L0 below which pairs scale"},
-    r.beta_slow, field::AnyReal{});
-  v(Key{"mscale", "yarn (DeepSeek): attention factor numerator"}, r.mscale,
-    field::AnyReal{});
-  v(Key{"mscale_all_dim", "yarn (DeepSeek): attention factor denominator"},
-    r.mscale_all_dim, field::AnyReal{});
-  v(Key{"truncate", "yarn: whole-pair ramp bounds (false: gpt-oss)"},
-    r.truncate, field::Flag{});
-  v(Key{"low_freq_factor", "llama3: L0 / the longest kept wavelength"},
-    r.low_freq_factor, field::AnyReal{});
-  v(Key{"high_freq_factor", "llama3: L0 / the shortest scaled wavelength"},
-    r.high_freq_factor, field::AnyReal{});
-  v(Key{"short_factor", "longrope: per-pair factors up to L0"}, r.short_factor,
-    field::Reals{});
-  v(Key{"long_factor", "longrope: per-pair factors beyond L0"}, r.long_factor,
-    field::Reals{});
-}
 
 // The keys of a `model:` section and of config.json, in the order the
 // "unknown key" message lists them.
@@ -233,8 +194,9 @@ void VisitFields(Visitor& v, ModelConfig& m) {
 std::optional<RopeConfigProblem> FindModelConfigProblem(
     const ModelConfig& config);
 
-// Parses the `model:` section of YAML text (other top-level sections are
-// left to their own parsers).
+// The YAML half (train/config/model_yaml.cc; model_yaml.h for the readers
+// of YAML nodes): parses the `model:` section of YAML text (other
+// top-level sections are left to their own parsers).
 ModelConfig ParseModelConfigText(const std::string& yaml_text,
                                  const std::string& file);
 

@@ -30,9 +30,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fields.h"
 #include "core/limits.h"
-#include "train/config/fields.h"
 #include "train/config/model_config.h"
+#include "train/config/overrides.h"
 #include "train/io/message.h"
 
 namespace rotor::train {
@@ -61,14 +62,117 @@ class ModelReader {
   ModelConfig Parse(const Node& model) {
     ModelConfig config;
     ReadKeys(model, config);
+    return Complete(config);
+  }
+
+  // `base` (a model folder's config.json) amended by the keys of
+  // `amendments` (a map, or absent): a key given replaces the base's value
+  // (null: the table's default; rope_scaling as a whole), the others keep
+  // the base's. A rope_scaling given for a method that reads
+  // original_max_position_embeddings, without one, takes
+  // `pretrained_length`. A problem with a value of the base names the file
+  // without a line, as none of its lines holds it.
+  ModelConfig Amend(const Node& amendments, const ModelConfig& base,
+                    int64_t pretrained_length) {
+    ModelConfig config = base;
+    if (amendments.Present()) {
+      // The keys the base has are read first, in the table's order (a
+      // problem with one of them is named before one with a new key).
+      SetRows set;
+      VisitFields(set, config);
+      ModelConfig given;
+      ReadKeys(amendments, given, set.names);
+      CopyRows(given, config, given_);
+    }
+    model_ = Node();
+    inherited_original_ = pretrained_length;
+    return Complete(config);
+  }
+
+  // Reads the keys `model` gives into `config`, each checked on its own
+  // (type and range); nothing is required or derived (a --rope-from file
+  // gives only some keys). rope_scaling waits for ReadRopeScaling.
+  // The keys named in `first` are read first, in its order.
+  void ReadKeys(const Node& model, ModelConfig& config,
+                const std::vector<std::string>& first = {}) {
+    model_ = model;
+    if (!model.IsMap()) {
+      Fail(model, "model",
+           "expected a map of model settings, got " + model.Describe());
+    }
+    struct Entry {
+      size_t rank;
+      std::string key;
+      Node key_node, value;
+    };
+    std::vector<Entry> entries;
+    model.ForEachEntry(
+        [&](const std::string& key, const Node& key_node, const Node& value) {
+          const size_t rank =
+              std::find(first.begin(), first.end(), key) - first.begin();
+          entries.push_back({rank, key, key_node, value});
+        });
+    // Sorted by index: assigning a YAML node would rewrite the node it
+    // refers to.
+    std::vector<size_t> order(entries.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return entries[a].rank < entries[b].rank;
+    });
+    for (const size_t i : order) {
+      const Entry& entry = entries[i];
+      target_ = entry.key;
+      value_ = &entry.value;
+      found_ = false;
+      VisitFields(*this, config);
+      if (!found_ && entry.value.Present()) Unknown(entry.key, entry.key_node);
+    }
+    target_.clear();
+  }
+  // The sections ReadKeys saw (rope_scaling): each read after the keys
+  // around it.
+  void ReadRopeScaling(ModelConfig& config) {
+    reading_sections_ = true;
+    VisitFields(*this, config);
+    reading_sections_ = false;
+  }
+  // Whether ReadKeys read `key` (given, not null).
+  bool Given(const std::string& key) const { return marks_.count(key) > 0; }
+
+  // The table's rows: the one named target_ reads its value.
+  template <typename T, typename Check>
+  void operator()(const Key& key, T& member, const Check& check,
+                  const OnlyFor& = {}) {
+    if (!Matches(key) || !value_->Present()) return;
+    marks_[key.name] = *value_;
+    Read(*value_, target_, member, check);
+  }
+  // A section's map is kept for ReadRopeScaling, then read there.
+  template <typename Struct>
+  void Section(const Key& key, Struct& fields) {
+    if (reading_sections_) {
+      const auto it = sections_.find(key.name);
+      if (it != sections_.end()) ReadSection(key, it->second, fields);
+      return;
+    }
+    if (!Matches(key) || !value_->Present()) return;
+    marks_[key.name] = *value_;
+    sections_.emplace(key.name, *value_);
+  }
+
+ private:
+  // What Parse and Amend do after reading the keys: the required and
+  // derived ones, rope_scaling, the checks of FindModelConfigProblem.
+  ModelConfig Complete(ModelConfig& config) {
     if (config.rope.max_position_embeddings == 0) {
-      Fail(model, "max_position_embeddings",
+      Fail(model_, "max_position_embeddings",
            "required but missing (the context length the model was trained "
            "for)");
     }
     const std::string head_dim_origin = ResolveHeadDim(config);
     ReadRopeScaling(config);
     ApplyTopLevelOriginal(config);
+    InheritOriginal(config);
     // rotor rotates a leading share of the channels; HF's three classes
     // always rotate all of them (their rotate_half spans the head).
     if (dialect_ == ModelConfigDialect::kHfConfigJson &&
@@ -88,53 +192,15 @@ class ModelReader {
     return config;
   }
 
-  // Reads the keys `model` gives into `config`, each checked on its own
-  // (type and range); nothing is required or derived (a --rope-from file
-  // gives only some keys). rope_scaling waits for ReadRopeScaling.
-  void ReadKeys(const Node& model, ModelConfig& config) {
-    model_ = model;
-    if (!model.IsMap()) {
-      Fail(model, "model",
-           "expected a map of model settings, got " + model.Describe());
-    }
-    model.ForEachEntry(
-        [&](const std::string& key, const Node& key_node, const Node& value) {
-          if (!value.Present()) return;
-          target_ = key;
-          value_ = &value;
-          found_ = false;
-          VisitFields(*this, config);
-          if (!found_) Unknown(key, key_node);
-        });
-  }
-  // rope_scaling, when ReadKeys saw it: its rope_type, then its keys.
-  void ReadRopeScaling(ModelConfig& config) {
-    if (rope_scaling_) ParseRopeScaling(*rope_scaling_, config.rope);
-  }
-  // Whether ReadKeys read `key` (given, not null).
-  bool Given(const std::string& key) const { return marks_.count(key) > 0; }
-
-  // The table's rows: the one named target_ reads its value.
-  template <typename T, typename Check>
-  void operator()(const Key& key, T& member, const Check& check,
-                  const OnlyFor& = {}) {
-    if (!Matches(key)) return;
-    marks_[key.name] = *value_;
-    Read(*value_, target_, member, check);
-  }
-  void Section(const Key& key, RopeScalingConfig&) {
-    if (!Matches(key)) return;
-    marks_[key.name] = *value_;
-    rope_scaling_ = *value_;
-  }
-
- private:
+  // Whether `key` is the one being read (given, even as null).
   bool Matches(const Key& key) {
-    if (target_ != key.name && (key.alias == nullptr || target_ != key.alias)) {
-      return false;
-    }
+    if (!Named(key, target_)) return false;
     found_ = true;
+    given_.insert(key.name);
     return true;
+  }
+  static bool Named(const Key& key, const std::string& name) {
+    return name == key.name || (key.alias != nullptr && name == key.alias);
   }
 
   void Unknown(const std::string& key, const Node& key_node) {
@@ -180,89 +246,115 @@ class ModelReader {
                   " / num_attention_heads ", *config.num_attention_heads, ")");
   }
 
-  // rope_scaling: its rope_type first (it decides which other keys apply),
-  // then those keys through the rope table.
-  void ParseRopeScaling(const Node& node, RopeScalingConfig& rope) {
+  // A section of a method and its keys (rope_scaling): the method's row
+  // first (the first of the table; it decides which rows apply), then
+  // every key, refused when no row has it, or when its row's ForMethods
+  // leaves the method out.
+  template <typename Struct>
+  void ReadSection(const Key& section, const Node& node, Struct& fields) {
+    const std::vector<std::string> names = KeyNamesOf<Struct>();
+    const std::string& method_key = names.front();
     if (!node.IsMap()) {
-      Fail(
-          node, "rope_scaling",
-          "expected a map with rope_type and its keys, got " + node.Describe());
+      Fail(node, section.name,
+           StrCat("expected a map with ", method_key, " and its keys, got ",
+                  node.Describe()));
     }
-    std::string type_name;
-    rope.rope_type = ReadRopeType(node, &type_name);
-    std::set<std::string> all_keys;
-    for (const std::string& key : KeyNamesOf<RopeScalingConfig>()) {
-      if (key != "rope_type") all_keys.insert(key);
-    }
-    const std::vector<std::string> type_keys = RopeScalingKeys(rope.rope_type);
+    MethodRow method{this, node, section.name, {}, RopeType{}, nullptr};
+    VisitFields(method, fields);
+    const std::set<std::string> others(names.begin() + 1, names.end());
     node.ForEachEntry(
         [&](const std::string& key, const Node& key_node, const Node& value) {
-          const std::string path = "rope_scaling." + key;
-          if (key == "rope_type" || key == "type") return;
-          if (all_keys.count(key) == 0) {
+          const std::string path = StrCat(section.name, ".", key);
+          SectionRow row{this, key, path, key_node, value, method};
+          VisitFields(row, fields);
+          if (!row.found) {
             Fail(key_node, path,
-                 StrCat("unknown key (rope_scaling keys: rope_type, ",
-                        JoinKeys({all_keys.begin(), all_keys.end()}), ")"));
+                 StrCat("unknown key (", section.name, " keys: ", method_key,
+                        ", ", JoinKeys({others.begin(), others.end()}), ")"));
           }
-          if (std::find(type_keys.begin(), type_keys.end(), key) ==
-              type_keys.end()) {
-            Fail(key_node, path,
-                 StrCat("does not apply to rope_type '", type_name,
-                        "' (its keys: ", JoinKeys(type_keys), ")"));
-          }
-          if (!value.Present()) return;
-          marks_[path] = value;
-          RopeRow row{this, key, path, value};
-          VisitFields(row, rope);
         });
   }
 
-  // Reads the one row of the rope table named `key`.
-  struct RopeRow {
+  // Reads a section's method row: rope_type, or its legacy name `type`
+  // (the row's alias); both must agree.
+  struct MethodRow {
+    ModelReader* reader;
+    const Node& node;
+    const std::string& section;
+    std::string name;  // as given
+    RopeType type = RopeType{};
+    const char* key = nullptr;  // the row's: rope_type
+    template <typename T, typename Check, typename... Extra>
+    void operator()(const Key&, T&, const Check&, const Extra&...) {}
+    void operator()(const Key& row, RopeType& member,
+                    const field::Choice<RopeType>& check) {
+      key = row.name;
+      member = type = reader->ReadMethod(node, section, row, check, &name);
+    }
+  };
+
+  // Reads the one row of a section named `key`; the method's row was read.
+  struct SectionRow {
     ModelReader* reader;
     const std::string& key;
     const std::string& path;
+    const Node& key_node;
     const Node& value;
-    template <typename T, typename Check>
-    void operator()(const Key& row, T& member, const Check& check) {
-      if (key == row.name) reader->Read(value, path, member, check);
+    const MethodRow& method;
+    bool found = false;
+    void operator()(const Key& row, RopeType&, const field::Choice<RopeType>&) {
+      found = found || Named(row, key);
     }
-    void operator()(const Key&, RopeType&, const field::Choice<RopeType>&) {}
+    template <typename T, typename Check>
+    void operator()(const Key& row, T& member, const Check& check,
+                    const ForMethods& only) {
+      if (key != row.name) return;
+      found = true;
+      if (!only.Has(method.type)) {
+        reader->Fail(key_node, path,
+                     StrCat("does not apply to ", method.key, " '", method.name,
+                            "' (its keys: ",
+                            JoinKeys(RopeScalingKeys(method.type)), ")"));
+      }
+      if (!value.Present()) return;
+      reader->marks_[path] = value;
+      reader->Read(value, path, member, check);
+    }
   };
 
-  // rope_scaling.rope_type, or its legacy name `type`; both must agree.
-  RopeType ReadRopeType(const Node& node, std::string* type_name) {
+  // The method of a section, from its row `key` or the row's alias; both
+  // given must agree.
+  RopeType ReadMethod(const Node& node, const std::string& section,
+                      const Key& key, const field::Choice<RopeType>& check,
+                      std::string* name) {
+    const std::string path = section + ".";
     std::optional<Node> type_node;
     std::string type_key;
-    node.ForEachEntry(
-        [&](const std::string& key, const Node&, const Node& value) {
-          if ((key != "rope_type" && key != "type") || !value.Present()) return;
-          if (type_node &&
-              Decode<std::string>(*type_node, "rope_scaling." + type_key,
-                                  "a name") !=
-                  Decode<std::string>(value, "rope_scaling." + key, "a name")) {
-            Fail(value, "rope_scaling." + key,
-                 StrCat("'", Excerpt(*value.template Decode<std::string>()),
-                        "' contradicts ", type_key, " '",
-                        Excerpt(*type_node->template Decode<std::string>()),
-                        "' (type is the legacy name of rope_type, and "
-                        "readers differ in which they take): delete one, or "
-                        "give both the same method"));
-          }
-          type_node = value;
-          type_key = key;
-        });
+    node.ForEachEntry([&](const std::string& entry, const Node&,
+                          const Node& value) {
+      if (!Named(key, entry) || !value.Present()) return;
+      if (type_node &&
+          Decode<std::string>(*type_node, path + type_key, check.expected) !=
+              Decode<std::string>(value, path + entry, check.expected)) {
+        Fail(value, path + entry,
+             StrCat("'", Excerpt(*value.template Decode<std::string>()),
+                    "' contradicts ", type_key, " '",
+                    Excerpt(*type_node->template Decode<std::string>()), "' (",
+                    key.alias, " is the legacy name of ", key.name,
+                    ", and readers differ in which they take): delete "
+                    "one, or give both the same method"));
+      }
+      type_node = value;
+      type_key = entry;
+    });
     if (!type_node) {
-      Fail(node, "rope_scaling.rope_type",
+      Fail(node, path + key.name,
            StrCat("required but missing (one of ", RopeTypeNames(), ")"));
     }
-    *type_name =
-        Decode<std::string>(*type_node, "rope_scaling." + type_key, "a name");
-    const std::optional<RopeType> type = RopeTypeFromName(*type_name);
-    if (!type) {
-      Fail(*type_node, "rope_scaling." + type_key, RefuseRopeType(*type_name));
-    }
-    marks_["rope_scaling.rope_type"] = *type_node;
+    *name = Decode<std::string>(*type_node, path + type_key, check.expected);
+    const std::optional<RopeType> type = check.from_name(*name);
+    if (!type) Fail(*type_node, path + type_key, check.refusal(*name));
+    marks_[path + key.name] = *type_node;
     return *type;
   }
 
@@ -295,6 +387,96 @@ class ModelReader {
     marks_["rope_scaling.original_max_position_embeddings"] =
         MarkFor("original_max_position_embeddings");
   }
+
+  // Amend: a rope_scaling the amendments give, for a method that reads
+  // original_max_position_embeddings, without one (nested or at the top
+  // level), measures from the base's pre-training length, as axolotl
+  // does; its value has no line in the file.
+  void InheritOriginal(ModelConfig& config) {
+    RopeScalingConfig& rope = config.rope;
+    if (!inherited_original_ || given_.count("rope_scaling") == 0 ||
+        rope.original_max_position_embeddings) {
+      return;
+    }
+    const std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
+    if (std::find(keys.begin(), keys.end(),
+                  "original_max_position_embeddings") == keys.end()) {
+      return;
+    }
+    rope.original_max_position_embeddings = *inherited_original_;
+    marks_.emplace("rope_scaling.original_max_position_embeddings", Node());
+  }
+
+  // The names of the rows of a struct that hold a value (every member but
+  // an empty optional, every section), in the table's order: the keys a
+  // writer writes.
+  struct SetRows {
+    std::vector<std::string> names;
+    template <typename T, typename Check, typename... Extra>
+    void operator()(const Key& key, const T& member, const Check&,
+                    const Extra&...) {
+      if (HasValue(member)) names.push_back(key.name);
+    }
+    template <typename Struct>
+    void Section(const Key& key, Struct&) {
+      names.push_back(key.name);
+    }
+    template <typename T>
+    static bool HasValue(const std::optional<T>& member) {
+      return member.has_value();
+    }
+    template <typename T>
+    static bool HasValue(const T&) {
+      return true;
+    }
+  };
+
+  // Copies into `to` the rows of `from` named in `keys` (a section's name:
+  // every row of it). `from` and `to` are structs of one table, so a row's
+  // member has the same type in both, which makes the cast safe.
+  template <typename Struct>
+  static void CopyRows(Struct from, Struct& to,
+                       const std::set<std::string>& keys) {
+    RowMembers targets;
+    VisitFields(targets, to);
+    RowCopier copier{targets.members, keys};
+    VisitFields(copier, from);
+  }
+  // The address of every row's member, in the table's order.
+  struct RowMembers {
+    std::vector<void*> members;
+    template <typename T, typename Check, typename... Extra>
+    void operator()(const Key&, T& member, const Check&, const Extra&...) {
+      members.push_back(&member);
+    }
+    template <typename Struct>
+    void Section(const Key&, Struct& fields) {
+      VisitFields(*this, fields);
+    }
+  };
+  struct RowCopier {
+    const std::vector<void*>& to;
+    const std::set<std::string>& keys;  // of the top level
+    bool whole_section = false;
+    int depth = 0;
+    size_t next = 0;
+    template <typename T, typename Check, typename... Extra>
+    void operator()(const Key& key, T& member, const Check&, const Extra&...) {
+      T* target = static_cast<T*>(to[next++]);
+      if (whole_section || (depth == 0 && keys.count(key.name) > 0)) {
+        *target = member;
+      }
+    }
+    template <typename Struct>
+    void Section(const Key& key, Struct& fields) {
+      const bool outer = whole_section;
+      whole_section = outer || (depth == 0 && keys.count(key.name) > 0);
+      ++depth;
+      VisitFields(*this, fields);
+      --depth;
+      whole_section = outer;
+    }
+  };
 
   // --- one value, by the member's type and the row's check ---
 
@@ -467,7 +649,10 @@ class ModelReader {
   std::string target_;  // the key being read, and its value
   const Node* value_ = nullptr;
   bool found_ = false;
-  std::optional<Node> rope_scaling_;
+  std::set<std::string> given_;           // the keys read (given, even as null)
+  std::map<std::string, Node> sections_;  // a section's map, read later
+  bool reading_sections_ = false;
+  std::optional<int64_t> inherited_original_;  // Amend's
   std::map<std::string, Node> marks_;
 };
 

@@ -39,9 +39,9 @@
 #include <string>
 #include <vector>
 
+#include "core/fields.h"
 #include "core/limits.h"
 #include "nn/rope_scaling.h"
-#include "train/config/fields.h"
 #include "train/config/train_config.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/retrieval.h"

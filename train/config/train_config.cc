@@ -23,23 +23,14 @@ namespace rotor::train {
 
 namespace {
 
-// The training config's own reader and writer: model: is read first, by
-// ParseTrainConfig (it may amend train.init_from's config.json), and
-// written by the model's writer.
+// The training config's own reader: model: is read first, by
+// ParseTrainConfig (it may amend train.init_from's config.json).
 class TrainConfigReader : public YamlTableReader {
  public:
   using YamlTableReader::YamlTableReader;
   using YamlTableReader::operator();
   using YamlTableReader::Section;
   void Section(const Key&, ModelConfig&) {}
-};
-
-class TrainConfigWriter : public YamlWriter {
- public:
-  using YamlWriter::Section;
-  void Section(const Key& key, ModelConfig& model) {
-    node()[key.name] = ModelConfigToYaml(model);
-  }
 };
 
 }  // namespace
@@ -151,15 +142,14 @@ namespace {
 
 // A context extension of a Hugging Face folder measures its scaling from
 // the length the folder was pre-trained at: a rope_scaling that reads
-// original_max_position_embeddings (yarn, llama3, longrope) gets the
-// folder's when it leaves the key out (as axolotl does), and a different
-// value is refused, naming both (the context-extension lint's check,
-// PretrainingLengthProblem, here at the key's line): YaRN's ramp and
-// attention factor, and what an export writes, would be those of another
-// model.
-void InheritPretrainedLength(const SectionReader& model_section,
-                             const std::string& folder, const ModelConfig& base,
-                             YAML::Node& model) {
+// original_max_position_embeddings (yarn, llama3, longrope) and leaves it
+// out gets the folder's (AmendModelConfig, as axolotl does), and a
+// different value is refused here, naming both (the context-extension
+// lint's check, PretrainingLengthProblem, at the key's line): YaRN's ramp
+// and attention factor, and what an export writes, would be those of
+// another model.
+void CheckPretrainedLength(const SectionReader& model_section,
+                           const std::string& folder, const ModelConfig& base) {
   const YAML::Node scaling = model_section.Get("rope_scaling");
   if (!scaling || !scaling.IsMap()) return;
   const YAML::Node type =
@@ -172,16 +162,12 @@ void InheritPretrainedLength(const SectionReader& model_section,
       keys.end()) {
     return;
   }
-  const int64_t pretrained = PretrainedLength(base);
   const bool nested =
       static_cast<bool>(scaling["original_max_position_embeddings"]);
   const YAML::Node given =
       nested ? scaling["original_max_position_embeddings"]
              : model_section.Get("original_max_position_embeddings");
-  if (!given) {
-    model["rope_scaling"]["original_max_position_embeddings"] = pretrained;
-    return;
-  }
+  if (!given) return;
   const std::optional<int64_t> value = DecodeScalar<int64_t>(given);
   if (!value) return;  // the parser checks the type
   PretrainingLength length = PretrainingLengthOf(base, folder + "/config.json");
@@ -202,19 +188,18 @@ void InheritPretrainedLength(const SectionReader& model_section,
 // amends it, key by key (rope_scaling as a whole). Typically it sets
 // max_position_embeddings and rope_scaling for a context extension (whose
 // original_max_position_embeddings must be the folder's pre-training
-// length: InheritPretrainedLength); keys that shape weights must stay as
+// length: CheckPretrainedLength); keys that shape weights must stay as
 // they are (CheckSameArchitecture).
-YAML::Node AmendedHfModelSection(const std::string& folder,
-                                 const SectionReader& amendments) {
+ModelConfig AmendedHfModel(const std::string& folder,
+                           const YAML::Node& amendments,
+                           const std::string& file,
+                           const OverriddenKeys& overridden) {
   const ModelConfig base = LoadHfConfig(folder + "/config.json");
-  YAML::Node model = ModelConfigToYaml(base);
-  if (amendments.node() && amendments.node().IsMap()) {
-    for (const auto& entry : amendments.node()) {
-      model[entry.first.Scalar()] = entry.second;
-    }
-    InheritPretrainedLength(amendments, folder, base, model);
+  if (amendments && amendments.IsMap()) {
+    CheckPretrainedLength(SectionReader(amendments, "model", file, overridden),
+                          folder, base);
   }
-  return model;
+  return AmendModelConfig(base, amendments, file, overridden);
 }
 
 // Why train.init_from's folder cannot be what it names: "" when it is a
@@ -252,13 +237,10 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
                                    ? root["train"]["init_from"]
                                    : YAML::Node();
   const YAML::Node given_model = root["model"];
-  if (init_from && init_from.IsScalar() &&
+  const bool amends_hf_folder =
+      init_from && init_from.IsScalar() &&
       IsHfModelFolder(init_from.Scalar()) &&
-      (!given_model || given_model.IsNull() || given_model.IsMap())) {
-    root["model"] = AmendedHfModelSection(
-        init_from.Scalar(),
-        SectionReader(root["model"], "model", file, overridden));
-  }
+      (!given_model || given_model.IsNull() || given_model.IsMap());
   const std::string init_from_problem =
       init_from && init_from.IsScalar() ? InitFromProblem(init_from.Scalar())
                                         : "";
@@ -267,29 +249,34 @@ TrainConfig ParseTrainConfig(const std::string& yaml_text,
         .Fail(init_from, "train.init_from",
               StrCat(init_from_problem, " (", consequence, ")"));
   };
-  if (!root["model"] || root["model"].IsNull()) {
-    if (!init_from_problem.empty()) {
-      fail_init_from(
-          "with no model: section, the model comes from its config.json");
+  if (amends_hf_folder) {
+    config.model =
+        AmendedHfModel(init_from.Scalar(), given_model, file, overridden);
+  } else {
+    if (!given_model || given_model.IsNull()) {
+      if (!init_from_problem.empty()) {
+        fail_init_from(
+            "with no model: section, the model comes from its config.json");
+      }
+      throw Error(StrCat(file, ": the model: section is missing"));
     }
-    throw Error(StrCat(file, ": the model: section is missing"));
-  }
-  if (!root["model"].IsMap()) {
-    const std::string got = root["model"].IsSequence() ? "a list" : "a value";
-    top.Fail(root["model"], "model",
-             "expected a map of model settings (vocab_size, hidden_size, "
-             "...), got " +
-                 got);
-  }
-  try {
-    config.model = ParseModelConfig(root["model"], file, overridden);
-  } catch (const Error& e) {
-    // A model: section that only amends the folder's config.json fails
-    // without it: the folder is the problem.
-    if (!init_from_problem.empty()) {
-      fail_init_from(StrCat("the model: section alone fails: ", e.what()));
+    if (!given_model.IsMap()) {
+      const std::string got = given_model.IsSequence() ? "a list" : "a value";
+      top.Fail(given_model, "model",
+               "expected a map of model settings (vocab_size, hidden_size, "
+               "...), got " +
+                   got);
     }
-    throw;
+    try {
+      config.model = ParseModelConfig(given_model, file, overridden);
+    } catch (const Error& e) {
+      // A model: section that only amends the folder's config.json fails
+      // without it: the folder is the problem.
+      if (!init_from_problem.empty()) {
+        fail_init_from(StrCat("the model: section alone fails: ", e.what()));
+      }
+      throw;
+    }
   }
 
   TrainConfigReader reader(top);
@@ -339,7 +326,7 @@ ModelConfig LoadConfigFileModel(const std::string& path,
 }
 
 std::string TrainConfigToYaml(const TrainConfig& config) {
-  return YamlFileText(config, TrainConfigWriter());
+  return YamlFileText(config);
 }
 
 TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,

@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "core/fields.h"
 #include "core/limits.h"
 #include "core/ops/gemm.h"
 #include "nn/lora.h"
 #include "nn/transformer.h"
-#include "train/config/fields.h"
 #include "train/config/model_config.h"
 #include "train/data/passkey.h"
 #include "train/eval/validation.h"

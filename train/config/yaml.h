@@ -27,7 +27,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "train/config/fields.h"
+#include "core/fields.h"
+#include "nn/rope_scaling.h"
+#include "train/config/overrides.h"
 
 namespace rotor::train {
 
@@ -164,7 +166,7 @@ class YamlValue {
 // that path that is given.
 YAML::Node NodeOfProblem(const YAML::Node& root, const ConfigProblem& problem);
 
-// Reads a table's struct (train/config/fields.h) from one YAML map through
+// Reads a table's struct (core/fields.h) from one YAML map through
 // SectionReader, with its messages: keys the table does not have are
 // refused first, listing those it has; then each row is read in the table's
 // order. Absent and null keys leave their member as it is (its default).
@@ -295,7 +297,7 @@ class YamlTableReader {
   SectionReader section_;
 };
 
-// Writes a table's struct (train/config/fields.h) as a YAML map, in the
+// Writes a table's struct (core/fields.h) as a YAML map, in the
 // table's order: every member that is set (an optional with a value, a
 // non-empty string or list, a section with keys, any other member).
 // Numbers through YamlNumber, lists in flow style. `only` (when given)
@@ -317,11 +319,29 @@ class YamlWriter {
     }
     if (value) node_[key.name] = *value;
   }
+  // A section's method (rope_scaling's rope_type), written first; a row
+  // that carries ForMethods is written only for the methods it lists.
+  void operator()(const Key& key, RopeType method,
+                  const field::Choice<RopeType>& check) {
+    method_ = method;
+    if (Writes(only_, key)) node_[key.name] = YAML::Node(check.name(method));
+  }
+  template <typename T, typename Check>
+  void operator()(const Key& key, const T& member, const Check& check,
+                  const ForMethods& only) {
+    if (only.Has(method_.value())) (*this)(key, member, check);
+  }
+  // A section is written as a map, or as null when its method has no keys
+  // (rope_scaling for default RoPE, as HF writes it).
   template <typename Struct>
   void Section(const Key& key, Struct& fields, bool* present = nullptr) {
     if (present != nullptr && !*present) return;
     YamlWriter writer;
     VisitFields(writer, fields);
+    if (writer.method_ && RopeScalingKeys(*writer.method_).empty()) {
+      node_[key.name] = YAML::Node(YAML::NodeType::Null);
+      return;
+    }
     Put(key, writer, present != nullptr);
   }
   template <typename Rows>
@@ -409,6 +429,7 @@ class YamlWriter {
   }
 
   const std::vector<std::string>* only_;
+  std::optional<RopeType> method_;  // the section's, once its row is seen
   YAML::Node node_{YAML::NodeType::Map};
 };
 

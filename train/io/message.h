@@ -15,18 +15,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/excerpt.h"
+
 namespace rotor::train {
 
-// The most bytes of one piece of input a message quotes.
-inline constexpr size_t kMaxQuotedBytes = 100;
-
-// The longest prefix of `text` of at most `max_bytes` bytes that ends
-// between two UTF-8 characters (never before a continuation byte).
-std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
-
-// `text` itself when it has at most `max_bytes` bytes; else its
-// Utf8Prefix and "... (N bytes)".
-std::string Excerpt(std::string_view text, size_t max_bytes = kMaxQuotedBytes);
+// Utf8Prefix, Excerpt and kMaxQuotedBytes (core/excerpt.h), here too.
+using ::rotor::Excerpt;
+using ::rotor::kMaxQuotedBytes;
+using ::rotor::Utf8Prefix;
 
 // Excerpt(text) with each control character (below 0x20, or 0x7F) written
 // as \xNN: a NUL would end the message there, a newline or an escape

@@ -1,4 +1,4 @@
-// The config tables (train/config/fields.h): every struct's keys survive a
+// The config tables (core/fields.h): every struct's keys survive a
 // write and a read in each format (YAML; config.json for the model), as in
 // gemma.cpp's io/fields_test.cc; every key of every table is documented;
 // every config rotor ships sets only keys the tables know.
@@ -6,10 +6,11 @@
 // Values are compared through ValueCollector, a visitor written here that
 // prints each member with its own formatting, so a writer that drops a key
 // fails the comparison instead of hiding it.
-#include "train/config/fields.h"
+#include "core/fields.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -241,6 +242,70 @@ TEST(ConfigFields, ModelConfigRoundTripsThroughConfigJson) {
     SCOPED_TRACE(json);
     const ModelConfig back = ParseHfConfig(json, "config.json");
     EXPECT_EQ(ValuesOf(back), ValuesOf(config));
+  }
+}
+
+// The methods each rope_scaling row names, by key.
+struct MethodsOfRows {
+  std::map<std::string, std::vector<RopeType>> methods;
+  void operator()(const Key&, RopeType&, const field::Choice<RopeType>&) {}
+  template <typename T, typename Check>
+  void operator()(const Key& key, T&, const Check&, const ForMethods& only) {
+    methods[key.name] = only.methods;
+  }
+};
+
+// rope_scaling's rows (nn/rope_scaling.h) name the methods they apply to,
+// and a method's keys are the rows that name it: transformers' required and
+// optional keys of each rope_type. The YAML writer writes a method's keys
+// alone (and null for default RoPE), whatever the other members hold.
+TEST(ConfigFields, EachRopeScalingRowNamesTheMethodsItAppliesTo) {
+  const std::map<RopeType, std::vector<std::string>> transformers = {
+      {RopeType::kDefault, {}},
+      {RopeType::kLinear, {"factor"}},
+      {RopeType::kNtk, {"factor"}},
+      {RopeType::kDynamic, {"factor"}},
+      {RopeType::kYarn,
+       {"factor", "original_max_position_embeddings", "attention_factor",
+        "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"}},
+      {RopeType::kLlama3,
+       {"factor", "original_max_position_embeddings", "low_freq_factor",
+        "high_freq_factor"}},
+      {RopeType::kLongRope,
+       {"factor", "original_max_position_embeddings", "attention_factor",
+        "short_factor", "long_factor"}}};
+  MethodsOfRows rows;
+  RopeScalingConfig every_member_set = ModelConfigs()[1].rope;  // yarn's
+  every_member_set.low_freq_factor = 1.5;
+  every_member_set.high_freq_factor = 3.0;
+  every_member_set.short_factor = std::vector<double>(8, 1.0);
+  every_member_set.long_factor = std::vector<double>(8, 2.0);
+  VisitFields(rows, every_member_set);
+  for (const auto& [type, keys] : transformers) {
+    SCOPED_TRACE(RopeTypeName(type));
+    EXPECT_EQ(RopeScalingKeys(type), keys);
+    std::vector<std::string> listed;
+    for (const auto& [key, methods] : rows.methods) {
+      if (std::find(methods.begin(), methods.end(), type) != methods.end()) {
+        listed.push_back(key);
+      }
+    }
+    EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()),
+              std::set<std::string>(keys.begin(), keys.end()));
+    TrainConfig config;
+    config.model = ModelConfigs()[0];
+    config.model.rope = every_member_set;
+    config.model.rope.rope_type = type;
+    const std::string yaml = TrainConfigToYaml(config);
+    for (const auto& [key, methods] : rows.methods) {
+      const bool applies =
+          std::find(keys.begin(), keys.end(), key) != keys.end();
+      EXPECT_EQ(yaml.find("    " + key + ":") != std::string::npos, applies)
+          << key << " in\n"
+          << yaml;
+    }
+    EXPECT_EQ(yaml.find("rope_scaling: ~") != std::string::npos, keys.empty())
+        << yaml;
   }
 }
 
@@ -500,6 +565,47 @@ TEST(ConfigFields, EveryKeyIsDocumented) {
     EXPECT_TRUE(HasWord(report, key + ":"))
         << path << " is not in configs/extend/report.yaml";
   }
+}
+
+// The key table of docs/training.md lists the keys `rotor keys` prints
+// (KeyPathsOf<TrainConfig>), each once, and no other; rope_scaling's keys
+// are in docs/context-extension.md's table of methods (above). A cell may
+// name several keys, the later ones without their section
+// ("`model.bos_token_id`, `eos_token_id`").
+TEST(ConfigFields, TheTrainingKeyTableListsTheKeysRotorKeysPrints) {
+  std::istringstream training(ReadText(SourcePath("docs/training.md")));
+  std::vector<std::string> table;
+  bool in_table = false;
+  const std::regex key_regex("`([a-z_.]+?):?`");  // `model:` is model
+  for (std::string line; std::getline(training, line);) {
+    if (line.rfind("| key | default.yaml |", 0) == 0) in_table = true;
+    if (!in_table) continue;
+    if (line.rfind("|", 0) != 0) break;
+    const std::string cell = line.substr(2, line.find(" |", 1) - 2);
+    std::string section;
+    for (auto it = std::sregex_iterator(cell.begin(), cell.end(), key_regex);
+         it != std::sregex_iterator(); ++it) {
+      std::string key = (*it)[1];
+      if (key.find('.') != std::string::npos) {
+        section = key.substr(0, key.rfind('.') + 1);
+      } else if (!section.empty()) {
+        key = section + key;
+      }
+      table.push_back(key);
+    }
+  }
+  std::vector<std::string> printed;
+  for (const KeyPaths::Entry& entry : KeyPathsOf<TrainConfig>()) {
+    if (entry.path.rfind("model.rope_scaling.", 0) == 0) continue;
+    printed.push_back(entry.path);
+  }
+  std::vector<std::string> sorted_table = table;
+  std::sort(sorted_table.begin(), sorted_table.end());
+  EXPECT_EQ(std::adjacent_find(sorted_table.begin(), sorted_table.end()),
+            sorted_table.end())
+      << "a key is in two rows";
+  std::sort(printed.begin(), printed.end());
+  EXPECT_EQ(sorted_table, printed);
 }
 
 // Every config rotor ships reads with the tables' keys alone: the training

@@ -263,5 +263,72 @@ TEST(FinetuneSection, AnExtensionTakesThePretrainingLengthOfItsFolder) {
       "rope_scaling.original_max_position_embeddings)");
 }
 
+// The model: section of a config whose train.init_from is a Hugging Face
+// folder amends the folder's model key by key: a key it gives replaces the
+// folder's value (null: the default), rope_scaling as a whole, and the
+// others stay the folder's. A problem with a value the folder gave names
+// the config without a line (none of its lines holds it); one with a value
+// of the section names its line.
+TEST(FinetuneSection, AmendmentsReplaceTheKeysTheyGive) {
+  const test::TempDir dir;
+  ModelConfig scaled = LoadModelConfig(std::string(ROTOR_SOURCE_DIR) +
+                                       "/configs/models/smollm2-135m.yaml");
+  scaled.rope.max_position_embeddings = 2048;
+  scaled.rope.rope_type = RopeType::kYarn;
+  scaled.rope.factor = 4.0;
+  scaled.rope.original_max_position_embeddings = 512;
+  scaled.rope.beta_fast = 16.0;
+  scaled.bos_token_id = 7;
+  dir.Write("scaled/config.json", HfConfigJson(scaled, "bfloat16"));
+  const ModelConfig folder = LoadHfConfig(dir.Path("scaled/config.json"));
+  auto amend = [&](const std::string& model) {
+    return ParseTrainConfig(model +
+                                "data:\n  path: data\ntrain:\n  init_from: " +
+                                dir.Path("scaled") + "\n",
+                            "amend.yaml")
+        .model;
+  };
+  // No section, or an empty one: the folder's model.
+  const auto yaml = [](const ModelConfig& model) {
+    TrainConfig config;
+    config.model = model;
+    return TrainConfigToYaml(config);
+  };
+  EXPECT_EQ(yaml(amend("")), yaml(folder));
+  EXPECT_EQ(amend("model: {}\n").rope.beta_fast, 16.0);
+
+  const ModelConfig linear = amend(
+      "model:\n  rms_norm_eps: null\n  rope_theta: null\n"
+      "  rope_scaling: {rope_type: linear, factor: 2}\n");
+  EXPECT_EQ(linear.rms_norm_eps, std::nullopt);  // null: the default
+  EXPECT_EQ(linear.rope.rope_theta, 10000.0);
+  EXPECT_EQ(linear.rope.rope_type, RopeType::kLinear);  // as a whole
+  EXPECT_EQ(linear.rope.factor, 2.0);
+  EXPECT_EQ(linear.rope.beta_fast, RopeScalingConfig().beta_fast);
+  EXPECT_EQ(linear.rope.original_max_position_embeddings, std::nullopt);
+  EXPECT_EQ(linear.hidden_size, folder.hidden_size);  // the folder's
+  EXPECT_EQ(linear.rope.max_position_embeddings, 2048);
+  EXPECT_EQ(linear.bos_token_id, 7);
+
+  const ModelConfig unscaled = amend("model:\n  rope_scaling: null\n");
+  EXPECT_EQ(unscaled.rope.rope_type, RopeType::kDefault);
+  EXPECT_EQ(unscaled.rope.factor, std::nullopt);
+
+  ROTOR_EXPECT_ERROR(amend("model:\n  vocab_size: 5\n"),
+                     "amend.yaml: model.bos_token_id: must be below "
+                     "vocab_size 5, got 7");
+  ROTOR_EXPECT_ERROR(amend("model:\n  bos_token_id: 60000\n"),
+                     "amend.yaml:2:17: model.bos_token_id: must be below "
+                     "vocab_size 49152, got 60000");
+  // The top-level key of that name is not rope_scaling's.
+  ROTOR_EXPECT_ERROR(
+      amend("model:\n  original_max_position_embeddings: 100\n"),
+      "amend.yaml:2:37: model.original_max_position_embeddings: 100 "
+      "contradicts rope_scaling.original_max_position_embeddings 512");
+  ROTOR_EXPECT_ERROR(amend("model:\n  max_position_embeddings: null\n"),
+                     "amend.yaml: model.max_position_embeddings: required "
+                     "but missing");
+}
+
 }  // namespace
 }  // namespace rotor::train

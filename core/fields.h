@@ -21,20 +21,20 @@
 // Adding a key takes two edits: the struct member, and its row (plus the
 // code that uses it). This is gemma.cpp's VisitFields/ForEach and
 // llama.cpp's LLM_KV_NAMES with get_key, kept in rotor's strict style.
-#ifndef ROTOR_TRAIN_CONFIG_FIELDS_H_
-#define ROTOR_TRAIN_CONFIG_FIELDS_H_
+// It sits in core/ and includes only std headers (as gemma.cpp's
+// io/fields.h sits below gemma/configs.h), so a table can live beside its
+// struct in any layer: rope_scaling's in nn/rope_fields.h.
+#ifndef ROTOR_CORE_FIELDS_H_
+#define ROTOR_CORE_FIELDS_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "train/io/message.h"
-
-namespace rotor::train {
+namespace rotor {
 
 // A key of a config map.
 struct Key {
@@ -170,37 +170,6 @@ struct ConfigProblem {
   int64_t element = -1;
 };
 
-// The key paths that overrides set ("key.path=value" on the command line,
-// or a report's base.overrides), each with its override as typed: a
-// problem with a value they gave names the override, since its text has no
-// line in the file.
-using OverriddenKeys = std::map<std::string, std::string>;
-
-// The override that gave the value at `key_path` ("model.eos_token_id[1]"):
-// one of that path or of a section above it, or, when the value has no
-// place in the file (`placed` false: a map an override made on its way to
-// its key), one of a key below it. nullptr for a value of the file.
-inline const std::string* OverrideOf(const OverriddenKeys& overridden,
-                                     const std::string& key_path, bool placed) {
-  const auto starts = [](const std::string& text, const std::string& head) {
-    return text.compare(0, head.size(), head) == 0;
-  };
-  for (const auto& [path, assignment] : overridden) {
-    if (key_path == path || starts(key_path, path + ".") ||
-        starts(key_path, path + "[") ||
-        (!placed && starts(path, key_path + "."))) {
-      return &assignment;
-    }
-  }
-  return nullptr;
-}
-
-// "override 'ASSIGNMENT'": how a message names an override (where a file's
-// message names its line and column).
-inline std::string OverrideName(const std::string& assignment) {
-  return "override '" + PrintableExcerpt(assignment) + "'";
-}
-
 // Every key name of a table, in its order.
 struct KeyNames {
   std::vector<std::string> names;
@@ -217,14 +186,61 @@ struct KeyNames {
     names.push_back(key.name);
   }
 };
+// `visitor` after visiting the table of a default `Struct`.
+template <typename Struct, typename Visitor>
+Visitor VisitedOnDefaults(Visitor visitor) {
+  Struct scratch;
+  VisitFields(visitor, scratch);
+  return visitor;
+}
 template <typename Struct>
 std::vector<std::string> KeyNamesOf() {
-  Struct scratch;
-  KeyNames names;
-  VisitFields(names, scratch);
-  return names.names;
+  return VisitedOnDefaults<Struct>(KeyNames{}).names;
 }
 
-}  // namespace rotor::train
+// Every key path of a table with its help line, in the table's order: a
+// section or map, then its keys ("finetune.lora", "finetune.lora.r"). What
+// `rotor keys` prints.
+class KeyPaths {
+ public:
+  struct Entry {
+    std::string path;
+    const char* help;
+  };
+  std::vector<Entry> entries;
 
-#endif  // ROTOR_TRAIN_CONFIG_FIELDS_H_
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, T&&, const Check&, const Extra&...) {
+    Add(key);
+  }
+  template <typename Struct>
+  void Section(const Key& key, Struct& fields, bool* = nullptr) {
+    Add(key);
+    prefix_.push_back(key.name);
+    VisitFields(*this, fields);
+    prefix_.pop_back();
+  }
+  template <typename Rows>
+  void Map(const Key& key, Rows&& rows, bool* = nullptr) {
+    Add(key);
+    prefix_.push_back(key.name);
+    rows(*this);
+    prefix_.pop_back();
+  }
+
+ private:
+  void Add(const Key& key) {
+    std::string path;
+    for (const std::string& part : prefix_) path += part + ".";
+    entries.push_back({path + key.name, key.help});
+  }
+  std::vector<std::string> prefix_;
+};
+template <typename Struct>
+std::vector<KeyPaths::Entry> KeyPathsOf() {
+  return VisitedOnDefaults<Struct>(KeyPaths()).entries;
+}
+
+}  // namespace rotor
+
+#endif  // ROTOR_CORE_FIELDS_H_
