@@ -3,7 +3,9 @@
 // perplexity against context length, and with --passkey, passkey-retrieval
 // accuracy over lengths x depths (train/eval/validation.h,
 // train/eval/length_eval.h, train/eval/passkey_eval.h). With --json, the
-// same figures as one JSON object.
+// same figures as one JSON object. The measuring is EvaluateVariant's
+// (train/eval/variant_eval.h); this file turns the flags into its grid and
+// shows what it measures: tables, plots and the JSON.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -556,15 +558,18 @@ train::EvalGrid PlanGrid(const EvalOptions& options,
         *val, *std::max_element(lengths.begin(), lengths.end()) + 1,
         grid.perplexity.num_documents);
   }
+  if (!options.passkey && options.retrieval.empty()) return grid;
   const std::vector<int64_t>& grid_lengths =
       options.passkey_eval.lengths.empty() ? lengths
                                            : options.passkey_eval.lengths;
+  const std::vector<train::TokenId> filler =
+      PasskeyFiller(options, val, grid_lengths);
   if (options.passkey) {
     grid.passkey = options.passkey_eval;
     // Keys as long as the ones the model practised on.
     grid.passkey.num_digits = static_cast<int>(config.data.passkey_digits);
     grid.passkey.lengths = grid_lengths;
-    grid.passkey.filler = PasskeyFiller(options, val, grid_lengths);
+    grid.passkey.filler = filler;
   }
   if (!options.retrieval.empty()) {
     train::RetrievalEvalOptions retrieval;
@@ -573,7 +578,7 @@ train::EvalGrid PlanGrid(const EvalOptions& options,
     retrieval.depths = options.passkey_eval.depths;
     retrieval.trials = options.passkey_eval.trials;
     retrieval.seed = options.passkey_eval.seed;
-    retrieval.filler = PasskeyFiller(options, val, grid_lengths);
+    retrieval.filler = filler;
     grid.retrieval.push_back(retrieval);
   }
   return grid;
@@ -663,19 +668,15 @@ void RunEval(const EvalOptions& given) {
     train::EvaluateVariant(
         *model, *tokenizer, grid,
         [&](train::EvalPart part, const train::VariantEvaluation& measured) {
-          switch (part) {
-            case train::EvalPart::kPerplexity:
-              ShowPerplexityByLength(measured.perplexity, grid, *tokenizer,
-                                     options, *val, config, report);
-              break;
-            case train::EvalPart::kPasskey:
-              ShowPasskey(measured.passkey, grid.passkey, options, config,
-                          report);
-              break;
-            case train::EvalPart::kRetrieval:
-              ShowRetrieval(measured.retrieval, grid.retrieval[0], options,
-                            config, report);
-              break;
+          if (part == train::EvalPart::kPerplexity) {
+            ShowPerplexityByLength(measured.perplexity, grid, *tokenizer,
+                                   options, *val, config, report);
+          } else if (part == train::EvalPart::kPasskey) {
+            ShowPasskey(measured.passkey, grid.passkey, options, config,
+                        report);
+          } else {
+            ShowRetrieval(measured.retrieval, grid.retrieval[0], options,
+                          config, report);
           }
         });
   }
