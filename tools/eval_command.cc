@@ -3,7 +3,9 @@
 // perplexity against context length, and with --passkey, passkey-retrieval
 // accuracy over lengths x depths (train/eval/validation.h,
 // train/eval/length_eval.h, train/eval/passkey_eval.h). With --json, the
-// same figures as one JSON object.
+// same figures as one JSON object. The measuring is EvaluateVariant's
+// (train/eval/variant_eval.h); this file turns the flags into its grid and
+// shows what it measures: tables, plots and the JSON.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +28,7 @@
 #include "train/eval/passkey_eval.h"
 #include "train/eval/retrieval.h"
 #include "train/eval/validation.h"
+#include "train/eval/variant_eval.h"
 #include "train/hf/hf_model.h"
 #include "train/io/json.h"
 #include "train/io/plot.h"
@@ -206,11 +209,8 @@ train::Json PerplexityTableJson(
     const train::TokenFile& val) {
   train::Json rows = train::Json::array();
   for (const train::LengthPerplexity& r : results) {
-    rows.push_back({{"length", r.length},
-                    {"tokens", r.tokens},
-                    {"loss", r.loss},
-                    {"perplexity", train::FiniteOrNull(r.perplexity)},
-                    {"bits_per_byte", val.BitsPerByte(r.loss)}});
+    rows.push_back(train::RecordJson(r, train::RecordForm::kShown));
+    rows.back()["bits_per_byte"] = val.BitsPerByte(r.loss);
   }
   return rows;
 }
@@ -295,19 +295,18 @@ train::LineSeries Curve(const std::string& name,
   return series;
 }
 
-void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
-                           const train::TokenFile& val,
-                           const train::TrainConfig& config,
-                           train::Json& report) {
-  const std::vector<int64_t>& lengths = options.length_eval.lengths;
+// The perplexity table of the model (`results`) and of each other
+// --rope-from file, measured here on the same documents and lengths, and
+// their curves in one plot.
+void ShowPerplexityByLength(const std::vector<train::LengthPerplexity>& results,
+                            const train::EvalGrid& grid,
+                            const train::Tokenizer& tokenizer,
+                            const EvalOptions& options,
+                            const train::TokenFile& val,
+                            const train::TrainConfig& config,
+                            train::Json& report) {
   const char* rope_type = RopeTypeName(config.model.rope.rope_type);
-  train::LengthEvalOptions length_eval = options.length_eval;
-  length_eval.method = train::LengthEvalMethodFromName(options.method);
-  const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
-  length_eval.stride =
-      options.stride > 0 ? options.stride : std::max<int64_t>(shortest / 2, 1);
-  const std::vector<train::LengthPerplexity> results =
-      train::PerplexityByLength(model, val, length_eval);
+  const train::LengthEvalOptions& length_eval = grid.perplexity;
   const bool truncate =
       length_eval.method == train::LengthEvalMethod::kTruncate;
   const int64_t trained_length = TrainedLength(options.checkpoint, config);
@@ -340,6 +339,9 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
   chart.series.push_back(Curve(CurveName(options, 0, config), results));
   // The other --rope-from files: the same checkpoint, documents and
   // lengths with each one's RoPE settings, a table and a curve each.
+  train::EvalGrid perplexity_only;
+  perplexity_only.perplexity = grid.perplexity;
+  perplexity_only.documents = grid.documents;
   train::Json compared = train::Json::array();
   for (size_t i = 1; i < options.rope_from.size(); ++i) {
     train::TrainConfig other;
@@ -349,7 +351,8 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
                          options.overrides),
         &other);
     const std::vector<train::LengthPerplexity> other_results =
-        train::PerplexityByLength(*other_model, val, length_eval);
+        train::EvaluateVariant(*other_model, tokenizer, perplexity_only)
+            .perplexity;
     const std::string name = CurveName(options, i, other);
     if (options.json) {
       compared.push_back(
@@ -375,15 +378,6 @@ void RunPerplexityByLength(nn::Transformer& model, const EvalOptions& options,
 // length (the table's "mean" and "digits" columns).
 train::Json PasskeyTableJson(const std::vector<train::PasskeyCell>& cells,
                              const train::PasskeyEvalOptions& passkey_eval) {
-  train::Json cell_rows = train::Json::array();
-  for (const train::PasskeyCell& cell : cells) {
-    cell_rows.push_back({{"length", cell.length},
-                         {"depth", cell.depth},
-                         {"trials", cell.trials},
-                         {"correct", cell.correct},
-                         {"accuracy", cell.accuracy()},
-                         {"digit_accuracy", cell.digit_accuracy()}});
-  }
   train::Json length_rows = train::Json::array();
   for (const int64_t length : passkey_eval.lengths) {
     length_rows.push_back(
@@ -394,7 +388,7 @@ train::Json PasskeyTableJson(const std::vector<train::PasskeyCell>& cells,
   return {{"lengths", passkey_eval.lengths},
           {"depths", passkey_eval.depths},
           {"trials", passkey_eval.trials},
-          {"cells", std::move(cell_rows)},
+          {"cells", train::RecordsJson(cells, train::RecordForm::kShown)},
           {"by_length", std::move(length_rows)}};
 }
 
@@ -425,18 +419,10 @@ std::vector<train::TokenId> PasskeyFiller(const EvalOptions& options,
       *val, *std::max_element(lengths.begin(), lengths.end()) + 1);
 }
 
-void RunPasskey(nn::Transformer& model, const train::Tokenizer& tokenizer,
-                const train::TokenFile* val, const EvalOptions& options,
-                const train::TrainConfig& config, train::Json& report) {
-  train::PasskeyEvalOptions passkey_eval = options.passkey_eval;
-  // Keys as long as the ones the model practised on.
-  passkey_eval.num_digits = static_cast<int>(config.data.passkey_digits);
-  if (passkey_eval.lengths.empty()) {
-    passkey_eval.lengths = options.length_eval.lengths;
-  }
-  passkey_eval.filler = PasskeyFiller(options, val, passkey_eval.lengths);
-  const std::vector<train::PasskeyCell> cells =
-      train::EvaluatePasskey(model, tokenizer, passkey_eval);
+void ShowPasskey(const std::vector<train::PasskeyCell>& cells,
+                 const train::PasskeyEvalOptions& passkey_eval,
+                 const EvalOptions& options, const train::TrainConfig& config,
+                 train::Json& report) {
   train::Json section = train::Json::object();
   if (options.json) {
     section = PasskeyTableJson(cells, passkey_eval);
@@ -474,21 +460,11 @@ train::Json RetrievalJson(const std::vector<train::RetrievalCell>& cells,
   for (const train::RetrievalTask task : retrieval.tasks) {
     tasks.push_back(train::RetrievalTaskName(task));
   }
-  train::Json cell_rows = train::Json::array();
-  for (const train::RetrievalCell& cell : cells) {
-    cell_rows.push_back({{"task", train::RetrievalTaskName(cell.task)},
-                         {"length", cell.length},
-                         {"depth", cell.depth},
-                         {"trials", cell.trials},
-                         {"correct", cell.correct},
-                         {"accuracy", cell.accuracy()},
-                         {"string_match_all", cell.string_match_all()}});
-  }
   return {{"tasks", std::move(tasks)},
           {"lengths", retrieval.lengths},
           {"depths", retrieval.depths},
           {"trials", retrieval.trials},
-          {"cells", std::move(cell_rows)}};
+          {"cells", train::RecordsJson(cells, train::RecordForm::kShown)}};
 }
 
 // As with the passkey: no question answered, in any task or cell, usually
@@ -535,20 +511,10 @@ train::HeatMap RetrievalHeatMap(const std::vector<train::RetrievalCell>& cells,
 }
 
 // The retrieval tasks on the passkey grid (train/eval/retrieval.h).
-void RunRetrieval(nn::Transformer& model, const train::Tokenizer& tokenizer,
-                  const train::TokenFile* val, const EvalOptions& options,
-                  const train::TrainConfig& config, train::Json& report) {
-  train::RetrievalEvalOptions retrieval;
-  retrieval.tasks = train::ParseRetrievalTasks(options.retrieval);
-  retrieval.lengths = options.passkey_eval.lengths.empty()
-                          ? options.length_eval.lengths
-                          : options.passkey_eval.lengths;
-  retrieval.depths = options.passkey_eval.depths;
-  retrieval.trials = options.passkey_eval.trials;
-  retrieval.seed = options.passkey_eval.seed;
-  retrieval.filler = PasskeyFiller(options, val, retrieval.lengths);
-  const std::vector<train::RetrievalCell> cells =
-      train::EvaluateRetrieval(model, tokenizer, retrieval);
+void ShowRetrieval(const std::vector<train::RetrievalCell>& cells,
+                   const train::RetrievalEvalOptions& retrieval,
+                   const EvalOptions& options, const train::TrainConfig& config,
+                   train::Json& report) {
   train::Json section = train::Json::object();
   if (options.json) {
     section = RetrievalJson(cells, retrieval);
@@ -572,6 +538,50 @@ std::vector<int64_t> DefaultGridLengths(const train::ModelConfig& model) {
   std::sort(lengths.begin(), lengths.end());
   lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
   return lengths;
+}
+
+// What the flags ask to measure; `val` (the validation split, open when a
+// part reads it) gives the perplexity documents and the validation filler.
+train::EvalGrid PlanGrid(const EvalOptions& options,
+                         const train::TokenFile* val,
+                         const train::TrainConfig& config) {
+  train::EvalGrid grid;
+  const std::vector<int64_t>& lengths = options.length_eval.lengths;
+  if (!lengths.empty()) {
+    grid.perplexity = options.length_eval;
+    grid.perplexity.method = train::LengthEvalMethodFromName(options.method);
+    const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
+    grid.perplexity.stride = options.stride > 0
+                                 ? options.stride
+                                 : std::max<int64_t>(shortest / 2, 1);
+    grid.documents = train::LongDocuments(
+        *val, *std::max_element(lengths.begin(), lengths.end()) + 1,
+        grid.perplexity.num_documents);
+  }
+  if (!options.passkey && options.retrieval.empty()) return grid;
+  const std::vector<int64_t>& grid_lengths =
+      options.passkey_eval.lengths.empty() ? lengths
+                                           : options.passkey_eval.lengths;
+  const std::vector<train::TokenId> filler =
+      PasskeyFiller(options, val, grid_lengths);
+  if (options.passkey) {
+    grid.passkey = options.passkey_eval;
+    // Keys as long as the ones the model practised on.
+    grid.passkey.num_digits = static_cast<int>(config.data.passkey_digits);
+    grid.passkey.lengths = grid_lengths;
+    grid.passkey.filler = filler;
+  }
+  if (!options.retrieval.empty()) {
+    train::RetrievalEvalOptions retrieval;
+    retrieval.tasks = train::ParseRetrievalTasks(options.retrieval);
+    retrieval.lengths = grid_lengths;
+    retrieval.depths = options.passkey_eval.depths;
+    retrieval.trials = options.passkey_eval.trials;
+    retrieval.seed = options.passkey_eval.seed;
+    retrieval.filler = filler;
+    grid.retrieval.push_back(retrieval);
+  }
+  return grid;
 }
 
 void RunEval(const EvalOptions& given) {
@@ -652,17 +662,23 @@ void RunEval(const EvalOptions& given) {
                   RopeTypeName(rope.rope_type),
                   static_cast<long long>(rope.max_position_embeddings));
     }
-    if (!lengths.empty()) {
-      RunPerplexityByLength(*model, options, *val, config, report);
-    }
-    if (options.passkey) {
-      RunPasskey(*model, *tokenizer, val ? &*val : nullptr, options, config,
-                 report);
-    }
-    if (!options.retrieval.empty()) {
-      RunRetrieval(*model, *tokenizer, val ? &*val : nullptr, options, config,
-                   report);
-    }
+    const train::EvalGrid grid =
+        PlanGrid(options, val ? &*val : nullptr, config);
+    // Each part is shown as soon as it is measured.
+    train::EvaluateVariant(
+        *model, *tokenizer, grid,
+        [&](train::EvalPart part, const train::VariantEvaluation& measured) {
+          if (part == train::EvalPart::kPerplexity) {
+            ShowPerplexityByLength(measured.perplexity, grid, *tokenizer,
+                                   options, *val, config, report);
+          } else if (part == train::EvalPart::kPasskey) {
+            ShowPasskey(measured.passkey, grid.passkey, options, config,
+                        report);
+          } else {
+            ShowRetrieval(measured.retrieval, grid.retrieval[0], options,
+                          config, report);
+          }
+        });
   }
   if (options.json) std::printf("%s\n", report.dump().c_str());
 }

@@ -64,6 +64,16 @@ struct LengthPerplexity {
   int64_t tokens = 0;       // scored tokens
 };
 
+// Its JSON keys (train/io/json.h, RecordJson): the report's results files
+// and rotor eval --json (which adds the data's bits per byte).
+template <typename Visitor>
+void VisitFields(Visitor& v, LengthPerplexity& r) {
+  v("length", r.length);
+  v("tokens", r.tokens);
+  v("loss", r.loss);
+  v("perplexity", r.perplexity);
+}
+
 // One result per entry of options.lengths, in that order, on
 // LongDocuments(val, max(lengths) + 1, num_documents). Runs without
 // gradients.

@@ -87,6 +87,20 @@ struct PasskeyCell {
   }
 };
 
+// Its JSON keys (train/io/json.h, RecordJson): the report's results files
+// store the counts, rotor eval --json shows the accuracies.
+template <typename Visitor>
+void VisitFields(Visitor& v, PasskeyCell& c) {
+  v("length", c.length);
+  v("depth", c.depth);
+  v("trials", c.trials);
+  v("correct", c.correct);
+  v.Stored("digits_right", c.digits_right);
+  v.Stored("num_digits", c.num_digits);
+  v.Figure("accuracy", c.accuracy());
+  v.Figure("digit_accuracy", c.digit_accuracy());
+}
+
 // One cell per (length, depth), lengths outer, with examples in
 // `tokenizer`'s tokens (the model's). Each cell runs its trials as one
 // batch with the RoPE frequencies fixed for length L

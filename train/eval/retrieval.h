@@ -132,6 +132,28 @@ struct RetrievalCell {
   }
 };
 
+// A task by its name in a field table's row.
+struct RetrievalTaskNames {
+  const char* (*name)(RetrievalTask) = RetrievalTaskName;
+  std::optional<RetrievalTask> (*from_name)(const std::string&) =
+      RetrievalTaskFromName;
+  std::string (*refusal)(const std::string&) = RefuseRetrievalTask;
+};
+
+// Its JSON keys (train/io/json.h, RecordJson): the report's results files
+// store the counts, rotor eval --json shows the accuracies.
+template <typename Visitor>
+void VisitFields(Visitor& v, RetrievalCell& c) {
+  v("task", c.task, RetrievalTaskNames{});
+  v("length", c.length);
+  v("depth", c.depth);
+  v("trials", c.trials);
+  v("correct", c.correct);
+  v.Stored("match_sum", c.match_sum);
+  v.Figure("accuracy", c.accuracy());
+  v.Figure("string_match_all", c.string_match_all());
+}
+
 // One cell per (task, length, depth), tasks outer, then lengths. Each
 // example is answered by greedy generation with a KV cache (GenerateTokens,
 // temperature 0, max_new_tokens of the example). Examples depend only on

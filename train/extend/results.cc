@@ -41,38 +41,14 @@ const VariantResult* FindVariant(const std::vector<VariantResult>& results,
 namespace {
 
 Json ToJson(const VariantResult& result) {
-  Json perplexity = Json::array();
-  for (const LengthPerplexity& p : result.perplexity) {
-    perplexity.push_back({{"length", p.length},
-                          {"loss", p.loss},
-                          {"perplexity", p.perplexity},
-                          {"tokens", p.tokens}});
-  }
-  Json passkey = Json::array();
-  for (const PasskeyCell& c : result.passkey) {
-    passkey.push_back({{"length", c.length},
-                       {"depth", c.depth},
-                       {"correct", c.correct},
-                       {"digits_right", c.digits_right},
-                       {"num_digits", c.num_digits},
-                       {"trials", c.trials}});
-  }
-  Json retrieval = Json::array();
-  for (const RetrievalCell& c : result.retrieval) {
-    retrieval.push_back({{"task", RetrievalTaskName(c.task)},
-                         {"length", c.length},
-                         {"depth", c.depth},
-                         {"correct", c.correct},
-                         {"match_sum", c.match_sum},
-                         {"trials", c.trials}});
-  }
-  Json json = {{"method", RopeTypeName(result.method)},
-               {"finetuned", result.finetuned},
-               {"perplexity", std::move(perplexity)},
-               {"passkey", std::move(passkey)},
-               {"retrieval", std::move(retrieval)},
-               {"eval_seconds", result.eval_seconds},
-               {"finetune_seconds", result.finetune_seconds}};
+  Json json = {
+      {"method", RopeTypeName(result.method)},
+      {"finetuned", result.finetuned},
+      {"perplexity", RecordsJson(result.perplexity, RecordForm::kStored)},
+      {"passkey", RecordsJson(result.passkey, RecordForm::kStored)},
+      {"retrieval", RecordsJson(result.retrieval, RecordForm::kStored)},
+      {"eval_seconds", result.eval_seconds},
+      {"finetune_seconds", result.finetune_seconds}};
   if (result.lora) json["lora"] = true;
   json["inputs"] = result.inputs;
   return json;
@@ -98,37 +74,14 @@ VariantResult VariantResultFromJson(const Json& json,
   r.finetuned = JsonMember<bool>(json, "finetuned", source);
   r.lora = json.contains("lora") && JsonMember<bool>(json, "lora", source);
   for (const Json& item : json.at("perplexity")) {
-    LengthPerplexity p;
-    p.length = JsonMember<int64_t>(item, "length", source);
-    p.loss = JsonMember<double>(item, "loss", source);
-    p.perplexity = JsonMember<double>(item, "perplexity", source);
-    p.tokens = JsonMember<int64_t>(item, "tokens", source);
-    r.perplexity.push_back(p);
+    r.perplexity.push_back(RecordFromJson<LengthPerplexity>(item, source));
   }
   for (const Json& item : json.at("passkey")) {
-    PasskeyCell c;
-    c.length = JsonMember<int64_t>(item, "length", source);
-    c.depth = JsonMember<double>(item, "depth", source);
-    c.correct = JsonMember<int64_t>(item, "correct", source);
-    c.digits_right = JsonMember<int64_t>(item, "digits_right", source);
-    c.num_digits =
-        static_cast<int>(JsonMember<int64_t>(item, "num_digits", source));
-    c.trials = JsonMember<int64_t>(item, "trials", source);
-    r.passkey.push_back(c);
+    r.passkey.push_back(RecordFromJson<PasskeyCell>(item, source));
   }
   if (json.contains("retrieval")) {
     for (const Json& item : json.at("retrieval")) {
-      RetrievalCell c;
-      const std::string task = JsonMember<std::string>(item, "task", source);
-      const std::optional<RetrievalTask> parsed = RetrievalTaskFromName(task);
-      ROTOR_CHECK(parsed.has_value(), source, ": ", RefuseRetrievalTask(task));
-      c.task = *parsed;
-      c.length = JsonMember<int64_t>(item, "length", source);
-      c.depth = JsonMember<double>(item, "depth", source);
-      c.correct = JsonMember<int64_t>(item, "correct", source);
-      c.match_sum = JsonMember<double>(item, "match_sum", source);
-      c.trials = JsonMember<int64_t>(item, "trials", source);
-      r.retrieval.push_back(c);
+      r.retrieval.push_back(RecordFromJson<RetrievalCell>(item, source));
     }
   }
   r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);

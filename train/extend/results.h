@@ -13,22 +13,18 @@
 #include <vector>
 
 #include "nn/rope_scaling.h"
-#include "train/eval/length_eval.h"
-#include "train/eval/passkey_eval.h"
-#include "train/eval/retrieval.h"
+#include "train/eval/variant_eval.h"
 
 namespace rotor::train {
 
-struct VariantResult {
+// The measurements (perplexity, passkey, retrieval: EvaluateVariant; the
+// retrieval cells are absent in results written before the report had
+// retrieval tasks), and what they are of.
+struct VariantResult : VariantEvaluation {
   RopeType method = RopeType::kDefault;
   bool finetuned = false;
   bool lora =
       false;  // fine-tuned with LoRA (finetune.lora) rather than in full
-  std::vector<LengthPerplexity> perplexity;
-  std::vector<PasskeyCell> passkey;  // lengths outer, depths inner
-  // Tasks outer, then lengths, then depths; absent in results written
-  // before the report had retrieval tasks.
-  std::vector<RetrievalCell> retrieval;
   double eval_seconds = 0.0;
   // Training time of the fine-tune (its checkpoint's elapsed_seconds, so it
   // counts every invocation that worked on it); 0 for zero-shot.

@@ -17,7 +17,7 @@
 #include "train/data/prepare.h"
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
-#include "train/eval/passkey_eval.h"
+#include "train/eval/variant_eval.h"
 #include "train/extend/recipe.h"
 #include "train/extend/results.h"
 #include "train/extend/writer.h"
@@ -120,6 +120,9 @@ class ReportRunner {
   // Sets run_.base_checkpoint to the existing base (base.init_from) or the
   // base run's, or to the passkey practice's.
   void TrainBase();
+  // The grid every variant is evaluated on (grid_), its documents from
+  // `val`.
+  void PlanGrid(const TokenFile& val);
   VariantResult Evaluate(nn::Transformer& model, RopeType method,
                          bool finetuned);
   VariantResult ZeroShot(RopeType method);
@@ -157,7 +160,7 @@ class ReportRunner {
   ReportRun run_;
   std::map<std::string, std::string> shared_inputs_;  // base, tokenizer, data
   std::unique_ptr<Tokenizer> tokenizer_;              // the model's
-  std::vector<std::vector<TokenId>> documents_;  // the perplexity documents
+  EvalGrid grid_;                                     // every variant's
 };
 
 std::string ReportRunner::TrainOrReuse(const TrainConfig& config,
@@ -237,35 +240,37 @@ void ReportRunner::TrainBase() {
 VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
                                      bool finetuned) {
   VariantResult result;
+  const double start = SteadySeconds();
+  static_cast<VariantEvaluation&>(result) =
+      EvaluateVariant(model, *tokenizer_, grid_);
+  result.eval_seconds = SteadySeconds() - start;
   result.method = method;
   result.finetuned = finetuned;
-  const double start = SteadySeconds();
-  LengthEvalOptions ppl;
+  return result;
+}
+
+void ReportRunner::PlanGrid(const TokenFile& val) {
+  LengthEvalOptions& ppl = grid_.perplexity;
   ppl.lengths = plan_.lengths;
   ppl.num_documents = config_.documents;
   ppl.method = config_.ppl_method;
   ppl.stride = config_.stride > 0 ? config_.stride
                                   : std::max<int64_t>(plan_.base_length / 2, 1);
-  result.perplexity = PerplexityByLength(model, documents_, ppl);
-  PasskeyEvalOptions passkey;
+  grid_.documents =
+      LongDocuments(val, plan_.lengths.back() + 1, config_.documents);
+  PasskeyEvalOptions& passkey = grid_.passkey;
   passkey.lengths = plan_.passkey_lengths;
   passkey.depths = config_.depths;
   passkey.trials = config_.trials;
   passkey.num_digits = static_cast<int>(plan_.base.data.passkey_digits);
-  result.passkey = EvaluatePasskey(model, *tokenizer_, passkey);
   for (const RetrievalTaskLengths& task : plan_.retrieval) {
-    if (task.lengths.empty()) continue;
     RetrievalEvalOptions retrieval;
     retrieval.tasks = {task.task};
     retrieval.lengths = task.lengths;
     retrieval.depths = config_.depths;
     retrieval.trials = config_.retrieval_trials;
-    const std::vector<RetrievalCell> cells =
-        EvaluateRetrieval(model, *tokenizer_, retrieval);
-    result.retrieval.insert(result.retrieval.end(), cells.begin(), cells.end());
+    grid_.retrieval.push_back(retrieval);
   }
-  result.eval_seconds = SteadySeconds() - start;
-  return result;
 }
 
 VariantResult ReportRunner::ZeroShot(RopeType method) {
@@ -466,8 +471,7 @@ ExtendReportSummary ReportRunner::Run() {
   TrainBase();
   FingerprintSharedInputs();
   run_.val_path = ResolveDataDir(plan_.base.data.path) + "/val.bin";
-  const TokenFile val(run_.val_path);
-  documents_ = LongDocuments(val, plan_.lengths.back() + 1, config_.documents);
+  PlanGrid(TokenFile(run_.val_path));
 
   std::vector<VariantResult> results;
   for (RopeType method : config_.methods) {

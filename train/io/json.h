@@ -26,6 +26,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.h"
 
 namespace rotor::train {
 
@@ -62,6 +66,111 @@ std::string ShowAsJson(std::string_view text);
 Json FiniteOrNull(double value);
 double NumberOrFallback(const Json& object, std::string_view key,
                         double fallback, std::string_view where);
+
+// A record as a JSON object through its field table, the function
+//   template <typename Visitor> void VisitFields(Visitor& v, Record& r)
+// beside the record (e.g. train/eval/passkey_eval.h), whose rows are, in
+// the order of the object's keys:
+//   v(key, member)          a member, in both forms;
+//   v(key, member, names)   an enum member by its name, names.name(member),
+//                           read through names.from_name (a text that is no
+//                           name: "WHERE: " + names.refusal(text));
+//   v.Stored(key, member)   a member of the stored form only;
+//   v.Figure(key, value)    a figure computed from the members, in the
+//                           shown form only.
+// The stored form is a file rotor reads back (RecordFromJson, with the
+// JsonMember errors); the shown form is what a reader of the figures wants
+// (rotor eval --json). A number JSON cannot hold is written as null.
+enum class RecordForm { kStored, kShown };
+
+namespace json_internal {
+
+class RecordWriter {
+ public:
+  RecordWriter(Json& object, RecordForm form) : object_(object), form_(form) {}
+  template <typename T>
+  void operator()(const char* key, const T& member) {
+    object_[key] = member;
+  }
+  template <typename T, typename Names>
+  void operator()(const char* key, const T& member, const Names& names) {
+    object_[key] = names.name(member);
+  }
+  template <typename T>
+  void Stored(const char* key, const T& member) {
+    if (form_ == RecordForm::kStored) object_[key] = member;
+  }
+  void Figure(const char* key, double value) {
+    if (form_ == RecordForm::kShown) object_[key] = value;
+  }
+
+ private:
+  Json& object_;
+  RecordForm form_;
+};
+
+class RecordReader {
+ public:
+  RecordReader(const Json& object, std::string_view where)
+      : object_(object), where_(where) {}
+  template <typename T>
+  void operator()(const char* key, T& member) {
+    Read(key, member);
+  }
+  template <typename T, typename Names>
+  void operator()(const char* key, T& member, const Names& names) {
+    const std::string text = JsonMember<std::string>(object_, key, where_);
+    const auto value = names.from_name(text);
+    ROTOR_CHECK(value.has_value(), where_, ": ", names.refusal(text));
+    member = *value;
+  }
+  template <typename T>
+  void Stored(const char* key, T& member) {
+    Read(key, member);
+  }
+  void Figure(const char*, double) {}
+
+ private:
+  template <typename T>
+  void Read(const char* key, T& member) {
+    if constexpr (std::is_same_v<T, int>) {
+      member = static_cast<int>(JsonMember<int64_t>(object_, key, where_));
+    } else {
+      member = JsonMember<T>(object_, key, where_);
+    }
+  }
+
+  const Json& object_;
+  std::string_view where_;
+};
+
+}  // namespace json_internal
+
+template <typename Record>
+Json RecordJson(Record record, RecordForm form) {
+  Json object = Json::object();
+  json_internal::RecordWriter writer(object, form);
+  VisitFields(writer, record);
+  return object;
+}
+
+// Every record of `records`, as a JSON array.
+template <typename Record>
+Json RecordsJson(const std::vector<Record>& records, RecordForm form) {
+  Json array = Json::array();
+  for (const Record& record : records) {
+    array.push_back(RecordJson(record, form));
+  }
+  return array;
+}
+
+template <typename Record>
+Record RecordFromJson(const Json& object, std::string_view where) {
+  Record record;
+  json_internal::RecordReader reader(object, where);
+  VisitFields(reader, record);
+  return record;
+}
 
 }  // namespace rotor::train
 

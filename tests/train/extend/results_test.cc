@@ -88,6 +88,39 @@ TEST(VariantResult, LoraVariantsHaveTheirOwnFiles) {
   EXPECT_EQ(FindVariant(results, RopeType::kYarn, true), &results[0]);
 }
 
+// A variant file as rotor wrote it before the records had field tables
+// (each record's keys in another order) and before the report had
+// retrieval tasks or inputs reads as it did.
+TEST(VariantResult, ReadsFilesOfEarlierVersions) {
+  test::TempDir dir;
+  const std::string path = dir.Write("results/yarn-finetuned.json",
+                                     R"({"method": "yarn", "finetuned": true,
+          "perplexity": [{"length": 128, "loss": 1.25,
+                          "perplexity": 3.4903429574618414, "tokens": 640}],
+          "passkey": [{"length": 128, "depth": 0.25, "correct": 3,
+                       "digits_right": 17, "num_digits": 5, "trials": 4}],
+          "eval_seconds": 1.5, "finetune_seconds": 12.25})");
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  const VariantResult want = Example();
+  EXPECT_EQ(back->method, want.method);
+  EXPECT_TRUE(back->finetuned);
+  ASSERT_EQ(back->perplexity.size(), 1u);
+  EXPECT_EQ(back->perplexity[0].tokens, 640);
+  EXPECT_EQ(back->perplexity[0].perplexity, 3.4903429574618414);
+  ASSERT_EQ(back->passkey.size(), 1u);
+  EXPECT_EQ(back->passkey[0].correct, 3);
+  EXPECT_EQ(back->passkey[0].trials, 4);
+  EXPECT_EQ(back->passkey[0].num_digits, 5);
+  EXPECT_TRUE(back->retrieval.empty());
+  EXPECT_TRUE(back->inputs.empty());
+  // Written again, it is what Example() writes.
+  SaveVariantResult(path, *back);
+  const std::string again = ReadFile(path);
+  SaveVariantResult(path, want);
+  EXPECT_EQ(again, ReadFile(path));
+}
+
 TEST(SaveAllResults, WritesEveryVariant) {
   test::TempDir dir;
   SaveAllResults(dir.path(), "runs/base/checkpoints/step_00000003", 32, 4.0,
