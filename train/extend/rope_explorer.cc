@@ -1,11 +1,18 @@
 #include "train/extend/rope_explorer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
+#include <utility>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "nn/rope_scaling.h"
 #include "train/checkpoint.h"
 #include "train/extend/recipe.h"
@@ -22,35 +29,47 @@ constexpr RopeType kMethods[] = {RopeType::kDefault, RopeType::kLinear,
                                  RopeType::kYarn,    RopeType::kLlama3,
                                  RopeType::kLongRope};
 
-Json OptionalNumber(const std::optional<double>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
+// Writes the rows of a config table (VisitFields) that are set and named
+// in `only` as the members of a JSON object: numbers, flags, lists of
+// numbers, and a Choice's name. Extra row arguments (which methods or
+// architectures a row is for) are for the readers.
+class FieldsJson {
+ public:
+  explicit FieldsJson(std::vector<std::string> only) : only_(std::move(only)) {}
 
-// Every field of RopeScalingConfig, in nn/rope_scaling.h's names, for the
-// page's mirror of ComputeRopeFrequencies.
-Json RopeSettingsJson(const RopeScalingConfig& rope) {
-  Json json = {
-      {"rope_type", RopeTypeName(rope.rope_type)},
-      {"rope_theta", rope.rope_theta},
-      {"head_dim", rope.head_dim},
-      {"partial_rotary_factor", rope.partial_rotary_factor},
-      {"max_position_embeddings", rope.max_position_embeddings},
-      {"factor", OptionalNumber(rope.factor)},
-      {"original_max_position_embeddings",
-       rope.original_max_position_embeddings
-           ? Json(*rope.original_max_position_embeddings)
-           : Json(nullptr)},
-      {"attention_factor", OptionalNumber(rope.attention_factor)},
-      {"beta_fast", rope.beta_fast},
-      {"beta_slow", rope.beta_slow},
-      {"mscale", OptionalNumber(rope.mscale)},
-      {"mscale_all_dim", OptionalNumber(rope.mscale_all_dim)},
-      {"truncate", rope.truncate},
-      {"low_freq_factor", OptionalNumber(rope.low_freq_factor)},
-      {"high_freq_factor", OptionalNumber(rope.high_freq_factor)},
-      {"short_factor", rope.short_factor ? Json(*rope.short_factor) : Json()},
-      {"long_factor", rope.long_factor ? Json(*rope.long_factor) : Json()}};
-  return json;
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, const T& member, const Check& check,
+                  const Extra&...) {
+    if (Writes(&only_, key)) Set(key, member, check);
+  }
+  const Json& json() const { return json_; }
+
+ private:
+  template <typename T, typename Check>
+  void Set(const Key& key, const std::optional<T>& member, const Check& check) {
+    if (member) Set(key, *member, check);
+  }
+  template <typename T, typename Check>
+  void Set(const Key& key, const T& member, const Check& check) {
+    if constexpr (std::is_enum_v<T>) {
+      json_[key.name] = check.name(member);
+    } else {
+      json_[key.name] = member;
+    }
+  }
+
+  std::vector<std::string> only_;
+  Json json_ = Json::object();
+};
+
+// A method's settings as its rope_scaling keys: rope_type and the keys of
+// the method that are set, from the config table's rows.
+Json RopeSettingsJson(RopeScalingConfig rope) {
+  std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
+  keys.push_back("rope_type");
+  FieldsJson writer(keys);
+  VisitFields(writer, rope);
+  return writer.json();
 }
 
 // The measurements of one variant: [length, perplexity], [length, mean
@@ -82,29 +101,126 @@ Json MeasuredJson(const VariantResult& result) {
           {"retrieval", retrieval}};
 }
 
-// One method of `model`: the settings at the default slider position, what
-// rotor computes from them there and the method's measurements.
-Json MethodJson(const ExplorerModel& model, RopeType method) {
-  const bool own =
-      model.model.rope.rope_type == method && method != RopeType::kDefault;
-  // The config's own method as configured; the others as extend-report
-  // builds them (recipe.h) for the same base, L0 and s.
-  const ModelConfig settings =
-      own ? model.model
-          : ExtendModelConfig(model.model, method, model.factor,
-                              model.original_length);
-  const RopeScalingConfig& rope = settings.rope;
-  const int64_t length =
-      std::llround(model.factor * static_cast<double>(model.original_length));
+// s * L0: the length a model extended by `factor` reaches, within [1,
+// rotor's longest sequence].
+int64_t ExtendedLength(const ExplorerModel& model, double factor) {
+  return std::clamp<int64_t>(
+      std::llround(factor * static_cast<double>(model.original_length)), 1,
+      limits::kMaxPositions);
+}
+
+// The factor slider's stops: 1, 1.25, 1.5 and 1.75 times each power of two
+// up to 64, as a log slider with round labels (2, 4, 8, 16 and 32, the
+// factors models ship, among them), and the model's own factor.
+std::vector<double> FactorStops(const ExplorerModel& model) {
+  std::set<double> stops = {model.factor, 64.0};
+  for (double octave = 1.0; octave < 64.0; octave *= 2.0) {
+    for (double step : {1.0, 1.25, 1.5, 1.75}) stops.insert(step * octave);
+  }
+  return {stops.begin(), stops.end()};
+}
+
+// The length slider's stops: L0 times each power of two from 1/4 to 64 (up
+// to L0 dynamic and longrope change nothing) and the model's own s * L0.
+// One per octave, where the factors have four: dynamic has a curve per
+// factor and length, most of the page.
+std::vector<int64_t> LengthStops(const ExplorerModel& model) {
+  std::set<int64_t> stops = {ExtendedLength(model, model.factor)};
+  for (double octave = 0.25; octave <= 64.0; octave *= 2.0) {
+    stops.insert(ExtendedLength(model, octave));
+  }
+  return {stops.begin(), stops.end()};
+}
+
+// Whether `method` is the config's own (its settings as configured).
+bool Own(const ExplorerModel& model, RopeType method) {
+  return model.model.rope.rope_type == method && method != RopeType::kDefault;
+}
+
+// The settings of `method` at factor `s`: the config's own method as
+// configured with its factor moved (longrope without a factor: its
+// max_position_embeddings, s * L0, from which it derives the factor); the
+// others as extend-report builds them (recipe.h) for the same base and L0.
+RopeScalingConfig SettingsAt(const ExplorerModel& model, RopeType method,
+                             double s) {
+  if (!Own(model, method)) {
+    return ExtendModelConfig(model.model, method, s, model.original_length)
+        .rope;
+  }
+  RopeScalingConfig rope = model.model.rope;
+  if (rope.factor) {
+    rope.factor = s;
+  } else {
+    rope.max_position_embeddings = ExtendedLength(model, s);
+  }
+  return rope;
+}
+
+// What rotor computes from `rope` for a sequence of `length` tokens, as the
+// page draws it: each pair's wavelength 2 pi / inv_freq and slow-down
+// unscaled / scaled inv_freq, the attention factor and the base in force,
+// and what the temperature table says of the method.
+Json CurveJson(const RopeScalingConfig& rope, int64_t length,
+               const std::vector<double>& unscaled) {
   const RopeFrequencies f = ComputeRopeFrequencies(rope, length);
-  Json json = {
-      {"method", RopeTypeName(method)},         {"own", own},
-      {"settings", RopeSettingsJson(rope)},     {"inv_freq", f.inv_freq},
-      {"attention_factor", f.attention_factor}, {"base", f.base}};
-  if (method == RopeType::kYarn) {
+  Json wavelength = Json::array();
+  Json scale = Json::array();
+  for (size_t i = 0; i < f.inv_freq.size(); ++i) {
+    wavelength.push_back(ExplorerDigits(2.0 * M_PI / f.inv_freq[i]));
+    scale.push_back(ExplorerDigits(unscaled[i] / f.inv_freq[i]));
+  }
+  Json json = {{"wavelength", wavelength},
+               {"scale", scale},
+               {"attention_factor", f.attention_factor},
+               {"base", f.base}};
+  if (rope.rope_type == RopeType::kYarn) {
     const YarnRampBounds bounds = ComputeYarnRampBounds(rope);
     json["yarn_ramp"] = {bounds.low, bounds.high};
   }
+  // Settings only Llama 3 and LongRoPE have: wavelengths below L0 /
+  // high_freq_factor kept, above L0 / low_freq_factor divided by s; the
+  // long factors beyond L0, the short ones up to it.
+  if (rope.low_freq_factor && rope.high_freq_factor) {
+    const double original = static_cast<double>(OriginalLength(rope));
+    json["llama3_bands"] = {original / *rope.high_freq_factor,
+                            original / *rope.low_freq_factor};
+  }
+  if (rope.long_factor) {
+    json["longrope_factors"] = length > OriginalLength(rope) ? "long" : "short";
+  }
+  return json;
+}
+
+// One method of `model`: its settings at the model's own factor, its
+// distinct curves over the stops, which one each stop draws, and its
+// measurements.
+Json MethodJson(const ExplorerModel& model, RopeType method,
+                const std::vector<double>& factors,
+                const std::vector<int64_t>& lengths) {
+  const std::vector<double> unscaled = UnscaledInvFreq(model.model.rope);
+  Json curves = Json::array();
+  std::map<std::string, size_t> index;  // a curve's JSON -> its index
+  Json at = Json::array();
+  for (const double s : factors) {
+    const RopeScalingConfig rope = SettingsAt(model, method, s);
+    Json row = Json::array();
+    for (const int64_t length : lengths) {
+      Json curve = CurveJson(rope, length, unscaled);
+      const auto [it, added] = index.emplace(curve.dump(), curves.size());
+      if (added) curves.push_back(std::move(curve));
+      row.push_back(it->second);
+    }
+    // One index where the curve does not depend on the length.
+    const bool same = std::all_of(row.begin(), row.end(),
+                                  [&](const Json& i) { return i == row[0]; });
+    at.push_back(same ? row[0] : row);
+  }
+  Json json = {
+      {"method", RopeTypeName(method)},
+      {"own", Own(model, method)},
+      {"settings", RopeSettingsJson(SettingsAt(model, method, model.factor))},
+      {"curves", curves},
+      {"at", at}};
   Json measured = Json::object();
   for (const VariantResult& r : model.measured) {
     if (r.method != method) continue;
@@ -187,23 +303,31 @@ ExplorerModel ExplorerModelFromReport(const std::string& report_dir) {
 std::string RopeExplorerJson(const std::vector<ExplorerModel>& models) {
   Json sections = Json::array();
   for (const ExplorerModel& model : models) {
+    const std::vector<double> factors = FactorStops(model);
+    const std::vector<int64_t> lengths = LengthStops(model);
     Json methods = Json::array();
-    for (RopeType method : kMethods)
-      methods.push_back(MethodJson(model, method));
+    for (RopeType method : kMethods) {
+      methods.push_back(MethodJson(model, method, factors, lengths));
+    }
     const RopeScalingConfig& rope = model.model.rope;
-    sections.push_back(
-        {{"name", model.name},
-         {"head_dim", rope.head_dim},
-         {"rotary_dim", RotaryDim(rope)},
-         {"rope_theta", rope.rope_theta},
-         {"original_length", model.original_length},
-         {"factor", model.factor},
-         {"length", std::llround(model.factor *
-                                 static_cast<double>(model.original_length))},
-         {"unscaled_inv_freq", UnscaledInvFreq(rope)},
-         {"methods", methods}});
+    sections.push_back({{"name", model.name},
+                        {"head_dim", rope.head_dim},
+                        {"rotary_dim", RotaryDim(rope)},
+                        {"rope_theta", rope.rope_theta},
+                        {"original_length", model.original_length},
+                        {"factor", model.factor},
+                        {"length", ExtendedLength(model, model.factor)},
+                        {"factors", factors},
+                        {"lengths", lengths},
+                        {"methods", methods}});
   }
   return Json{{"models", sections}}.dump();
+}
+
+double ExplorerDigits(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.4g", value);
+  return std::strtod(text, nullptr);
 }
 
 std::string RopeExplorerFragment(const std::vector<ExplorerModel>& models) {

@@ -8,13 +8,16 @@
 // the measured perplexity-against-length, passkey and retrieval curves of
 // each method.
 //
-// Every number the page starts with is computed here by nn/rope_scaling.h
-// and embedded as JSON. When a slider moves, the page recomputes with
-// JavaScript that mirrors nn/rope_scaling.cc (and the method settings of
-// train/extend/recipe.h) line by line; at load it recomputes the embedded
-// slider position and writes the largest relative difference to rotor's
-// numbers into its state element (#explorer-state), which the browser test
-// checks (tests/train/extend/rope_explorer_browser_test.cc).
+// Every number the page draws is rotor's: for each model, the explorer
+// computes every method's frequencies (nn/rope_scaling.h, with each
+// method's settings from train/extend/recipe.h) at each stop of the factor
+// slider and, as dynamic and longrope depend on it, of the length slider,
+// and embeds the wavelengths, per-pair slow-downs, attention factors and
+// bases as JSON. The sliders snap to those stops; the page's script only
+// looks the curves up and draws them (it has no frequency math). Its state
+// element (#explorer-state) says which stop it drew and what, for the
+// browser test (tests/train/extend/rope_explorer_browser_test.cc); the C++
+// test checks the embedded numbers (rope_explorer_test.cc).
 //
 // `rotor rope --html` writes the page for configs and report folders;
 // `rotor extend-report` embeds it in report.html.
@@ -54,11 +57,24 @@ ExplorerModel ExplorerModelFromConfig(const std::string& name,
 // rotor::Error naming the file or folder that is missing or malformed.
 ExplorerModel ExplorerModelFromReport(const std::string& report_dir);
 
-// The page's data, as JSON text: per model, the unscaled frequencies and,
-// per method, its settings, inv_freq, attention factor and base in force at
-// the default slider position (the extended length s * L0), plus its
-// measurements.
+// The page's data, as JSON text: per model, the slider stops ("factors":
+// four round factors per octave from 1 to 64 and the model's own;
+// "lengths": L0 times each power of two from 1/4 to 64 and the model's own
+// s * L0, up to rotor's longest sequence) and, per method, its settings
+// at the model's own factor (its rope_scaling keys, written from the
+// config table's rows), its distinct curves ("curves": wavelength and
+// slow-down per pair to ExplorerDigits, attention factor, base in force,
+// and the method's note: YaRN's ramp bounds, Llama 3's wavelength bands,
+// LongRoPE's factor list in use), which curve each stop draws ("at": per
+// factor stop a curve index, or one per length stop for a method whose
+// curve there depends on the length) and its measurements.
 std::string RopeExplorerJson(const std::vector<ExplorerModel>& models);
+
+// A curve's number as the page embeds it: `value` to 4 significant digits,
+// a small fraction of a pixel in charts 760 units wide; at full precision
+// the page would be 2.4 times as large (configs/rope/yarn.yaml: 290 KB,
+// against about 700 KB).
+double ExplorerDigits(double value);
 
 // The explorer as an HTML fragment (its <style>, a <section> the script
 // fills, the state element, the data and the <script>).

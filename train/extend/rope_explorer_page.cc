@@ -1,17 +1,14 @@
 // The RoPE explorer's style and script (train/extend/rope_explorer.h).
 //
 // The script reads the JSON rotor embeds (#explorer-data: per model, the
-// unscaled frequencies and per method its settings and rotor's inv_freq,
-// attention factor and base at the default slider position), draws one
-// section per model with inline SVG, and recomputes on every slider move.
-// Its frequency functions mirror nn/rope_scaling.cc line by line (same
-// formulas, same order of operations, in double), and methodSettings
-// mirrors ExtendModelConfig (train/extend/recipe.cc); at load it checks its
-// own numbers against rotor's and writes the largest relative difference,
-// any error, every curve, and each chart's y-tick count and the box of
-// every text it drew into #explorer-state as JSON, which the browser test
-// reads. The URL hash (#factor=8&length=2048) sets the sliders,
-// so a test can move them without a mouse.
+// slider stops and per method the curves rotor computed at each of them;
+// rope_explorer.h) and draws one section per model with inline SVG. It has
+// no frequency math: a slider snaps to the stops, and moving it looks the
+// curves of that stop up and draws them. It writes any error, the stop it
+// drew, the sliders, every curve, and each chart's y-tick count and the box
+// of every text it drew into #explorer-state as JSON, which the browser
+// test reads. The URL hash (#factor=8&length=2048) sets the sliders to the
+// nearest stops, so a test can move them without a mouse.
 #include "train/extend/rope_explorer_page.h"
 
 namespace rotor::train {
@@ -54,145 +51,6 @@ const char kRopeExplorerScript[] = R"JS(
                  dynamic: '#9467bd', yarn: '#1f77b4', llama3: '#ff7f0e',
                  longrope: '#8c564b' };
   var SVGNS = 'http://www.w3.org/2000/svg';
-
-  // ---- Mirror of nn/rope_scaling.cc (every line in double) ----
-  function rotaryDim(c) { return Math.trunc(c.head_dim * c.partial_rotary_factor); }
-  function originalLength(c) {
-    return c.original_max_position_embeddings !== null
-        ? c.original_max_position_embeddings : c.max_position_embeddings;
-  }
-  function scaleFactor(c) {
-    return c.factor !== null ? c.factor
-        : c.max_position_embeddings / originalLength(c);
-  }
-  function yarnMscale(scale, m) {
-    return scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1;
-  }
-  function unscaledInvFreq(c) {
-    var r = rotaryDim(c), inv = [];
-    for (var i = 0; i < r / 2; ++i) inv.push(1 / Math.pow(c.rope_theta, 2 * i / r));
-    return inv;
-  }
-  function dynamicNtkBase(c, length) {
-    var r = rotaryDim(c), s = c.factor !== null ? c.factor : 1;
-    var original = c.max_position_embeddings;
-    var l = Math.max(length, original);
-    return c.rope_theta * Math.pow(s * l / original - (s - 1), r / (r - 2));
-  }
-  function yarnRampBounds(c) {
-    var r = rotaryDim(c), original = originalLength(c);
-    function correctionDim(n) {
-      return r * Math.log(original / (2 * Math.PI * n)) / (2 * Math.log(c.rope_theta));
-    }
-    var low = correctionDim(c.beta_fast), high = correctionDim(c.beta_slow);
-    if (c.truncate) { low = Math.floor(low); high = Math.ceil(high); }
-    return [Math.max(low, 0), Math.min(high, r - 1)];
-  }
-  // ComputeRopeFrequencies: {inv_freq, attention_factor, base}.
-  function computeFrequencies(c, length) {
-    var r = rotaryDim(c), inv = unscaledInvFreq(c), pairs = inv.length;
-    var out = { inv_freq: inv, attention_factor: 1, base: c.rope_theta };
-    var i, s;
-    switch (c.rope_type) {
-      case 'default': break;
-      case 'linear':
-        for (i = 0; i < pairs; ++i) inv[i] /= c.factor;
-        break;
-      case 'ntk': case 'dynamic':
-        out.base = c.rope_type === 'ntk'
-            ? c.rope_theta * Math.pow(c.factor, r / (r - 2))
-            : dynamicNtkBase(c, length);
-        for (i = 0; i < pairs; ++i) inv[i] = 1 / Math.pow(out.base, 2 * i / r);
-        break;
-      case 'yarn': {
-        s = c.factor;
-        var b = yarnRampBounds(c);
-        if (b[0] === b[1]) b[1] += 0.001;
-        for (i = 0; i < pairs; ++i) {
-          var posFreq = Math.pow(c.rope_theta, 2 * i / r);
-          var extrapolation = 1 / posFreq, interpolation = 1 / (s * posFreq);
-          var ramp = Math.min(Math.max((i - b[0]) / (b[1] - b[0]), 0), 1);
-          var w = 1 - ramp;
-          inv[i] = interpolation * (1 - w) + extrapolation * w;
-        }
-        if (c.attention_factor !== null) out.attention_factor = c.attention_factor;
-        else if ((c.mscale || 0) !== 0 && (c.mscale_all_dim || 0) !== 0)
-          out.attention_factor = yarnMscale(s, c.mscale) / yarnMscale(s, c.mscale_all_dim);
-        else out.attention_factor = yarnMscale(s, 1);
-        break;
-      }
-      case 'llama3': {
-        s = c.factor;
-        var original = c.original_max_position_embeddings;
-        var lo = c.low_freq_factor, hi = c.high_freq_factor;
-        var lowWavelength = original / lo, highWavelength = original / hi;
-        for (i = 0; i < pairs; ++i) {
-          var theta = inv[i], wavelength = 2 * Math.PI / theta;
-          if (wavelength < highWavelength) continue;
-          if (wavelength > lowWavelength) { inv[i] = theta / s; } else {
-            var smooth = (original / wavelength - lo) / (hi - lo);
-            inv[i] = (1 - smooth) * theta / s + smooth * theta;
-          }
-        }
-        break;
-      }
-      case 'longrope': {
-        var orig = originalLength(c);
-        var factors = length > orig ? c.long_factor : c.short_factor;
-        for (i = 0; i < pairs; ++i)
-          inv[i] = 1 / (factors[i] * Math.pow(c.rope_theta, 2 * i / r));
-        s = scaleFactor(c);
-        if (c.attention_factor !== null) out.attention_factor = c.attention_factor;
-        else if (s > 1) out.attention_factor = Math.sqrt(1 + Math.log(s) / Math.log(orig));
-        break;
-      }
-      default: throw new Error('unknown rope_type ' + c.rope_type);
-    }
-    return out;
-  }
-
-  // ---- Mirror of ExtendModelConfig (train/extend/recipe.cc) ----
-  function asShown(v) { return Number(v.toPrecision(6)); }  // StrCat's 6 digits
-  function illustrativeLongFactors(c, factor) {
-    var yarn = Object.assign({}, c, { rope_type: 'yarn' });
-    var pairs = rotaryDim(yarn) / 2, low = yarnRampBounds(yarn)[0], f = [];
-    for (var i = 0; i < pairs; ++i) {
-      var t = pairs - 1 > low
-          ? Math.min(Math.max((i - low) / (pairs - 1 - low), 0), 1) : 1;
-      f.push(asShown(1 + (factor - 1) * 0.5 * (1 - Math.cos(Math.PI * t))));
-    }
-    return f;
-  }
-  // A method's settings at factor s: the config's own method as configured
-  // with its factor moved; every other one as extend-report builds it.
-  function methodSettings(entry, model, s) {
-    var own = entry.settings;
-    if (entry.own) {
-      var c = Object.assign({}, own);
-      if (c.factor !== null) c.factor = s;
-      else if (c.rope_type === 'longrope')
-        c.max_position_embeddings = Math.round(s * model.original_length);
-      return c;
-    }
-    var L0 = model.original_length, m = entry.method;
-    var e = { rope_type: m, rope_theta: own.rope_theta, head_dim: own.head_dim,
-              partial_rotary_factor: own.partial_rotary_factor,
-              max_position_embeddings: m === 'dynamic' ? L0 : Math.round(s * L0),
-              factor: null, original_max_position_embeddings: null,
-              attention_factor: null, beta_fast: 32, beta_slow: 1, mscale: null,
-              mscale_all_dim: null, truncate: true, low_freq_factor: null,
-              high_freq_factor: null, short_factor: null, long_factor: null };
-    if (m === 'default') return e;
-    e.factor = asShown(s);
-    if (m === 'yarn' || m === 'llama3' || m === 'longrope')
-      e.original_max_position_embeddings = L0;
-    if (m === 'llama3') { e.low_freq_factor = 1; e.high_freq_factor = 4; }
-    if (m === 'longrope') {
-      e.long_factor = illustrativeLongFactors(e, s);
-      e.short_factor = e.long_factor.map(function () { return 1; });
-    }
-    return e;
-  }
 
   // ---- SVG line charts ----
   function el(name, attrs, parent) {
@@ -377,8 +235,8 @@ const char kRopeExplorerScript[] = R"JS(
   function Section(model, index) {
     var self = this;
     this.model = model;
-    this.factor = model.factor;
-    this.length = model.length;
+    this.fi = model.factors.indexOf(model.factor);
+    this.li = model.lengths.indexOf(model.length);
     var div = html('div', { 'class': 'rx-model', 'data-model': index }, undefined, root);
     html('h2', {}, 'RoPE explorer: ' + model.name, div);
     html('p', { 'class': 'rx-note' },
@@ -386,23 +244,22 @@ const char kRopeExplorerScript[] = R"JS(
          ' (' + model.rotary_dim / 2 + ' pairs), rope_theta ' + model.rope_theta +
          ', original length L0 = ' + model.original_length + '. Pair i turns once every ' +
          '2\u03c0/inv_freq_i tokens (its wavelength); a method slows a pair down by the ' +
-         'ratio unscaled/scaled inv_freq. Numbers at the starting position are rotor\u2019s ' +
-         '(nn/rope_scaling.h); moving a slider recomputes them here.', div);
+         'ratio unscaled/scaled inv_freq. Every number is rotor\u2019s (nn/rope_scaling.h), ' +
+         'computed at each stop of the sliders.', div);
     var controls = html('div', { 'class': 'rx-controls' }, undefined, div);
     var fl = html('label', {}, 'factor s ', controls);
-    this.factorInput = html('input', { type: 'range', min: 1, max: 32, step: 0.25,
-                                       value: model.factor, 'class': 'rx-factor' }, undefined, fl);
+    this.factorInput = html('input', { type: 'range', min: 0, max: model.factors.length - 1,
+                                       step: 1, value: this.fi, 'class': 'rx-factor' }, undefined, fl);
     this.factorOut = html('output', {}, '', fl);
     var ll = html('label', {}, ' sequence length (dynamic, longrope) ', controls);
-    this.lengthInput = html('input', { type: 'range', min: 4, step: 0.01,
-                                       max: Math.log2(64 * model.original_length),
-                                       value: Math.log2(model.length), 'class': 'rx-length' }, undefined, ll);
+    this.lengthInput = html('input', { type: 'range', min: 0, max: model.lengths.length - 1,
+                                       step: 1, value: this.li, 'class': 'rx-length' }, undefined, ll);
     this.lengthOut = html('output', {}, '', ll);
     this.factorInput.addEventListener('input', function () {
-      self.update(Number(self.factorInput.value), self.length);
+      self.update(Number(self.factorInput.value), self.li);
     });
     this.lengthInput.addEventListener('input', function () {
-      self.update(self.factor, Math.round(Math.pow(2, Number(self.lengthInput.value))));
+      self.update(self.fi, Number(self.lengthInput.value));
     });
     this.wavelengthSvg = el('svg', { 'class': 'rx-chart', 'data-chart': 'wavelength' }, div);
     this.scaleSvg = el('svg', { 'class': 'rx-chart', 'data-chart': 'scale' }, div);
@@ -434,30 +291,35 @@ const char kRopeExplorerScript[] = R"JS(
     }
   }
 
-  Section.prototype.compute = function (s, length) {
-    var model = this.model, out = {};
-    model.methods.forEach(function (m) {
-      out[m.method] = computeFrequencies(methodSettings(m, model, s), length);
+  // Each method's curve at factor stop fi and length stop li: rotor's.
+  Section.prototype.lookup = function (fi, li) {
+    var out = {};
+    this.model.methods.forEach(function (m) {
+      var at = m.at[fi];
+      out[m.method] = m.curves[typeof at === 'number' ? at : at[li]];
     });
     return out;
   };
 
-  Section.prototype.update = function (s, length) {
-    var model = this.model;
-    this.factor = s; this.length = length;
-    this.factorInput.value = s; this.lengthInput.value = Math.log2(length);
+  function slider(input) {
+    return { min: Number(input.min), max: Number(input.max), step: Number(input.step),
+             value: Number(input.value) };
+  }
+
+  Section.prototype.update = function (fi, li) {
+    var model = this.model, s = model.factors[fi], length = model.lengths[li];
+    this.fi = fi; this.li = li;
+    this.factorInput.value = fi; this.lengthInput.value = li;
     this.factorOut.textContent = ' ' + s;
     this.lengthOut.textContent = ' ' + length;
-    var f = this.compute(s, length), unscaled = model.unscaled_inv_freq;
+    var f = this.lookup(fi, li);
     var wavelength = [], scale = [], curves = { wavelength: {}, scale: {} };
     METHODS.forEach(function (m) {
-      var inv = f[m].inv_freq;
-      var w = inv.map(function (v, i) { return [i, 2 * Math.PI / v]; });
-      var r = inv.map(function (v, i) { return [i, unscaled[i] / v]; });
-      wavelength.push({ name: m, method: m, points: w });
-      scale.push({ name: m, method: m, points: r });
-      curves.wavelength[m] = w.map(function (p) { return p[1]; });
-      curves.scale[m] = r.map(function (p) { return p[1]; });
+      function points(values) { return values.map(function (v, i) { return [i, v]; }); }
+      wavelength.push({ name: m, method: m, points: points(f[m].wavelength) });
+      scale.push({ name: m, method: m, points: points(f[m].scale) });
+      curves.wavelength[m] = f[m].wavelength;
+      curves.scale[m] = f[m].scale;
     });
     var L0 = model.original_length, extended = Math.round(s * L0);
     var hlines = [{ y: L0, label: 'L0 = ' + L0 }, { y: extended, label: 's\u00b7L0 = ' + extended }];
@@ -468,32 +330,33 @@ const char kRopeExplorerScript[] = R"JS(
       drawChart(this.scaleSvg, { title: 'How much each method slows each pair down (unscaled / scaled inv_freq)',
       xLabel: 'pair index i', yLabel: 'slow-down', logY: true, yMin: 1,
       series: scale, hlines: [{ y: s, label: 's = ' + s }] })];
-    this.drawTemperature(f, s);
+    this.drawTemperature(f);
     if (this.measuredCharts) charts = charts.concat(this.drawMeasured());
-    return { name: model.name, factor: s, length: length, curves: curves, charts: charts,
+    return { name: model.name, factor: s, length: length, stop: { factor: fi, length: li },
+             sliders: { factor: slider(this.factorInput), length: slider(this.lengthInput) },
+             curves: curves, charts: charts,
              attention_factor: METHODS.reduce(function (a, m) {
                a[m] = f[m].attention_factor; return a; }, {}) };
   };
 
-  Section.prototype.drawTemperature = function (f, s) {
+  Section.prototype.drawTemperature = function (f) {
     var model = this.model, t = this.table;
     while (t.firstChild) t.removeChild(t.firstChild);
     var head = html('tr', {}, undefined, t);
     ['method', 'attention factor a', 'logits scale a\u00b2', 'base in force', 'what it does']
         .forEach(function (h) { html('th', {}, h, head); });
     model.methods.forEach(function (m) {
-      var c = methodSettings(m, model, s), r = f[m.method], note = '';
+      var r = f[m.method], note = '';
       if (m.method === 'yarn') {
-        var b = yarnRampBounds(c);
-        note = 'ramp from pair ' + b[0] + ' (kept) to pair ' + b[1] + ' (divided by s)';
+        note = 'ramp from pair ' + r.yarn_ramp[0] + ' (kept) to pair ' + r.yarn_ramp[1] +
+               ' (divided by s)';
       } else if (m.method === 'llama3') {
-        note = 'wavelengths < ' + fmt(c.original_max_position_embeddings / c.high_freq_factor) +
-               ' kept, > ' + fmt(c.original_max_position_embeddings / c.low_freq_factor) +
+        note = 'wavelengths < ' + fmt(r.llama3_bands[0]) + ' kept, > ' + fmt(r.llama3_bands[1]) +
                ' divided by s';
       } else if (m.method === 'longrope') {
-        note = (this.length > originalLength(c) ? 'long' : 'short') + '_factor in use';
+        note = r.longrope_factors + '_factor in use';
       } else if (m.method === 'dynamic') {
-        note = 'NTK base for a sequence of ' + this.length;
+        note = 'NTK base for a sequence of ' + model.lengths[this.li];
       } else if (m.method === 'linear') { note = 'every pair divided by s'; }
       else if (m.method === 'ntk') { note = 'base raised so the slowest pair is divided by s'; }
       else { note = 'unscaled'; }
@@ -545,24 +408,20 @@ const char kRopeExplorerScript[] = R"JS(
     return drawn;
   };
 
-  // The largest relative difference between this script's numbers and
-  // rotor's at the starting slider position.
-  function checkAgainstRotor(section) {
-    var model = section.model, f = section.compute(model.factor, model.length), worst = 0;
-    function rel(a, b) { return Math.abs(a - b) / Math.max(Math.abs(b), 1e-300); }
-    model.methods.forEach(function (m) {
-      var mine = f[m.method];
-      m.inv_freq.forEach(function (v, i) { worst = Math.max(worst, rel(mine.inv_freq[i], v)); });
-      worst = Math.max(worst, rel(mine.attention_factor, m.attention_factor), rel(mine.base, m.base));
-    });
-    return worst;
+  // The index of the stop nearest `value` by ratio (the stops are
+  // spaced evenly on a log scale).
+  function nearestStop(stops, value) {
+    function off(v) { return Math.max(v / value, value / v); }
+    return stops.reduce(function (best, v, i) { return off(v) < off(stops[best]) ? i : best; }, 0);
   }
 
   function fromHash() {
     var out = {};
     location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
       var p = kv.split('=');
-      if (p.length === 2 && p[1] !== '' && isFinite(Number(p[1]))) out[p[0]] = Number(p[1]);
+      if (p.length === 2 && p[1] !== '' && isFinite(Number(p[1])) && Number(p[1]) > 0) {
+        out[p[0]] = Number(p[1]);
+      }
     });
     return out;
   }
@@ -571,10 +430,11 @@ const char kRopeExplorerScript[] = R"JS(
   function render() {
     var h = fromHash();
     state.models = sections.map(function (s) {
-      var result = s.update(h.factor !== undefined ? h.factor : s.model.factor,
-                            h.length !== undefined ? h.length : s.model.length);
-      result.max_rel_diff_vs_rotor = checkAgainstRotor(s);
-      return result;
+      var m = s.model;
+      return s.update(h.factor !== undefined ? nearestStop(m.factors, h.factor)
+                                             : m.factors.indexOf(m.factor),
+                      h.length !== undefined ? nearestStop(m.lengths, h.length)
+                                             : m.lengths.indexOf(m.length));
     });
     state.ready = true;
     publish();
@@ -586,11 +446,7 @@ const char kRopeExplorerScript[] = R"JS(
   };
   window.addEventListener('hashchange', render);
   var refresh = function () {
-    state.models = sections.map(function (s) {
-      var result = s.update(s.factor, s.length);
-      result.max_rel_diff_vs_rotor = checkAgainstRotor(s);
-      return result;
-    });
+    state.models = sections.map(function (s) { return s.update(s.fi, s.li); });
     publish();
   };
   sections.forEach(function (s) {

@@ -2,13 +2,16 @@
 // (scripts/setup.sh --with-browser installs it; without it the tests skip,
 // saying so). Each page is loaded with --dump-dom; the page's script writes
 // its state and any error into #explorer-state, which is read back here:
-// no errors, one curve per method with one point per rotary pair, the
-// script's own numbers equal to rotor's at the starting slider position,
-// and a slider moved through the URL hash (#factor=2) changes the curves to
-// what rotor computes at that factor; every chart is legible (no text cut
-// or drawn over another, enough y ticks: ExpectChartsLegible) and no
-// heading is left empty. A screenshot of each page is written too (kept in
-// $ROTOR_EXPLORER_SCREENSHOTS when set, for a human to look at).
+// no errors, one curve per method with one point per rotary pair, each
+// drawn curve the one the page embeds for the stop its sliders are at
+// (ExpectDrawsItsStop; rope_explorer_test.cc checks those are rotor's),
+// the sliders moved through the URL hash (#factor=2, snapped to the nearest
+// stop) or by setting a slider's value as a hand does (snapped by the
+// slider's own step) change the curves to what rotor computes there; every
+// chart is legible (no text cut or drawn over another, enough y ticks:
+// ExpectChartsLegible) and no heading is left empty. A screenshot of each page
+// is written too (kept in $ROTOR_EXPLORER_SCREENSHOTS when set, for a human to
+// look at).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +102,64 @@ Loaded Load(const test::TempDir& dir, const std::string& page,
   }
   out.state = ParseJson(text, "#explorer-state");
   return out;
+}
+
+// The data the page embeds (#explorer-data) in the page file `page`.
+Json PageData(const std::string& page) {
+  const std::string html = ReadFile(page);
+  const std::string open = "id=\"explorer-data\">";
+  const size_t begin = html.find(open);
+  const size_t end = html.find("</script>", begin);
+  if (begin == std::string::npos || end == std::string::npos) {
+    ADD_FAILURE() << page << " embeds no #explorer-data";
+    return Json();
+  }
+  return ParseJson(html.substr(begin + open.size(), end - begin - open.size()),
+                   page);
+}
+
+// `page` with `script` run after the explorer's own, as a hand on a slider.
+std::string WithScript(const test::TempDir& dir, const std::string& page,
+                       const std::string& script) {
+  std::string html = ReadFile(page);
+  html.insert(html.rfind("</body>"), "<script>" + script + "</script>\n");
+  const std::string out =
+      dir.Path("scripted-" + std::to_string(html.size()) + ".html");
+  WriteFileAtomically(out, html);
+  return out;
+}
+
+// A model's state (#explorer-state) draws the stop its sliders are at:
+// each slider runs over the stops' indices in steps of one, the factor and
+// length are that stop's, and every curve and attention factor drawn is the
+// one `data` (the model's #explorer-data) holds for it.
+void ExpectDrawsItsStop(const Json& state, const Json& data) {
+  const size_t f = state["stop"]["factor"].get<size_t>();
+  const size_t l = state["stop"]["length"].get<size_t>();
+  ASSERT_LT(f, data["factors"].size());
+  ASSERT_LT(l, data["lengths"].size());
+  EXPECT_EQ(state["factor"], data["factors"][f]);
+  EXPECT_EQ(state["length"], data["lengths"][l]);
+  EXPECT_EQ(state["sliders"]["factor"],
+            Json({{"min", 0},
+                  {"max", data["factors"].size() - 1},
+                  {"step", 1},
+                  {"value", f}}));
+  EXPECT_EQ(state["sliders"]["length"],
+            Json({{"min", 0},
+                  {"max", data["lengths"].size() - 1},
+                  {"step", 1},
+                  {"value", l}}));
+  for (const Json& method : data["methods"]) {
+    const std::string name = method["method"];
+    const Json& at = method["at"][f];
+    const Json& curve = method["curves"][at.is_array() ? at[l].get<size_t>()
+                                                       : at.get<size_t>()];
+    EXPECT_EQ(state["curves"]["wavelength"][name], curve["wavelength"]) << name;
+    EXPECT_EQ(state["curves"]["scale"][name], curve["scale"]) << name;
+    EXPECT_EQ(state["attention_factor"][name], curve["attention_factor"])
+        << name;
+  }
 }
 
 // The polylines of the first chart `chart` after offset `from` of the DOM:
@@ -232,6 +293,7 @@ TEST(RopeExplorerBrowser, PairOfConfigsRendersAndFollowsTheSlider) {
   const Loaded start = Load(dir, page, "", shot);
   ExpectHealthy(start);
   EXPECT_GT(ReadFile(shot).size(), 10000u) << "no screenshot";
+  const Json data = PageData(page);
   ASSERT_EQ(start.state["models"].size(), 2u);
   for (int m = 0; m < 2; ++m) {
     // 7 methods, 64 pairs each, in both frequency charts.
@@ -243,8 +305,10 @@ TEST(RopeExplorerBrowser, PairOfConfigsRendersAndFollowsTheSlider) {
         EXPECT_EQ(points, 64) << chart << " " << method;
       }
     }
-    EXPECT_LT(start.state["models"][m]["max_rel_diff_vs_rotor"].get<double>(),
-              1e-12);
+    // At the config's own factor 8 and length 8 L0.
+    EXPECT_EQ(start.state["models"][m]["factor"].get<double>(), 8.0);
+    EXPECT_EQ(start.state["models"][m]["length"].get<int64_t>(), 65536);
+    ExpectDrawsItsStop(start.state["models"][m], data["models"][m]);
   }
   ExpectChartsLegible(start.state);
   // At s = 16 the s·L0 line's label once ran into the legend.
@@ -254,13 +318,14 @@ TEST(RopeExplorerBrowser, PairOfConfigsRendersAndFollowsTheSlider) {
   EXPECT_EQ(far.state["models"][0]["factor"].get<double>(), 16.0);
   ExpectChartsLegible(far.state);
 
-  // #factor=2: the linear curve of the yarn config follows rotor at s = 2.
+  // #factor=2: the curves of the yarn config follow rotor at s = 2.
   const Loaded moved = Load(dir, page, "#factor=2&length=16384",
                             Screenshot(dir, "explorer-factor2.png"));
   ExpectHealthy(moved);
   const Json& yarn = moved.state["models"][0];
   EXPECT_EQ(yarn["factor"].get<double>(), 2.0);
   EXPECT_EQ(yarn["length"].get<int64_t>(), 16384);
+  ExpectDrawsItsStop(yarn, data["models"][0]);
   const ModelConfig model = LoadModelConfig(RopeConfig("yarn"));
   for (RopeType method : {RopeType::kLinear, RopeType::kDynamic,
                           RopeType::kLongRope, RopeType::kYarn}) {
@@ -274,13 +339,42 @@ TEST(RopeExplorerBrowser, PairOfConfigsRendersAndFollowsTheSlider) {
         yarn["curves"]["wavelength"][RopeTypeName(method)];
     ASSERT_EQ(got.size(), want.inv_freq.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i] / (2 * kPi / want.inv_freq[i]), 1.0, 1e-12)
+      EXPECT_EQ(got[i], ExplorerDigits(2 * kPi / want.inv_freq[i]))
           << RopeTypeName(method) << " pair " << i;
     }
     const std::vector<double> before =
         start.state["models"][0]["curves"]["wavelength"][RopeTypeName(method)];
     EXPECT_NE(got, before) << RopeTypeName(method) << " did not move";
   }
+
+  // One load for both ways of moving between the stops. The hash snaps
+  // every model to the nearest stop: 2.3 to 2.5 (the ratios 1.09 against
+  // 1.15 to 2), 20000 tokens to 16384. Then a hand on the first model's
+  // sliders: a value between two steps snaps to one (2.6 -> stop 3, s =
+  // 1.75; 4.4 -> stop 4, 32768 tokens); the first model draws that stop,
+  // the second stays at the hash's.
+  const Loaded moved_twice =
+      Load(dir,
+           WithScript(dir, page,
+                      "function slide(name, value) {"
+                      "  var input = document.querySelector('.rx-' + name);"
+                      "  input.value = value;"
+                      "  input.dispatchEvent(new Event('input'));"
+                      "  input.dispatchEvent(new Event('change'));"
+                      "}"
+                      "slide('factor', '2.6'); slide('length', '4.4');"),
+           "#factor=2.3&length=20000", Screenshot(dir, "explorer-slid.png"));
+  ExpectHealthy(moved_twice);
+  const Json& slid = moved_twice.state["models"][0];
+  EXPECT_EQ(slid["stop"], Json({{"factor", 3}, {"length", 4}}));
+  EXPECT_EQ(slid["factor"].get<double>(), 1.75);
+  EXPECT_EQ(slid["length"].get<int64_t>(), 32768);
+  ExpectDrawsItsStop(slid, data["models"][0]);
+  EXPECT_NE(slid["curves"], start.state["models"][0]["curves"]);
+  const Json& snapped = moved_twice.state["models"][1];
+  EXPECT_EQ(snapped["factor"].get<double>(), 2.5);
+  EXPECT_EQ(snapped["length"].get<int64_t>(), 16384);
+  ExpectDrawsItsStop(snapped, data["models"][1]);
 }
 
 TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
@@ -340,10 +434,10 @@ TEST(RopeExplorerBrowser, ReportPageDrawsTheMeasuredCurves) {
 // ExtendReport.TinyModelEndToEnd: 3 base steps, 2 fine-tuning steps,
 // perplexity at 32 and 128, passkey at 128, niah_single at 384), then its
 // report.html as the writer left it and `rotor rope --report DIR --html
-// FILE` on its folder, both in chromium: no errors, the page's numbers
-// equal to rotor's, the measured curves drawn with one point per measured
-// length for exactly the methods the report ran (dynamic has no fine-tuned
-// curve: it is skipped), and no plot's slot left empty.
+// FILE` on its folder, both in chromium: no errors, the curves drawn those
+// the page embeds for its starting stop, the measured curves drawn with one
+// point per measured length for exactly the methods the report ran (dynamic has
+// no fine-tuned curve: it is skipped), and no plot's slot left empty.
 TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
   if (Chromium().empty()) {
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh "
@@ -393,8 +487,7 @@ TEST(RopeExplorerBrowser, RealExtendReportAndItsExplorerRender) {
     ExpectNoEmptyHeading(loaded.dom);
     ExpectNoEmptySlot(loaded.dom);
     ASSERT_EQ(loaded.state["models"].size(), 1u);
-    EXPECT_LT(loaded.state["models"][0]["max_rel_diff_vs_rotor"].get<double>(),
-              1e-12);
+    ExpectDrawsItsStop(loaded.state["models"][0], PageData(page)["models"][0]);
     // The tiny model: head_dim 8, 4 rotary pairs, 7 methods.
     const std::map<std::string, int> wavelengths =
         Curves(loaded.dom, ModelSection(loaded.dom, 0), "wavelength");

@@ -6,9 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "core/limits.h"
 #include "nn/rope_scaling.h"
 #include "tests/temp_dir.h"
 #include "tests/tools/run_rotor.h"
@@ -26,28 +31,206 @@ std::string RopeConfig(const std::string& name) {
   return std::string(ROTOR_SOURCE_DIR) + "/configs/rope/" + name + ".yaml";
 }
 
-TEST(RopeExplorer, EmbedsRotorsFrequenciesForEveryMethod) {
+// The settings of `method` at factor `s` as the explorer shows them: the
+// config's own method as configured with its factor moved (longrope without
+// a factor: its max_position_embeddings, s * L0), the others as
+// extend-report builds them.
+RopeScalingConfig SettingsAt(const ExplorerModel& explorer, RopeType method,
+                             double s) {
+  const RopeScalingConfig& own = explorer.model.rope;
+  if (method != own.rope_type || method == RopeType::kDefault) {
+    return ExtendModelConfig(explorer.model, method, s,
+                             explorer.original_length)
+        .rope;
+  }
+  RopeScalingConfig rope = own;
+  if (rope.factor) {
+    rope.factor = s;
+  } else {
+    rope.max_position_embeddings =
+        std::llround(s * static_cast<double>(explorer.original_length));
+  }
+  return rope;
+}
+
+// The curve the page draws for `method` at factor stop `f` and length stop
+// `l`.
+const Json& CurveAt(const Json& method, size_t f, size_t l) {
+  const Json& at = method["at"][f];
+  return method["curves"]
+               [at.is_array() ? at[l].get<size_t>() : at.get<size_t>()];
+}
+
+// Every curve of every method at every factor and length stop is rotor's:
+// ComputeRopeFrequencies of the method's settings at that factor, for that
+// length, with the wavelengths and slow-downs to the page's digits and the
+// attention factor and base exact; for configs of configs/rope/ without
+// scaling, with a factor, with one that depends on the length and without a
+// factor (longrope's own is moved through max_position_embeddings).
+TEST(RopeExplorer, EmbedsRotorsCurvesAtEveryStop) {
+  for (const char* name : {"default", "yarn", "dynamic", "longrope"}) {
+    SCOPED_TRACE(name);
+    const ModelConfig model = LoadModelConfig(RopeConfig(name));
+    const ExplorerModel explorer = ExplorerModelFromConfig(name, model);
+    const Json json = ParseJson(RopeExplorerJson({explorer}), "explorer");
+    const Json& section = json["models"][0];
+    const std::vector<double> factors = section["factors"];
+    const std::vector<int64_t> lengths = section["lengths"];
+    const std::vector<double> unscaled = UnscaledInvFreq(model.rope);
+    const Json& methods = section["methods"];
+    ASSERT_EQ(methods.size(), 7u);
+    for (const Json& m : methods) {
+      const RopeType type = *RopeTypeFromName(m["method"].get<std::string>());
+      EXPECT_EQ(m["own"].get<bool>(),
+                type == model.rope.rope_type && type != RopeType::kDefault);
+      ASSERT_EQ(m["at"].size(), factors.size());
+      for (size_t f = 0; f < factors.size(); ++f) {
+        const RopeScalingConfig rope = SettingsAt(explorer, type, factors[f]);
+        for (size_t l = 0; l < lengths.size(); ++l) {
+          const RopeFrequencies want = ComputeRopeFrequencies(rope, lengths[l]);
+          const Json& curve = CurveAt(m, f, l);
+          const std::vector<double> wavelength = curve["wavelength"];
+          const std::vector<double> scale = curve["scale"];
+          ASSERT_EQ(wavelength.size(), want.inv_freq.size());
+          ASSERT_EQ(scale.size(), want.inv_freq.size());
+          for (size_t i = 0; i < want.inv_freq.size(); ++i) {
+            ASSERT_EQ(wavelength[i],
+                      ExplorerDigits(2.0 * M_PI / want.inv_freq[i]))
+                << m["method"] << " s " << factors[f] << " length "
+                << lengths[l] << " pair " << i;
+            ASSERT_EQ(scale[i], ExplorerDigits(unscaled[i] / want.inv_freq[i]))
+                << m["method"] << " s " << factors[f] << " length "
+                << lengths[l] << " pair " << i;
+          }
+          ASSERT_EQ(curve["attention_factor"].get<double>(),
+                    want.attention_factor)
+              << m["method"] << " s " << factors[f];
+          ASSERT_EQ(curve["base"].get<double>(), want.base)
+              << m["method"] << " s " << factors[f] << " length " << lengths[l];
+        }
+      }
+    }
+  }
+}
+
+// What the temperature table says of a method comes with its curve:
+// YaRN's ramp bounds, Llama 3's wavelength bands and which LongRoPE factors
+// the length uses.
+TEST(RopeExplorer, EmbedsEachMethodsNotesWithItsCurves) {
   const ModelConfig model = LoadModelConfig(RopeConfig("yarn"));
   const ExplorerModel explorer = ExplorerModelFromConfig("yarn", model);
-  EXPECT_EQ(explorer.original_length, 8192);
-  EXPECT_EQ(explorer.factor, 8.0);
   const Json json = ParseJson(RopeExplorerJson({explorer}), "explorer");
-  const Json& methods = json["models"][0]["methods"];
-  ASSERT_EQ(methods.size(), 7u);
-  for (const Json& m : methods) {
-    const RopeType type = *RopeTypeFromName(m["method"].get<std::string>());
-    // The config's own yarn as configured; the others as extend-report
-    // builds them; all at the extended length 65536.
-    const RopeScalingConfig rope =
-        type == RopeType::kYarn
-            ? model.rope
-            : ExtendModelConfig(model, type, 8.0, 8192).rope;
-    const RopeFrequencies want = ComputeRopeFrequencies(rope, 65536);
-    EXPECT_EQ(m["own"].get<bool>(), type == RopeType::kYarn);
-    EXPECT_EQ(m["inv_freq"].get<std::vector<double>>(), want.inv_freq)
-        << m["method"];
-    EXPECT_EQ(m["attention_factor"].get<double>(), want.attention_factor);
+  const Json& section = json["models"][0];
+  const std::vector<int64_t> lengths = section["lengths"];
+  for (const Json& m : section["methods"]) {
+    const std::string method = m["method"];
+    for (size_t f = 0; f < m["at"].size(); ++f) {
+      for (size_t l = 0; l < lengths.size(); ++l) {
+        const Json& curve = CurveAt(m, f, l);
+        EXPECT_EQ(curve.contains("yarn_ramp"), method == "yarn");
+        EXPECT_EQ(curve.contains("llama3_bands"), method == "llama3");
+        EXPECT_EQ(curve.contains("longrope_factors"), method == "longrope");
+        if (method == "yarn") {
+          const YarnRampBounds want = ComputeYarnRampBounds(model.rope);
+          EXPECT_EQ(curve["yarn_ramp"], Json::array({want.low, want.high}));
+        } else if (method == "llama3") {
+          // Wavelengths below L0 / high_freq_factor kept, above L0 /
+          // low_freq_factor divided by s.
+          EXPECT_EQ(curve["llama3_bands"], Json::array({2048.0, 8192.0}));
+        } else if (method == "longrope") {
+          EXPECT_EQ(curve["longrope_factors"],
+                    lengths[l] > 8192 ? "long" : "short");
+        }
+      }
+    }
   }
+}
+
+// The sliders' stops: four round factors per octave from 1 to 64 (1, 1.25,
+// 1.5, 1.75, 2, ..., 56, 64) with the model's own added, and one length per
+// octave from L0/4 to 64 L0 with the model's own s * L0 added; the page
+// starts at the model's own.
+TEST(RopeExplorer, StopsAreRoundAndHoldTheModelsOwn) {
+  ExplorerModel explorer =
+      ExplorerModelFromConfig("yarn", LoadModelConfig(RopeConfig("yarn")));
+  Json section =
+      ParseJson(RopeExplorerJson({explorer}), "explorer")["models"][0];
+  std::vector<double> factors;
+  for (double octave = 1; octave < 64; octave *= 2) {
+    for (double m : {1.0, 1.25, 1.5, 1.75}) factors.push_back(m * octave);
+  }
+  factors.push_back(64);
+  EXPECT_EQ(section["factors"].get<std::vector<double>>(), factors);
+  std::vector<int64_t> lengths;
+  for (int64_t length = 8192 / 4; length <= 8192 * 64; length *= 2) {
+    lengths.push_back(length);
+  }
+  EXPECT_EQ(section["lengths"].get<std::vector<int64_t>>(), lengths);
+  EXPECT_EQ(section["factor"].get<double>(), 8.0);
+  EXPECT_EQ(section["length"].get<int64_t>(), 65536);
+
+  // A factor between the stops (5 and DeepSeek's 40 are stops; 6.5 is not)
+  // is a stop of its own, and so is its extended length.
+  explorer.factor = 6.5;
+  explorer.model.rope.factor = 6.5;
+  section = ParseJson(RopeExplorerJson({explorer}), "explorer")["models"][0];
+  factors.insert(std::upper_bound(factors.begin(), factors.end(), 6.5), 6.5);
+  EXPECT_EQ(section["factors"].get<std::vector<double>>(), factors);
+  const std::vector<int64_t> with_own = section["lengths"];
+  EXPECT_NE(std::find(with_own.begin(), with_own.end(), 53248), with_own.end());
+  EXPECT_EQ(with_own.size(), lengths.size() + 1);
+  EXPECT_EQ(section["length"].get<int64_t>(), 53248);
+}
+
+// A model whose s * L0 is past rotor's longest sequence starts there: the
+// length stops end at limits::kMaxPositions.
+TEST(RopeExplorer, LengthsStopAtRotorsLongestSequence) {
+  ModelConfig model = LoadModelConfig(RopeConfig("yarn"));
+  model.rope.original_max_position_embeddings = int64_t{1} << 20;
+  model.rope.factor = 32.0;
+  const ExplorerModel explorer = ExplorerModelFromConfig("long", model);
+  const Json section =
+      ParseJson(RopeExplorerJson({explorer}), "explorer")["models"][0];
+  const std::vector<int64_t> lengths = section["lengths"];
+  EXPECT_EQ(lengths.back(), limits::kMaxPositions);
+  EXPECT_EQ(section["length"].get<int64_t>(), limits::kMaxPositions);
+}
+
+// Each method's settings (at the starting factor) are its rope_scaling keys
+// as the config table names them, written from the table's rows.
+TEST(RopeExplorer, SettingsAreEachMethodsRopeScalingKeys) {
+  const ExplorerModel explorer =
+      ExplorerModelFromConfig("yarn", LoadModelConfig(RopeConfig("yarn")));
+  const Json json = ParseJson(RopeExplorerJson({explorer}), "explorer");
+  std::map<std::string, Json> settings;
+  for (const Json& m : json["models"][0]["methods"]) {
+    settings[m["method"]] = m["settings"];
+  }
+  EXPECT_EQ(settings["default"], Json({{"rope_type", "default"}}));
+  EXPECT_EQ(settings["linear"],
+            ParseJson(R"({"rope_type": "linear", "factor": 8.0})", "want"));
+  EXPECT_EQ(settings["llama3"],
+            ParseJson(R"({"rope_type": "llama3", "factor": 8.0,
+                          "original_max_position_embeddings": 8192,
+                          "low_freq_factor": 1.0, "high_freq_factor": 4.0})",
+                      "want"));
+  // The config's own yarn as configured: its betas and truncate too.
+  EXPECT_EQ(settings["yarn"], ParseJson(R"({"rope_type": "yarn", "factor": 8.0,
+                          "original_max_position_embeddings": 8192,
+                          "beta_fast": 32.0, "beta_slow": 1.0,
+                          "truncate": true})",
+                                        "want"));
+  EXPECT_EQ(settings["longrope"]["long_factor"].size(), 64u);
+  EXPECT_EQ(settings["longrope"]["short_factor"],
+            Json(std::vector<double>(64, 1.0)));
+}
+
+// The page's digits: 4 significant ones, enough for a chart 760 units wide.
+TEST(RopeExplorer, CurvesKeepFourSignificantDigits) {
+  EXPECT_EQ(ExplorerDigits(2.0 * M_PI), 6.283);
+  EXPECT_EQ(ExplorerDigits(123456.0), 123500.0);
+  EXPECT_EQ(ExplorerDigits(0.000123456), 0.0001235);
+  EXPECT_EQ(ExplorerDigits(8.0), 8.0);
 }
 
 TEST(RopeExplorer, FindsTheOriginalLengthOfEachKindOfConfig) {
