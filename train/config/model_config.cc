@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "train/config/model_reader.h"
 #include "train/config/model_yaml.h"
 #include "train/config/yaml.h"
@@ -176,7 +177,7 @@ namespace {
 class ModelYamlWriter : public YamlWriter {
  public:
   void Section(const Key& key, RopeScalingConfig& rope) {
-    if (rope.rope_type == RopeType::kDefault) {
+    if (!RopeMethodOf(rope.rope_type).scales()) {
       node()[key.name] = YAML::Node(YAML::NodeType::Null);
       return;
     }
@@ -199,7 +200,7 @@ YAML::Node ModelConfigToYaml(const ModelConfig& model) {
 
 int64_t PretrainedLength(const ModelConfig& model) {
   const RopeScalingConfig& rope = model.rope;
-  if (rope.rope_type != RopeType::kDefault &&
+  if (RopeMethodOf(rope.rope_type).reads_original_length() &&
       rope.original_max_position_embeddings) {
     return *rope.original_max_position_embeddings;
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
@@ -20,7 +21,7 @@
 namespace rotor::train {
 
 struct VariantResult {
-  RopeType method = RopeType::kDefault;
+  RopeType method = RopeMethodNamed("default").type;
   bool finetuned = false;
   bool lora =
       false;  // fine-tuned with LoRA (finetune.lora) rather than in full
