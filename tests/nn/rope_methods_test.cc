@@ -78,7 +78,7 @@ TEST(RopeMethods, EveryMethodOnceInDisplayOrder) {
 }
 
 TEST(RopeMethods, AnUnknownNameIsAProgrammingError) {
-  EXPECT_THROW(RopeMethodNamed("ntk-by-parts"), Error);
+  EXPECT_THROW(RopeMethodNamed("nope"), Error);
   EXPECT_THROW(IsRopeMethod(RopeTypes()[0], "Yarn"), Error);
   EXPECT_TRUE(IsRopeMethod(RopeMethodNamed("yarn").type, "yarn"));
   EXPECT_FALSE(IsRopeMethod(RopeMethodNamed("yarn").type, "llama3"));
