@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "nn/rope_methods.h"
 #include "train/checkpoint.h"
 #include "train/data/token_file.h"
 #include "train/eval/length_eval.h"
@@ -56,11 +57,7 @@ int main(int argc, char** argv) {
   std::printf("%-9s %8s %8s %8s %8s %8s %8s\n", "method", "ppl@128", "ppl@256",
               "ppl@512", "key@128", "key@256", "key@512");
   double default_ppl[3] = {0, 0, 0}, best_at_512 = 1e30;
-  for (rotor::RopeType method :
-       {rotor::RopeType::kDefault, rotor::RopeType::kLinear,
-        rotor::RopeType::kNtk, rotor::RopeType::kDynamic,
-        rotor::RopeType::kYarn, rotor::RopeType::kLlama3,
-        rotor::RopeType::kLongRope}) {
+  for (rotor::RopeType method : rotor::RopeTypes()) {
     // The saved model section with this method's rope_scaling for s = 4
     // from L = 128: what rotor extend-report evaluates (train/extend/).
     const train::ModelConfig extended =
@@ -79,7 +76,7 @@ int main(int argc, char** argv) {
       std::printf(" %7.0f%%", 100 * train::PasskeyAccuracyAt(cells, length));
     }
     std::printf("\n");
-    if (method == rotor::RopeType::kDefault) {
+    if (!rotor::RopeMethodOf(method).scales()) {
       for (int i = 0; i < 3; ++i) default_ppl[i] = ppl[i].perplexity;
     } else if (ppl[2].perplexity < best_at_512) {
       best_at_512 = ppl[2].perplexity;

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -216,11 +217,9 @@ void PrintRow(const std::string& name, const std::string& value) {
 void PrintMethodSettings(const RopeReport& report) {
   const RopeScalingConfig& rope = report.model.rope;
   const RopeFrequencies& f = report.frequencies;
-  const RopeType type = rope.rope_type;
-  if (type == RopeType::kNtk || type == RopeType::kDynamic) {
-    PrintRow("base in force", Number(f.base));
-  }
-  if (type == RopeType::kYarn) {
+  const RopeMethod& method = RopeMethodOf(rope.rope_type);
+  if (method.raised_base) PrintRow("base in force", Number(f.base));
+  if (IsRopeMethod(rope.rope_type, "yarn")) {
     const YarnRampBounds bounds = ComputeYarnRampBounds(rope);
     PrintRow("beta_fast, beta_slow",
              StrCat(Number(rope.beta_fast), ", ", Number(rope.beta_slow)));
@@ -232,7 +231,7 @@ void PrintMethodSettings(const RopeReport& report) {
       PrintRow("mscale_all_dim", Number(*rope.mscale_all_dim));
     }
   }
-  if (type == RopeType::kLlama3) {
+  if (IsRopeMethod(rope.rope_type, "llama3")) {
     const double original =
         static_cast<double>(*rope.original_max_position_embeddings);
     PrintRow("low_freq_factor", Number(*rope.low_freq_factor));
@@ -242,10 +241,8 @@ void PrintMethodSettings(const RopeReport& report) {
                     " unchanged, > ", Number(original / *rope.low_freq_factor),
                     " divided by factor"));
   }
-  if (type == RopeType::kLongRope) {
-    const int64_t original = rope.original_max_position_embeddings.value_or(
-        rope.max_position_embeddings);
-    PrintRow("factors in use", report.seq_len > original
+  if (IsRopeMethod(rope.rope_type, "longrope")) {
+    PrintRow("factors in use", report.seq_len > OriginalLength(rope)
                                    ? "long_factor (length > original)"
                                    : "short_factor (length <= original)");
   }
@@ -305,18 +302,10 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
            StrCat(report.seq_len, RopeDependsOnSequenceLength(type)
                                       ? " (fixed per sequence; --seq-len)"
                                       : " (does not affect this rope_type)"));
-  const std::vector<std::string> keys = RopeScalingKeys(type);
-  auto has = [&](const char* key) {
-    for (const std::string& k : keys) {
-      if (k == key) return true;
-    }
-    return false;
-  };
   if (rope.factor) PrintRow("factor", Number(*rope.factor));
-  if (has("original_max_position_embeddings")) {
+  if (RopeMethodOf(type).reads_original_length()) {
     PrintRow("original_max_position_embeddings",
-             std::to_string(rope.original_max_position_embeddings.value_or(
-                 rope.max_position_embeddings)));
+             std::to_string(OriginalLength(rope)));
   }
   PrintMethodSettings(report);
   PrintRow("attention_factor a", Number(f.attention_factor));
@@ -328,10 +317,11 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
 // original context length (train/io/plot.h draws it).
 void Plot(const RopeOptions& options, const RopeReport& report) {
   const RopeScalingConfig& rope = report.model.rope;
-  const int64_t original = rope.rope_type == RopeType::kDynamic
+  // L0: dynamic's is max_position_embeddings.
+  const int64_t original = RopeMethodOf(rope.rope_type).original_length_from ==
+                                   OriginalLengthFrom::kMaxPositions
                                ? rope.max_position_embeddings
-                               : rope.original_max_position_embeddings.value_or(
-                                     rope.max_position_embeddings);
+                               : OriginalLength(rope);
   train::LineChart chart;
   chart.title =
       StrCat("RoPE wavelength per frequency: ", RopeTypeName(rope.rope_type),

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 
 namespace rotor::train {
@@ -28,18 +29,6 @@ LintFinding Finding(LintSeverity severity, std::vector<std::string> keys,
   return LintFinding{severity, std::move(keys), std::move(message)};
 }
 
-// The methods that read original_max_position_embeddings.
-bool ReadsOriginalLength(RopeType type) {
-  return type == RopeType::kYarn || type == RopeType::kLlama3 ||
-         type == RopeType::kLongRope;
-}
-
-// The methods whose fixed frequencies stretch the positions by s.
-bool StretchesByFactor(RopeType type) {
-  return type == RopeType::kLinear || type == RopeType::kNtk ||
-         type == RopeType::kYarn || type == RopeType::kLlama3;
-}
-
 // L0 and how to name it in a message.
 struct BaseLength {
   int64_t tokens = 0;
@@ -50,11 +39,12 @@ struct BaseLength {
 // from the base model's length when it is known.
 std::optional<BaseLength> BaseLengthOf(const RopeScalingConfig& rope,
                                        const ExtensionLengths& lengths) {
-  if (ReadsOriginalLength(rope.rope_type)) {
+  const OriginalLengthFrom from =
+      RopeMethodOf(rope.rope_type).original_length_from;
+  if (from == OriginalLengthFrom::kOriginalKey) {
     return BaseLength{OriginalLength(rope), kOriginal};
   }
-  if ((rope.rope_type == RopeType::kLinear ||
-       rope.rope_type == RopeType::kNtk) &&
+  if (from == OriginalLengthFrom::kMaxPositionsOverFactor &&
       lengths.pretraining) {
     return BaseLength{lengths.pretraining->tokens,
                       StrCat("the pre-training length (",
@@ -87,7 +77,10 @@ bool Same(double a, double b) {
 void CheckPretraining(const RopeScalingConfig& rope,
                       const ExtensionLengths& lengths,
                       std::vector<LintFinding>& findings) {
-  if (!ReadsOriginalLength(rope.rope_type) || !lengths.pretraining) return;
+  if (!RopeMethodOf(rope.rope_type).reads_original_length() ||
+      !lengths.pretraining) {
+    return;
+  }
   if (const std::optional<std::string> problem = PretrainingLengthProblem(
           OriginalLength(rope), *lengths.pretraining)) {
     findings.push_back(Finding(LintSeverity::kError, {kOriginal},
@@ -100,7 +93,7 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
                              std::vector<LintFinding>& findings) {
   // Llama 3.1 itself declares 131072 positions with factor 8 of 8192: its
   // bands keep the fast pairs, and it was trained past s * L0.
-  if (!rope.factor || rope.rope_type == RopeType::kLlama3) return;
+  if (!rope.factor || IsRopeMethod(rope.rope_type, "llama3")) return;
   const double s = *rope.factor;
   const int64_t m = rope.max_position_embeddings;
   const double ratio =
@@ -110,10 +103,10 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
   // Past rotor's positions LintRopeRange's error says what to set.
   if (covered > static_cast<double>(limits::kMaxPositions)) return;
   std::string consequence;
-  if (rope.rope_type == RopeType::kYarn) {
+  if (IsRopeMethod(rope.rope_type, "yarn")) {
     consequence =
         ", and transformers 4.51-4.55 replace a yarn factor by that ratio";
-  } else if (rope.rope_type == RopeType::kLongRope) {
+  } else if (IsRopeMethod(rope.rope_type, "longrope")) {
     consequence = StrCat(", and the attention factor sqrt(1 + ln s / ln ",
                          original.tokens, ") is computed from the factor");
   }
@@ -132,12 +125,14 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
 void CheckTrainingCoverage(const RopeScalingConfig& rope,
                            const BaseLength& original, int64_t seq_len,
                            std::vector<LintFinding>& findings) {
-  if (!StretchesByFactor(rope.rope_type) || !rope.factor) return;
+  if (!RopeMethodOf(rope.rope_type).stretches_by_factor || !rope.factor) {
+    return;
+  }
   const double s = *rope.factor;
   const double l0 = static_cast<double>(original.tokens);
   const double covered = s * l0;
   const double needed = static_cast<double>(seq_len) / l0;
-  if (rope.rope_type != RopeType::kLlama3 &&
+  if (!IsRopeMethod(rope.rope_type, "llama3") &&
       static_cast<double>(seq_len) > covered && !Same(needed, s)) {
     findings.push_back(Finding(
         LintSeverity::kError, {kSeqLen, kFactor},
@@ -174,7 +169,7 @@ void CheckTrainingCoverage(const RopeScalingConfig& rope,
 void CheckFactorOne(const RopeScalingConfig& rope,
                     const std::optional<BaseLength>& original,
                     std::vector<LintFinding>& findings) {
-  if (!StretchesByFactor(rope.rope_type) || !rope.factor ||
+  if (!RopeMethodOf(rope.rope_type).stretches_by_factor || !rope.factor ||
       *rope.factor != 1.0) {
     return;
   }
@@ -200,7 +195,8 @@ void CheckFactorOne(const RopeScalingConfig& rope,
 // is at or below the ramp's start: L0 / wavelength >= beta_fast).
 void CheckYarnRamp(const RopeScalingConfig& rope,
                    std::vector<LintFinding>& findings) {
-  if (rope.rope_type != RopeType::kYarn || rope.factor.value_or(1.0) == 1.0) {
+  if (!IsRopeMethod(rope.rope_type, "yarn") ||
+      rope.factor.value_or(1.0) == 1.0) {
     return;
   }
   const std::vector<double> unscaled = UnscaledInvFreq(rope);
@@ -229,7 +225,7 @@ void CheckYarnRamp(const RopeScalingConfig& rope,
 void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
                                  const ExtensionLengths& lengths,
                                  std::vector<LintFinding>& findings) {
-  if (rope.rope_type != RopeType::kLongRope) return;
+  if (!IsRopeMethod(rope.rope_type, "longrope")) return;
   std::vector<std::string> used;
   std::vector<std::string> keys = {"model.rope_scaling.long_factor", kOriginal};
   int64_t longest = 0;
@@ -266,7 +262,7 @@ void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
 
 void CheckDynamicTraining(const RopeScalingConfig& rope, int64_t seq_len,
                           std::vector<LintFinding>& findings) {
-  if (rope.rope_type != RopeType::kDynamic) return;
+  if (!IsRopeMethod(rope.rope_type, "dynamic")) return;
   findings.push_back(Finding(
       LintSeverity::kWarning, {kRopeType, kSeqLen},
       StrCat(kRopeType, " dynamic scales only sequences longer than ",
@@ -287,7 +283,10 @@ void CheckEvaluationBeyond(const RopeScalingConfig& rope,
                            const ExtensionLengths& lengths,
                            std::vector<LintFinding>& findings) {
   // Dynamic NTK is made for lengths past max_position_embeddings (its L0).
-  if (rope.rope_type == RopeType::kDynamic) return;
+  if (RopeMethodOf(rope.rope_type).original_length_from ==
+      OriginalLengthFrom::kMaxPositions) {
+    return;
+  }
   std::vector<int64_t> beyond;
   for (const int64_t length : lengths.eval_lengths) {
     if (length > rope.max_position_embeddings) beyond.push_back(length);
@@ -308,7 +307,8 @@ void CheckEvaluationBeyond(const RopeScalingConfig& rope,
 // The keys that set the attention factor a, for messages.
 std::vector<std::string> AttentionFactorKeys(const RopeScalingConfig& rope) {
   if (rope.attention_factor) return {"model.rope_scaling.attention_factor"};
-  if (rope.rope_type == RopeType::kYarn && rope.mscale.value_or(0.0) != 0.0 &&
+  if (IsRopeMethod(rope.rope_type, "yarn") &&
+      rope.mscale.value_or(0.0) != 0.0 &&
       rope.mscale_all_dim.value_or(0.0) != 0.0) {
     return {"model.rope_scaling.mscale", "model.rope_scaling.mscale_all_dim"};
   }
@@ -335,7 +335,8 @@ std::vector<LintFinding> LintRopeRange(const RopeScalingConfig& rope,
   if (rope.factor) CheckFloat32(kFactor, *rope.factor, findings);
   // L0: the length the factor stretches (dynamic's is M).
   std::optional<BaseLength> original = BaseLengthOf(rope, lengths);
-  if (rope.rope_type == RopeType::kDynamic) {
+  if (RopeMethodOf(rope.rope_type).original_length_from ==
+      OriginalLengthFrom::kMaxPositions) {
     original = BaseLength{rope.max_position_embeddings, kMaxPositions};
   }
   if (rope.factor && original &&

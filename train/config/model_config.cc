@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "train/config/overrides.h"
 #include "train/io/message.h"
 
@@ -128,7 +129,7 @@ void CheckModelOverrides(const std::vector<std::string>& overrides,
 
 int64_t PretrainedLength(const ModelConfig& model) {
   const RopeScalingConfig& rope = model.rope;
-  if (rope.rope_type != RopeType::kDefault &&
+  if (RopeMethodOf(rope.rope_type).reads_original_length() &&
       rope.original_max_position_embeddings) {
     return *rope.original_max_position_embeddings;
   }

@@ -1,6 +1,7 @@
 #include "train/config/model_edit.h"
 
 #include "core/error.h"
+#include "nn/rope_methods.h"
 #include "train/config/model_reader.h"
 #include "train/config/model_yaml.h"
 #include "train/config/yaml.h"
@@ -54,7 +55,7 @@ RopeEdit RopeEditFromConfig(const std::string& path) {
 std::vector<std::string> RopeEditText(const ModelConfig& model) {
   std::vector<std::string> text = {StrCat("model.max_position_embeddings=",
                                           model.rope.max_position_embeddings)};
-  if (model.rope.rope_type == RopeType::kDefault) {
+  if (!RopeMethodOf(model.rope.rope_type).scales()) {
     text.push_back("model.rope_scaling=null");
     return text;
   }

@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "core/fields.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "train/config/model_config.h"
 #include "train/config/overrides.h"
 #include "train/io/message.h"
@@ -367,11 +368,7 @@ class ModelReader {
         config.top_level_original_max_position_embeddings;
     config.top_level_original_max_position_embeddings.reset();
     RopeScalingConfig& rope = config.rope;
-    const std::vector<std::string> scaling_keys =
-        RopeScalingKeys(rope.rope_type);
-    if (!top_level ||
-        std::find(scaling_keys.begin(), scaling_keys.end(),
-                  "original_max_position_embeddings") == scaling_keys.end()) {
+    if (!top_level || !RopeMethodOf(rope.rope_type).reads_original_length()) {
       return;
     }
     const std::optional<int64_t> nested = rope.original_max_position_embeddings;

@@ -59,9 +59,9 @@ std::optional<ConfigProblem> FindReportConfigProblem(
         StrCat("must not exceed finetune.lr (", config.finetune_lr, "), got ",
                config.finetune_min_lr)};
   }
-  if (Contains(config.methods, RopeType::kDynamic) &&
-      !Contains(config.finetune_skip, RopeType::kDynamic) &&
-      config.finetune_steps > 0) {
+  const RopeType dynamic = RopeMethodNamed("dynamic").type;
+  if (Contains(config.methods, dynamic) &&
+      !Contains(config.finetune_skip, dynamic) && config.finetune_steps > 0) {
     return ConfigProblem{"finetune.skip",
                          "must list dynamic: dynamic NTK reads its original "
                          "length L0 from max_position_embeddings, so it "

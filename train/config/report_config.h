@@ -41,6 +41,7 @@
 
 #include "core/fields.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 #include "train/config/train_config.h"
 #include "train/eval/length_eval.h"
@@ -102,11 +103,8 @@ struct ExtendReportConfig {
   int64_t practice_warmup_steps = 50;
   std::string practice_output_dir;  // required when practice_steps > 0
   std::string output_dir = "runs/extend-report";
-  double factor = 4.0;  // s
-  std::vector<RopeType> methods = {RopeType::kDefault, RopeType::kLinear,
-                                   RopeType::kNtk,     RopeType::kDynamic,
-                                   RopeType::kYarn,    RopeType::kLlama3,
-                                   RopeType::kLongRope};
+  double factor = 4.0;                          // s
+  std::vector<RopeType> methods = RopeTypes();  // all, in display order
   // Fine-tuning at length s*L.
   int64_t finetune_steps = 200;
   double finetune_lr = 5e-4;
@@ -117,7 +115,7 @@ struct ExtendReportConfig {
   int64_t finetune_tokens_per_step = 0;
   // data.passkey_fraction of the fine-tunes; unset: the base config's.
   std::optional<double> finetune_passkey_fraction;
-  std::vector<RopeType> finetune_skip = {RopeType::kDynamic};
+  std::vector<RopeType> finetune_skip = {RopeMethodNamed("dynamic").type};
   // finetune.lora: each fine-tuned method is fine-tuned a second time with
   // LoRA on the same budget (steps, tokens per step, warm-up and cosine):
   // these frozen-base settings (lora_finetune.lora.enabled when the key is

@@ -11,6 +11,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "train/config/extension_lint.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_yaml.h"
@@ -157,11 +158,7 @@ void CheckPretrainedLength(const SectionReader& model_section,
   const std::optional<RopeType> rope_type =
       type && type.IsScalar() ? RopeTypeFromName(type.Scalar()) : std::nullopt;
   if (!rope_type) return;  // the model parser names the problem
-  const std::vector<std::string> keys = RopeScalingKeys(*rope_type);
-  if (std::find(keys.begin(), keys.end(), "original_max_position_embeddings") ==
-      keys.end()) {
-    return;
-  }
+  if (!RopeMethodOf(*rope_type).reads_original_length()) return;
   const bool nested =
       static_cast<bool>(scaling["original_max_position_embeddings"]);
   const YAML::Node given =

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/rope_methods.h"
 #include "train/checkpoint.h"
 #include "train/config/hf_config.h"
 #include "train/data/data_dir.h"
@@ -24,25 +25,14 @@ double AsShown(double value) {
   return shown;
 }
 
-// LongRoPE searches one factor per pair; rotor has no search, so the long
-// factors are an illustrative smooth rise: 1 up to YaRN's lower ramp bound
-// (pairs that turn >= 32 times within L0), then a raised cosine up to s at
-// the slowest pair. `rope` is the extended model's (its L0 set).
-std::vector<double> IllustrativeLongFactors(const RopeScalingConfig& rope,
-                                            double factor) {
-  RopeScalingConfig yarn = rope;
-  yarn.rope_type = RopeType::kYarn;
-  const int64_t pairs = RotaryDim(yarn) / 2;
-  const double low = ComputeYarnRampBounds(yarn).low;
-  std::vector<double> factors;
-  for (int64_t i = 0; i < pairs; ++i) {
-    const double t = pairs - 1 > low
-                         ? std::clamp((i - low) / (pairs - 1 - low), 0.0, 1.0)
-                         : 1.0;
-    factors.push_back(
-        AsShown(1.0 + (factor - 1.0) * 0.5 * (1.0 - std::cos(M_PI * t))));
+// AsShown on the numbers RopeSettingsAtFactor derives from the factor.
+void RoundAsShown(RopeScalingConfig& rope) {
+  if (rope.factor) rope.factor = AsShown(*rope.factor);
+  for (std::optional<std::vector<double>>* list :
+       {&rope.short_factor, &rope.long_factor}) {
+    if (!*list) continue;
+    for (double& value : **list) value = AsShown(value);
   }
-  return factors;
 }
 
 // The checks ParseTrainConfig makes beyond each key's range, for the
@@ -132,34 +122,11 @@ ReportPlan PlanReport(const ExtendReportConfig& report) {
 ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
                               double factor, int64_t base_length) {
   ModelConfig model = base;
-  RopeScalingConfig& rope = model.rope;
-  rope = RopeScalingConfig();
-  rope.rope_theta = base.rope.rope_theta;
-  rope.head_dim = base.rope.head_dim;
-  rope.partial_rotary_factor = base.rope.partial_rotary_factor;
-  rope.rope_type = method;
-  rope.max_position_embeddings =
-      method == RopeType::kDynamic
-          ? base_length
-          : static_cast<int64_t>(std::llround(factor * base_length));
-  if (method == RopeType::kDefault) return model;
-  rope.factor = AsShown(factor);
-  if (method == RopeType::kYarn || method == RopeType::kLlama3 ||
-      method == RopeType::kLongRope) {
-    rope.original_max_position_embeddings = base_length;
-  }
-  if (method == RopeType::kLlama3) {
-    // Meta's Llama 3.1 bands: wavelengths above L0 interpolated, below
-    // L0/4 kept, a smooth blend in between.
-    rope.low_freq_factor = 1.0;
-    rope.high_freq_factor = 4.0;
-  }
-  if (method == RopeType::kLongRope) {
-    // Short factors 1: sequences up to L0 run exactly as the base model.
-    rope.long_factor = IllustrativeLongFactors(rope, factor);
-    rope.short_factor = std::vector<double>(rope.long_factor->size(), 1.0);
-  }
-  const std::optional<RopeConfigProblem> problem = FindRopeConfigProblem(rope);
+  model.rope = RopeSettingsAtFactor(base.rope, method, factor, base_length);
+  if (!RopeMethodOf(method).scales()) return model;
+  RoundAsShown(model.rope);
+  const std::optional<RopeConfigProblem> problem =
+      FindRopeConfigProblem(model.rope);
   ROTOR_CHECK(!problem, RopeTypeName(method), " x", factor, ": model.",
               problem->key, ": ", problem->message);
   return model;

@@ -66,8 +66,9 @@ ReportPlan PlanReport(const ExtendReportConfig& report);
 // `base_length` with `method`: max_position_embeddings = factor *
 // base_length (base_length for dynamic, whose L0 it is) and the method's
 // rope_scaling, replacing any the base had (its rope_theta, head_dim and
-// partial_rotary_factor stay). llama3 takes Meta's Llama 3.1 bands;
-// longrope's factors are illustrative, not searched (see the .cc).
+// partial_rotary_factor stay): RopeSettingsAtFactor (nn/rope_methods.h),
+// with its numbers as report.md shows them. llama3 takes Meta's Llama 3.1
+// bands; longrope's factors are illustrative, not searched.
 ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
                               double factor, int64_t base_length);
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 #include "train/eval/variant_eval.h"
 

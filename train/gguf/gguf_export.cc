@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "nn/rope_methods.h"
 #include "train/config/extension_lint.h"
 #include "train/gguf/gguf_rope.h"
 #include "train/gguf/gguf_tensors.h"
@@ -197,7 +198,7 @@ std::string WriteGgufModel(const std::string& path,
         name, ToFloat32(*rope.attn_factor,
                         StrCat(source, ": ", name, " (the attention factor)")));
   }
-  if (c.rope.rope_type != RopeType::kDefault) {
+  if (RopeMethodOf(c.rope.rope_type).scales()) {
     writer.AddBool(LlamaKey("rope.scaling.finetuned"), options.rope_finetuned);
   }
   AddGgufVocab(vocab, writer);

@@ -15,7 +15,7 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
   EXPECT_EQ(config.base_config, "b.yaml");
   EXPECT_EQ(config.factor, 8.0);
   EXPECT_EQ(config.finetune_steps, 50);
-  EXPECT_EQ(config.methods.size(), 7u);
+  EXPECT_EQ(config.methods, RopeTypes());  // every method, in display order
   EXPECT_EQ(config.finetune_skip, std::vector<RopeType>{RopeType::kDynamic});
 
   ROTOR_EXPECT_ERROR(ParseExtendReportConfig("factor: 4\n", "r.yaml"),

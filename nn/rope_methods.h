@@ -1,0 +1,112 @@
+// One record per RoPE scaling method, as transformers' ROPE_INIT_FUNCTIONS
+// ({"default": ..., "linear": ...}) and llama.cpp's LLAMA_ROPE_SCALING_TYPES
+// keep each method in one place: its name, its traits, the check of its own
+// keys, its frequencies and its settings at a given factor. The shared parts
+// (FindRopeConfigProblem, ComputeRopeFrequencies, RopeSettingsAtFactor) run
+// the record's; code outside nn/ asks the record (a trait, or the method by
+// name) instead of listing RopeType values. How to add a method:
+// docs/architecture.md.
+#ifndef ROTOR_NN_ROPE_METHODS_H_
+#define ROTOR_NN_ROPE_METHODS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/rope_scaling.h"
+
+namespace rotor {
+
+// Whether a method takes rope_scaling.factor (s).
+enum class FactorUse {
+  kNone,      // default: it scales nothing
+  kRequired,  // linear, ntk, dynamic, yarn, llama3
+  kOptional,  // longrope: max_position_embeddings / L0 when absent
+};
+
+// Where a method finds L0, the length its scaling starts from.
+enum class OriginalLengthFrom {
+  kNone,          // default: no scaling
+  kMaxPositions,  // dynamic: max_position_embeddings, scaled past it
+  // linear, ntk: no key; a model declares max_position_embeddings = s * L0.
+  kMaxPositionsOverFactor,
+  // yarn, llama3, longrope: original_max_position_embeddings
+  // (OriginalLength: max_position_embeddings when absent).
+  kOriginalKey,
+};
+
+struct RopeMethod {
+  RopeType type;
+  const char* name;  // rope_type in configs: "default", "linear", ...
+  FactorUse factor_use = FactorUse::kNone;
+  OriginalLengthFrom original_length_from = OriginalLengthFrom::kNone;
+  // Non-null when original_max_position_embeddings is required (llama3):
+  // what ends the message that names it missing.
+  const char* original_length_hint = nullptr;
+  // The frequencies change with the sequence length (dynamic, longrope); it
+  // must then be fixed per sequence (ComputeRopeFrequencies).
+  bool depends_on_sequence_length = false;
+  // The fixed frequencies stretch the positions by s, so s * L0 positions
+  // map into the pre-trained range (linear, ntk, yarn, llama3).
+  bool stretches_by_factor = false;
+  // The base the method raises rope_theta to for a sequence length (ntk,
+  // dynamic; its exponent r/(r-2) needs a rotary dimension r >= 4); null
+  // when the base stays rope_theta.
+  double (*raised_base)(const RopeScalingConfig& config,
+                        int64_t sequence_length) = nullptr;
+  // The first problem of the method's own keys, run after the shared checks
+  // (FindRopeConfigProblem); null: none.
+  std::optional<RopeConfigProblem> (*check)(const RopeScalingConfig& config) =
+      nullptr;
+  // Scales `out` (the unscaled frequencies, base rope_theta, attention
+  // factor 1) for a checked `config`; null: unscaled.
+  void (*frequencies)(const RopeScalingConfig& config, int64_t sequence_length,
+                      RopeFrequencies& out) = nullptr;
+  // Sets the method's own keys for factor s on `rope`, whose lengths, factor
+  // and L0 RopeSettingsAtFactor has set; null: none.
+  void (*settings_at_factor)(double factor, RopeScalingConfig& rope) = nullptr;
+
+  bool scales() const { return factor_use != FactorUse::kNone; }
+  bool reads_original_length() const {
+    return original_length_from == OriginalLengthFrom::kOriginalKey;
+  }
+};
+
+// Every method, in display order (default first, as the report and the
+// explorer list them).
+const std::vector<RopeMethod>& RopeMethods();
+// The types of RopeMethods(), in the same order.
+std::vector<RopeType> RopeTypes();
+// The record of `type`.
+const RopeMethod& RopeMethodOf(RopeType type);
+// The record named `name` ("yarn"). A name no record has is a programming
+// error (rotor::Error); names a user gives go through RopeTypeFromName.
+const RopeMethod& RopeMethodNamed(std::string_view name);
+// Whether `type` is the method named `name`, for code about one method
+// (the name is checked as RopeMethodNamed does).
+bool IsRopeMethod(RopeType type, std::string_view name);
+
+// `base`'s rope_theta, head_dim and partial_rotary_factor with `type`'s
+// scaling for a model pre-trained at `base_length` and extended by `factor`:
+// max_position_embeddings = factor * base_length rounded (base_length when
+// the method's L0 is max_position_embeddings, dynamic), factor and L0 when
+// the method reads them, and the record's own keys (llama3: Meta's Llama
+// 3.1 bands; longrope: illustrative long factors, see the .cc). Unchecked.
+RopeScalingConfig RopeSettingsAtFactor(const RopeScalingConfig& base,
+                                       RopeType type, double factor,
+                                       int64_t base_length);
+
+// For the checks: a problem with `key`.
+std::optional<RopeConfigProblem> RopeProblem(const std::string& key,
+                                             const std::string& message);
+// For the checks: a problem unless an optional value is absent, or finite
+// and >= minimum (`inclusive`) or > minimum.
+std::optional<RopeConfigProblem> CheckRopeNumber(
+    const std::optional<double>& value, const std::string& key, double minimum,
+    bool inclusive);
+
+}  // namespace rotor
+
+#endif  // ROTOR_NN_ROPE_METHODS_H_
