@@ -79,6 +79,12 @@ struct RealAbove {
 struct AnyReal {};
 // A finite number > 0; "must be a finite number > 0, got V".
 struct PositiveReal {};
+// A number >= min, +infinity included: a measurement that may pass a
+// double's range (a perplexity exp(loss)); "must be >= MIN, got V". JSON
+// has no infinity: it is written as null, and null reads back as +infinity.
+struct RealAtLeast {
+  double min;
+};
 // Exactly 0, for what rotor does not have; "must be 0 (WHY), got V".
 struct Zero {
   const char* why;
@@ -169,6 +175,14 @@ struct ConfigProblem {
   std::string message;
   int64_t element = -1;
 };
+
+// A row of a result record's table (train/eval/length_eval.h) in one of
+// the record's two JSON forms only (train/io/json.h, RecordJson); a row
+// without either is in both. StoredOnly: kept in the report's results files
+// and read back. ShownOnly: a figure computed from the members, shown by
+// rotor eval --json and never read.
+struct StoredOnly {};
+struct ShownOnly {};
 
 // Every key name of a table, in its order.
 struct KeyNames {

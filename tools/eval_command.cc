@@ -24,6 +24,7 @@
 #include "train/data/data_dir.h"
 #include "train/data/prompt_tokens.h"
 #include "train/data/token_file.h"
+#include "train/eval/eval_request.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
 #include "train/eval/retrieval.h"
@@ -86,18 +87,14 @@ struct EvalOptions {
   std::string precision;               // "": the run's train.precision
   std::vector<std::string> rope_from;  // the first is the model's RoPE
   std::vector<std::string> overrides;
-  // Perplexity against length: when lengths are given.
-  train::LengthEvalOptions length_eval;
+  // Perplexity against length, passkey and retrieval; the flags below fill
+  // the rest of it in RunEval.
+  train::EvalRequest request;
   std::string method = "truncate";
-  int64_t stride = 0;  // 0: the shortest length / 2
-  std::string plot = "ppl_by_length.png";
-  // Passkey retrieval; no passkey lengths: the lengths above.
-  bool passkey = false;
-  train::PasskeyEvalOptions passkey_eval;
-  std::string passkey_plot = "passkey.png";
   std::string passkey_filler = "landmark";  // or "validation"
-  // RULER-style retrieval tasks, on the passkey grid.
-  std::string retrieval;  // a comma list of tasks; empty: none
+  std::string retrieval;                    // a comma list of tasks
+  std::string plot = "ppl_by_length.png";
+  std::string passkey_plot = "passkey.png";
   std::string retrieval_plot = "retrieval.png";
   bool force = false;
   bool json = false;
@@ -215,26 +212,16 @@ train::Json PerplexityTableJson(
   return rows;
 }
 
-// The length the checkpoint's model was trained at, for the plot's marker:
-// a rotor checkpoint's train.seq_len, or a Hugging Face folder's
-// pre-training length (before --rope-from and overrides stretch it).
-int64_t TrainedLength(const std::string& checkpoint,
-                      const train::TrainConfig& config) {
-  const std::string path = train::ResolveCheckpointPath(checkpoint);
-  if (!train::IsHfModelFolder(path)) return config.train.seq_len;
-  return train::PretrainedLength(train::LoadHfModelConfig(path));
-}
-
 // The lengths this run evaluates, for the context-extension lint: --lengths
 // and --passkey-lengths (passkey and retrieval), or the validation's
 // sequence length.
 train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
                                          const train::TrainConfig& config) {
   train::ExtensionLengths lengths;
-  const std::vector<int64_t>& by_length = options.length_eval.lengths;
-  const bool grid = options.passkey || !options.retrieval.empty();
+  const std::vector<int64_t>& by_length = options.request.perplexity.lengths;
+  const bool grid = options.request.HasGrid();
   const std::vector<int64_t>& passkey =
-      grid ? options.passkey_eval.lengths : std::vector<int64_t>{};
+      grid ? options.request.passkey_grid.lengths : std::vector<int64_t>{};
   if (by_length.empty() && !grid) {
     lengths.eval_lengths = {options.seq_len > 0 ? options.seq_len
                                                 : config.train.seq_len};
@@ -242,13 +229,7 @@ train::ExtensionLengths EvaluatedLengths(const EvalOptions& options,
         options.seq_len > 0 ? "--seq-len" : "train.seq_len";
     return lengths;
   }
-  lengths.eval_lengths = by_length;
-  lengths.eval_lengths.insert(lengths.eval_lengths.end(), passkey.begin(),
-                              passkey.end());
-  std::sort(lengths.eval_lengths.begin(), lengths.eval_lengths.end());
-  lengths.eval_lengths.erase(
-      std::unique(lengths.eval_lengths.begin(), lengths.eval_lengths.end()),
-      lengths.eval_lengths.end());
+  lengths.eval_lengths = options.request.GivenLengths();
   lengths.eval_lengths_key = passkey.empty() ? "--lengths"
                              : by_length.empty()
                                  ? "--passkey-lengths"
@@ -309,7 +290,8 @@ void ShowPerplexityByLength(const std::vector<train::LengthPerplexity>& results,
   const train::LengthEvalOptions& length_eval = grid.perplexity;
   const bool truncate =
       length_eval.method == train::LengthEvalMethod::kTruncate;
-  const int64_t trained_length = TrainedLength(options.checkpoint, config);
+  const int64_t trained_length =
+      train::TrainedLength(options.checkpoint, config);
   train::Json section = train::Json::object();
   if (options.json) {
     section["method"] = train::LengthEvalMethodName(length_eval.method);
@@ -374,6 +356,30 @@ void ShowPerplexityByLength(const std::vector<train::LengthPerplexity>& results,
   if (options.json) report["perplexity_by_length"] = std::move(section);
 }
 
+// A heat map of the cells' accuracies: a column per depth, and a row per
+// depths.size() consecutive cells, labelled by `row_label` of its first.
+template <typename Cell, typename RowLabel>
+train::HeatMap AccuracyHeatMap(std::string title, const char* x_label,
+                               const char* y_label,
+                               const std::vector<double>& depths,
+                               const std::vector<Cell>& cells,
+                               const RowLabel& row_label) {
+  train::HeatMap map;
+  map.title = std::move(title);
+  map.x_label = x_label;
+  map.y_label = y_label;
+  for (double depth : depths) map.column_labels.push_back(StrCat(depth));
+  for (size_t row = 0; row * depths.size() < cells.size(); ++row) {
+    map.row_labels.push_back(row_label(cells[row * depths.size()]));
+    std::vector<double> values;
+    for (size_t d = 0; d < depths.size(); ++d) {
+      values.push_back(cells[row * depths.size() + d].accuracy());
+    }
+    map.values.push_back(values);
+  }
+  return map;
+}
+
 // The --json form of the passkey table: every cell, then the accuracy per
 // length (the table's "mean" and "digits" columns).
 train::Json PasskeyTableJson(const std::vector<train::PasskeyCell>& cells,
@@ -408,17 +414,6 @@ void PrintPasskeyHint(const std::vector<train::PasskeyCell>& cells,
       config.data.passkey_fraction);
 }
 
-// The filler --passkey-filler names for examples of up to max(lengths) + 1
-// tokens: none (the Landmark passage) or the validation tokens (`val` is
-// then open).
-std::vector<train::TokenId> PasskeyFiller(const EvalOptions& options,
-                                          const train::TokenFile* val,
-                                          const std::vector<int64_t>& lengths) {
-  if (options.passkey_filler != "validation") return {};
-  return train::TokenFileFiller(
-      *val, *std::max_element(lengths.begin(), lengths.end()) + 1);
-}
-
 void ShowPasskey(const std::vector<train::PasskeyCell>& cells,
                  const train::PasskeyEvalOptions& passkey_eval,
                  const EvalOptions& options, const train::TrainConfig& config,
@@ -430,24 +425,12 @@ void ShowPasskey(const std::vector<train::PasskeyCell>& cells,
     PrintPasskeyTable(cells, passkey_eval.lengths, passkey_eval.depths);
     PrintPasskeyHint(cells, config);
   }
-  train::HeatMap map;
-  map.title = std::string("passkey retrieval (") +
-              RopeTypeName(config.model.rope.rope_type) + ")";
-  map.x_label = "depth of the key (0 = start, 1 = end)";
-  map.y_label = "context length";
-  for (double depth : passkey_eval.depths) {
-    char label[16];
-    std::snprintf(label, sizeof(label), "%g", depth);
-    map.column_labels.push_back(label);
-  }
-  for (size_t l = 0; l < passkey_eval.lengths.size(); ++l) {
-    map.row_labels.push_back(std::to_string(passkey_eval.lengths[l]));
-    std::vector<double> row;
-    for (size_t d = 0; d < passkey_eval.depths.size(); ++d) {
-      row.push_back(cells[l * passkey_eval.depths.size() + d].accuracy());
-    }
-    map.values.push_back(row);
-  }
+  const train::HeatMap map = AccuracyHeatMap(
+      StrCat("passkey retrieval (", RopeTypeName(config.model.rope.rope_type),
+             ")"),
+      "depth of the key (0 = start, 1 = end)", "context length",
+      passkey_eval.depths, cells,
+      [](const train::PasskeyCell& first) { return StrCat(first.length); });
   ReportPlot(options, options.passkey_plot,
              train::DrawHeatMap(map, options.passkey_plot), section);
   if (options.json) report["passkey"] = std::move(section);
@@ -481,7 +464,7 @@ void PrintRetrievalHint(const std::vector<train::RetrievalCell>& cells,
       train::RetrievalUnansweredReason(config.data.passkey_fraction,
                                        "this model")
           .c_str(),
-      static_cast<long long>(TrainedLength(options.checkpoint, config)));
+      static_cast<long long>(train::TrainedLength(options.checkpoint, config)));
 }
 
 // One heat map of every task: a row per task and length, a column per
@@ -489,25 +472,12 @@ void PrintRetrievalHint(const std::vector<train::RetrievalCell>& cells,
 train::HeatMap RetrievalHeatMap(const std::vector<train::RetrievalCell>& cells,
                                 const train::RetrievalEvalOptions& retrieval,
                                 const train::TrainConfig& config) {
-  train::HeatMap map;
-  map.title = std::string("retrieval (") +
-              RopeTypeName(config.model.rope.rope_type) + ")";
-  map.x_label = "depth of the needle (0 = start, 1 = end)";
-  map.y_label = "task, context length";
-  for (double depth : retrieval.depths)
-    map.column_labels.push_back(StrCat(depth));
-  const size_t depths = retrieval.depths.size();
-  for (size_t row = 0; row * depths < cells.size(); ++row) {
-    const train::RetrievalCell& first = cells[row * depths];
-    map.row_labels.push_back(
-        StrCat(train::RetrievalTaskName(first.task), " ", first.length));
-    std::vector<double> values;
-    for (size_t d = 0; d < depths; ++d) {
-      values.push_back(cells[row * depths + d].accuracy());
-    }
-    map.values.push_back(values);
-  }
-  return map;
+  return AccuracyHeatMap(
+      StrCat("retrieval (", RopeTypeName(config.model.rope.rope_type), ")"),
+      "depth of the needle (0 = start, 1 = end)", "task, context length",
+      retrieval.depths, cells, [](const train::RetrievalCell& first) {
+        return StrCat(train::RetrievalTaskName(first.task), " ", first.length);
+      });
 }
 
 // The retrieval tasks on the passkey grid (train/eval/retrieval.h).
@@ -529,68 +499,16 @@ void ShowRetrieval(const std::vector<train::RetrievalCell>& cells,
   if (options.json) report["retrieval"] = std::move(section);
 }
 
-// The passkey and retrieval lengths when neither --passkey-lengths nor
-// --lengths gives any: the model's pre-training length and its
-// max_position_embeddings (the length it was extended to), once each.
-std::vector<int64_t> DefaultGridLengths(const train::ModelConfig& model) {
-  std::vector<int64_t> lengths = {train::PretrainedLength(model),
-                                  model.rope.max_position_embeddings};
-  std::sort(lengths.begin(), lengths.end());
-  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
-  return lengths;
-}
-
-// What the flags ask to measure; `val` (the validation split, open when a
-// part reads it) gives the perplexity documents and the validation filler.
-train::EvalGrid PlanGrid(const EvalOptions& options,
-                         const train::TokenFile* val,
-                         const train::TrainConfig& config) {
-  train::EvalGrid grid;
-  const std::vector<int64_t>& lengths = options.length_eval.lengths;
-  if (!lengths.empty()) {
-    grid.perplexity = options.length_eval;
-    grid.perplexity.method = train::LengthEvalMethodFromName(options.method);
-    const int64_t shortest = *std::min_element(lengths.begin(), lengths.end());
-    grid.perplexity.stride = options.stride > 0
-                                 ? options.stride
-                                 : std::max<int64_t>(shortest / 2, 1);
-    grid.documents = train::LongDocuments(
-        *val, *std::max_element(lengths.begin(), lengths.end()) + 1,
-        grid.perplexity.num_documents);
-  }
-  if (!options.passkey && options.retrieval.empty()) return grid;
-  const std::vector<int64_t>& grid_lengths =
-      options.passkey_eval.lengths.empty() ? lengths
-                                           : options.passkey_eval.lengths;
-  const std::vector<train::TokenId> filler =
-      PasskeyFiller(options, val, grid_lengths);
-  if (options.passkey) {
-    grid.passkey = options.passkey_eval;
-    // Keys as long as the ones the model practised on.
-    grid.passkey.num_digits = static_cast<int>(config.data.passkey_digits);
-    grid.passkey.lengths = grid_lengths;
-    grid.passkey.filler = filler;
-  }
-  if (!options.retrieval.empty()) {
-    train::RetrievalEvalOptions retrieval;
-    retrieval.tasks = train::ParseRetrievalTasks(options.retrieval);
-    retrieval.lengths = grid_lengths;
-    retrieval.depths = options.passkey_eval.depths;
-    retrieval.trials = options.passkey_eval.trials;
-    retrieval.seed = options.passkey_eval.seed;
-    retrieval.filler = filler;
-    grid.retrieval.push_back(retrieval);
-  }
-  return grid;
-}
-
 void RunEval(const EvalOptions& given) {
   EvalOptions options = given;
-  const std::vector<int64_t>& lengths = options.length_eval.lengths;
-  const bool grid = options.passkey || !options.retrieval.empty();
-  if (!options.retrieval.empty()) {
-    train::ParseRetrievalTasks(options.retrieval);  // refused before loading
+  train::EvalRequest& request = options.request;
+  if (!options.retrieval.empty()) {  // refused before loading
+    request.retrieval = train::ParseRetrievalTasks(options.retrieval);
   }
+  request.perplexity.method = train::LengthEvalMethodFromName(options.method);
+  request.validation_filler = options.passkey_filler == "validation";
+  const std::vector<int64_t>& lengths = request.perplexity.lengths;
+  const bool grid = request.HasGrid();
   CheckDistinctValues("--rope-from", options.rope_from);
   SetNumThreads(static_cast<int>(options.threads));
   if (options.rope_from.size() > 1 && lengths.empty()) {
@@ -606,15 +524,16 @@ void RunEval(const EvalOptions& given) {
                        options.rope_from.empty() ? "" : options.rope_from[0],
                        options.overrides),
       &config);
-  if (grid && lengths.empty() && options.passkey_eval.lengths.empty()) {
-    options.passkey_eval.lengths = DefaultGridLengths(config.model);
-  }
+  // Keys as long as the ones the model practised on.
+  request.passkey_grid.num_digits =
+      static_cast<int>(config.data.passkey_digits);
+  request.model_lengths = {train::PretrainedLength(config.model),
+                           config.model.rope.max_position_embeddings};
   const auto precision =
       UsePrecision(options.precision, config, options.checkpoint);
   // Passkey and retrieval alone, on the fixed filler, need no data: a
   // downloaded model without any is evaluated so.
-  const bool needs_data =
-      !lengths.empty() || !grid || options.passkey_filler == "validation";
+  const bool needs_data = !grid || request.ReadsValidation();
   const bool has_data = !options.data.empty() || !config.data.path.empty();
   ROTOR_CHECK(!needs_data || has_data, options.checkpoint,
               " is a Hugging Face model folder, which names no data; give "
@@ -635,11 +554,11 @@ void RunEval(const EvalOptions& given) {
   if (!lengths.empty()) {
     train::CheckPlotOutputFile(options.plot, options.force, "--plot");
   }
-  if (options.passkey) {
+  if (request.passkey) {
     train::CheckPlotOutputFile(options.passkey_plot, options.force,
                                "--passkey-plot");
   }
-  if (!options.retrieval.empty()) {
+  if (!request.retrieval.empty()) {
     train::CheckPlotOutputFile(options.retrieval_plot, options.force,
                                "--retrieval-plot");
   }
@@ -663,7 +582,7 @@ void RunEval(const EvalOptions& given) {
                   static_cast<long long>(rope.max_position_embeddings));
     }
     const train::EvalGrid grid =
-        PlanGrid(options, val ? &*val : nullptr, config);
+        train::PlanEvalGrid(request, val ? &*val : nullptr);
     // Each part is shown as soon as it is measured.
     train::EvaluateVariant(
         *model, *tokenizer, grid,
@@ -704,7 +623,7 @@ void AddEvalCommand(CLI::App& rotor) {
                    "windows per batch (default: training batch_size)");
   AddIntegerOption(*command, "--max-batches", options->max_batches, 0,
                    "stop after N batches; 0 = the whole file (default)");
-  AddListOption(*command, "--lengths", options->length_eval.lengths,
+  AddListOption(*command, "--lengths", options->request.perplexity.lengths,
                 IntegerAtLeast<int64_t>(1, limits::kMaxPositions),
                 "perplexity at each context length, e.g. 256,1024");
   command
@@ -714,28 +633,29 @@ void AddEvalCommand(CLI::App& rotor) {
                    "over the first max(lengths) tokens of each document")
       ->type_name("M")
       ->check(CLI::IsMember({"truncate", "sliding"}));
-  AddIntegerOption(*command, "--stride", options->stride, 1,
+  AddIntegerOption(*command, "--stride", options->request.stride, 1,
                    limits::kMaxPositions,
                    "sliding stride (default: the shortest length / 2)");
-  AddIntegerOption(*command, "--documents", options->length_eval.num_documents,
-                   1, limits::kMaxEvalDocuments,
-                   "validation documents (default 10)");
+  AddIntegerOption(
+      *command, "--documents", options->request.perplexity.num_documents, 1,
+      limits::kMaxEvalDocuments, "validation documents (default 10)");
   command
       ->add_option("--plot", options->plot,
                    "perplexity plot (default ppl_by_length.png; a plot\n"
                    "rotor drew there is replaced)")
       ->type_name("FILE");
-  command->add_flag("--passkey", options->passkey,
+  command->add_flag("--passkey", options->request.passkey,
                     "also measure passkey retrieval");
-  AddListOption(*command, "--passkey-lengths", options->passkey_eval.lengths,
+  AddListOption(*command, "--passkey-lengths",
+                options->request.passkey_grid.lengths,
                 IntegerAtLeast<int64_t>(1, limits::kMaxPositions),
                 "passkey context lengths (default: --lengths, else the\n"
                 "model's pre-training length and max_position_embeddings)");
-  AddListOption(*command, "--depths", options->passkey_eval.depths,
+  AddListOption(*command, "--depths", options->request.passkey_grid.depths,
                 NumberIn(0.0, 1.0),
                 "key depths in [0, 1] (default 0,0.25,0.5,0.75,1)");
-  AddIntegerOption(*command, "--trials", options->passkey_eval.trials, 1,
-                   limits::kMaxEvalTrials,
+  AddIntegerOption(*command, "--trials", options->request.passkey_grid.trials,
+                   1, limits::kMaxEvalTrials,
                    "examples per length and depth (default 10)");
   command
       ->add_option("--passkey-filler", options->passkey_filler,
@@ -775,11 +695,12 @@ void AddEvalCommand(CLI::App& rotor) {
   AddPrecisionOption(*command, options->precision);
   AddRopeOverrideArguments(*command, options->overrides);
   command->callback([options] {
-    RequireAtMostItems(options->length_eval.lengths, limits::kMaxEvalGridPoints,
+    const train::EvalRequest& request = options->request;
+    RequireAtMostItems(request.perplexity.lengths, limits::kMaxEvalGridPoints,
                        "--lengths");
-    RequireAtMostItems(options->passkey_eval.lengths,
-                       limits::kMaxEvalGridPoints, "--passkey-lengths");
-    RequireAtMostItems(options->passkey_eval.depths, limits::kMaxEvalGridPoints,
+    RequireAtMostItems(request.passkey_grid.lengths, limits::kMaxEvalGridPoints,
+                       "--passkey-lengths");
+    RequireAtMostItems(request.passkey_grid.depths, limits::kMaxEvalGridPoints,
                        "--depths");
     RunEval(*options);
   });

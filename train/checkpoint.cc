@@ -528,6 +528,12 @@ TrainConfig LoadCheckpointModelConfig(const std::string& path,
   return config;
 }
 
+int64_t TrainedLength(const std::string& path, const TrainConfig& config) {
+  const std::string dir = ResolveCheckpointPath(path);
+  if (!IsHfModelFolder(dir)) return config.train.seq_len;
+  return PretrainedLength(LoadHfModelConfig(dir));
+}
+
 std::unique_ptr<nn::Transformer> LoadCheckpointModel(const std::string& path,
                                                      const ModelEdit& edit,
                                                      TrainConfig* config) {

@@ -186,6 +186,12 @@ std::unique_ptr<nn::Transformer> LoadCheckpointModel(
 TrainConfig LoadCheckpointModelConfig(const std::string& path,
                                       const ModelEdit& edit = {});
 
+// The length the model at `path` was trained at: a rotor checkpoint's
+// train.seq_len (of `config`, its config as loaded), or a Hugging Face
+// folder's pre-training length (PretrainedLength of its own config.json,
+// before any edit stretched it).
+int64_t TrainedLength(const std::string& path, const TrainConfig& config);
+
 // The tokenizer a checkpoint (`path`, resolved as above) was trained with,
 // as a spec (its tokenizer.json copy, or "byte"; a Hugging Face folder's
 // tokenizer.json) and loaded.

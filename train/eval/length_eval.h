@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "core/fields.h"
+#include "core/limits.h"
 #include "nn/transformer.h"
 #include "train/data/token_file.h"
 #include "train/tokenizer/byte_tokenizer.h"
@@ -65,13 +67,18 @@ struct LengthPerplexity {
 };
 
 // Its JSON keys (train/io/json.h, RecordJson): the report's results files
-// and rotor eval --json (which adds the data's bits per byte).
+// and rotor eval --json (which adds the data's bits per byte). A loss past
+// 709.78 nats has an infinite perplexity, written as null.
 template <typename Visitor>
 void VisitFields(Visitor& v, LengthPerplexity& r) {
-  v("length", r.length);
-  v("tokens", r.tokens);
-  v("loss", r.loss);
-  v("perplexity", r.perplexity);
+  v(Key{"length", "context length L: the inputs of each window"}, r.length,
+    field::Int{1, limits::kMaxPositions});
+  v(Key{"tokens", "scored tokens"}, r.tokens, field::Int{1});
+  v(Key{"loss",
+        "mean cross-entropy per scored token, in nats (null: +infinity)"},
+    r.loss, field::RealAtLeast{0.0});
+  v(Key{"perplexity", "exp(loss) (null: +infinity, past a double's range)"},
+    r.perplexity, field::RealAtLeast{1.0});
 }
 
 // One result per entry of options.lengths, in that order, on

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/fields.h"
+#include "core/limits.h"
 #include "nn/transformer.h"
 #include "train/data/passkey.h"
 #include "train/tokenizer/tokenizer.h"
@@ -91,14 +93,22 @@ struct PasskeyCell {
 // store the counts, rotor eval --json shows the accuracies.
 template <typename Visitor>
 void VisitFields(Visitor& v, PasskeyCell& c) {
-  v("length", c.length);
-  v("depth", c.depth);
-  v("trials", c.trials);
-  v("correct", c.correct);
-  v.Stored("digits_right", c.digits_right);
-  v.Stored("num_digits", c.num_digits);
-  v.Figure("accuracy", c.accuracy());
-  v.Figure("digit_accuracy", c.digit_accuracy());
+  v(Key{"length", "context length L: the input tokens of each example"},
+    c.length, field::Int{1, limits::kMaxPositions});
+  v(Key{"depth", "where the key sits in the filler (0 = start, 1 = end)"},
+    c.depth, field::Real{0.0, 1.0});
+  v(Key{"trials", "examples"}, c.trials, field::Int{1, limits::kMaxEvalTrials});
+  v(Key{"correct", "examples whose whole key was retrieved"}, c.correct,
+    field::Int{0, limits::kMaxEvalTrials});
+  v(Key{"digits_right", "answer digits right, over all examples"},
+    c.digits_right, field::Int{0}, StoredOnly{});
+  v(Key{"num_digits", "digits of each key"}, c.num_digits,
+    field::Int{1, kPasskeyMaxDigits}, StoredOnly{});
+  v(Key{"accuracy", "correct / trials"}, c.accuracy(), field::Real{0.0, 1.0},
+    ShownOnly{});
+  v(Key{"digit_accuracy",
+        "digits_right / (trials x num_digits); chance is 10%"},
+    c.digit_accuracy(), field::Real{0.0, 1.0}, ShownOnly{});
 }
 
 // One cell per (length, depth), lengths outer, with examples in

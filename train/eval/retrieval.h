@@ -37,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "core/fields.h"
+#include "core/limits.h"
 #include "core/random.h"
 #include "nn/transformer.h"
 #include "train/data/prompt_tokens.h"
@@ -132,26 +134,29 @@ struct RetrievalCell {
   }
 };
 
-// A task by its name in a field table's row.
-struct RetrievalTaskNames {
-  const char* (*name)(RetrievalTask) = RetrievalTaskName;
-  std::optional<RetrievalTask> (*from_name)(const std::string&) =
-      RetrievalTaskFromName;
-  std::string (*refusal)(const std::string&) = RefuseRetrievalTask;
-};
-
 // Its JSON keys (train/io/json.h, RecordJson): the report's results files
 // store the counts, rotor eval --json shows the accuracies.
 template <typename Visitor>
 void VisitFields(Visitor& v, RetrievalCell& c) {
-  v("task", c.task, RetrievalTaskNames{});
-  v("length", c.length);
-  v("depth", c.depth);
-  v("trials", c.trials);
-  v("correct", c.correct);
-  v.Stored("match_sum", c.match_sum);
-  v.Figure("accuracy", c.accuracy());
-  v.Figure("string_match_all", c.string_match_all());
+  v(Key{"task", "the task (niah_single, ...)"}, c.task,
+    field::Choice<RetrievalTask>{RetrievalTaskName, RetrievalTaskFromName,
+                                 RefuseRetrievalTask, "a task name"});
+  v(Key{"length", "context length L: the prompt and answer tokens"}, c.length,
+    field::Int{1, limits::kMaxPositions});
+  v(Key{"depth",
+        "where the needle asked about sits (0 = start, 1 = end of the "
+        "filler)"},
+    c.depth, field::Real{0.0, 1.0});
+  v(Key{"trials", "examples"}, c.trials, field::Int{1, limits::kMaxEvalTrials});
+  v(Key{"correct", "examples with every expected value written"}, c.correct,
+    field::Int{0, limits::kMaxEvalTrials});
+  v(Key{"match_sum", "the sum over examples of the share of values written"},
+    c.match_sum, field::Real{0.0, static_cast<double>(limits::kMaxEvalTrials)},
+    StoredOnly{});
+  v(Key{"accuracy", "correct / trials"}, c.accuracy(), field::Real{0.0, 1.0},
+    ShownOnly{});
+  v(Key{"string_match_all", "RULER's string_match_all: match_sum / trials"},
+    c.string_match_all(), field::Real{0.0, 1.0}, ShownOnly{});
 }
 
 // One cell per (task, length, depth), tasks outer, then lengths. Each

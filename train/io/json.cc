@@ -80,7 +80,7 @@ class StrictDomBuilder : public nlohmann::json_sax<Json> {
   struct Container {
     Json* value;
     std::unordered_set<std::string> keys;  // objects: the keys seen so far
-    std::string key;             // objects: the member being read
+    std::string key;                       // objects: the member being read
   };
 
   // Appends `value` to the innermost open container (or makes it the
@@ -230,5 +230,23 @@ double NumberOrFallback(const Json& object, std::string_view key,
   if (member == object.end() || member->is_null()) return fallback;
   return JsonAs<double>(*member, StrCat(where, ": \"", key, "\""));
 }
+
+namespace json_internal {
+
+void RecordReader::Read(const char* key, double& member,
+                        const field::RealAtLeast& check) {
+  const bool null =
+      object_.is_object() && object_.contains(key) && object_.at(key).is_null();
+  member = null ? std::numeric_limits<double>::infinity()
+                : JsonMember<double>(object_, key, where_);
+  ROTOR_CHECK(member >= check.min, Where(key), ": must be >= ", check.min,
+              ", got ", member);
+}
+
+std::string RecordReader::Where(const char* key) const {
+  return StrCat(where_, ": \"", key, "\"");
+}
+
+}  // namespace json_internal
 
 }  // namespace rotor::train

@@ -24,12 +24,14 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/fields.h"
 
 namespace rotor::train {
 
@@ -69,42 +71,57 @@ double NumberOrFallback(const Json& object, std::string_view key,
 
 // A record as a JSON object through its field table, the function
 //   template <typename Visitor> void VisitFields(Visitor& v, Record& r)
-// beside the record (e.g. train/eval/passkey_eval.h), whose rows are, in
-// the order of the object's keys:
-//   v(key, member)          a member, in both forms;
-//   v(key, member, names)   an enum member by its name, names.name(member),
-//                           read through names.from_name (a text that is no
-//                           name: "WHERE: " + names.refusal(text));
-//   v.Stored(key, member)   a member of the stored form only;
-//   v.Figure(key, value)    a figure computed from the members, in the
-//                           shown form only.
-// The stored form is a file rotor reads back (RecordFromJson, with the
-// JsonMember errors); the shown form is what a reader of the figures wants
-// (rotor eval --json). A number JSON cannot hold is written as null.
+// beside the record (e.g. train/eval/passkey_eval.h), whose rows are a
+// config table's (core/fields.h), in the order of the object's keys:
+//   v(Key{name, help}, member, check)                in both forms;
+//   v(Key{name, help}, member, check, StoredOnly{})  in the stored form only;
+//   v(Key{name, help}, figure, check, ShownOnly{})   a figure computed from
+//                                                    the members, in the
+//                                                    shown form only.
+// The checks are field::Int, field::Real, field::RealAtLeast (+infinity
+// written as null, and null read as +infinity) and field::Choice (an enum
+// by its name). The stored form is a file rotor reads back (RecordFromJson:
+// the JsonMember errors, a check's "WHERE: \"KEY\": must be >= 1, got 0",
+// and for a name that is none "WHERE: " + the Choice's refusal); the shown
+// form is what a reader of the figures wants (rotor eval --json).
 enum class RecordForm { kStored, kShown };
 
 namespace json_internal {
 
+// Whether a row marked with `Extra` is in `form`.
+template <typename... Extra>
+bool InForm(RecordForm form) {
+  if constexpr ((std::is_same_v<Extra, StoredOnly> || ...)) {
+    return form == RecordForm::kStored;
+  } else if constexpr ((std::is_same_v<Extra, ShownOnly> || ...)) {
+    return form == RecordForm::kShown;
+  } else {
+    return true;
+  }
+}
+
 class RecordWriter {
  public:
   RecordWriter(Json& object, RecordForm form) : object_(object), form_(form) {}
-  template <typename T>
-  void operator()(const char* key, const T& member) {
-    object_[key] = member;
-  }
-  template <typename T, typename Names>
-  void operator()(const char* key, const T& member, const Names& names) {
-    object_[key] = names.name(member);
-  }
-  template <typename T>
-  void Stored(const char* key, const T& member) {
-    if (form_ == RecordForm::kStored) object_[key] = member;
-  }
-  void Figure(const char* key, double value) {
-    if (form_ == RecordForm::kShown) object_[key] = value;
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, const T& value, const Check& check,
+                  const Extra&...) {
+    if (InForm<Extra...>(form_)) object_[key.name] = Value(value, check);
   }
 
  private:
+  template <typename T, typename Check>
+  static Json Value(const T& value, const Check&) {
+    return value;
+  }
+  template <typename Enum>
+  static Json Value(Enum value, const field::Choice<Enum>& check) {
+    return check.name(value);
+  }
+  static Json Value(double value, const field::RealAtLeast&) {
+    return FiniteOrNull(value);
+  }
+
   Json& object_;
   RecordForm form_;
 };
@@ -113,32 +130,40 @@ class RecordReader {
  public:
   RecordReader(const Json& object, std::string_view where)
       : object_(object), where_(where) {}
-  template <typename T>
-  void operator()(const char* key, T& member) {
-    Read(key, member);
-  }
-  template <typename T, typename Names>
-  void operator()(const char* key, T& member, const Names& names) {
-    const std::string text = JsonMember<std::string>(object_, key, where_);
-    const auto value = names.from_name(text);
-    ROTOR_CHECK(value.has_value(), where_, ": ", names.refusal(text));
-    member = *value;
-  }
-  template <typename T>
-  void Stored(const char* key, T& member) {
-    Read(key, member);
-  }
-  void Figure(const char*, double) {}
-
- private:
-  template <typename T>
-  void Read(const char* key, T& member) {
-    if constexpr (std::is_same_v<T, int>) {
-      member = static_cast<int>(JsonMember<int64_t>(object_, key, where_));
-    } else {
-      member = JsonMember<T>(object_, key, where_);
+  template <typename T, typename Check, typename... Extra>
+  void operator()(const Key& key, T&& member, const Check& check,
+                  const Extra&...) {
+    if constexpr (!(std::is_same_v<Extra, ShownOnly> || ...)) {
+      Read(key.name, member, check);
     }
   }
+
+ private:
+  template <typename Int>
+  void Read(const char* key, Int& member, const field::Int& check) {
+    const int64_t value = JsonMember<int64_t>(object_, key, where_);
+    ROTOR_CHECK(value >= check.min, Where(key), ": must be >= ", check.min,
+                ", got ", value);
+    ROTOR_CHECK(value <= check.max, Where(key), ": must be <= ", check.max,
+                " (rotor's limit), got ", value);
+    member = static_cast<Int>(value);
+  }
+  void Read(const char* key, double& member, const field::Real& check) {
+    member = JsonMember<double>(object_, key, where_);
+    ROTOR_CHECK(member >= check.min && member <= check.max, Where(key),
+                ": must be in [", check.min, ", ", check.max, "], got ",
+                member);
+  }
+  void Read(const char* key, double& member, const field::RealAtLeast& check);
+  template <typename Enum>
+  void Read(const char* key, Enum& member, const field::Choice<Enum>& check) {
+    const std::string text = JsonMember<std::string>(object_, key, where_);
+    const std::optional<Enum> value = check.from_name(text);
+    ROTOR_CHECK(value.has_value(), where_, ": ", check.refusal(text));
+    member = *value;
+  }
+  // `where` and the key, as JsonMember names them.
+  std::string Where(const char* key) const;
 
   const Json& object_;
   std::string_view where_;

@@ -7,7 +7,10 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
+#include "core/fields.h"
 #include "tests/test_util.h"
 #include "train/eval/length_eval.h"
 #include "train/eval/passkey_eval.h"
@@ -17,14 +20,24 @@
 namespace rotor::train {
 namespace {
 
+// Reads `json` as a Record from "f.json".
+template <typename Record>
+Record Read(const std::string& json) {
+  return RecordFromJson<Record>(Json::parse(json), "f.json");
+}
+
+// `r` as `json` in both forms, read back.
+LengthPerplexity BothFormsBack(LengthPerplexity r, const std::string& json) {
+  EXPECT_EQ(RecordJson(r, RecordForm::kStored).dump(), json);
+  EXPECT_EQ(RecordJson(r, RecordForm::kShown).dump(), json);
+  return Read<LengthPerplexity>(json);
+}
+
 TEST(ResultFields, LengthPerplexity) {
   const LengthPerplexity r{128, 1.25, 3.4903429574618414, 640};
-  const std::string both =
-      R"({"length":128,"tokens":640,"loss":1.25,"perplexity":3.4903429574618414})";
-  EXPECT_EQ(RecordJson(r, RecordForm::kStored).dump(), both);
-  EXPECT_EQ(RecordJson(r, RecordForm::kShown).dump(), both);
-  const LengthPerplexity back =
-      RecordFromJson<LengthPerplexity>(Json::parse(both), "f.json");
+  const LengthPerplexity back = BothFormsBack(
+      r,
+      R"({"length":128,"tokens":640,"loss":1.25,"perplexity":3.4903429574618414})");
   EXPECT_EQ(back.length, 128);
   EXPECT_EQ(back.loss, 1.25);
   EXPECT_EQ(back.perplexity, 3.4903429574618414);
@@ -38,6 +51,65 @@ TEST(ResultFields, LengthPerplexity) {
       RecordFromJson<LengthPerplexity>(
           Json::parse(R"({"length":8,"loss":1.0,"perplexity":2.0})"), "f.json"),
       "f.json", "tokens");
+}
+
+// An infinite perplexity (or loss) is null in both forms and reads back as
+// +infinity.
+TEST(ResultFields, NullReadsAsInfinity) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const LengthPerplexity back =
+      BothFormsBack({8, inf, inf, 8},
+                    R"({"length":8,"tokens":8,"loss":null,"perplexity":null})");
+  EXPECT_EQ(back.loss, inf);
+  EXPECT_EQ(back.perplexity, inf);
+  EXPECT_EQ(back.tokens, 8);
+  // A missing key is still missing, not infinite.
+  ROTOR_EXPECT_ERROR(
+      RecordFromJson<LengthPerplexity>(
+          Json::parse(R"({"length":8,"tokens":8,"loss":1.0})"), "f.json"),
+      "f.json: missing key \"perplexity\"");
+}
+
+// A value outside its row's check is refused as a config reader refuses
+// it: the file, the key, the bound and the value.
+TEST(ResultFields, ValuesOutsideTheirChecks) {
+  const std::string ppl = R"(,"tokens":8,"perplexity":2.0})";
+  ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":0,"loss":1.0)" + ppl),
+                     "f.json: \"length\": must be >= 1, got 0");
+  ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":8,"loss":-1.0)" + ppl),
+                     "f.json: \"loss\": must be >= 0, got -1");
+  ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":8,"loss":"x")" + ppl),
+                     "f.json: \"loss\": expected a number, got string");
+  ROTOR_EXPECT_ERROR(
+      Read<LengthPerplexity>(
+          R"({"length":8,"tokens":8,"loss":1.0,"perplexity":0.5})"),
+      "f.json: \"perplexity\": must be >= 1, got 0.5");
+  const std::string counts =
+      R"("trials":4,"correct":3,"digits_right":17,"num_digits":)";
+  ROTOR_EXPECT_ERROR(
+      Read<PasskeyCell>(R"({"length":128,"depth":1.5,)" + counts + "5}"),
+      "f.json: \"depth\": must be in [0, 1], got 1.5");
+  ROTOR_EXPECT_ERROR(
+      Read<PasskeyCell>(R"({"length":128,"depth":1,)" + counts + "19}"),
+      "f.json: \"num_digits\": must be <= 18 (rotor's limit), got 19");
+  ROTOR_EXPECT_ERROR(
+      Read<RetrievalCell>(R"({"task":"niah_single","length":512,"depth":1.0,)"
+                          R"("trials":0,"correct":0,"match_sum":0})"),
+      "f.json: \"trials\": must be >= 1, got 0");
+}
+
+// Every key of each record says what its number is (what rotor keys
+// shows for a config key).
+TEST(ResultFields, EveryKeyHasHelp) {
+  std::vector<KeyPaths::Entry> entries = KeyPathsOf<LengthPerplexity>();
+  for (const auto& more :
+       {KeyPathsOf<PasskeyCell>(), KeyPathsOf<RetrievalCell>()}) {
+    entries.insert(entries.end(), more.begin(), more.end());
+  }
+  EXPECT_EQ(entries.size(), 4u + 8u + 8u);
+  for (const KeyPaths::Entry& entry : entries) {
+    EXPECT_GT(std::string(entry.help).size(), 5u) << entry.path;
+  }
 }
 
 TEST(ResultFields, PasskeyCell) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
@@ -52,6 +53,25 @@ TEST(VariantResult, JsonRoundTripAndFiles) {
   WriteFileAtomically(path, unknown.dump());
   ROTOR_EXPECT_ERROR(LoadVariantResult(path),
                      path + ": unknown method \"rope9\"");
+}
+
+// A variant whose loss overflows exp has an infinite perplexity, which
+// JSON holds as null: the file reads back with it, so a rerun reuses it.
+TEST(VariantResult, InfinitePerplexityReadsBack) {
+  test::TempDir dir;
+  const std::string path = dir.Path("linear-zeroshot.json");
+  VariantResult r = Example();
+  r.perplexity.push_back(
+      {512, 800.0, std::numeric_limits<double>::infinity(), 640});
+  SaveVariantResult(path, r);
+  EXPECT_NE(ReadFile(path).find("\"perplexity\": null"), std::string::npos);
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->perplexity.size(), 2u);
+  EXPECT_EQ(back->perplexity[1].loss, 800.0);
+  EXPECT_EQ(back->perplexity[1].perplexity,
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back->perplexity[0].perplexity, 3.4903429574618414);
 }
 
 TEST(VariantResult, LookUps) {
