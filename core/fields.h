@@ -23,11 +23,10 @@
 // llama.cpp's LLM_KV_NAMES with get_key, kept in rotor's strict style.
 // It sits in core/ and includes only std headers (as gemma.cpp's
 // io/fields.h sits below gemma/configs.h), so a table can live beside its
-// struct in any layer: rope_scaling's in nn/rope_fields.h.
+// struct in any layer: rope_scaling's in nn/rope_scaling.h.
 #ifndef ROTOR_CORE_FIELDS_H_
 #define ROTOR_CORE_FIELDS_H_
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -44,13 +43,6 @@ struct Key {
   // torch_dtype, rope_scaling's legacy `type`), never written.
   const char* alias = nullptr;
 };
-
-// Whether a writer limited to the keys `only` (nullptr: every key) writes
-// `key`.
-inline bool Writes(const std::vector<std::string>* only, const Key& key) {
-  return only == nullptr ||
-         std::find(only->begin(), only->end(), key.name) != only->end();
-}
 
 namespace field {
 

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/fields.h"
 #include "core/limits.h"
 
@@ -177,6 +178,36 @@ YarnRampBounds ComputeYarnRampBounds(const RopeScalingConfig& config);
 struct ForMethods {
   std::vector<RopeType> methods;
   bool Has(RopeType type) const;
+};
+
+// The method of a section a visitor is in (rope_scaling): set at the
+// section's method row (rope_type, its first), then asked at each row that
+// carries ForMethods. What the readers and writers share of the section.
+class SectionMethod {
+ public:
+  void Set(const Key& row, RopeType type) {
+    row_ = row.name;
+    type_ = type;
+  }
+  // Whether the ForMethods row `row` applies to the method; a row before
+  // any method row is a mistake in the table.
+  bool Applies(const Key& row, const ForMethods& only) const {
+    ROTOR_CHECK(type_.has_value(), "the row ", row.name,
+                " carries ForMethods, but its section has no method row "
+                "(rope_type) before it");
+    return only.Has(*type_);
+  }
+  // A section whose method has no keys is written as null (rope_scaling
+  // for default RoPE, as HF writes it).
+  bool WrittenAsNull() const {
+    return type_.has_value() && RopeScalingKeys(*type_).empty();
+  }
+  RopeType type() const { return type_.value_or(RopeType::kDefault); }
+  const char* row() const { return row_; }  // the method row's name
+
+ private:
+  const char* row_ = "";
+  std::optional<RopeType> type_;
 };
 
 // What the readers say of a rope_type that names no method: "unknown

@@ -53,9 +53,10 @@
 // Two checks live where the line of the key is known: a legacy
 // rope_scaling `type` that contradicts rope_type is refused by the reader
 // (model_reader.h ReadRopeType), and train.seq_len > M by
-// FindTrainConfigProblem. ParseTrainConfig refuses a pre-training length
-// that differs from train.init_from's folder with this lint's message
-// (PretrainingLengthProblem), at the key's line.
+// FindTrainConfigProblem. The model reader (ModelReader::Amend, for
+// train.init_from's folder) refuses a pre-training length that differs
+// from the folder's with this lint's message (PretrainingLengthProblem),
+// at the key's line.
 #ifndef ROTOR_TRAIN_CONFIG_EXTENSION_LINT_H_
 #define ROTOR_TRAIN_CONFIG_EXTENSION_LINT_H_
 
@@ -121,7 +122,7 @@ std::vector<LintFinding> LintContextExtension(const ModelConfig& model,
 // The pre-training length check on the value `original` given for
 // rope_scaling.original_max_position_embeddings: what is wrong, after the
 // key ("256, but DIR/config.json says ...; set 512"), or nullopt if it is
-// the base's. ParseTrainConfig reports it at the key's line.
+// the base's. ModelReader::Amend reports it at the key's line.
 std::optional<std::string> PretrainingLengthProblem(
     int64_t original, const PretrainingLength& pretraining);
 

@@ -230,13 +230,9 @@ namespace {
 // else its rope_type and the keys of its method.
 class JsonWriter {
  public:
-  explicit JsonWriter(const std::vector<std::string>* only = nullptr)
-      : only_(only) {}
-
   template <typename T, typename Check, typename... Extra>
   void operator()(const Key& key, const T& member, const Check& check,
                   const Extra&...) {
-    if (!Writes(only_, key)) return;
     if (std::optional<Json> value = Encode(member, check)) {
       members_[key.name] = std::move(*value);
     }
@@ -245,23 +241,21 @@ class JsonWriter {
   // that carries ForMethods is written only for the methods it lists.
   void operator()(const Key& key, RopeType method,
                   const field::Choice<RopeType>& check) {
-    method_ = method;
-    if (Writes(only_, key)) members_[key.name] = check.name(method);
+    method_.Set(key, method);
+    members_[key.name] = check.name(method);
   }
   template <typename T, typename Check>
   void operator()(const Key& key, const T& member, const Check& check,
                   const ForMethods& only) {
-    if (only.Has(method_.value())) (*this)(key, member, check);
+    if (method_.Applies(key, only)) (*this)(key, member, check);
   }
-  // A section is an object, or null when its method has no keys
-  // (rope_scaling for default RoPE).
+  // A section is an object, or null (SectionMethod).
   template <typename Struct>
   void Section(const Key& key, Struct& fields) {
     JsonWriter section;
     VisitFields(section, fields);
-    const bool keyless =
-        section.method_ && RopeScalingKeys(*section.method_).empty();
-    members_[key.name] = keyless ? Json(nullptr) : section.Object();
+    members_[key.name] =
+        section.method_.WrittenAsNull() ? Json(nullptr) : section.Object();
   }
 
   std::map<std::string, Json>& members() { return members_; }
@@ -299,8 +293,7 @@ class JsonWriter {
     return Json(value);
   }
 
-  const std::vector<std::string>* only_;
-  std::optional<RopeType> method_;  // the section's, once its row is seen
+  SectionMethod method_;  // the section's, once its row is seen
   std::map<std::string, Json> members_;
 };
 

@@ -1,5 +1,5 @@
 // The one reader of a model's keys, for both files that hold them: a YAML
-// `model:` section (train/config/model_config.cc) and a Hugging Face
+// `model:` section (train/config/model_yaml.cc) and a Hugging Face
 // config.json (train/config/hf_config.cc). It visits the tables of
 // model_config.h; each format supplies only a Node, its view of one value:
 //
@@ -13,14 +13,17 @@
 //   std::string Position() const;  // ":LINE:COL", or "" when unknown
 //
 // Errors read "FILE:LINE:COL: model.KEY: problem" (YAML) or
-// "FILE: KEY: problem" (config.json). Keys are read in the file's order;
-// what depends on several keys (head_dim from hidden_size, rope_scaling
-// after its rope_type, the checks of FindModelConfigProblem) is done after
-// all are read, and its errors point at the key's value.
+// "FILE: KEY: problem" (config.json). Keys are read in the file's order
+// (Amend reads the amendments' keys the base has first, in the table's
+// order, then the others in the file's order); what depends on several keys
+// (head_dim from hidden_size, rope_scaling after its rope_type, the checks of
+// FindModelConfigProblem) is done after all are read, and its errors point at
+// the key's value.
 #ifndef ROTOR_TRAIN_CONFIG_MODEL_READER_H_
 #define ROTOR_TRAIN_CONFIG_MODEL_READER_H_
 
 #include <algorithm>
+#include <any>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -33,6 +36,7 @@
 #include "core/fields.h"
 #include "core/limits.h"
 #include "nn/rope_methods.h"
+#include "train/config/extension_lint.h"
 #include "train/config/model_config.h"
 #include "train/config/overrides.h"
 #include "train/io/message.h"
@@ -69,12 +73,13 @@ class ModelReader {
   // `base` (a model folder's config.json) amended by the keys of
   // `amendments` (a map, or absent): a key given replaces the base's value
   // (null: the table's default; rope_scaling as a whole), the others keep
-  // the base's. A rope_scaling given for a method that reads
-  // original_max_position_embeddings, without one, takes
-  // `pretrained_length`. A problem with a value of the base names the file
-  // without a line, as none of its lines holds it.
+  // the base's. original_max_position_embeddings, for a method that reads
+  // it, is the base's pre-training length: a rope_scaling given without
+  // one takes it, and the amendments may give no other value. A problem
+  // with a value of the base names the file without a line, as none of
+  // its lines holds it.
   ModelConfig Amend(const Node& amendments, const ModelConfig& base,
-                    int64_t pretrained_length) {
+                    PretrainingLength pretraining) {
     ModelConfig config = base;
     if (amendments.Present()) {
       // The keys the base has are read first, in the table's order (a
@@ -86,7 +91,8 @@ class ModelReader {
       CopyRows(given, config, given_);
     }
     model_ = Node();
-    inherited_original_ = pretrained_length;
+    pretraining.inherited_when_absent = true;  // InheritOriginal
+    pretraining_ = pretraining;
     return Complete(config);
   }
 
@@ -172,6 +178,7 @@ class ModelReader {
     }
     const std::string head_dim_origin = ResolveHeadDim(config);
     ReadRopeScaling(config);
+    CheckPretrainingLength(config);
     ApplyTopLevelOriginal(config);
     InheritOriginal(config);
     // rotor rotates a leading share of the channels; HF's three classes
@@ -260,7 +267,7 @@ class ModelReader {
            StrCat("expected a map with ", method_key, " and its keys, got ",
                   node.Describe()));
     }
-    MethodRow method{this, node, section.name, {}, RopeType{}, nullptr};
+    MethodRow method{this, node, section.name, {}, {}};
     VisitFields(method, fields);
     const std::set<std::string> others(names.begin() + 1, names.end());
     node.ForEachEntry(
@@ -283,14 +290,13 @@ class ModelReader {
     const Node& node;
     const std::string& section;
     std::string name;  // as given
-    RopeType type = RopeType{};
-    const char* key = nullptr;  // the row's: rope_type
+    SectionMethod method;
     template <typename T, typename Check, typename... Extra>
     void operator()(const Key&, T&, const Check&, const Extra&...) {}
     void operator()(const Key& row, RopeType& member,
                     const field::Choice<RopeType>& check) {
-      key = row.name;
-      member = type = reader->ReadMethod(node, section, row, check, &name);
+      member = reader->ReadMethod(node, section, row, check, &name);
+      method.Set(row, member);
     }
   };
 
@@ -301,7 +307,7 @@ class ModelReader {
     const std::string& path;
     const Node& key_node;
     const Node& value;
-    const MethodRow& method;
+    const MethodRow& method_row;
     bool found = false;
     void operator()(const Key& row, RopeType&, const field::Choice<RopeType>&) {
       found = found || Named(row, key);
@@ -311,11 +317,12 @@ class ModelReader {
                     const ForMethods& only) {
       if (key != row.name) return;
       found = true;
-      if (!only.Has(method.type)) {
+      const SectionMethod& method = method_row.method;
+      if (!method.Applies(row, only)) {
         reader->Fail(key_node, path,
-                     StrCat("does not apply to ", method.key, " '", method.name,
-                            "' (its keys: ",
-                            JoinKeys(RopeScalingKeys(method.type)), ")"));
+                     StrCat("does not apply to ", method.row(), " '",
+                            method_row.name, "' (its keys: ",
+                            JoinKeys(RopeScalingKeys(method.type())), ")"));
       }
       if (!value.Present()) return;
       reader->marks_[path] = value;
@@ -385,22 +392,42 @@ class ModelReader {
         MarkFor("original_max_position_embeddings");
   }
 
+  // Amend: with a rope_scaling the amendments give, for a method that
+  // reads original_max_position_embeddings, the value they give (nested,
+  // else at the top level) must be the base's pre-training length (the
+  // context-extension lint's check): YaRN's ramp and attention factor, and
+  // what an export writes, would be those of another model.
+  void CheckPretrainingLength(const ModelConfig& config) {
+    const RopeScalingConfig& rope = config.rope;
+    if (!pretraining_ || given_.count("rope_scaling") == 0 ||
+        !RopeMethodOf(rope.rope_type).reads_original_length()) {
+      return;
+    }
+    const bool nested = Given("rope_scaling.original_max_position_embeddings");
+    const std::optional<int64_t> given =
+        nested ? rope.original_max_position_embeddings
+               : config.top_level_original_max_position_embeddings;
+    if (!given) return;
+    const char* key = nested ? "rope_scaling.original_max_position_embeddings"
+                             : "original_max_position_embeddings";
+    if (const std::optional<std::string> problem =
+            PretrainingLengthProblem(*given, *pretraining_)) {
+      Fail(MarkFor(key), key, *problem);
+    }
+  }
+
   // Amend: a rope_scaling the amendments give, for a method that reads
   // original_max_position_embeddings, without one (nested or at the top
-  // level), measures from the base's pre-training length, as axolotl
-  // does; its value has no line in the file.
+  // level, or given as null), measures from the base's pre-training
+  // length, as axolotl does; its value has no line in the file.
   void InheritOriginal(ModelConfig& config) {
     RopeScalingConfig& rope = config.rope;
-    if (!inherited_original_ || given_.count("rope_scaling") == 0 ||
-        rope.original_max_position_embeddings) {
+    if (!pretraining_ || given_.count("rope_scaling") == 0 ||
+        rope.original_max_position_embeddings ||
+        !RopeMethodOf(rope.rope_type).reads_original_length()) {
       return;
     }
-    const std::vector<std::string> keys = RopeScalingKeys(rope.rope_type);
-    if (std::find(keys.begin(), keys.end(),
-                  "original_max_position_embeddings") == keys.end()) {
-      return;
-    }
-    rope.original_max_position_embeddings = *inherited_original_;
+    rope.original_max_position_embeddings = pretraining_->tokens;
     marks_.emplace("rope_scaling.original_max_position_embeddings", Node());
   }
 
@@ -429,48 +456,46 @@ class ModelReader {
   };
 
   // Copies into `to` the rows of `from` named in `keys` (a section's name:
-  // every row of it). `from` and `to` are structs of one table, so a row's
-  // member has the same type in both, which makes the cast safe.
+  // every row of it): a first visit of `from` takes their members'
+  // addresses, a visit of `to` assigns them in the same order, each
+  // any_cast checking that the two rows hold one type.
   template <typename Struct>
-  static void CopyRows(Struct from, Struct& to,
+  static void CopyRows(Struct& from, Struct& to,
                        const std::set<std::string>& keys) {
-    RowMembers targets;
-    VisitFields(targets, to);
-    RowCopier copier{targets.members, keys};
+    RowCopier copier{keys, {}};
     VisitFields(copier, from);
+    copier.assigning = true;
+    VisitFields(copier, to);
+    ROTOR_CHECK(copier.next == copier.from.size(),
+                "CopyRows: ", copier.from.size(), " rows taken, ", copier.next,
+                " assigned");
   }
-  // The address of every row's member, in the table's order.
-  struct RowMembers {
-    std::vector<void*> members;
-    template <typename T, typename Check, typename... Extra>
-    void operator()(const Key&, T& member, const Check&, const Extra&...) {
-      members.push_back(&member);
-    }
-    template <typename Struct>
-    void Section(const Key&, Struct& fields) {
-      VisitFields(*this, fields);
-    }
-  };
   struct RowCopier {
-    const std::vector<void*>& to;
     const std::set<std::string>& keys;  // of the top level
-    bool whole_section = false;
-    int depth = 0;
+    std::vector<std::any> from;         // T*, in the table's order
+    bool assigning = false;
     size_t next = 0;
+    bool whole_section = false;
     template <typename T, typename Check, typename... Extra>
     void operator()(const Key& key, T& member, const Check&, const Extra&...) {
-      T* target = static_cast<T*>(to[next++]);
-      if (whole_section || (depth == 0 && keys.count(key.name) > 0)) {
-        *target = member;
+      if (!whole_section && keys.count(key.name) == 0) return;
+      if (!assigning) {
+        from.push_back(&member);
+        return;
       }
+      T* const* source =
+          next < from.size() ? std::any_cast<T*>(&from[next]) : nullptr;
+      ROTOR_CHECK(source != nullptr, "CopyRows: row ", key.name,
+                  " is not the one taken in its place");
+      member = **source;
+      ++next;
     }
     template <typename Struct>
     void Section(const Key& key, Struct& fields) {
+      if (!whole_section && keys.count(key.name) == 0) return;
       const bool outer = whole_section;
-      whole_section = outer || (depth == 0 && keys.count(key.name) > 0);
-      ++depth;
+      whole_section = true;
       VisitFields(*this, fields);
-      --depth;
       whole_section = outer;
     }
   };
@@ -649,7 +674,7 @@ class ModelReader {
   std::set<std::string> given_;           // the keys read (given, even as null)
   std::map<std::string, Node> sections_;  // a section's map, read later
   bool reading_sections_ = false;
-  std::optional<int64_t> inherited_original_;  // Amend's
+  std::optional<PretrainingLength> pretraining_;  // Amend's base
   std::map<std::string, Node> marks_;
 };
 

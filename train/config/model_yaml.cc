@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/config/extension_lint.h"
 #include "train/config/model_reader.h"
 #include "train/config/yaml.h"
 
@@ -27,12 +28,13 @@ ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file,
 }
 
 ModelConfig AmendModelConfig(const ModelConfig& base,
+                             const std::string& base_file,
                              const YAML::Node& amendments,
                              const std::string& file,
                              const OverriddenKeys& overridden) {
   return ModelReader<YamlValue>(file, ModelConfigDialect::kRotorYaml, nullptr,
                                 &overridden)
-      .Amend(YamlValue(amendments), base, PretrainedLength(base));
+      .Amend(YamlValue(amendments), base, PretrainingLengthOf(base, base_file));
 }
 
 ModelConfig ParseModelConfigText(const std::string& yaml_text,

@@ -19,14 +19,16 @@ namespace rotor::train {
 // value one of `overridden` gave.
 ModelConfig ParseModelConfig(const YAML::Node& model, const std::string& file,
                              const OverriddenKeys& overridden = {});
-// `base` (a Hugging Face folder's config.json, for train.init_from)
-// amended by a `model:` map, absent or null: a key it gives replaces the
-// base's value (null: the default; rope_scaling as a whole), the others
-// stay the folder's. A rope_scaling that reads
-// original_max_position_embeddings and leaves it out takes the folder's
-// pre-training length (PretrainedLength). Errors as ParseModelConfig's; a
-// problem with a value of the folder names `file` without a line.
+// `base` (a Hugging Face folder's config.json `base_file`, for
+// train.init_from) amended by a `model:` map, absent or null: a key it
+// gives replaces the base's value (null: the default; rope_scaling as a
+// whole), the others stay the folder's. A rope_scaling that reads
+// original_max_position_embeddings takes the folder's pre-training length
+// (PretrainedLength) when it leaves the key out, and is refused, naming
+// both, when it gives another. Errors as ParseModelConfig's; a problem
+// with a value of the folder names `file` without a line.
 ModelConfig AmendModelConfig(const ModelConfig& base,
+                             const std::string& base_file,
                              const YAML::Node& amendments,
                              const std::string& file,
                              const OverriddenKeys& overridden = {});

@@ -11,8 +11,6 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/limits.h"
-#include "nn/rope_methods.h"
-#include "train/config/extension_lint.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_yaml.h"
 #include "train/config/yaml.h"
@@ -141,62 +139,20 @@ std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config) {
 
 namespace {
 
-// A context extension of a Hugging Face folder measures its scaling from
-// the length the folder was pre-trained at: a rope_scaling that reads
-// original_max_position_embeddings (yarn, llama3, longrope) and leaves it
-// out gets the folder's (AmendModelConfig, as axolotl does), and a
-// different value is refused here, naming both (the context-extension
-// lint's check, PretrainingLengthProblem, at the key's line): YaRN's ramp
-// and attention factor, and what an export writes, would be those of
-// another model.
-void CheckPretrainedLength(const SectionReader& model_section,
-                           const std::string& folder, const ModelConfig& base) {
-  const YAML::Node scaling = model_section.Get("rope_scaling");
-  if (!scaling || !scaling.IsMap()) return;
-  const YAML::Node type =
-      scaling["rope_type"] ? scaling["rope_type"] : scaling["type"];
-  const std::optional<RopeType> rope_type =
-      type && type.IsScalar() ? RopeTypeFromName(type.Scalar()) : std::nullopt;
-  if (!rope_type) return;  // the model parser names the problem
-  if (!RopeMethodOf(*rope_type).reads_original_length()) return;
-  const bool nested =
-      static_cast<bool>(scaling["original_max_position_embeddings"]);
-  const YAML::Node given =
-      nested ? scaling["original_max_position_embeddings"]
-             : model_section.Get("original_max_position_embeddings");
-  if (!given) return;
-  const std::optional<int64_t> value = DecodeScalar<int64_t>(given);
-  if (!value) return;  // the parser checks the type
-  PretrainingLength length = PretrainingLengthOf(base, folder + "/config.json");
-  length.inherited_when_absent = true;
-  if (const std::optional<std::string> problem =
-          PretrainingLengthProblem(*value, length)) {
-    model_section.Fail(
-        given,
-        model_section.Join(nested
-                               ? "rope_scaling.original_max_position_embeddings"
-                               : "original_max_position_embeddings"),
-        *problem);
-  }
-}
-
 // Fine-tuning a Hugging Face model (train.init_from names its folder): the
 // model is config.json's, and the YAML's `model:` section, if any, only
 // amends it, key by key (rope_scaling as a whole). Typically it sets
 // max_position_embeddings and rope_scaling for a context extension (whose
 // original_max_position_embeddings must be the folder's pre-training
-// length: CheckPretrainedLength); keys that shape weights must stay as
-// they are (CheckSameArchitecture).
+// length: AmendModelConfig); keys that shape weights must stay as they are
+// (CheckSameArchitecture).
 ModelConfig AmendedHfModel(const std::string& folder,
                            const YAML::Node& amendments,
                            const std::string& file,
                            const OverriddenKeys& overridden) {
-  const ModelConfig base = LoadHfConfig(folder + "/config.json");
-  if (amendments && amendments.IsMap()) {
-    CheckPretrainedLength(SectionReader(amendments, "model", file, overridden),
-                          folder, base);
-  }
-  return AmendModelConfig(base, amendments, file, overridden);
+  const std::string config_json = folder + "/config.json";
+  return AmendModelConfig(LoadHfConfig(config_json), config_json, amendments,
+                          file, overridden);
 }
 
 // Why train.init_from's folder cannot be what it names: "" when it is a

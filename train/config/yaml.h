@@ -300,17 +300,12 @@ class YamlTableReader {
 // Writes a table's struct (core/fields.h) as a YAML map, in the
 // table's order: every member that is set (an optional with a value, a
 // non-empty string or list, a section with keys, any other member).
-// Numbers through YamlNumber, lists in flow style. `only` (when given)
-// limits it to those keys.
+// Numbers through YamlNumber, lists in flow style.
 class YamlWriter {
  public:
-  explicit YamlWriter(const std::vector<std::string>* only = nullptr)
-      : only_(only) {}
-
   template <typename T, typename Check, typename... Extra>
   void operator()(const Key& key, const T& member, const Check& check,
                   const Extra&...) {
-    if (!Writes(only_, key)) return;
     std::optional<YAML::Node> value;
     if constexpr (std::is_base_of_v<field::Custom, Check>) {
       value = check.Write(member);
@@ -323,22 +318,21 @@ class YamlWriter {
   // that carries ForMethods is written only for the methods it lists.
   void operator()(const Key& key, RopeType method,
                   const field::Choice<RopeType>& check) {
-    method_ = method;
-    if (Writes(only_, key)) node_[key.name] = YAML::Node(check.name(method));
+    method_.Set(key, method);
+    node_[key.name] = YAML::Node(check.name(method));
   }
   template <typename T, typename Check>
   void operator()(const Key& key, const T& member, const Check& check,
                   const ForMethods& only) {
-    if (only.Has(method_.value())) (*this)(key, member, check);
+    if (method_.Applies(key, only)) (*this)(key, member, check);
   }
-  // A section is written as a map, or as null when its method has no keys
-  // (rope_scaling for default RoPE, as HF writes it).
+  // A section is written as a map, or as null (SectionMethod).
   template <typename Struct>
   void Section(const Key& key, Struct& fields, bool* present = nullptr) {
     if (present != nullptr && !*present) return;
     YamlWriter writer;
     VisitFields(writer, fields);
-    if (writer.method_ && RopeScalingKeys(*writer.method_).empty()) {
+    if (writer.method_.WrittenAsNull()) {
       node_[key.name] = YAML::Node(YAML::NodeType::Null);
       return;
     }
@@ -428,8 +422,7 @@ class YamlWriter {
     return YAML::Node(value);
   }
 
-  const std::vector<std::string>* only_;
-  std::optional<RopeType> method_;  // the section's, once its row is seen
+  SectionMethod method_;  // the section's, once its row is seen
   YAML::Node node_{YAML::NodeType::Map};
 };
 

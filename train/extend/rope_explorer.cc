@@ -40,7 +40,9 @@ class FieldsJson {
   template <typename T, typename Check, typename... Extra>
   void operator()(const Key& key, const T& member, const Check& check,
                   const Extra&...) {
-    if (Writes(&only_, key)) Set(key, member, check);
+    if (std::find(only_.begin(), only_.end(), key.name) != only_.end()) {
+      Set(key, member, check);
+    }
   }
   const Json& json() const { return json_; }
 

@@ -19,11 +19,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/config/extension_lint.h"
+#include "train/config/fields.h"
 #include "train/config/hf_config.h"
 #include "train/config/model_config.h"
 #include "train/config/model_edit.h"
@@ -307,6 +309,39 @@ TEST(ConfigFields, EachRopeScalingRowNamesTheMethodsItAppliesTo) {
     EXPECT_EQ(yaml.find("rope_scaling: ~") != std::string::npos, keys.empty())
         << yaml;
   }
+}
+
+// What the readers and writers share of a section with a method row
+// (SectionMethod): whether a ForMethods row applies, and whether the
+// section is written as null. A table whose ForMethods row comes before
+// any method row is named as such (the writers threw
+// std::bad_optional_access, the reader printed a null name).
+TEST(ConfigFields, AForMethodsRowNeedsItsSectionsMethodRowFirst) {
+  const Key factor{"factor", "s"};
+  const ForMethods linear{{RopeType::kLinear}};
+  SectionMethod method;
+  ROTOR_EXPECT_ERROR(method.Applies(factor, linear),
+                     "the row factor carries ForMethods, but its section has "
+                     "no method row (rope_type) before it");
+  EXPECT_FALSE(method.WrittenAsNull());
+  method.Set(Key{"rope_type", "the method"}, RopeType::kLinear);
+  EXPECT_TRUE(method.Applies(factor, linear));
+  EXPECT_FALSE(method.Applies(factor, ForMethods{{RopeType::kYarn}}));
+  EXPECT_FALSE(method.WrittenAsNull());
+  EXPECT_EQ(std::string(method.row()), "rope_type");
+  method.Set(Key{"rope_type", "the method"}, RopeType::kDefault);
+  EXPECT_TRUE(method.WrittenAsNull());
+}
+
+// train/config/fields.h, which an installed rotor's users may include,
+// still gives the names it gave in rotor::train.
+TEST(ConfigFields, TheOldHeaderForwardsToCore) {
+  static_assert(std::is_same_v<train::Key, rotor::Key>);
+  static_assert(std::is_same_v<train::field::Int, rotor::field::Int>);
+  static_assert(std::is_same_v<train::ConfigProblem, rotor::ConfigProblem>);
+  EXPECT_EQ(train::KeyNamesOf<LoggingSection>(),
+            (std::vector<std::string>{"log_every_n_steps", "progress"}));
+  EXPECT_EQ(train::OverrideName("train.lr=1"), "override 'train.lr=1'");
 }
 
 TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {

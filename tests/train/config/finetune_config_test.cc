@@ -261,12 +261,32 @@ TEST(FinetuneSection, AnExtensionTakesThePretrainingLengthOfItsFolder) {
       "2048, but ",
       "pre-trained at 512 tokens (its "
       "rope_scaling.original_max_position_embeddings)");
+  // The method as the model reader reads it: a null rope_type leaves the
+  // legacy `type`.
+  ROTOR_EXPECT_ERROR(
+      config("base",
+             "{rope_type: null, type: yarn, factor: 8, "
+             "original_max_position_embeddings: 256}"),
+      dir.Path("extend.yaml") + ":4:",
+      "model.rope_scaling.original_max_position_embeddings: 256, but " +
+          dir.Path("base") + "/config.json says");
+  // At the top level (Phi-3's place), at its line.
+  dir.Write("top.yaml",
+            "model:\n  original_max_position_embeddings: 256\n"
+            "  rope_scaling: {rope_type: yarn, factor: 8}\n"
+            "data:\n  path: data\ntrain:\n  init_from: " +
+                dir.Path("base") + "\n");
+  ROTOR_EXPECT_ERROR(LoadTrainConfig(dir.Path("top.yaml")),
+                     dir.Path("top.yaml") +
+                         ":2:37: model.original_max_position_embeddings: 256, "
+                         "but " +
+                         dir.Path("base") + "/config.json says");
 }
 
 // The model: section of a config whose train.init_from is a Hugging Face
 // folder amends the folder's model key by key: a key it gives replaces the
-// folder's value (null: the default), rope_scaling as a whole, and the
-// others stay the folder's. A problem with a value the folder gave names
+// folder's value (null, through an alias too: the default), rope_scaling
+// as a whole, and the others stay the folder's. A problem with a value the folder gave names
 // the config without a line (none of its lines holds it); one with a value
 // of the section names its line.
 TEST(FinetuneSection, AmendmentsReplaceTheKeysTheyGive) {
@@ -281,11 +301,12 @@ TEST(FinetuneSection, AmendmentsReplaceTheKeysTheyGive) {
   scaled.bos_token_id = 7;
   dir.Write("scaled/config.json", HfConfigJson(scaled, "bfloat16"));
   const ModelConfig folder = LoadHfConfig(dir.Path("scaled/config.json"));
-  auto amend = [&](const std::string& model) {
+  auto amend = [&](const std::string& model,
+                   const std::vector<std::string>& overrides = {}) {
     return ParseTrainConfig(model +
                                 "data:\n  path: data\ntrain:\n  init_from: " +
                                 dir.Path("scaled") + "\n",
-                            "amend.yaml")
+                            "amend.yaml", overrides)
         .model;
   };
   // No section, or an empty one: the folder's model.
@@ -328,6 +349,32 @@ TEST(FinetuneSection, AmendmentsReplaceTheKeysTheyGive) {
   ROTOR_EXPECT_ERROR(amend("model:\n  max_position_embeddings: null\n"),
                      "amend.yaml: model.max_position_embeddings: required "
                      "but missing");
+
+  // A null through an alias (config.json's `dtype`) takes the default too.
+  EXPECT_EQ(folder.torch_dtype, "bfloat16");
+  EXPECT_EQ(amend("model:\n  dtype: null\n").torch_dtype, std::nullopt);
+  // An unknown key is named at its line.
+  ROTOR_EXPECT_ERROR(amend("model:\n  foo: 1\n"),
+                     "amend.yaml:2:3: model.foo: unknown key");
+
+  // A null original_max_position_embeddings is no value, as anywhere in a
+  // config: the key is left out, so it is the folder's pre-training length
+  // (512, not max_position_embeddings), for llama3 too (which requires
+  // it), whether the file or an override gives the null.
+  EXPECT_EQ(amend("model:\n  rope_scaling: {rope_type: yarn, factor: 4, "
+                  "original_max_position_embeddings: null}\n")
+                .rope.original_max_position_embeddings,
+            512);
+  EXPECT_EQ(amend("model:\n  rope_scaling: {rope_type: llama3, factor: 4, "
+                  "low_freq_factor: 1, high_freq_factor: 4, "
+                  "original_max_position_embeddings: null}\n")
+                .rope.original_max_position_embeddings,
+            512);
+  EXPECT_EQ(amend("model:\n  rope_scaling: {rope_type: yarn, factor: 4, "
+                  "original_max_position_embeddings: 1024}\n",
+                  {"model.rope_scaling.original_max_position_embeddings=null"})
+                .rope.original_max_position_embeddings,
+            512);
 }
 
 }  // namespace
