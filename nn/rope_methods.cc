@@ -2,11 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <utility>
 
 #include "core/error.h"
 
 namespace rotor {
 namespace {
+
+// A note `rotor rope` prints and the explorer does not draw.
+RopeNote Row(std::string label, std::string value) {
+  RopeNote note;
+  note.label = std::move(label);
+  note.value = std::move(value);
+  return note;
+}
 
 // --- default: theta unscaled ---
 
@@ -24,6 +34,7 @@ RopeMethod LinearMethod() {
   linear.factor_use = FactorUse::kRequired;
   linear.original_length_from = OriginalLengthFrom::kMaxPositionsOverFactor;
   linear.stretches_by_factor = true;
+  linear.factor_is_length_ratio = true;
   linear.frequencies = LinearFrequencies;
   return linear;
 }
@@ -51,6 +62,7 @@ RopeMethod NtkMethod() {
   ntk.factor_use = FactorUse::kRequired;
   ntk.original_length_from = OriginalLengthFrom::kMaxPositionsOverFactor;
   ntk.stretches_by_factor = true;
+  ntk.factor_is_length_ratio = true;
   ntk.raised_base = NtkBase;
   ntk.frequencies = RaisedBaseFrequencies;
   return ntk;
@@ -131,13 +143,51 @@ void YarnFrequencies(const RopeScalingConfig& config,
   out.attention_factor = YarnAttentionFactor(config);
 }
 
+// The keys of YarnAttentionFactor's DeepSeek case; empty: the factor's.
+std::vector<std::string> YarnAttentionFactorKeys(
+    const RopeScalingConfig& config) {
+  if (config.mscale.value_or(0.0) != 0.0 &&
+      config.mscale_all_dim.value_or(0.0) != 0.0) {
+    return {"rope_scaling.mscale", "rope_scaling.mscale_all_dim"};
+  }
+  return {};
+}
+
+std::vector<RopeNote> YarnNotes(const RopeScalingConfig& config,
+                                int64_t /*sequence_length*/) {
+  const YarnRampBounds bounds = ComputeYarnRampBounds(config);
+  RopeNote ramp =
+      Row("ramp (pair indices)",
+          StrCat(FullDigits(bounds.low), " .. ", FullDigits(bounds.high)));
+  ramp.curve_key = "yarn_ramp";
+  ramp.curve_numbers = {bounds.low, bounds.high};
+  std::vector<RopeNote> notes = {
+      Row("beta_fast, beta_slow", StrCat(FullDigits(config.beta_fast), ", ",
+                                         FullDigits(config.beta_slow))),
+      Row("truncate", config.truncate ? "true" : "false"), ramp};
+  if (config.mscale) notes.push_back(Row("mscale", FullDigits(*config.mscale)));
+  if (config.mscale_all_dim) {
+    notes.push_back(Row("mscale_all_dim", FullDigits(*config.mscale_all_dim)));
+  }
+  return notes;
+}
+
+std::string YarnFactorDisagreement(int64_t /*original_length*/) {
+  return ", and transformers 4.51-4.55 replace a yarn factor by that ratio";
+}
+
 RopeMethod YarnMethod() {
   RopeMethod yarn{RopeType::kYarn, "yarn"};
   yarn.factor_use = FactorUse::kRequired;
   yarn.original_length_from = OriginalLengthFrom::kOriginalKey;
   yarn.stretches_by_factor = true;
+  yarn.factor_is_length_ratio = true;
+  yarn.ramps_by_turns = true;
   yarn.check = CheckYarn;
   yarn.frequencies = YarnFrequencies;
+  yarn.notes = YarnNotes;
+  yarn.attention_factor_keys = YarnAttentionFactorKeys;
+  yarn.factor_disagreement = YarnFactorDisagreement;
   return yarn;
 }
 
@@ -198,6 +248,23 @@ void Llama3Settings(double /*factor*/, RopeScalingConfig& rope) {
   rope.high_freq_factor = 4.0;
 }
 
+// Wavelengths below L0 / high_freq_factor kept, above L0 / low_freq_factor
+// divided by s.
+std::vector<RopeNote> Llama3Notes(const RopeScalingConfig& config,
+                                  int64_t /*sequence_length*/) {
+  const double original =
+      static_cast<double>(*config.original_max_position_embeddings);
+  const double kept_below = original / *config.high_freq_factor;
+  const double divided_above = original / *config.low_freq_factor;
+  RopeNote bands = Row("wavelength bands (tokens)",
+                       StrCat("< ", FullDigits(kept_below), " unchanged, > ",
+                              FullDigits(divided_above), " divided by factor"));
+  bands.curve_key = "llama3_bands";
+  bands.curve_numbers = {kept_below, divided_above};
+  return {Row("low_freq_factor", FullDigits(*config.low_freq_factor)),
+          Row("high_freq_factor", FullDigits(*config.high_freq_factor)), bands};
+}
+
 RopeMethod Llama3Method() {
   RopeMethod llama3{RopeType::kLlama3, "llama3"};
   llama3.factor_use = FactorUse::kRequired;
@@ -208,6 +275,7 @@ RopeMethod Llama3Method() {
   llama3.check = CheckLlama3;
   llama3.frequencies = Llama3Frequencies;
   llama3.settings_at_factor = Llama3Settings;
+  llama3.notes = Llama3Notes;
   return llama3;
 }
 
@@ -290,14 +358,34 @@ void LongRopeSettings(double factor, RopeScalingConfig& rope) {
   rope.long_factor = std::move(factors);
 }
 
+// The long factors beyond L0, the short ones up to it.
+std::vector<RopeNote> LongRopeNotes(const RopeScalingConfig& config,
+                                    int64_t sequence_length) {
+  const bool long_factors = sequence_length > OriginalLength(config);
+  RopeNote in_use =
+      Row("factors in use", long_factors ? "long_factor (length > original)"
+                                         : "short_factor (length <= original)");
+  in_use.curve_key = "longrope_factors";
+  in_use.curve_word = long_factors ? "long" : "short";
+  return {in_use};
+}
+
+std::string LongRopeFactorDisagreement(int64_t original_length) {
+  return StrCat(", and the attention factor sqrt(1 + ln s / ln ",
+                original_length, ") is computed from the factor");
+}
+
 RopeMethod LongRopeMethod() {
   RopeMethod longrope{RopeType::kLongRope, "longrope"};
   longrope.factor_use = FactorUse::kOptional;
   longrope.original_length_from = OriginalLengthFrom::kOriginalKey;
   longrope.depends_on_sequence_length = true;
+  longrope.factor_is_length_ratio = true;
   longrope.check = CheckLongRope;
   longrope.frequencies = LongRopeFrequencies;
   longrope.settings_at_factor = LongRopeSettings;
+  longrope.notes = LongRopeNotes;
+  longrope.factor_disagreement = LongRopeFactorDisagreement;
   return longrope;
 }
 
@@ -323,15 +411,17 @@ const RopeMethod& RopeMethodOf(RopeType type) {
   throw Error("RopeType: invalid enum value");
 }
 
-const RopeMethod& RopeMethodNamed(std::string_view name) {
-  for (const RopeMethod& method : RopeMethods()) {
-    if (name == method.name) return method;
-  }
-  throw Error(StrCat("RopeMethodNamed: no RoPE method is named '", name, "'"));
+std::vector<RopeNote> RopeNotes(const RopeScalingConfig& config,
+                                int64_t sequence_length) {
+  const RopeMethod& method = RopeMethodOf(config.rope_type);
+  if (!method.notes) return {};
+  return method.notes(config, sequence_length);
 }
 
-bool IsRopeMethod(RopeType type, std::string_view name) {
-  return RopeMethodNamed(name).type == type;
+std::string FullDigits(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
+  return buffer;
 }
 
 RopeScalingConfig RopeSettingsAtFactor(const RopeScalingConfig& base,

@@ -3,16 +3,15 @@
 // keep each method in one place: its name, its traits, the check of its own
 // keys, its frequencies and its settings at a given factor. The shared parts
 // (FindRopeConfigProblem, ComputeRopeFrequencies, RopeSettingsAtFactor) run
-// the record's; code outside nn/ asks the record (a trait, or the method by
-// name) instead of listing RopeType values. How to add a method:
-// docs/architecture.md.
+// the record's; code outside nn/ asks the record (RopeMethodOf(type): a
+// trait, or one of its functions) instead of listing RopeType values. How
+// to add a method: docs/architecture.md.
 #ifndef ROTOR_NN_ROPE_METHODS_H_
 #define ROTOR_NN_ROPE_METHODS_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "nn/rope_scaling.h"
@@ -37,6 +36,18 @@ enum class OriginalLengthFrom {
   kOriginalKey,
 };
 
+// A setting only some methods have, resolved for one sequence length (YaRN's
+// ramp, Llama 3's wavelength bands, the LongRoPE factor list in use): a row
+// of `rotor rope` and, when curve_key is set, a member of the RoPE
+// explorer's curve (train/extend/rope_explorer.h).
+struct RopeNote {
+  std::string label;      // the row's label: "ramp (pair indices)"
+  std::string value;      // the row's value, numbers as FullDigits: "18 .. 35"
+  std::string curve_key;  // "yarn_ramp"; empty: not drawn
+  std::vector<double> curve_numbers;  // the member's value: numbers, or
+  std::string curve_word;             // (no numbers) a word
+};
+
 struct RopeMethod {
   RopeType type;
   const char* name;  // rope_type in configs: "default", "linear", ...
@@ -51,6 +62,18 @@ struct RopeMethod {
   // The fixed frequencies stretch the positions by s, so s * L0 positions
   // map into the pre-trained range (linear, ntk, yarn, llama3).
   bool stretches_by_factor = false;
+  // The factor is max_position_embeddings / L0: the model declares the s *
+  // L0 positions the scaling maps into the pre-trained range, and trains
+  // within them (linear, ntk, yarn, longrope). Not llama3: its bands keep
+  // the fast pairs as they are, and Llama 3.1 declares 131072 positions with
+  // factor 8 of 8192 and was trained past s * L0.
+  bool factor_is_length_ratio = false;
+  // Blends each pair between theta_i / s and theta_i by a ramp over the
+  // pairs that turn between beta_slow and beta_fast times within L0
+  // (ComputeYarnRampBounds, yarn): a pair is divided by the factor only when
+  // it turns fewer than beta_fast times, so a small L0 or beta_fast can
+  // leave every pair as it is.
+  bool ramps_by_turns = false;
   // The base the method raises rope_theta to for a sequence length (ntk,
   // dynamic; its exponent r/(r-2) needs a rotary dimension r >= 4); null
   // when the base stays rope_theta.
@@ -67,10 +90,29 @@ struct RopeMethod {
   // Sets the method's own keys for factor s on `rope`, whose lengths, factor
   // and L0 RopeSettingsAtFactor has set; null: none.
   void (*settings_at_factor)(double factor, RopeScalingConfig& rope) = nullptr;
+  // The method's own settings for a checked `config` at `sequence_length`;
+  // null: none.
+  std::vector<RopeNote> (*notes)(const RopeScalingConfig& config,
+                                 int64_t sequence_length) = nullptr;
+  // The keys (rope_scaling.*) that set the attention factor of a checked
+  // `config` without rope_scaling.attention_factor, when not
+  // rope_scaling.factor alone (yarn's mscale / mscale_all_dim); null or
+  // empty: rope_scaling.factor.
+  std::vector<std::string> (*attention_factor_keys)(
+      const RopeScalingConfig& config) = nullptr;
+  // What else a factor other than max_position_embeddings / L0 gets wrong,
+  // as the end of the lint's message about it (", and ..."); null: nothing.
+  std::string (*factor_disagreement)(int64_t original_length) = nullptr;
 
   bool scales() const { return factor_use != FactorUse::kNone; }
   bool reads_original_length() const {
     return original_length_from == OriginalLengthFrom::kOriginalKey;
+  }
+  // L0 is max_position_embeddings and the method scales only sequences
+  // longer than it (dynamic): a run at seq_len <= max_position_embeddings
+  // trains plain RoPE, so the method cannot extend a model by fine-tuning.
+  bool scales_only_past_max_positions() const {
+    return original_length_from == OriginalLengthFrom::kMaxPositions;
   }
 };
 
@@ -81,12 +123,13 @@ const std::vector<RopeMethod>& RopeMethods();
 std::vector<RopeType> RopeTypes();
 // The record of `type`.
 const RopeMethod& RopeMethodOf(RopeType type);
-// The record named `name` ("yarn"). A name no record has is a programming
-// error (rotor::Error); names a user gives go through RopeTypeFromName.
-const RopeMethod& RopeMethodNamed(std::string_view name);
-// Whether `type` is the method named `name`, for code about one method
-// (the name is checked as RopeMethodNamed does).
-bool IsRopeMethod(RopeType type, std::string_view name);
+// The notes of a checked `config`'s method at `sequence_length` (the
+// record's notes; none when it has no function).
+std::vector<RopeNote> RopeNotes(const RopeScalingConfig& config,
+                                int64_t sequence_length);
+// `value` to 17 significant digits (%.17g, full double precision), as
+// `rotor rope` prints numbers.
+std::string FullDigits(double value);
 
 // `base`'s rope_theta, head_dim and partial_rotary_factor with `type`'s
 // scaling for a model pre-trained at `base_length` and extended by `factor`:

@@ -91,12 +91,6 @@ struct RopeOptions {
   bool force = false;
 };
 
-std::string Number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
-  return buffer;
-}
-
 // What the command shows, computed once for text, JSON and plot.
 struct RopeReport {
   train::ModelConfig model;
@@ -218,33 +212,9 @@ void PrintMethodSettings(const RopeReport& report) {
   const RopeScalingConfig& rope = report.model.rope;
   const RopeFrequencies& f = report.frequencies;
   const RopeMethod& method = RopeMethodOf(rope.rope_type);
-  if (method.raised_base) PrintRow("base in force", Number(f.base));
-  if (IsRopeMethod(rope.rope_type, "yarn")) {
-    const YarnRampBounds bounds = ComputeYarnRampBounds(rope);
-    PrintRow("beta_fast, beta_slow",
-             StrCat(Number(rope.beta_fast), ", ", Number(rope.beta_slow)));
-    PrintRow("truncate", rope.truncate ? "true" : "false");
-    PrintRow("ramp (pair indices)",
-             StrCat(Number(bounds.low), " .. ", Number(bounds.high)));
-    if (rope.mscale) PrintRow("mscale", Number(*rope.mscale));
-    if (rope.mscale_all_dim) {
-      PrintRow("mscale_all_dim", Number(*rope.mscale_all_dim));
-    }
-  }
-  if (IsRopeMethod(rope.rope_type, "llama3")) {
-    const double original =
-        static_cast<double>(*rope.original_max_position_embeddings);
-    PrintRow("low_freq_factor", Number(*rope.low_freq_factor));
-    PrintRow("high_freq_factor", Number(*rope.high_freq_factor));
-    PrintRow("wavelength bands (tokens)",
-             StrCat("< ", Number(original / *rope.high_freq_factor),
-                    " unchanged, > ", Number(original / *rope.low_freq_factor),
-                    " divided by factor"));
-  }
-  if (IsRopeMethod(rope.rope_type, "longrope")) {
-    PrintRow("factors in use", report.seq_len > OriginalLength(rope)
-                                   ? "long_factor (length > original)"
-                                   : "short_factor (length <= original)");
+  if (method.raised_base) PrintRow("base in force", FullDigits(f.base));
+  for (const RopeNote& note : RopeNotes(rope, report.seq_len)) {
+    PrintRow(note.label, note.value);
   }
 }
 
@@ -269,8 +239,9 @@ void PrintTables(const RopeReport& report) {
     std::cout << "  position " << report.positions[k] << "\n";
     std::printf("  %4s  %-24s  %s\n", "i", "cos", "sin");
     for (size_t i = 0; i < f.inv_freq.size(); ++i) {
-      std::printf("  %4zu  %-24s  %s\n", i, Number(report.cos[k][i]).c_str(),
-                  Number(report.sin[k][i]).c_str());
+      std::printf("  %4zu  %-24s  %s\n", i,
+                  FullDigits(report.cos[k][i]).c_str(),
+                  FullDigits(report.sin[k][i]).c_str());
     }
   }
   std::fflush(stdout);
@@ -292,23 +263,23 @@ void PrintText(const RopeOptions& options, const RopeReport& report) {
   std::cout << "RoPE of " << options.config_path << "\n";
   PrintRow("rope_type", RopeTypeName(type));
   PrintRow("head_dim", std::to_string(f.head_dim));
-  PrintRow("partial_rotary_factor", Number(rope.partial_rotary_factor));
+  PrintRow("partial_rotary_factor", FullDigits(rope.partial_rotary_factor));
   PrintRow("rotary_dim r",
            StrCat(f.rotary_dim, " (", f.rotary_dim / 2, " frequencies)"));
-  PrintRow("rope_theta", Number(rope.rope_theta));
+  PrintRow("rope_theta", FullDigits(rope.rope_theta));
   PrintRow("max_position_embeddings",
            std::to_string(rope.max_position_embeddings));
   PrintRow("sequence length",
            StrCat(report.seq_len, RopeDependsOnSequenceLength(type)
                                       ? " (fixed per sequence; --seq-len)"
                                       : " (does not affect this rope_type)"));
-  if (rope.factor) PrintRow("factor", Number(*rope.factor));
+  if (rope.factor) PrintRow("factor", FullDigits(*rope.factor));
   if (RopeMethodOf(type).reads_original_length()) {
     PrintRow("original_max_position_embeddings",
              std::to_string(OriginalLength(rope)));
   }
   PrintMethodSettings(report);
-  PrintRow("attention_factor a", Number(f.attention_factor));
+  PrintRow("attention_factor a", FullDigits(f.attention_factor));
   PrintFindings(report.findings);
   PrintTables(report);
 }

@@ -36,11 +36,11 @@ RopeScalingConfig Valid(RopeType type) {
   if (method.reads_original_length()) {
     config.original_max_position_embeddings = kOriginal;
   }
-  if (IsRopeMethod(type, "llama3")) {
+  if (type == RopeType::kLlama3) {
     config.low_freq_factor = 1.0;
     config.high_freq_factor = 4.0;
   }
-  if (IsRopeMethod(type, "longrope")) {
+  if (type == RopeType::kLongRope) {
     config.short_factor = std::vector<double>(32, 1.0);
     config.long_factor = std::vector<double>(32, 2.0);
   }
@@ -62,7 +62,6 @@ TEST(RopeMethods, EveryMethodOnceInDisplayOrder) {
   for (const RopeMethod& method : RopeMethods()) {
     names.push_back(method.name);
     EXPECT_EQ(&RopeMethodOf(method.type), &method) << method.name;
-    EXPECT_EQ(&RopeMethodNamed(method.name), &method) << method.name;
     EXPECT_EQ(RopeTypeName(method.type), std::string(method.name));
     EXPECT_EQ(RopeTypeFromName(method.name), method.type) << method.name;
   }
@@ -75,13 +74,6 @@ TEST(RopeMethods, EveryMethodOnceInDisplayOrder) {
   for (size_t i = 0; i < RopeTypes().size(); ++i) {
     EXPECT_EQ(RopeTypes()[i], RopeMethods()[i].type);
   }
-}
-
-TEST(RopeMethods, AnUnknownNameIsAProgrammingError) {
-  EXPECT_THROW(RopeMethodNamed("nope"), Error);
-  EXPECT_THROW(IsRopeMethod(RopeTypes()[0], "Yarn"), Error);
-  EXPECT_TRUE(IsRopeMethod(RopeMethodNamed("yarn").type, "yarn"));
-  EXPECT_FALSE(IsRopeMethod(RopeMethodNamed("yarn").type, "llama3"));
 }
 
 // What HF's configs say of each method and its math does not show: which
@@ -172,6 +164,130 @@ TEST(RopeMethods, StretchesByFactorIsWhatTheSlowestPairDoes) {
   }
 }
 
+// Where L0 is max_position_embeddings and the method scales, a sequence up
+// to it runs unscaled (so a fine-tune there trains plain RoPE) and a longer
+// one does not; every other scaling method scales at max_position_embeddings.
+TEST(RopeMethods, ScalesOnlyPastMaxPositionsIsWhatTheFrequenciesDo) {
+  for (const RopeMethod& method : RopeMethods()) {
+    if (!method.scales()) {
+      EXPECT_FALSE(method.scales_only_past_max_positions()) << method.name;
+      continue;
+    }
+    const RopeScalingConfig config = Valid(method.type);
+    const int64_t m = config.max_position_embeddings;
+    const bool unscaled_up_to_m =
+        ComputeRopeFrequencies(config, m).inv_freq == UnscaledInvFreq(config);
+    EXPECT_EQ(unscaled_up_to_m, method.scales_only_past_max_positions())
+        << method.name;
+    EXPECT_NE(ComputeRopeFrequencies(config, m + 1).inv_freq,
+              UnscaledInvFreq(config))
+        << method.name;
+  }
+}
+
+// The methods whose factor is M / L0 are those whose records set L0 and M
+// so: linear and ntk declare s * L0 positions and read no L0, yarn and
+// longrope read it; llama3's factor is not the ratio (Llama 3.1: 131072
+// positions, factor 8 of 8192), nor dynamic's, whose M is L0.
+TEST(RopeMethods, FactorIsLengthRatioForAllButLlama3AndDynamic) {
+  std::vector<std::string> ratio;
+  for (const RopeMethod& method : RopeMethods()) {
+    if (method.factor_is_length_ratio) ratio.push_back(method.name);
+    EXPECT_TRUE(!method.factor_is_length_ratio || method.scales())
+        << method.name;
+  }
+  EXPECT_EQ(ratio,
+            (std::vector<std::string>{"linear", "ntk", "yarn", "longrope"}));
+}
+
+// A method that ramps by turns reads beta_fast and beta_slow, and a
+// beta_fast below the slowest pair's turns within L0 leaves every pair
+// unscaled though the factor is 4.
+TEST(RopeMethods, RampsByTurnsIsWhatBetaFastDoes) {
+  for (const RopeMethod& method : RopeMethods()) {
+    EXPECT_EQ(
+        HasKey(method.type, "beta_fast") && HasKey(method.type, "beta_slow"),
+        method.ramps_by_turns)
+        << method.name;
+    if (!method.ramps_by_turns) continue;
+    RopeScalingConfig config = Valid(method.type);
+    // The slowest pair, wavelength 2 pi 10000^(62/64) ~ 4.6e4 tokens, turns
+    // 512 / 4.6e4 ~ 0.011 times within L0.
+    config.beta_fast = 0.01;
+    config.beta_slow = 0.005;
+    ASSERT_FALSE(FindRopeConfigProblem(config)) << method.name;
+    EXPECT_EQ(ComputeRopeFrequencies(config, kOriginal).inv_freq,
+              UnscaledInvFreq(config))
+        << method.name;
+  }
+}
+
+// The notes are the settings each method's frequencies use: YaRN's ramp
+// bounds, Llama 3's band wavelengths L0 / high and L0 / low, and the
+// LongRoPE factor list in use, which turns long past L0.
+TEST(RopeMethods, NotesAreTheSettingsTheFrequenciesUse) {
+  for (const RopeMethod& method : RopeMethods()) {
+    const RopeScalingConfig config = Valid(method.type);
+    const std::vector<RopeNote> notes = RopeNotes(config, kOriginal);
+    EXPECT_EQ(notes.empty(), method.notes == nullptr) << method.name;
+    if (method.type == RopeType::kYarn) {
+      const YarnRampBounds bounds = ComputeYarnRampBounds(config);
+      ASSERT_EQ(notes.size(), 3u);
+      EXPECT_EQ(notes[0].label, "beta_fast, beta_slow");
+      EXPECT_EQ(notes[0].value, "32, 1");
+      EXPECT_EQ(notes[1].value, "true");
+      EXPECT_EQ(notes[2].curve_key, "yarn_ramp");
+      EXPECT_EQ(notes[2].curve_numbers,
+                (std::vector<double>{bounds.low, bounds.high}));
+      EXPECT_EQ(notes[2].value, StrCat(FullDigits(bounds.low), " .. ",
+                                       FullDigits(bounds.high)));
+    }
+    if (method.type == RopeType::kLlama3) {
+      ASSERT_EQ(notes.size(), 3u);
+      EXPECT_EQ(notes[2].curve_key, "llama3_bands");
+      EXPECT_EQ(notes[2].curve_numbers, (std::vector<double>{128, 512}));
+      EXPECT_EQ(notes[2].value, "< 128 unchanged, > 512 divided by factor");
+    }
+    if (method.type == RopeType::kLongRope) {
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_EQ(notes[0].curve_word, "short");
+      EXPECT_EQ(notes[0].value, "short_factor (length <= original)");
+      const std::vector<RopeNote> beyond = RopeNotes(config, kOriginal + 1);
+      EXPECT_EQ(beyond[0].curve_word, "long");
+      EXPECT_EQ(beyond[0].value, "long_factor (length > original)");
+    }
+  }
+  RopeScalingConfig yarn = Valid(RopeType::kYarn);
+  yarn.mscale = 0.5;
+  yarn.mscale_all_dim = 0.25;
+  const std::vector<RopeNote> notes = RopeNotes(yarn, kOriginal);
+  ASSERT_EQ(notes.size(), 5u);
+  EXPECT_EQ(notes[3].label + " " + notes[3].value, "mscale 0.5");
+  EXPECT_EQ(notes[4].label + " " + notes[4].value, "mscale_all_dim 0.25");
+}
+
+// The keys a method names for its attention factor are the ones that move
+// it: yarn's mscale and mscale_all_dim when both are set, else the factor.
+TEST(RopeMethods, AttentionFactorKeysMoveTheAttentionFactor) {
+  RopeScalingConfig yarn = Valid(RopeType::kYarn);
+  const RopeMethod& method = RopeMethodOf(RopeType::kYarn);
+  ASSERT_NE(method.attention_factor_keys, nullptr);
+  EXPECT_TRUE(method.attention_factor_keys(yarn).empty());
+  yarn.mscale = 1.0;
+  yarn.mscale_all_dim = 0.5;
+  EXPECT_EQ(method.attention_factor_keys(yarn),
+            (std::vector<std::string>{"rope_scaling.mscale",
+                                      "rope_scaling.mscale_all_dim"}));
+  const double a = ComputeRopeFrequencies(yarn, kOriginal).attention_factor;
+  yarn.mscale = 2.0;
+  EXPECT_NE(ComputeRopeFrequencies(yarn, kOriginal).attention_factor, a);
+}
+
+TEST(RopeMethods, FullDigitsIsFullDoublePrecision) {
+  EXPECT_EQ(FullDigits(0.1), "0.10000000000000001");
+  EXPECT_EQ(FullDigits(32), "32");
+}
+
 // A raised base is the base in force, and its exponent r/(r-2) is refused
 // for r = 2; the other methods keep rope_theta and take r = 2.
 TEST(RopeMethods, RaisedBaseIsTheBaseInForce) {
@@ -213,7 +329,7 @@ TEST(RopeMethods, SettingsAtFactorAreUsable) {
     EXPECT_EQ(rope.rope_theta, 5e5);
     EXPECT_EQ(rope.partial_rotary_factor, 0.5);
     EXPECT_EQ(rope.max_position_embeddings,
-              IsRopeMethod(method.type, "dynamic") ? 256 : 640)
+              method.type == RopeType::kDynamic ? 256 : 640)
         << method.name;
     EXPECT_EQ(rope.factor.has_value(), method.scales()) << method.name;
     EXPECT_EQ(rope.original_max_position_embeddings.has_value(),
@@ -221,14 +337,14 @@ TEST(RopeMethods, SettingsAtFactorAreUsable) {
         << method.name;
   }
   const RopeScalingConfig longrope =
-      RopeSettingsAtFactor(base, RopeMethodNamed("longrope").type, 2.5, 256);
+      RopeSettingsAtFactor(base, RopeType::kLongRope, 2.5, 256);
   ASSERT_TRUE(longrope.long_factor && longrope.short_factor);
   ASSERT_EQ(longrope.long_factor->size(), 12u);  // r/2 = 48 * 0.5 / 2
   EXPECT_EQ(longrope.long_factor->front(), 1.0);
   EXPECT_DOUBLE_EQ(longrope.long_factor->back(), 2.5);
   EXPECT_EQ(*longrope.short_factor, std::vector<double>(12, 1.0));
   const RopeScalingConfig llama3 =
-      RopeSettingsAtFactor(base, RopeMethodNamed("llama3").type, 2.5, 256);
+      RopeSettingsAtFactor(base, RopeType::kLlama3, 2.5, 256);
   EXPECT_EQ(llama3.low_freq_factor, 1.0);
   EXPECT_EQ(llama3.high_freq_factor, 4.0);
 }

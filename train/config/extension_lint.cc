@@ -93,7 +93,8 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
                              std::vector<LintFinding>& findings) {
   // Llama 3.1 itself declares 131072 positions with factor 8 of 8192: its
   // bands keep the fast pairs, and it was trained past s * L0.
-  if (!rope.factor || IsRopeMethod(rope.rope_type, "llama3")) return;
+  const RopeMethod& method = RopeMethodOf(rope.rope_type);
+  if (!rope.factor || !method.factor_is_length_ratio) return;
   const double s = *rope.factor;
   const int64_t m = rope.max_position_embeddings;
   const double ratio =
@@ -102,14 +103,9 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
   const double covered = s * static_cast<double>(original.tokens);
   // Past rotor's positions LintRopeRange's error says what to set.
   if (covered > static_cast<double>(limits::kMaxPositions)) return;
-  std::string consequence;
-  if (IsRopeMethod(rope.rope_type, "yarn")) {
-    consequence =
-        ", and transformers 4.51-4.55 replace a yarn factor by that ratio";
-  } else if (IsRopeMethod(rope.rope_type, "longrope")) {
-    consequence = StrCat(", and the attention factor sqrt(1 + ln s / ln ",
-                         original.tokens, ") is computed from the factor");
-  }
+  const std::string consequence =
+      method.factor_disagreement ? method.factor_disagreement(original.tokens)
+                                 : std::string();
   std::vector<std::string> keys = {kFactor, kMaxPositions};
   if (original.name == kOriginal) keys.push_back(kOriginal);
   findings.push_back(Finding(
@@ -125,15 +121,15 @@ void CheckFactorAgainstRatio(const RopeScalingConfig& rope,
 void CheckTrainingCoverage(const RopeScalingConfig& rope,
                            const BaseLength& original, int64_t seq_len,
                            std::vector<LintFinding>& findings) {
-  if (!RopeMethodOf(rope.rope_type).stretches_by_factor || !rope.factor) {
-    return;
-  }
+  const RopeMethod& method = RopeMethodOf(rope.rope_type);
+  if (!method.stretches_by_factor || !rope.factor) return;
   const double s = *rope.factor;
   const double l0 = static_cast<double>(original.tokens);
   const double covered = s * l0;
   const double needed = static_cast<double>(seq_len) / l0;
-  if (!IsRopeMethod(rope.rope_type, "llama3") &&
-      static_cast<double>(seq_len) > covered && !Same(needed, s)) {
+  // Where the factor is not M / L0 (llama3), s * L0 is not the trained range.
+  if (method.factor_is_length_ratio && static_cast<double>(seq_len) > covered &&
+      !Same(needed, s)) {
     findings.push_back(Finding(
         LintSeverity::kError, {kSeqLen, kFactor},
         StrCat(kSeqLen, " ", seq_len, " is beyond the ", Num(covered),
@@ -195,7 +191,7 @@ void CheckFactorOne(const RopeScalingConfig& rope,
 // is at or below the ramp's start: L0 / wavelength >= beta_fast).
 void CheckYarnRamp(const RopeScalingConfig& rope,
                    std::vector<LintFinding>& findings) {
-  if (!IsRopeMethod(rope.rope_type, "yarn") ||
+  if (!RopeMethodOf(rope.rope_type).ramps_by_turns ||
       rope.factor.value_or(1.0) == 1.0) {
     return;
   }
@@ -225,7 +221,9 @@ void CheckYarnRamp(const RopeScalingConfig& rope,
 void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
                                  const ExtensionLengths& lengths,
                                  std::vector<LintFinding>& findings) {
-  if (!IsRopeMethod(rope.rope_type, "longrope")) return;
+  // long_factor is LongRoPE's key (its row's ForMethods): a config has one
+  // only with a method that switches to it past L0.
+  if (!rope.long_factor) return;
   std::vector<std::string> used;
   std::vector<std::string> keys = {"model.rope_scaling.long_factor", kOriginal};
   int64_t longest = 0;
@@ -262,7 +260,7 @@ void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
 
 void CheckDynamicTraining(const RopeScalingConfig& rope, int64_t seq_len,
                           std::vector<LintFinding>& findings) {
-  if (!IsRopeMethod(rope.rope_type, "dynamic")) return;
+  if (!RopeMethodOf(rope.rope_type).scales_only_past_max_positions()) return;
   findings.push_back(Finding(
       LintSeverity::kWarning, {kRopeType, kSeqLen},
       StrCat(kRopeType, " dynamic scales only sequences longer than ",
@@ -307,12 +305,15 @@ void CheckEvaluationBeyond(const RopeScalingConfig& rope,
 // The keys that set the attention factor a, for messages.
 std::vector<std::string> AttentionFactorKeys(const RopeScalingConfig& rope) {
   if (rope.attention_factor) return {"model.rope_scaling.attention_factor"};
-  if (IsRopeMethod(rope.rope_type, "yarn") &&
-      rope.mscale.value_or(0.0) != 0.0 &&
-      rope.mscale_all_dim.value_or(0.0) != 0.0) {
-    return {"model.rope_scaling.mscale", "model.rope_scaling.mscale_all_dim"};
+  const RopeMethod& method = RopeMethodOf(rope.rope_type);
+  std::vector<std::string> keys;
+  if (method.attention_factor_keys) {
+    for (const std::string& key : method.attention_factor_keys(rope)) {
+      keys.push_back("model." + key);
+    }
   }
-  return {kFactor};
+  if (keys.empty()) keys.push_back(kFactor);
+  return keys;
 }
 
 void CheckFloat32(const std::string& key, double value,

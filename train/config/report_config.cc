@@ -17,6 +17,14 @@ bool Contains(const std::vector<RopeType>& list, RopeType type) {
 
 }  // namespace
 
+std::vector<RopeType> RopeTypesNotFinetuned() {
+  std::vector<RopeType> types;
+  for (const RopeMethod& method : RopeMethods()) {
+    if (method.scales_only_past_max_positions()) types.push_back(method.type);
+  }
+  return types;
+}
+
 std::string RefuseMethod(const std::string& given) {
   return StrCat("unknown method '", given, "' (", RopeTypeNames(), ")");
 }
@@ -59,14 +67,17 @@ std::optional<ConfigProblem> FindReportConfigProblem(
         StrCat("must not exceed finetune.lr (", config.finetune_lr, "), got ",
                config.finetune_min_lr)};
   }
-  const RopeType dynamic = RopeMethodNamed("dynamic").type;
-  if (Contains(config.methods, dynamic) &&
-      !Contains(config.finetune_skip, dynamic) && config.finetune_steps > 0) {
-    return ConfigProblem{"finetune.skip",
-                         "must list dynamic: dynamic NTK reads its original "
-                         "length L0 from max_position_embeddings, so it "
-                         "cannot be fine-tuned at a longer seq_len (it is "
-                         "meant for use without fine-tuning)"};
+  for (const RopeType type : config.methods) {
+    if (config.finetune_steps > 0 &&
+        RopeMethodOf(type).scales_only_past_max_positions() &&
+        !Contains(config.finetune_skip, type)) {
+      return ConfigProblem{
+          "finetune.skip",
+          StrCat("must list ", RopeTypeName(type), ": ", RopeTypeName(type),
+                 " NTK reads its original length L0 from "
+                 "max_position_embeddings, so it cannot be fine-tuned at a "
+                 "longer seq_len (it is meant for use without fine-tuning)")};
+    }
   }
   for (int64_t length : config.lengths) {
     if (length < 1 || length > limits::kMaxPositions) {

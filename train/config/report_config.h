@@ -85,6 +85,12 @@ const char* ReportExportName(ReportExport format);
 // "none" / "hf"; throws rotor::Error naming the accepted values.
 ReportExport ParseReportExport(const std::string& name);
 
+// finetune.skip's default: the methods that cannot extend a model by
+// fine-tuning, as they scale only sequences longer than
+// max_position_embeddings (RopeMethod::scales_only_past_max_positions:
+// dynamic).
+std::vector<RopeType> RopeTypesNotFinetuned();
+
 struct ExtendReportConfig {
   std::string file;                         // for messages
   std::string base_config;                  // a training config (YAML)
@@ -115,7 +121,7 @@ struct ExtendReportConfig {
   int64_t finetune_tokens_per_step = 0;
   // data.passkey_fraction of the fine-tunes; unset: the base config's.
   std::optional<double> finetune_passkey_fraction;
-  std::vector<RopeType> finetune_skip = {RopeMethodNamed("dynamic").type};
+  std::vector<RopeType> finetune_skip = RopeTypesNotFinetuned();
   // finetune.lora: each fine-tuned method is fine-tuned a second time with
   // LoRA on the same budget (steps, tokens per step, warm-up and cosine):
   // these frozen-base settings (lora_finetune.lora.enabled when the key is

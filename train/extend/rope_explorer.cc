@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 #include "train/checkpoint.h"
 #include "train/extend/recipe.h"
@@ -23,11 +24,6 @@
 namespace rotor::train {
 
 namespace {
-
-constexpr RopeType kMethods[] = {RopeType::kDefault, RopeType::kLinear,
-                                 RopeType::kNtk,     RopeType::kDynamic,
-                                 RopeType::kYarn,    RopeType::kLlama3,
-                                 RopeType::kLongRope};
 
 // Writes the rows of a config table (VisitFields) that are set and named
 // in `only` as the members of a JSON object: numbers, flags, lists of
@@ -136,7 +132,7 @@ std::vector<int64_t> LengthStops(const ExplorerModel& model) {
 
 // Whether `method` is the config's own (its settings as configured).
 bool Own(const ExplorerModel& model, RopeType method) {
-  return model.model.rope.rope_type == method && method != RopeType::kDefault;
+  return model.model.rope.rope_type == method && RopeMethodOf(method).scales();
 }
 
 // The settings of `method` at factor `s`: the config's own method as
@@ -161,7 +157,7 @@ RopeScalingConfig SettingsAt(const ExplorerModel& model, RopeType method,
 // What rotor computes from `rope` for a sequence of `length` tokens, as the
 // page draws it: each pair's wavelength 2 pi / inv_freq and slow-down
 // unscaled / scaled inv_freq, the attention factor and the base in force,
-// and what the temperature table says of the method.
+// and the method's notes that the page draws (RopeNote::curve_key).
 Json CurveJson(const RopeScalingConfig& rope, int64_t length,
                const std::vector<double>& unscaled) {
   const RopeFrequencies f = ComputeRopeFrequencies(rope, length);
@@ -175,20 +171,13 @@ Json CurveJson(const RopeScalingConfig& rope, int64_t length,
                {"scale", scale},
                {"attention_factor", f.attention_factor},
                {"base", f.base}};
-  if (rope.rope_type == RopeType::kYarn) {
-    const YarnRampBounds bounds = ComputeYarnRampBounds(rope);
-    json["yarn_ramp"] = {bounds.low, bounds.high};
-  }
-  // Settings only Llama 3 and LongRoPE have: wavelengths below L0 /
-  // high_freq_factor kept, above L0 / low_freq_factor divided by s; the
-  // long factors beyond L0, the short ones up to it.
-  if (rope.low_freq_factor && rope.high_freq_factor) {
-    const double original = static_cast<double>(OriginalLength(rope));
-    json["llama3_bands"] = {original / *rope.high_freq_factor,
-                            original / *rope.low_freq_factor};
-  }
-  if (rope.long_factor) {
-    json["longrope_factors"] = length > OriginalLength(rope) ? "long" : "short";
+  for (const RopeNote& note : RopeNotes(rope, length)) {
+    if (note.curve_key.empty()) continue;
+    if (note.curve_numbers.empty()) {
+      json[note.curve_key] = note.curve_word;
+    } else {
+      json[note.curve_key] = note.curve_numbers;
+    }
   }
   return json;
 }
@@ -261,23 +250,22 @@ ExplorerModel ExplorerModelFromConfig(const std::string& name,
   out.name = name;
   out.model = model;
   out.factor = rope.factor.value_or(4.0);
-  switch (rope.rope_type) {
-    case RopeType::kLinear:
-    case RopeType::kNtk:
+  const RopeMethod& method = RopeMethodOf(rope.rope_type);
+  switch (method.original_length_from) {
+    case OriginalLengthFrom::kMaxPositionsOverFactor:
       out.original_length = std::llround(
           static_cast<double>(rope.max_position_embeddings) / out.factor);
       break;
-    case RopeType::kYarn:
-    case RopeType::kLlama3:
-    case RopeType::kLongRope:
-      out.original_length = rope.original_max_position_embeddings.value_or(
-          rope.max_position_embeddings);
-      if (!rope.factor && rope.rope_type == RopeType::kLongRope) {
+    case OriginalLengthFrom::kOriginalKey:
+      out.original_length = OriginalLength(rope);
+      // Without a factor (optional for longrope): M / L0.
+      if (!rope.factor && method.factor_use == FactorUse::kOptional) {
         out.factor = static_cast<double>(rope.max_position_embeddings) /
                      static_cast<double>(out.original_length);
       }
       break;
-    default:
+    case OriginalLengthFrom::kMaxPositions:
+    case OriginalLengthFrom::kNone:
       out.original_length = rope.max_position_embeddings;
   }
   ROTOR_CHECK(out.factor >= 1.0, name,
@@ -308,7 +296,7 @@ std::string RopeExplorerJson(const std::vector<ExplorerModel>& models) {
     const std::vector<double> factors = FactorStops(model);
     const std::vector<int64_t> lengths = LengthStops(model);
     Json methods = Json::array();
-    for (RopeType method : kMethods) {
+    for (RopeType method : RopeTypes()) {
       methods.push_back(MethodJson(model, method, factors, lengths));
     }
     const RopeScalingConfig& rope = model.model.rope;

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "nn/rope_methods.h"
+#include "nn/rope_scaling.h"
 #include "train/config/model_edit.h"
 #include "train/extend/rope_explorer.h"
 #include "train/io/atomic_file.h"
@@ -116,7 +116,7 @@ class ReportWriter {
         plan_(plan),
         run_(run),
         results_(results),
-        base_(FindVariant(results, RopeMethodNamed("default").type, false)),
+        base_(FindVariant(results, RopeType::kDefault, false)),
         base_at_l_(base_ ? PerplexityAt(*base_, plan.base_length) : nullptr) {}
 
   std::string Write();
@@ -507,8 +507,7 @@ void ReportWriter::WriteChecks() {
           << Fixed(ratio, 2) << ") | "
           << met(ratio > checks.zeroshot_ppl_ratio_min) << " |\n";
     }
-    for (const char* name : {"yarn", "linear"}) {
-      const RopeType method = RopeMethodNamed(name).type;
+    for (const RopeType method : {RopeType::kYarn, RopeType::kLinear}) {
       const VariantResult* r = FindVariant(results_, method, true);
       const LengthPerplexity* p = r ? PerplexityAt(*r, sl) : nullptr;
       if (p == nullptr) continue;
@@ -519,8 +518,7 @@ void ReportWriter::WriteChecks() {
           << l << " | " << Fixed(p->perplexity, 3) << " (x" << Fixed(ratio, 3)
           << ") | " << met(ratio <= checks.finetuned_ppl_ratio_max) << " |\n";
     }
-    const VariantResult* yarn =
-        FindVariant(results_, RopeMethodNamed("yarn").type, true);
+    const VariantResult* yarn = FindVariant(results_, RopeType::kYarn, true);
     if (yarn != nullptr && HasPasskeyLength(*yarn, sl) &&
         HasPasskeyLength(*base_, l)) {
       const double base_accuracy = PasskeyAccuracyAt(base_->passkey, l);
@@ -616,9 +614,9 @@ void ReportWriter::WriteSettings() {
       << config_.output_dir << "/finetune/<method>`; logs: `"
       << config_.output_dir << "/logs/`.\n";
   if (config_.lora_finetune.lora.enabled) {
-    const TrainConfig lora = FinetuneConfig(
-        config_, plan_, RopeMethodNamed("yarn").type, run_.base_checkpoint,
-        /*lora=*/true);
+    const TrainConfig lora =
+        FinetuneConfig(config_, plan_, RopeType::kYarn, run_.base_checkpoint,
+                       /*lora=*/true);
     md_ << "- LoRA fine-tunes (`finetune.lora`): the same steps, tokens and "
            "schedule with the base frozen: "
         << LoraSettingsText(config_.lora_finetune) << "; lr " << lora.train.lr
