@@ -244,6 +244,10 @@ TEST(RopeExplorer, FindsTheOriginalLengthOfEachKindOfConfig) {
   EXPECT_EQ(ExplorerModelFromConfig("", LoadModelConfig(RopeConfig("longrope")))
                 .factor,
             8.0);  // 65536 / 8192
+  const ExplorerModel yarn =
+      ExplorerModelFromConfig("", LoadModelConfig(RopeConfig("yarn")));
+  EXPECT_EQ(yarn.original_length, 8192);  // original_max_position_embeddings
+  EXPECT_EQ(yarn.factor, 8.0);
 }
 
 TEST(RopeExplorer, PageIsOneFileAndKeepsScriptsClosed) {
