@@ -73,7 +73,8 @@ struct AnyReal {};
 struct PositiveReal {};
 // A number >= min, +infinity included: a measurement that may pass a
 // double's range (a perplexity exp(loss)); "must be >= MIN, got V". JSON
-// has no infinity: it is written as null, and null reads back as +infinity.
+// has no infinity: it is written as null, and null reads back as +infinity
+// (a NaN, from a model that diverged, as "nan": train/io/json.h).
 struct RealAtLeast {
   double min;
 };
@@ -172,9 +173,12 @@ struct ConfigProblem {
 // the record's two JSON forms only (train/io/json.h, RecordJson); a row
 // without either is in both. StoredOnly: kept in the report's results files
 // and read back. ShownOnly: a figure computed from the members, shown by
-// rotor eval --json and never read.
+// rotor eval --json and never read. StoredLast: in both forms, and last in
+// the stored one (the results files have kept each record's count there
+// since they began; rotor eval --json shows it after the length).
 struct StoredOnly {};
 struct ShownOnly {};
+struct StoredLast {};
 
 // Every key name of a table, in its order.
 struct KeyNames {

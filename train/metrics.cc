@@ -28,7 +28,7 @@ Json Record(int64_t step,
   for (const auto& [key, value] : values) {
     record[key] = FiniteOrNull(value);
     if (!std::isfinite(value)) {
-      non_finite[key] = std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+      non_finite[key] = NonFiniteName(value);
     }
   }
   if (!non_finite.empty()) record["non_finite"] = std::move(non_finite);

@@ -73,7 +73,7 @@ template <typename Visitor>
 void VisitFields(Visitor& v, LengthPerplexity& r) {
   v(Key{"length", "context length L: the inputs of each window"}, r.length,
     field::Int{1, limits::kMaxPositions});
-  v(Key{"tokens", "scored tokens"}, r.tokens, field::Int{1});
+  v(Key{"tokens", "scored tokens"}, r.tokens, field::Int{1}, StoredLast{});
   v(Key{"loss",
         "mean cross-entropy per scored token, in nats (null: +infinity)"},
     r.loss, field::RealAtLeast{0.0});

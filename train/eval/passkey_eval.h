@@ -97,7 +97,8 @@ void VisitFields(Visitor& v, PasskeyCell& c) {
     c.length, field::Int{1, limits::kMaxPositions});
   v(Key{"depth", "where the key sits in the filler (0 = start, 1 = end)"},
     c.depth, field::Real{0.0, 1.0});
-  v(Key{"trials", "examples"}, c.trials, field::Int{1, limits::kMaxEvalTrials});
+  v(Key{"trials", "examples"}, c.trials, field::Int{1, limits::kMaxEvalTrials},
+    StoredLast{});
   v(Key{"correct", "examples whose whole key was retrieved"}, c.correct,
     field::Int{0, limits::kMaxEvalTrials});
   v(Key{"digits_right", "answer digits right, over all examples"},

@@ -147,7 +147,8 @@ void VisitFields(Visitor& v, RetrievalCell& c) {
         "where the needle asked about sits (0 = start, 1 = end of the "
         "filler)"},
     c.depth, field::Real{0.0, 1.0});
-  v(Key{"trials", "examples"}, c.trials, field::Int{1, limits::kMaxEvalTrials});
+  v(Key{"trials", "examples"}, c.trials, field::Int{1, limits::kMaxEvalTrials},
+    StoredLast{});
   v(Key{"correct", "examples with every expected value written"}, c.correct,
     field::Int{0, limits::kMaxEvalTrials});
   v(Key{"match_sum", "the sum over examples of the share of values written"},

@@ -64,6 +64,21 @@ std::map<std::string, std::string> InputsFromJson(const Json& json,
   return inputs;
 }
 
+// The records of the array `key`, each named in errors by the file and its
+// JSON path: "f.json: /perplexity/0: \"length\": must be >= 1, got 0".
+template <typename Record>
+void RecordsFromJson(const Json& json, const char* key,
+                     const std::string& source, std::vector<Record>& out) {
+  ROTOR_CHECK(json.contains(key), source, ": missing key \"", key, "\"");
+  const Json& items = json.at(key);
+  ROTOR_CHECK(items.is_array(), source, ": \"", key,
+              "\": expected an array, got ", items.type_name());
+  for (size_t i = 0; i < items.size(); ++i) {
+    out.push_back(
+        RecordFromJson<Record>(items[i], StrCat(source, ": /", key, "/", i)));
+  }
+}
+
 VariantResult VariantResultFromJson(const Json& json,
                                     const std::string& source) {
   VariantResult r;
@@ -73,16 +88,10 @@ VariantResult VariantResultFromJson(const Json& json,
   r.method = *type;
   r.finetuned = JsonMember<bool>(json, "finetuned", source);
   r.lora = json.contains("lora") && JsonMember<bool>(json, "lora", source);
-  for (const Json& item : json.at("perplexity")) {
-    r.perplexity.push_back(RecordFromJson<LengthPerplexity>(item, source));
-  }
-  for (const Json& item : json.at("passkey")) {
-    r.passkey.push_back(RecordFromJson<PasskeyCell>(item, source));
-  }
+  RecordsFromJson(json, "perplexity", source, r.perplexity);
+  RecordsFromJson(json, "passkey", source, r.passkey);
   if (json.contains("retrieval")) {
-    for (const Json& item : json.at("retrieval")) {
-      r.retrieval.push_back(RecordFromJson<RetrievalCell>(item, source));
-    }
+    RecordsFromJson(json, "retrieval", source, r.retrieval);
   }
   r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);
   r.finetune_seconds = JsonMember<double>(json, "finetune_seconds", source);

@@ -224,6 +224,19 @@ Json FiniteOrNull(double value) {
   return std::isfinite(value) ? Json(value) : Json(nullptr);
 }
 
+const char* NonFiniteName(double value) {
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+std::optional<double> NonFiniteFromName(std::string_view name) {
+  for (const double value : {std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity()}) {
+    if (name == NonFiniteName(value)) return value;
+  }
+  return std::nullopt;
+}
+
 double NumberOrFallback(const Json& object, std::string_view key,
                         double fallback, std::string_view where) {
   const auto member = object.find(std::string(key));
@@ -233,14 +246,36 @@ double NumberOrFallback(const Json& object, std::string_view key,
 
 namespace json_internal {
 
+Json RecordWriter::Value(double value, const field::RealAtLeast&) const {
+  if (std::isfinite(value) || form_ == RecordForm::kShown) {
+    return FiniteOrNull(value);
+  }
+  if (value == std::numeric_limits<double>::infinity()) return nullptr;
+  return NonFiniteName(value);
+}
+
 void RecordReader::Read(const char* key, double& member,
                         const field::RealAtLeast& check) {
-  const bool null =
-      object_.is_object() && object_.contains(key) && object_.at(key).is_null();
-  member = null ? std::numeric_limits<double>::infinity()
-                : JsonMember<double>(object_, key, where_);
-  ROTOR_CHECK(member >= check.min, Where(key), ": must be >= ", check.min,
-              ", got ", member);
+  const auto found = object_.is_object() ? object_.find(key) : object_.end();
+  if (found != object_.end() && found->is_null()) {
+    member = std::numeric_limits<double>::infinity();
+  } else if (found != object_.end() && found->is_string()) {
+    const std::optional<double> value =
+        NonFiniteFromName(found->get<std::string>());
+    ROTOR_CHECK(value.has_value(), Where(key),
+                ": expected a number (null: +infinity; \"nan\", \"-inf\"), "
+                "got ",
+                ShowAsJson(found->get<std::string>()));
+    member = *value;
+  } else {
+    member = JsonMember<double>(object_, key, where_);
+  }
+  ROTOR_CHECK(std::isnan(member) || member >= check.min, Where(key),
+              ": must be >= ", check.min, ", got ", NumberText(member));
+}
+
+std::string RecordReader::NumberText(double value) {
+  return std::isfinite(value) ? Json(value).dump() : NonFiniteName(value);
 }
 
 std::string RecordReader::Where(const char* key) const {

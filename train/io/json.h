@@ -62,12 +62,21 @@ T JsonMember(const Json& object, std::string_view key, std::string_view where);
 bool IsValidUtf8(std::string_view text);
 std::string ShowAsJson(std::string_view text);
 
-// A double that may be NaN or infinite: JSON has neither, so those become
-// null, and NumberOrFallback reads a null (or missing) member back as the
-// fallback.
+// A double that may be NaN or infinite, for output that shows numbers
+// (rotor eval --json, rotor score --json, metrics.jsonl) or whose reader
+// takes every non-finite value alike: JSON has neither NaN nor infinity, so
+// both become null, and NumberOrFallback reads a null (or missing) member
+// back as the fallback (trainer_state.json: each member's "not measured").
+// Files that must read a NaN back as NaN write RecordJson's stored form.
 Json FiniteOrNull(double value);
 double NumberOrFallback(const Json& object, std::string_view key,
                         double fallback, std::string_view where);
+
+// The name of a value that is not finite: "nan", "inf" or "-inf"
+// (metrics.jsonl's "non_finite", the results files' NaN and -infinity);
+// NonFiniteFromName reads one back (nullopt for any other text).
+const char* NonFiniteName(double value);
+std::optional<double> NonFiniteFromName(std::string_view name);
 
 // A record as a JSON object through its field table, the function
 //   template <typename Visitor> void VisitFields(Visitor& v, Record& r)
@@ -78,12 +87,18 @@ double NumberOrFallback(const Json& object, std::string_view key,
 //   v(Key{name, help}, figure, check, ShownOnly{})   a figure computed from
 //                                                    the members, in the
 //                                                    shown form only.
-// The checks are field::Int, field::Real, field::RealAtLeast (+infinity
-// written as null, and null read as +infinity) and field::Choice (an enum
-// by its name). The stored form is a file rotor reads back (RecordFromJson:
-// the JsonMember errors, a check's "WHERE: \"KEY\": must be >= 1, got 0",
-// and for a name that is none "WHERE: " + the Choice's refusal); the shown
-// form is what a reader of the figures wants (rotor eval --json).
+//   v(Key{name, help}, member, check, StoredLast{})   in both forms, and
+//                                                    last in the stored one.
+// The checks are field::Int, field::Real, field::RealAtLeast and
+// field::Choice (an enum by its name). The stored form is a file rotor
+// reads back (RecordFromJson: the JsonMember errors, a check's "WHERE:
+// \"KEY\": must be >= 1, got 0", and for a name that is none "WHERE: " +
+// the Choice's refusal); the shown form is what a reader of the figures
+// wants (rotor eval --json). A RealAtLeast value that is not finite is, in
+// the stored form, null for +infinity (a perplexity past a double's range)
+// and NonFiniteName's "nan" or "-inf" otherwise (a model that diverged),
+// each read back as what it was; in the shown form, null for all three
+// (FiniteOrNull), as rotor eval --json shows every number.
 enum class RecordForm { kStored, kShown };
 
 namespace json_internal {
@@ -100,30 +115,37 @@ bool InForm(RecordForm form) {
   }
 }
 
+// Writes the rows in `form`: with `last` false the rows that come first,
+// with `last` true the StoredLast rows of the stored form.
 class RecordWriter {
  public:
-  RecordWriter(Json& object, RecordForm form) : object_(object), form_(form) {}
+  RecordWriter(Json& object, RecordForm form, bool last)
+      : object_(object), form_(form), last_(last) {}
   template <typename T, typename Check, typename... Extra>
   void operator()(const Key& key, const T& value, const Check& check,
                   const Extra&...) {
-    if (InForm<Extra...>(form_)) object_[key.name] = Value(value, check);
+    const bool stored_last =
+        form_ == RecordForm::kStored &&
+        (std::is_same_v<Extra, StoredLast> || ... || false);
+    if (InForm<Extra...>(form_) && stored_last == last_) {
+      object_[key.name] = Value(value, check);
+    }
   }
 
  private:
   template <typename T, typename Check>
-  static Json Value(const T& value, const Check&) {
+  Json Value(const T& value, const Check&) const {
     return value;
   }
   template <typename Enum>
-  static Json Value(Enum value, const field::Choice<Enum>& check) {
+  Json Value(Enum value, const field::Choice<Enum>& check) const {
     return check.name(value);
   }
-  static Json Value(double value, const field::RealAtLeast&) {
-    return FiniteOrNull(value);
-  }
+  Json Value(double value, const field::RealAtLeast&) const;
 
   Json& object_;
   RecordForm form_;
+  bool last_;
 };
 
 class RecordReader {
@@ -152,7 +174,7 @@ class RecordReader {
     member = JsonMember<double>(object_, key, where_);
     ROTOR_CHECK(member >= check.min && member <= check.max, Where(key),
                 ": must be in [", check.min, ", ", check.max, "], got ",
-                member);
+                NumberText(member));
   }
   void Read(const char* key, double& member, const field::RealAtLeast& check);
   template <typename Enum>
@@ -164,6 +186,9 @@ class RecordReader {
   }
   // `where` and the key, as JsonMember names them.
   std::string Where(const char* key) const;
+  // A value for a message, with every digit it needs to read back: 1.5,
+  // 1.0000000000000002 (not the "1" of 6 digits), -inf.
+  static std::string NumberText(double value);
 
   const Json& object_;
   std::string_view where_;
@@ -174,8 +199,10 @@ class RecordReader {
 template <typename Record>
 Json RecordJson(Record record, RecordForm form) {
   Json object = Json::object();
-  json_internal::RecordWriter writer(object, form);
-  VisitFields(writer, record);
+  for (const bool last : {false, true}) {
+    json_internal::RecordWriter writer(object, form, last);
+    VisitFields(writer, record);
+  }
   return object;
 }
 

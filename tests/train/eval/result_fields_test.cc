@@ -26,17 +26,20 @@ Record Read(const std::string& json) {
   return RecordFromJson<Record>(Json::parse(json), "f.json");
 }
 
-// `r` as `json` in both forms, read back.
-LengthPerplexity BothFormsBack(LengthPerplexity r, const std::string& json) {
-  EXPECT_EQ(RecordJson(r, RecordForm::kStored).dump(), json);
-  EXPECT_EQ(RecordJson(r, RecordForm::kShown).dump(), json);
-  return Read<LengthPerplexity>(json);
+// `r` as `stored` (the results files: the count last, as they always had
+// it) and `shown` (rotor eval --json), and the stored form read back.
+LengthPerplexity BothFormsBack(LengthPerplexity r, const std::string& stored,
+                               const std::string& shown) {
+  EXPECT_EQ(RecordJson(r, RecordForm::kStored).dump(), stored);
+  EXPECT_EQ(RecordJson(r, RecordForm::kShown).dump(), shown);
+  return Read<LengthPerplexity>(stored);
 }
 
 TEST(ResultFields, LengthPerplexity) {
   const LengthPerplexity r{128, 1.25, 3.4903429574618414, 640};
   const LengthPerplexity back = BothFormsBack(
       r,
+      R"({"length":128,"loss":1.25,"perplexity":3.4903429574618414,"tokens":640})",
       R"({"length":128,"tokens":640,"loss":1.25,"perplexity":3.4903429574618414})");
   EXPECT_EQ(back.length, 128);
   EXPECT_EQ(back.loss, 1.25);
@@ -59,6 +62,7 @@ TEST(ResultFields, NullReadsAsInfinity) {
   const double inf = std::numeric_limits<double>::infinity();
   const LengthPerplexity back =
       BothFormsBack({8, inf, inf, 8},
+                    R"({"length":8,"loss":null,"perplexity":null,"tokens":8})",
                     R"({"length":8,"tokens":8,"loss":null,"perplexity":null})");
   EXPECT_EQ(back.loss, inf);
   EXPECT_EQ(back.perplexity, inf);
@@ -70,6 +74,40 @@ TEST(ResultFields, NullReadsAsInfinity) {
       "f.json: missing key \"perplexity\"");
 }
 
+// A NaN loss (a model that diverged) is "nan" in the results files and
+// reads back as NaN, not as the +infinity that null stands for; rotor eval
+// --json shows it as null, as it shows every number that is not finite.
+TEST(ResultFields, NanIsKeptApartFromInfinity) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const LengthPerplexity back = BothFormsBack(
+      {8, nan, nan, 8},
+      R"({"length":8,"loss":"nan","perplexity":"nan","tokens":8})",
+      R"({"length":8,"tokens":8,"loss":null,"perplexity":null})");
+  EXPECT_TRUE(std::isnan(back.loss));
+  EXPECT_TRUE(std::isnan(back.perplexity));
+  // A finite loss with an infinite perplexity keeps both.
+  const double inf = std::numeric_limits<double>::infinity();
+  const LengthPerplexity overflow = Read<LengthPerplexity>(
+      RecordJson(LengthPerplexity{8, 800.0, inf, 8}, RecordForm::kStored)
+          .dump());
+  EXPECT_EQ(overflow.loss, 800.0);
+  EXPECT_EQ(overflow.perplexity, inf);
+  // -infinity is named too, and refused by the check like any value below
+  // the bound.
+  EXPECT_EQ(
+      RecordJson(LengthPerplexity{8, -inf, 1.0, 8}, RecordForm::kStored).dump(),
+      R"({"length":8,"loss":"-inf","perplexity":1.0,"tokens":8})");
+  ROTOR_EXPECT_ERROR(
+      Read<LengthPerplexity>(
+          R"({"length":8,"loss":"-inf","perplexity":1.0,"tokens":8})"),
+      "f.json: \"loss\": must be >= 0, got -inf");
+  ROTOR_EXPECT_ERROR(
+      Read<LengthPerplexity>(
+          R"({"length":8,"loss":"NaN","perplexity":1.0,"tokens":8})"),
+      "f.json: \"loss\": expected a number (null: +infinity; \"nan\", "
+      "\"-inf\"), got \"NaN\"");
+}
+
 // A value outside its row's check is refused as a config reader refuses
 // it: the file, the key, the bound and the value.
 TEST(ResultFields, ValuesOutsideTheirChecks) {
@@ -77,9 +115,12 @@ TEST(ResultFields, ValuesOutsideTheirChecks) {
   ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":0,"loss":1.0)" + ppl),
                      "f.json: \"length\": must be >= 1, got 0");
   ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":8,"loss":-1.0)" + ppl),
-                     "f.json: \"loss\": must be >= 0, got -1");
+                     "f.json: \"loss\": must be >= 0, got -1.0");
   ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":8,"loss":"x")" + ppl),
-                     "f.json: \"loss\": expected a number, got string");
+                     "f.json: \"loss\": expected a number (null: +infinity; "
+                     "\"nan\", \"-inf\"), got \"x\"");
+  ROTOR_EXPECT_ERROR(Read<LengthPerplexity>(R"({"length":8,"loss":true)" + ppl),
+                     "f.json: \"loss\": expected a number, got boolean");
   ROTOR_EXPECT_ERROR(
       Read<LengthPerplexity>(
           R"({"length":8,"tokens":8,"loss":1.0,"perplexity":0.5})"),
@@ -120,8 +161,8 @@ TEST(ResultFields, PasskeyCell) {
   c.digits_right = 17;
   c.trials = 4;
   EXPECT_EQ(RecordJson(c, RecordForm::kStored).dump(),
-            R"({"length":128,"depth":0.25,"trials":4,"correct":3,)"
-            R"("digits_right":17,"num_digits":5})");
+            R"({"length":128,"depth":0.25,"correct":3,)"
+            R"("digits_right":17,"num_digits":5,"trials":4})");
   EXPECT_EQ(RecordJson(c, RecordForm::kShown).dump(),
             R"({"length":128,"depth":0.25,"trials":4,"correct":3,)"
             R"("accuracy":0.75,"digit_accuracy":0.85})");
@@ -148,7 +189,7 @@ TEST(ResultFields, RetrievalCell) {
   c.match_sum = 1.5;
   EXPECT_EQ(RecordJson(c, RecordForm::kStored).dump(),
             R"({"task":"variable_tracking","length":512,"depth":1.0,)"
-            R"("trials":2,"correct":1,"match_sum":1.5})");
+            R"("correct":1,"match_sum":1.5,"trials":2})");
   EXPECT_EQ(RecordJson(c, RecordForm::kShown).dump(),
             R"({"task":"variable_tracking","length":512,"depth":1.0,)"
             R"("trials":2,"correct":1,"accuracy":0.5,)"

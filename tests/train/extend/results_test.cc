@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
+#include <string>
+#include <vector>
 
+#include "core/limits.h"
 #include "tests/temp_dir.h"
 #include "tests/test_util.h"
 #include "train/io/atomic_file.h"
@@ -72,6 +76,169 @@ TEST(VariantResult, InfinitePerplexityReadsBack) {
   EXPECT_EQ(back->perplexity[1].perplexity,
             std::numeric_limits<double>::infinity());
   EXPECT_EQ(back->perplexity[0].perplexity, 3.4903429574618414);
+}
+
+// A variant that diverged has a NaN loss and perplexity: the file keeps
+// them as "nan", and a rerun reads NaN back, not the +infinity of a loss
+// that only overflowed exp.
+TEST(VariantResult, NanLossReadsBackAsNan) {
+  test::TempDir dir;
+  const std::string path = dir.Path("linear-zeroshot.json");
+  VariantResult r = Example();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  r.perplexity.push_back({512, nan, nan, 640});
+  SaveVariantResult(path, r);
+  EXPECT_NE(ReadFile(path).find("\"loss\": \"nan\""), std::string::npos);
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->perplexity.size(), 2u);
+  EXPECT_TRUE(std::isnan(back->perplexity[1].loss));
+  EXPECT_TRUE(std::isnan(back->perplexity[1].perplexity));
+  EXPECT_EQ(back->perplexity[1].tokens, 640);
+}
+
+// Each record's keys in the order results files have had since they began
+// (the count last), which scripts reading them may rely on.
+TEST(VariantResult, StoresEachRecordsKeysInTheirFirstOrder) {
+  test::TempDir dir;
+  const std::string path = dir.Path("yarn-finetuned.json");
+  VariantResult r = Example();
+  RetrievalCell cell;
+  cell.task = RetrievalTask::kNiahSingle;
+  cell.length = 128;
+  cell.depth = 0.5;
+  cell.trials = 2;
+  cell.correct = 1;
+  cell.match_sum = 1.5;
+  r.retrieval = {cell};
+  SaveVariantResult(path, r);
+  const Json json = ParseJson(ReadFile(path), path);
+  const auto keys = [](const Json& object) {
+    std::vector<std::string> names;
+    for (const auto& item : object.items()) names.push_back(item.key());
+    return names;
+  };
+  EXPECT_EQ(
+      keys(json["perplexity"][0]),
+      (std::vector<std::string>{"length", "loss", "perplexity", "tokens"}));
+  EXPECT_EQ(keys(json["passkey"][0]),
+            (std::vector<std::string>{"length", "depth", "correct",
+                                      "digits_right", "num_digits", "trials"}));
+  EXPECT_EQ(keys(json["retrieval"][0]),
+            (std::vector<std::string>{"task", "length", "depth", "correct",
+                                      "match_sum", "trials"}));
+}
+
+// A file as rotor wrote it before the stricter reader, with every value
+// at its row's limits, reads; a value one past a limit is refused naming
+// the file, the record's JSON path, the key, the limit and the value.
+TEST(VariantResult, ReadsValuesAtTheLimitsAndRefusesOnePast) {
+  test::TempDir dir;
+  const std::string path = dir.Path("yarn-finetuned.json");
+  const int64_t max_int = std::numeric_limits<int64_t>::max();
+  const int64_t trials = limits::kMaxEvalTrials;
+  Json file = {{"method", "yarn"}, {"finetuned", true}};
+  file["perplexity"] = Json::array(
+      {Json{{"length", 1}, {"loss", 0.0}, {"perplexity", 1.0}, {"tokens", 1}},
+       Json{{"length", limits::kMaxPositions},
+            {"loss", std::numeric_limits<double>::max()},
+            {"perplexity", nullptr},
+            {"tokens", max_int}}});
+  file["passkey"] = Json::array({Json{{"length", 1},
+                                      {"depth", 0.0},
+                                      {"correct", 0},
+                                      {"digits_right", 0},
+                                      {"num_digits", 1},
+                                      {"trials", 1}},
+                                 Json{{"length", limits::kMaxPositions},
+                                      {"depth", 1.0},
+                                      {"correct", trials},
+                                      {"digits_right", max_int},
+                                      {"num_digits", kPasskeyMaxDigits},
+                                      {"trials", trials}}});
+  file["retrieval"] =
+      Json::array({Json{{"task", "niah_single"},
+                        {"length", 1},
+                        {"depth", 0.0},
+                        {"correct", 0},
+                        {"match_sum", 0.0},
+                        {"trials", 1}},
+                   Json{{"task", "variable_tracking"},
+                        {"length", limits::kMaxPositions},
+                        {"depth", 1.0},
+                        {"correct", trials},
+                        {"match_sum", static_cast<double>(trials)},
+                        {"trials", trials}}});
+  file["eval_seconds"] = 1.5;
+  file["finetune_seconds"] = 0.0;
+  WriteFileAtomically(path, file.dump(2));
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->perplexity[1].length, limits::kMaxPositions);
+  EXPECT_EQ(back->perplexity[1].tokens, max_int);
+  EXPECT_EQ(back->perplexity[1].perplexity,
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back->passkey[1].digits_right, max_int);
+  EXPECT_EQ(back->passkey[1].num_digits, kPasskeyMaxDigits);
+  EXPECT_EQ(back->retrieval[1].match_sum, static_cast<double>(trials));
+
+  // One past each limit: {section, record, key, value, message's end}.
+  struct Past {
+    const char* section;
+    int record;
+    const char* key;
+    Json value;
+    std::string says;
+  };
+  const std::string positions =
+      StrCat("must be <= ", limits::kMaxPositions, " (rotor's limit), got ",
+             limits::kMaxPositions + 1);
+  const std::string too_many =
+      StrCat("must be <= ", trials, " (rotor's limit), got ", trials + 1);
+  const double above_one = std::nextafter(1.0, 2.0);
+  const std::vector<Past> cases = {
+      {"perplexity", 0, "length", 0, "must be >= 1, got 0"},
+      {"perplexity", 1, "length", limits::kMaxPositions + 1, positions},
+      {"perplexity", 0, "loss", -5e-324, "must be >= 0, got -5e-324"},
+      {"perplexity", 0, "perplexity", std::nextafter(1.0, 0.0),
+       "must be >= 1, got 0.9999999999999999"},
+      {"perplexity", 0, "tokens", 0, "must be >= 1, got 0"},
+      {"passkey", 0, "length", 0, "must be >= 1, got 0"},
+      {"passkey", 1, "length", limits::kMaxPositions + 1, positions},
+      {"passkey", 0, "depth", -5e-324, "must be in [0, 1], got -5e-324"},
+      {"passkey", 1, "depth", above_one,
+       "must be in [0, 1], got 1.0000000000000002"},
+      {"passkey", 0, "correct", -1, "must be >= 0, got -1"},
+      {"passkey", 1, "correct", trials + 1, too_many},
+      {"passkey", 0, "digits_right", -1, "must be >= 0, got -1"},
+      {"passkey", 0, "num_digits", 0, "must be >= 1, got 0"},
+      {"passkey", 1, "num_digits", kPasskeyMaxDigits + 1,
+       StrCat("must be <= ", kPasskeyMaxDigits, " (rotor's limit), got ",
+              kPasskeyMaxDigits + 1)},
+      {"passkey", 0, "trials", 0, "must be >= 1, got 0"},
+      {"passkey", 1, "trials", trials + 1, too_many},
+      {"retrieval", 0, "length", 0, "must be >= 1, got 0"},
+      {"retrieval", 1, "length", limits::kMaxPositions + 1, positions},
+      {"retrieval", 0, "depth", -5e-324, "must be in [0, 1], got -5e-324"},
+      {"retrieval", 1, "depth", above_one,
+       "must be in [0, 1], got 1.0000000000000002"},
+      {"retrieval", 0, "correct", -1, "must be >= 0, got -1"},
+      {"retrieval", 1, "correct", trials + 1, too_many},
+      {"retrieval", 0, "match_sum", -5e-324,
+       StrCat("must be in [0, ", trials, "], got -5e-324")},
+      {"retrieval", 1, "match_sum", std::nextafter(trials + 0.0, 1e9),
+       StrCat("must be in [0, ", trials, "], got 16384.000000000004")},
+      {"retrieval", 0, "trials", 0, "must be >= 1, got 0"},
+      {"retrieval", 1, "trials", trials + 1, too_many},
+  };
+  for (const Past& c : cases) {
+    Json past = file;
+    past[c.section][c.record][c.key] = c.value;
+    WriteFileAtomically(path, past.dump(2));
+    ROTOR_EXPECT_ERROR(LoadVariantResult(path),
+                       StrCat(path, ": /", c.section, "/", c.record, ": \"",
+                              c.key, "\": ", c.says));
+  }
 }
 
 TEST(VariantResult, LookUps) {
