@@ -109,21 +109,32 @@ int64_t ExtendedLength(const ExplorerModel& model, double factor) {
 
 // The factor slider's stops: 1, 1.25, 1.5 and 1.75 times each power of two
 // up to 64, as a log slider with round labels (2, 4, 8, 16 and 32, the
-// factors models ship, among them), and the model's own factor.
+// factors models ship, among them), and the model's own factor, which
+// replaces a round stop equal to it at the page's digits (a config's
+// 4.0000001 and the stop 4 would draw the same curves twice).
 std::vector<double> FactorStops(const ExplorerModel& model) {
-  std::set<double> stops = {model.factor, 64.0};
-  for (double octave = 1.0; octave < 64.0; octave *= 2.0) {
-    for (double step : {1.0, 1.25, 1.5, 1.75}) stops.insert(step * octave);
+  std::set<double> stops = {model.factor};
+  for (double octave = 1.0; octave <= 64.0; octave *= 2.0) {
+    for (double step : {1.0, 1.25, 1.5, 1.75}) {
+      const double stop = step * octave;
+      if (stop > 64.0) break;
+      if (ExplorerDigits(stop) != ExplorerDigits(model.factor)) {
+        stops.insert(stop);
+      }
+    }
   }
   return {stops.begin(), stops.end()};
 }
 
 // The length slider's stops: L0 times each power of two from 1/4 to 64 (up
-// to L0 dynamic and longrope change nothing) and the model's own s * L0.
-// One per octave, where the factors have four: dynamic has a curve per
-// factor and length, most of the page.
+// to L0 dynamic and longrope change nothing), the model's own s * L0 and
+// its max_position_embeddings M (Llama 3.1: M 131072 = 2 s L0), each within
+// rotor's longest sequence. One per octave, where the factors have four:
+// dynamic has a curve per factor and length, most of the page.
 std::vector<int64_t> LengthStops(const ExplorerModel& model) {
-  std::set<int64_t> stops = {ExtendedLength(model, model.factor)};
+  std::set<int64_t> stops = {ExtendedLength(model, model.factor),
+                             std::min(model.model.rope.max_position_embeddings,
+                                      limits::kMaxPositions)};
   for (double octave = 0.25; octave <= 64.0; octave *= 2.0) {
     stops.insert(ExtendedLength(model, octave));
   }

@@ -58,9 +58,11 @@ ExplorerModel ExplorerModelFromConfig(const std::string& name,
 ExplorerModel ExplorerModelFromReport(const std::string& report_dir);
 
 // The page's data, as JSON text: per model, the slider stops ("factors":
-// four round factors per octave from 1 to 64 and the model's own;
-// "lengths": L0 times each power of two from 1/4 to 64 and the model's own
-// s * L0, up to rotor's longest sequence) and, per method, its settings
+// four round factors per octave from 1 to 64 and the model's own, in place
+// of a round one equal to it at ExplorerDigits; "lengths": L0 times each
+// power of two from 1/4 to 64, the model's own s * L0 and its
+// max_position_embeddings, up to rotor's longest sequence) and, per
+// method, its settings
 // at the model's own factor (its rope_scaling keys, written from the
 // config table's rows), its distinct curves ("curves": wavelength and
 // slow-down per pair to ExplorerDigits, attention factor, base in force,

@@ -182,6 +182,50 @@ TEST(RopeExplorer, StopsAreRoundAndHoldTheModelsOwn) {
   EXPECT_EQ(section["length"].get<int64_t>(), 53248);
 }
 
+// A Llama 3 model declares more positions than s * L0 (Llama 3.1: 2 s L0;
+// here 100000, no power of two times L0): its own max_position_embeddings
+// is a length stop, so the page can show the length the model claims.
+TEST(RopeExplorer, LengthsHoldTheModelsMaxPositionEmbeddings) {
+  ModelConfig model = LoadModelConfig(RopeConfig("llama3"));
+  model.rope.max_position_embeddings = 100000;
+  const ExplorerModel explorer = ExplorerModelFromConfig("llama3", model);
+  const Json section =
+      ParseJson(RopeExplorerJson({explorer}), "explorer")["models"][0];
+  const std::vector<int64_t> lengths = section["lengths"];
+  EXPECT_NE(std::find(lengths.begin(), lengths.end(), 100000), lengths.end());
+  EXPECT_EQ(section["length"].get<int64_t>(), 65536);  // s * L0
+  // Past rotor's longest sequence it is that sequence's stop.
+  model.rope.max_position_embeddings = limits::kMaxPositions + 1;
+  const Json capped =
+      ParseJson(RopeExplorerJson({ExplorerModelFromConfig("llama3", model)}),
+                "explorer")["models"][0];
+  const std::vector<int64_t> capped_lengths = capped["lengths"];
+  EXPECT_EQ(capped_lengths.back(), limits::kMaxPositions);
+}
+
+// A model's own factor equal to a round stop at the page's digits
+// (4.0000001 and 4) is one stop, the model's: its curves are not drawn
+// twice, and the page still starts at the factor the model has.
+TEST(RopeExplorer, AFactorNearARoundStopIsOneStop) {
+  ExplorerModel explorer =
+      ExplorerModelFromConfig("yarn", LoadModelConfig(RopeConfig("yarn")));
+  explorer.factor = 4.0000001;
+  explorer.model.rope.factor = 4.0000001;
+  const Json section =
+      ParseJson(RopeExplorerJson({explorer}), "explorer")["models"][0];
+  const std::vector<double> factors = section["factors"];
+  EXPECT_EQ(factors.size(), 25u);  // the 25 round stops, 4 replaced
+  EXPECT_EQ(std::count(factors.begin(), factors.end(), 4.0), 0);
+  EXPECT_EQ(std::count(factors.begin(), factors.end(), 4.0000001), 1);
+  EXPECT_EQ(section["factor"].get<double>(), 4.0000001);
+  // 4.001 differs from 4 at four digits: a stop of its own.
+  explorer.factor = 4.001;
+  explorer.model.rope.factor = 4.001;
+  const Json apart =
+      ParseJson(RopeExplorerJson({explorer}), "explorer")["models"][0];
+  EXPECT_EQ(apart["factors"].size(), 26u);
+}
+
 // A model whose s * L0 is past rotor's longest sequence starts there: the
 // length stops end at limits::kMaxPositions.
 TEST(RopeExplorer, LengthsStopAtRotorsLongestSequence) {
