@@ -73,10 +73,12 @@ std::optional<ConfigProblem> FindReportConfigProblem(
         !Contains(config.finetune_skip, type)) {
       return ConfigProblem{
           "finetune.skip",
-          StrCat("must list ", RopeTypeName(type), ": ", RopeTypeName(type),
-                 " NTK reads its original length L0 from "
-                 "max_position_embeddings, so it cannot be fine-tuned at a "
-                 "longer seq_len (it is meant for use without fine-tuning)")};
+          StrCat("must list ", RopeTypeName(type), ": rope_type '",
+                 RopeTypeName(type),
+                 "' reads its original length L0 from "
+                 "max_position_embeddings and scales only sequences longer "
+                 "than it, so it cannot be fine-tuned at a longer seq_len (it "
+                 "is meant for use without fine-tuning)")};
     }
   }
   for (int64_t length : config.lengths) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "nn/rope_methods.h"
 #include "tests/test_util.h"
 
 namespace rotor::train {
@@ -29,6 +30,21 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
       ParseExtendReportConfig("base: {config: b.yaml}\nfinetune: {skip: []}\n",
                               "r.yaml"),
       "finetune.skip", "must list dynamic");
+  // Each method the report cannot fine-tune is named by its record, and so
+  // is what it does.
+  for (const RopeMethod& method : RopeMethods()) {
+    if (!method.scales_only_past_max_positions()) continue;
+    ROTOR_EXPECT_ERROR(
+        ParseExtendReportConfig(
+            StrCat("base: {config: b.yaml}\nmethods: [", method.name,
+                   "]\nfinetune: {skip: []}\n"),
+            "r.yaml"),
+        "finetune.skip",
+        StrCat("must list ", method.name, ": rope_type '", method.name,
+               "' reads its original length L0 from max_position_embeddings "
+               "and scales only sequences longer than it, so it cannot be "
+               "fine-tuned at a longer seq_len"));
+  }
   ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig("base: {config: b.yaml}\nfactor: 1\n", "r.yaml"),
       "r.yaml:2:", "factor", "(1, 64]");
