@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <utility>
 
 #include "core/error.h"
@@ -10,7 +9,9 @@
 namespace rotor {
 namespace {
 
-// A note `rotor rope` prints and the explorer does not draw.
+// A note with its label and value: a row `rotor rope` prints. The
+// explorer draws it only once the caller sets its curve_key (and numbers or
+// word), as YarnNotes does for the ramp.
 RopeNote Row(std::string label, std::string value) {
   RopeNote note;
   note.label = std::move(label);
@@ -370,6 +371,16 @@ std::vector<RopeNote> LongRopeNotes(const RopeScalingConfig& config,
   return {in_use};
 }
 
+// Without `factor`, s is max_position_embeddings / L0 (as transformers'
+// _compute_longrope_parameters derives it), so those two keys set the
+// attention factor.
+std::vector<std::string> LongRopeAttentionFactorKeys(
+    const RopeScalingConfig& config) {
+  if (config.factor) return {};
+  return {"max_position_embeddings",
+          "rope_scaling.original_max_position_embeddings"};
+}
+
 std::string LongRopeFactorDisagreement(int64_t original_length) {
   return StrCat(", and the attention factor sqrt(1 + ln s / ln ",
                 original_length, ") is computed from the factor");
@@ -385,6 +396,9 @@ RopeMethod LongRopeMethod() {
   longrope.frequencies = LongRopeFrequencies;
   longrope.settings_at_factor = LongRopeSettings;
   longrope.notes = LongRopeNotes;
+  longrope.attention_factor_keys = LongRopeAttentionFactorKeys;
+  longrope.length_switch =
+      LengthSwitch{"rope_scaling.short_factor", "rope_scaling.long_factor"};
   longrope.factor_disagreement = LongRopeFactorDisagreement;
   return longrope;
 }
@@ -416,12 +430,6 @@ std::vector<RopeNote> RopeNotes(const RopeScalingConfig& config,
   const RopeMethod& method = RopeMethodOf(config.rope_type);
   if (!method.notes) return {};
   return method.notes(config, sequence_length);
-}
-
-std::string FullDigits(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
-  return buffer;
 }
 
 RopeScalingConfig RopeSettingsAtFactor(const RopeScalingConfig& base,

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/number_format.h"
 #include "nn/rope_scaling.h"
 
 namespace rotor {
@@ -46,6 +47,13 @@ struct RopeNote {
   std::string curve_key;  // "yarn_ramp"; empty: not drawn
   std::vector<double> curve_numbers;  // the member's value: numbers, or
   std::string curve_word;             // (no numbers) a word
+};
+
+// Two keys (rope_scaling.*) of a method that switches between them at L0:
+// the first is used for sequences up to L0, the second past it.
+struct LengthSwitch {
+  const char* up_to_original;  // "rope_scaling.short_factor"
+  const char* past_original;   // "rope_scaling.long_factor"
 };
 
 struct RopeMethod {
@@ -94,12 +102,18 @@ struct RopeMethod {
   // null: none.
   std::vector<RopeNote> (*notes)(const RopeScalingConfig& config,
                                  int64_t sequence_length) = nullptr;
-  // The keys (rope_scaling.*) that set the attention factor of a checked
+  // The keys of the model section (rope_scaling.mscale,
+  // max_position_embeddings) that set the attention factor of a checked
   // `config` without rope_scaling.attention_factor, when not
-  // rope_scaling.factor alone (yarn's mscale / mscale_all_dim); null or
-  // empty: rope_scaling.factor.
+  // rope_scaling.factor alone: yarn's mscale / mscale_all_dim, longrope's
+  // max_position_embeddings / original_max_position_embeddings (its factor
+  // when `factor` is absent); null or empty: rope_scaling.factor.
   std::vector<std::string> (*attention_factor_keys)(
       const RopeScalingConfig& config) = nullptr;
+  // The keys the method switches between at L0 (longrope: short_factor up
+  // to L0, long_factor past it), so a run whose lengths are all <= L0 never
+  // uses the second; none: the method has no such switch.
+  std::optional<LengthSwitch> length_switch = std::nullopt;
   // What else a factor other than max_position_embeddings / L0 gets wrong,
   // as the end of the lint's message about it (", and ..."); null: nothing.
   std::string (*factor_disagreement)(int64_t original_length) = nullptr;
@@ -127,9 +141,6 @@ const RopeMethod& RopeMethodOf(RopeType type);
 // record's notes; none when it has no function).
 std::vector<RopeNote> RopeNotes(const RopeScalingConfig& config,
                                 int64_t sequence_length);
-// `value` to 17 significant digits (%.17g, full double precision), as
-// `rotor rope` prints numbers.
-std::string FullDigits(double value);
 
 // `base`'s rope_theta, head_dim and partial_rotary_factor with `type`'s
 // scaling for a model pre-trained at `base_length` and extended by `factor`:

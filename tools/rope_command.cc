@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/limits.h"
+#include "core/number_format.h"
 #include "nn/rope_methods.h"
 #include "nn/rope_scaling.h"
 #include "tools/cli.h"

@@ -185,19 +185,113 @@ TEST(RopeMethods, ScalesOnlyPastMaxPositionsIsWhatTheFrequenciesDo) {
   }
 }
 
-// The methods whose factor is M / L0 are those whose records set L0 and M
-// so: linear and ntk declare s * L0 positions and read no L0, yarn and
-// longrope read it; llama3's factor is not the ratio (Llama 3.1: 131072
-// positions, factor 8 of 8192), nor dynamic's, whose M is L0.
-TEST(RopeMethods, FactorIsLengthRatioForAllButLlama3AndDynamic) {
-  std::vector<std::string> ratio;
+// What factor_is_length_ratio claims, held to the settings and the
+// frequencies: at factor s the method's settings (RopeSettingsAtFactor)
+// declare M = s * L0 positions, and those are the positions the scaling
+// maps into the pre-trained range: the slowest pair (which pre-training saw
+// turn least) turns as far within M as it did within L0 unscaled. Where the
+// factor is optional (longrope) its absence means M / L0. The two scaling
+// methods without the trait fail the claim as their records say: dynamic
+// keeps M = L0, and Llama 3.1's published llama3 settings (M 131072, s 8,
+// L0 8192) declare positions whose slowest pair turns twice as far.
+TEST(RopeMethods, FactorIsLengthRatioIsWhatTheSettingsAndFrequenciesDo) {
+  // The slowest pair's angle over M scaled, over its angle over L0
+  // unscaled.
+  const auto slowest_stretch = [](const RopeScalingConfig& rope,
+                                  int64_t original) {
+    const int64_t m = rope.max_position_embeddings;
+    return ComputeRopeFrequencies(rope, m).inv_freq.back() *
+           static_cast<double>(m) /
+           (UnscaledInvFreq(rope).back() * static_cast<double>(original));
+  };
+  RopeScalingConfig base;
+  base.head_dim = 64;
+  base.rope_theta = 10000.0;
+  base.max_position_embeddings = kOriginal;
   for (const RopeMethod& method : RopeMethods()) {
-    if (method.factor_is_length_ratio) ratio.push_back(method.name);
-    EXPECT_TRUE(!method.factor_is_length_ratio || method.scales())
-        << method.name;
+    if (!method.scales()) {
+      EXPECT_FALSE(method.factor_is_length_ratio) << method.name;
+      continue;
+    }
+    const RopeScalingConfig rope =
+        RopeSettingsAtFactor(base, method.type, kFactor, kOriginal);
+    ASSERT_FALSE(FindRopeConfigProblem(rope)) << method.name;
+    const bool declares_ratio = rope.max_position_embeddings ==
+                                static_cast<int64_t>(kFactor) * kOriginal;
+    if (!method.factor_is_length_ratio) {
+      // Llama 3.1's declares more: below.
+      EXPECT_TRUE(!declares_ratio || method.type == RopeType::kLlama3)
+          << method.name;
+      continue;
+    }
+    EXPECT_TRUE(declares_ratio) << method.name;
+    EXPECT_NEAR(slowest_stretch(rope, kOriginal), 1.0, 1e-12) << method.name;
+    if (method.factor_use == FactorUse::kOptional) {
+      RopeScalingConfig without = rope;
+      without.factor.reset();
+      const int64_t m = rope.max_position_embeddings;
+      EXPECT_TRUE(SameTables(ComputeRopeFrequencies(rope, m),
+                             ComputeRopeFrequencies(without, m)))
+          << method.name;
+    }
   }
-  EXPECT_EQ(ratio,
-            (std::vector<std::string>{"linear", "ntk", "yarn", "longrope"}));
+  RopeScalingConfig llama31;
+  llama31.rope_type = RopeType::kLlama3;
+  llama31.head_dim = 128;
+  llama31.rope_theta = 500000.0;
+  llama31.max_position_embeddings = 131072;
+  llama31.factor = 8.0;
+  llama31.original_max_position_embeddings = 8192;
+  llama31.low_freq_factor = 1.0;
+  llama31.high_freq_factor = 4.0;
+  ASSERT_FALSE(FindRopeConfigProblem(llama31));
+  EXPECT_FALSE(RopeMethodOf(RopeType::kLlama3).factor_is_length_ratio);
+  EXPECT_NEAR(slowest_stretch(llama31, 8192), 2.0, 1e-12);
+}
+
+// The key list of a length switch, by the key's name.
+std::vector<double>& FactorList(RopeScalingConfig& config,
+                                const std::string& key) {
+  if (key == "rope_scaling.short_factor") return *config.short_factor;
+  EXPECT_EQ(key, "rope_scaling.long_factor");
+  return *config.long_factor;
+}
+
+// A method with a length switch has one table up to L0 and another past
+// it, the same at every length past L0; the first key moves only the
+// first table and the second only the second. Every other method either
+// keeps one table or changes it with each length past L0 (dynamic).
+TEST(RopeMethods, LengthSwitchIsWhatTheFrequenciesDo) {
+  for (const RopeMethod& method : RopeMethods()) {
+    RopeScalingConfig config = Valid(method.type);
+    const int64_t l0 = OriginalLength(config);
+    const int64_t past = 2 * config.max_position_embeddings;
+    const bool switches = SameTables(ComputeRopeFrequencies(config, 1),
+                                     ComputeRopeFrequencies(config, l0)) &&
+                          !SameTables(ComputeRopeFrequencies(config, l0),
+                                      ComputeRopeFrequencies(config, l0 + 1)) &&
+                          SameTables(ComputeRopeFrequencies(config, l0 + 1),
+                                     ComputeRopeFrequencies(config, past));
+    EXPECT_EQ(switches, method.length_switch.has_value()) << method.name;
+    if (!method.length_switch) continue;
+    for (const char* key : {method.length_switch->up_to_original,
+                            method.length_switch->past_original}) {
+      ASSERT_EQ(std::string(key).rfind("rope_scaling.", 0), 0u) << key;
+      EXPECT_TRUE(HasKey(method.type, std::string(key).substr(13))) << key;
+    }
+    const RopeScalingConfig before = config;
+    FactorList(config, method.length_switch->up_to_original).back() = 3.0;
+    EXPECT_FALSE(SameTables(ComputeRopeFrequencies(before, l0),
+                            ComputeRopeFrequencies(config, l0)));
+    EXPECT_TRUE(SameTables(ComputeRopeFrequencies(before, l0 + 1),
+                           ComputeRopeFrequencies(config, l0 + 1)));
+    config = before;
+    FactorList(config, method.length_switch->past_original).back() = 3.0;
+    EXPECT_TRUE(SameTables(ComputeRopeFrequencies(before, l0),
+                           ComputeRopeFrequencies(config, l0)));
+    EXPECT_FALSE(SameTables(ComputeRopeFrequencies(before, l0 + 1),
+                            ComputeRopeFrequencies(config, l0 + 1)));
+  }
 }
 
 // A method that ramps by turns reads beta_fast and beta_slow, and a
@@ -267,7 +361,8 @@ TEST(RopeMethods, NotesAreTheSettingsTheFrequenciesUse) {
 }
 
 // The keys a method names for its attention factor are the ones that move
-// it: yarn's mscale and mscale_all_dim when both are set, else the factor.
+// it: yarn's mscale and mscale_all_dim when both are set, else the factor;
+// longrope's max_position_embeddings and L0 when it has no factor.
 TEST(RopeMethods, AttentionFactorKeysMoveTheAttentionFactor) {
   RopeScalingConfig yarn = Valid(RopeType::kYarn);
   const RopeMethod& method = RopeMethodOf(RopeType::kYarn);
@@ -281,11 +376,29 @@ TEST(RopeMethods, AttentionFactorKeysMoveTheAttentionFactor) {
   const double a = ComputeRopeFrequencies(yarn, kOriginal).attention_factor;
   yarn.mscale = 2.0;
   EXPECT_NE(ComputeRopeFrequencies(yarn, kOriginal).attention_factor, a);
-}
 
-TEST(RopeMethods, FullDigitsIsFullDoublePrecision) {
-  EXPECT_EQ(FullDigits(0.1), "0.10000000000000001");
-  EXPECT_EQ(FullDigits(32), "32");
+  // longrope without a factor: s = max_position_embeddings / L0, so those
+  // two move it; with a factor, the factor alone.
+  RopeScalingConfig longrope = Valid(RopeType::kLongRope);
+  const RopeMethod& longrope_method = RopeMethodOf(RopeType::kLongRope);
+  ASSERT_NE(longrope_method.attention_factor_keys, nullptr);
+  EXPECT_TRUE(longrope_method.attention_factor_keys(longrope).empty());
+  const auto attention = [](const RopeScalingConfig& config) {
+    return ComputeRopeFrequencies(config, kOriginal).attention_factor;
+  };
+  RopeScalingConfig longer = longrope;
+  longer.max_position_embeddings *= 2;
+  EXPECT_EQ(attention(longer), attention(longrope));
+  longrope.factor.reset();
+  longer.factor.reset();
+  EXPECT_EQ(longrope_method.attention_factor_keys(longrope),
+            (std::vector<std::string>{
+                "max_position_embeddings",
+                "rope_scaling.original_max_position_embeddings"}));
+  EXPECT_NE(attention(longer), attention(longrope));
+  RopeScalingConfig later = longrope;
+  later.original_max_position_embeddings = 2 * kOriginal;
+  EXPECT_NE(attention(later), attention(longrope));
 }
 
 // A raised base is the base in force, and its exponent r/(r-2) is refused

@@ -221,11 +221,14 @@ void CheckYarnRamp(const RopeScalingConfig& rope,
 void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
                                  const ExtensionLengths& lengths,
                                  std::vector<LintFinding>& findings) {
-  // long_factor is LongRoPE's key (its row's ForMethods): a config has one
-  // only with a method that switches to it past L0.
-  if (!rope.long_factor) return;
+  const RopeMethod& method = RopeMethodOf(rope.rope_type);
+  if (!method.length_switch) return;
+  const std::string up_to_original =
+      StrCat("model.", method.length_switch->up_to_original);
+  const std::string past_original =
+      StrCat("model.", method.length_switch->past_original);
   std::vector<std::string> used;
-  std::vector<std::string> keys = {"model.rope_scaling.long_factor", kOriginal};
+  std::vector<std::string> keys = {past_original, kOriginal};
   int64_t longest = 0;
   if (lengths.train_seq_len) {
     used.push_back(StrCat(kSeqLen, " ", *lengths.train_seq_len));
@@ -248,14 +251,13 @@ void CheckLongRopeUsesLongFactor(const RopeScalingConfig& rope,
           ? StrCat(setting, " between ", original + 1, " and ",
                    rope.max_position_embeddings, " (", kMaxPositions, ")")
           : StrCat(kMaxPositions, " and ", setting, " above ", original);
-  findings.push_back(
-      Finding(LintSeverity::kWarning, keys,
-              StrCat("every length used (",
-                     used.size() == 1 ? used[0] : used[0] + " and " + used[1],
-                     ") is at most ", kOriginal, " ", original,
-                     ", where LongRoPE uses model.rope_scaling.short_factor: "
-                     "model.rope_scaling.long_factor is never used; set ",
-                     range, " to use it")));
+  findings.push_back(Finding(
+      LintSeverity::kWarning, keys,
+      StrCat("every length used (",
+             used.size() == 1 ? used[0] : used[0] + " and " + used[1],
+             ") is at most ", kOriginal, " ", original, ", where rope_type '",
+             method.name, "' uses ", up_to_original, ": ", past_original,
+             " is never used; set ", range, " to use it")));
 }
 
 void CheckDynamicTraining(const RopeScalingConfig& rope, int64_t seq_len,

@@ -35,8 +35,10 @@
 //       turns fewer than beta_fast times within L0, L0 / (2 pi b^(2i/r)) <
 //       beta_fast; if even the slowest pair turns more, YaRN changes only
 //       the attention factor.
-//   LongRoPE short only  (warning) long_factor applies to sequences > L0;
-//       training and evaluating only at lengths <= L0 never use it.
+//   past-L0 key unused  (warning) a method that switches keys at L0 (its
+//       record's length_switch; longrope: short_factor up to L0,
+//       long_factor past it): training and evaluating only at lengths
+//       <= L0 never use the second.
 //   dynamic in training  (warning) dynamic NTK is unscaled up to L0 = M,
 //       and rotor trains at L <= M, so a run trains plain RoPE.
 //   evaluation beyond M  (warning) static methods: lengths > M extrapolate.

@@ -275,7 +275,8 @@ TEST(ExtensionLint, LongRopeUsedOnlyUpToTheOriginalLengthWarns) {
   EXPECT_EQ(findings[0].message,
             "every length used (train.seq_len 256) is at most " +
                 std::string(kOriginal) +
-                " 256, where LongRoPE uses model.rope_scaling.short_factor: "
+                " 256, where rope_type 'longrope' uses "
+                "model.rope_scaling.short_factor: "
                 "model.rope_scaling.long_factor is never used; set "
                 "train.seq_len between 257 and 1024 "
                 "(model.max_position_embeddings) to use it");
