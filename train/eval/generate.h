@@ -1,6 +1,10 @@
-// Text generation with a KV cache: the prompt is run once (prefill), then
-// each new token is one forward step at position offset p that appends its
-// keys and values to the cache, so step p costs O(p) instead of O(p^2).
+// Text generation with a KV cache: the prompt is run once (prefill, one
+// batched forward through the tiled causal attention), then each new token
+// is one forward step at position p that writes its keys and values into
+// the cache and attends over it, so step p costs O(p) instead of O(p^2).
+// The cache is allocated once for the prompt and max_new_tokens
+// (Transformer::NewKvCache) and written in place: decoding allocates no
+// buffer whose size grows with p, and copies nothing already cached.
 //
 // Sampling: logits / temperature, keep the top_k largest (0 = all), keep the
 // smallest set whose probability reaches top_p (1 = all), renormalise and
@@ -37,11 +41,26 @@ TokenId SampleToken(const float* logits, int64_t vocab,
 // Generates a continuation of `prompt_ids` and returns only the new ids,
 // all below tokenizer.VocabSize(): ids a larger model.vocab_size adds cannot
 // be decoded, so their logits are left out of sampling. `on_token`, if set,
-// is called with each new id as it is produced.
+// is called with each new id as it is produced. Refuses a KV cache larger
+// than the memory left (UsableMemory).
 std::vector<TokenId> GenerateTokens(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(TokenId)>& on_token = nullptr);
+
+// GenerateTokens for several prompts of one length (throws otherwise) as
+// one batch: one prefill of [B, prompt length], then decode steps of
+// [B, 1] until every row has stopped (a row that stopped keeps its place,
+// its output unread). Each row samples with its own generator seeded with
+// options.seed, so it gets what GenerateTokens gives its prompt alone, up
+// to the rounding of the batched products: a matrix product rounds a row
+// by the call's row count (core/ops/gemm.h), so logits differ from the
+// single prompt's in the last bits, and a greedy id only where two logits
+// are that close. Used by the passkey and retrieval evaluations.
+std::vector<std::vector<TokenId>> GenerateTokensBatch(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const SamplingOptions& options);
 
 // The ids generation starts from for the text `prompt`: the BOS the model's
 // texts started with in training (PromptBos: the document separator of a
