@@ -305,10 +305,9 @@ TEST(Transformer, BatchedDecodingMatchesEachRowAlone) {
   for (int64_t b = 0; b < kBatch; ++b) {
     const auto alone = decode(b, 1);
     for (int64_t step = 0; step <= kSteps; ++step) {
-      test::ExpectNear(&batched[step][b * 17], alone[step].data(), 17, 1e-5,
-                       1e-5,
-                       "row " + std::to_string(b) + " step " +
-                           std::to_string(step));
+      test::ExpectNear(
+          &batched[step][b * 17], alone[step].data(), 17, 1e-5, 1e-5,
+          "row " + std::to_string(b) + " step " + std::to_string(step));
     }
   }
 }
@@ -324,10 +323,10 @@ TEST(Transformer, LastLogitsOfSeveralPositions) {
   ASSERT_EQ(last.shape(), (Shape{2 * 3, 17}));
   for (int64_t b = 0; b < 2; ++b) {
     for (int64_t t = 0; t < 3; ++t) {
-      test::ExpectNear(last.data() + (b * 3 + t) * 17,
-                       &full[(b * 11 + 8 + t) * 17], 17, 1e-5, 1e-5,
-                       "row " + std::to_string(b) + " position " +
-                           std::to_string(8 + t));
+      test::ExpectNear(
+          last.data() + (b * 3 + t) * 17, &full[(b * 11 + 8 + t) * 17], 17,
+          1e-5, 1e-5,
+          "row " + std::to_string(b) + " position " + std::to_string(8 + t));
     }
   }
   ROTOR_EXPECT_ERROR(model.LastLogits(ids, 2, 11, 0, nullptr, 12),

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include "core/autograd.h"
 #include "core/checked_math.h"
@@ -126,8 +128,8 @@ std::vector<std::vector<TokenId>> Generate(
   while (std::find(done.begin(), done.end(), false) != done.end()) {
     for (int64_t row = 0; row < batch; ++row) {
       if (done[row]) continue;  // it keeps feeding its last id, unread
-      const TokenId next =
-          SampleToken(logits.data() + row * vocab, drawable, options, rngs[row]);
+      const TokenId next = SampleToken(logits.data() + row * vocab, drawable,
+                                       options, rngs[row]);
       ids[row] = next;
       if (options.stop_at_end_of_text &&
           std::find(end_ids.begin(), end_ids.end(), next) != end_ids.end()) {
@@ -136,8 +138,8 @@ std::vector<std::vector<TokenId>> Generate(
       }
       generated[row].push_back(next);
       if (on_token) on_token(row, next);
-      done[row] = static_cast<int64_t>(generated[row].size()) ==
-                  options.max_new_tokens;
+      done[row] =
+          static_cast<int64_t>(generated[row].size()) == options.max_new_tokens;
     }
     if (std::find(done.begin(), done.end(), false) == done.end()) break;
     logits = model.LastLogits(ids, batch, 1, cache.length, &cache);
@@ -161,6 +163,40 @@ std::vector<std::vector<TokenId>> GenerateTokensBatch(
     const std::vector<std::vector<TokenId>>& prompts,
     const SamplingOptions& options) {
   return Generate(model, tokenizer, prompts, options, nullptr);
+}
+
+std::vector<std::vector<TokenId>> GenerateTokensInBatches(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const std::vector<int64_t>& max_new_tokens, SamplingOptions options) {
+  ROTOR_CHECK(max_new_tokens.size() == prompts.size(),
+              "generate: ", prompts.size(), " prompts but ",
+              max_new_tokens.size(), " max_new_tokens");
+  std::vector<std::vector<TokenId>> generated(prompts.size());
+  // Prompts by (length, max_new_tokens), each group in the prompts' order.
+  std::map<std::pair<size_t, int64_t>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    groups[{prompts[i].size(), max_new_tokens[i]}].push_back(i);
+  }
+  for (const auto& [key, members] : groups) {
+    const auto& [length, new_tokens] = key;
+    const size_t rows = static_cast<size_t>(std::max<int64_t>(
+        1, kMaxBatchPromptTokens /
+               std::max<int64_t>(static_cast<int64_t>(length), 1)));
+    options.max_new_tokens = new_tokens;
+    for (size_t first = 0; first < members.size(); first += rows) {
+      const size_t last = std::min(members.size(), first + rows);
+      std::vector<std::vector<TokenId>> batch;
+      for (size_t m = first; m < last; ++m)
+        batch.push_back(prompts[members[m]]);
+      std::vector<std::vector<TokenId>> out =
+          GenerateTokensBatch(model, tokenizer, batch, options);
+      for (size_t m = first; m < last; ++m) {
+        generated[members[m]] = std::move(out[m - first]);
+      }
+    }
+  }
+  return generated;
 }
 
 namespace {

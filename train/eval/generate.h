@@ -70,6 +70,22 @@ std::vector<std::vector<TokenId>> GenerateTokensBatch(
 std::vector<TokenId> PromptIds(const Tokenizer& tokenizer, PromptStart start,
                                const std::string& prompt);
 
+// Prompt tokens (rows x prompt length) one batch of GenerateTokensInBatches
+// prefills at most, unless one prompt alone is longer: it bounds the
+// prefill's activations (about 4 x (hidden + intermediate) floats a token
+// in flight) and the batch's KV cache.
+inline constexpr int64_t kMaxBatchPromptTokens = 8192;
+
+// Generates a continuation of each prompt, of max_new_tokens[i] new tokens
+// at most (options.max_new_tokens is not read), as GenerateTokensBatch
+// batches of the prompts that share a length and a max_new_tokens, in the
+// prompts' order, each of at most kMaxBatchPromptTokens prompt tokens.
+// Returns the new ids in the prompts' order.
+std::vector<std::vector<TokenId>> GenerateTokensInBatches(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const std::vector<int64_t>& max_new_tokens, SamplingOptions options);
+
 // Text in, text out, for a model rotor trains (the samples of rotor train):
 // the prompt is encoded as PromptIds with kDocumentSeparator, and the new
 // ids are decoded as a whole. `on_text` gets the text as it grows: after each

@@ -215,9 +215,9 @@ TEST(GenerateTokensBatch, EachRowGetsWhatItsPromptGetsAlone) {
     });
     EXPECT_EQ(test::RunAtThreads(2,
                                  [&] {
-                                   return GenerateTokensBatch(
-                                       model, ByteTokenizer(), prompts,
-                                       options);
+                                   return GenerateTokensBatch(model,
+                                                              ByteTokenizer(),
+                                                              prompts, options);
                                  }),
               batched);
     ASSERT_EQ(batched.size(), prompts.size());
@@ -251,9 +251,9 @@ TEST(GenerateTokensBatch, GreedyIdsMatchFullRecomputation) {
     for (size_t i = 0; i < batched[row].size(); ++i) {
       const int64_t length = static_cast<int64_t>(sequence.size());
       const Tensor logits = model.LastLogits(sequence, 1, length);
-      EXPECT_EQ(std::max_element(logits.data(), logits.data() + 257) -
-                    logits.data(),
-                batched[row][i])
+      EXPECT_EQ(
+          std::max_element(logits.data(), logits.data() + 257) - logits.data(),
+          batched[row][i])
           << "row " << row << " step " << i;
       sequence.push_back(batched[row][i]);
     }
@@ -262,10 +262,10 @@ TEST(GenerateTokensBatch, GreedyIdsMatchFullRecomputation) {
 
 TEST(GenerateTokensBatch, PromptsOfOneLengthOnly) {
   nn::Transformer model(ByteModelConfig(true), 1);
-  ROTOR_EXPECT_ERROR(GenerateTokensBatch(model, ByteTokenizer(),
-                                         {{256, 'a', 'b'}, {256, 'a'}},
-                                         Options(0.0)),
-                     "prompt 0 has 3 tokens and prompt 1 has 2");
+  ROTOR_EXPECT_ERROR(
+      GenerateTokensBatch(model, ByteTokenizer(), {{256, 'a', 'b'}, {256, 'a'}},
+                          Options(0.0)),
+      "prompt 0 has 3 tokens and prompt 1 has 2");
   ROTOR_EXPECT_ERROR(
       GenerateTokensBatch(model, ByteTokenizer(), {}, Options(0.0)),
       "generate: the prompt is empty");
