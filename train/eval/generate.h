@@ -74,7 +74,11 @@ std::vector<TokenId> PromptIds(const Tokenizer& tokenizer, PromptStart start,
 // prefills at most, unless one prompt alone is longer: it bounds the
 // prefill's activations (about 4 x (hidden + intermediate) floats a token
 // in flight) and the batch's KV cache.
-inline constexpr int64_t kMaxBatchPromptTokens = 8192;
+// 2,048 made rotor eval --passkey --retrieval 1.8x faster than prompts one
+// by one at 256 tokens and 1.07x at 1,024 (the prefill's products are
+// large already); 4,096 and 8,192 were at most 8% faster for 1.4x and 2.6x
+// the peak memory (docs/training.md, "Generation").
+inline constexpr int64_t kMaxBatchPromptTokens = 2048;
 
 // Generates a continuation of each prompt, of max_new_tokens[i] new tokens
 // at most (options.max_new_tokens is not read), as GenerateTokensBatch

@@ -158,7 +158,8 @@ TEST(GenerateTokens, SeededSamplingRepeats) {
 // written in place: after the first decoded token no step asks the tensor
 // pool for a buffer it has not handed out before (its bytes, live and
 // cached, stay the same), however long the generation. Growing the cache by
-// Concat asked for a buffer of a new size at every step.
+// Concat asked for a buffer of a new size at every step. At the end the
+// pool gives back the buffers sized by the prompt's length.
 TEST(GenerateTokens, DecodingAllocatesNoNewBuffers) {
   ReleaseCachedMemory();  // other tests' buffers would hide growth
   nn::Transformer model(ByteModelConfig(true), 1);
@@ -175,6 +176,7 @@ TEST(GenerateTokens, DecodingAllocatesNoNewBuffers) {
   for (size_t step = 2; step < totals.size(); ++step) {
     EXPECT_EQ(totals[step], totals[1]) << "step " << step;
   }
+  EXPECT_EQ(GetMemoryStats().cached_bytes, 0u);
 }
 
 // The prompts for GenerateTokensBatch: `count` of `length` ids (bytes after
