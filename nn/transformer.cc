@@ -23,17 +23,6 @@ double OutputInitStd(const TransformerConfig& config) {
          std::sqrt(2.0 * static_cast<double>(config.num_hidden_layers));
 }
 
-// Decoding: appends this step's rotated keys and values [B, kv_heads, T, D]
-// to `cache` along T, and returns everything cached in keys and values.
-void AppendToCache(LayerKvCache& cache, Tensor& keys, Tensor& values) {
-  if (cache.keys.defined()) {
-    keys = Concat({cache.keys, keys}, 2);
-    values = Concat({cache.values, values}, 2);
-  }
-  cache.keys = keys;
-  cache.values = values;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -146,9 +135,19 @@ Tensor CausalSelfAttention::AttendAfterRope(const Tensor& x, const Tensor& qkv,
   auto [q, k, values] = ProjectHeads(x, qkv);
   auto [q_rot, keys] =
       Rope(q, k, table, positions.rope, layout_, partial_rotary_factor_);
-  if (cache != nullptr) AppendToCache(*cache, keys, values);
-  // Queries are the last `seq` of the keys' positions: causal with offset.
-  // Packed documents (never with a cache): from each one's start on.
+  const int64_t batch = x.size(0);
+  const int64_t seq = x.size(1);
+  if (cache != nullptr) {
+    // This step's positions start at the cache's length (FlatHidden checks
+    // offset == length): write them there, then attend over everything
+    // cached, read in place; the result comes out [B, T, heads * D].
+    const int64_t start = positions.rope.offset;
+    Narrow(cache->keys, 2, start, seq).CopyFrom(keys);
+    Narrow(cache->values, 2, start, seq).CopyFrom(values);
+    return CachedCausalAttention(q_rot, Narrow(cache->keys, 2, 0, start + seq),
+                                 Narrow(cache->values, 2, 0, start + seq));
+  }
+  // Packed documents: from each one's start on.
   const Tensor attended =
       positions.key_start.empty()
           ? CausalAttention(q_rot, keys, values)
@@ -156,7 +155,7 @@ Tensor CausalSelfAttention::AttendAfterRope(const Tensor& x, const Tensor& qkv,
                             DefaultAttentionScale(head_dim_), 0,
                             positions.key_start);
   return Reshape(Contiguous(Permute(attended, {0, 2, 1, 3})),
-                 {x.size(0), x.size(1), num_heads_ * head_dim_});
+                 {batch, seq, num_heads_ * head_dim_});
 }
 
 // ---------------------------------------------------------------------------
@@ -218,7 +217,7 @@ DecoderStack::DecoderStack(const TransformerConfig& config, Rng* rng)
 Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
                              int64_t seq, RopeTable& table,
                              const TokenPositions& positions, KvCache* cache,
-                             bool last_position_only) const {
+                             int64_t last_positions) const {
   // The residual stream is h + delta: each layer returns its two terms
   // unsummed (DecoderLayer::ForwardTerms).
   Tensor h = embed_tokens_.Forward(ids, {batch, seq});
@@ -243,9 +242,11 @@ Tensor DecoderStack::Forward(const std::vector<int32_t>& ids, int64_t batch,
           h, delta, table, positions, cache ? &cache->layers[i] : nullptr);
     }
   }
-  if (last_position_only && seq > 1) {
-    h = Narrow(h, 1, seq - 1, 1);
-    if (delta.defined()) delta = Narrow(delta, 1, seq - 1, 1);
+  if (last_positions > 0 && last_positions < seq) {
+    h = Narrow(h, 1, seq - last_positions, last_positions);
+    if (delta.defined()) {
+      delta = Narrow(delta, 1, seq - last_positions, last_positions);
+    }
   }
   return delta.defined() ? norm_.AddForward(h, delta).second : norm_.Forward(h);
 }
@@ -298,7 +299,7 @@ void Transformer::SetSequenceLength(int64_t sequence_length) {
 Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
                                int64_t seq, int64_t offset, KvCache* cache,
                                const PackedDocuments* documents,
-                               bool last_position_only) {
+                               int64_t last_positions) {
   ROTOR_CHECK(static_cast<int64_t>(ids.size()) == batch * seq,
               "Transformer::Logits: ", ids.size(), " ids for batch ", batch,
               " x seq ", seq);
@@ -308,6 +309,9 @@ Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
       " exceed the model's sliding_window of ", config_.sliding_window,
       "; rotor attends to every earlier position, which equals the "
       "sliding window only within it (shorten the sequence)");
+  ROTOR_CHECK(last_positions >= 0 && last_positions <= seq,
+              "Transformer::LastLogits: the last ", last_positions,
+              " positions of sequences of ", seq);
   ROTOR_CHECK(cache == nullptr || offset == cache->length,
               "Transformer::Logits: decoding at offset ", offset,
               " but the KV cache holds ", cache ? cache->length : 0,
@@ -331,11 +335,27 @@ Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
       }
     }
   }
+  if (cache != nullptr) {
+    ROTOR_CHECK(batch == cache->batch, "Transformer::Logits: ", batch,
+                " rows but the KV cache was made for ", cache->batch);
+    ROTOR_CHECK(offset + seq <= cache->capacity,
+                "Transformer::Logits: "
+                "positions up to ",
+                offset + seq,
+                " exceed the KV cache's "
+                "capacity of ",
+                cache->capacity,
+                " (make it for the prompt "
+                "and every token to generate)");
+    ROTOR_CHECK(!GradModeEnabled(),
+                "Transformer::Logits: decoding with a "
+                "KV cache records no gradients; run it under NoGradGuard");
+  }
   const Tensor hidden = model_->Forward(ids, batch, seq, rope_table_, positions,
-                                        cache, last_position_only);
+                                        cache, last_positions);
   if (cache != nullptr) cache->length += seq;
-  return Reshape(
-      hidden, {last_position_only ? batch : batch * seq, config_.hidden_size});
+  return Reshape(hidden, {batch * (last_positions > 0 ? last_positions : seq),
+                          config_.hidden_size});
 }
 
 const Tensor& Transformer::OutputWeight() const {
@@ -350,9 +370,12 @@ Tensor Transformer::Logits(const std::vector<int32_t>& ids, int64_t batch,
 }
 
 Tensor Transformer::LastLogits(const std::vector<int32_t>& ids, int64_t batch,
-                               int64_t seq, int64_t offset, KvCache* cache) {
+                               int64_t seq, int64_t offset, KvCache* cache,
+                               int64_t last) {
+  ROTOR_CHECK(last >= 1, "Transformer::LastLogits: the last ", last,
+              " positions (expected 1 or more)");
   return rotor::Linear(
-      FlatHidden(ids, batch, seq, offset, cache, nullptr, true),
+      FlatHidden(ids, batch, seq, offset, cache, nullptr, last),
       OutputWeight());
 }
 
@@ -370,10 +393,25 @@ void Transformer::SetLossChunkRows(int64_t rows) {
   loss_chunk_rows_ = rows;
 }
 
-KvCache Transformer::NewKvCache() const {
+KvCache Transformer::NewKvCache(int64_t batch, int64_t capacity) const {
+  ROTOR_CHECK(batch >= 1 && capacity >= 1, "Transformer::NewKvCache: batch ",
+              batch, " and capacity ", capacity, " must both be >= 1");
   KvCache cache;
-  cache.layers.resize(model_->num_layers());
+  cache.batch = batch;
+  cache.capacity = capacity;
+  const Shape shape = {batch, config_.num_key_value_heads, capacity,
+                       config_.head_dim};
+  for (int64_t i = 0; i < model_->num_layers(); ++i) {
+    cache.layers.push_back({Tensor::Empty(shape), Tensor::Empty(shape)});
+  }
   return cache;
+}
+
+double Transformer::KvCacheBytes(int64_t batch, int64_t capacity) const {
+  return 2.0 * sizeof(float) * static_cast<double>(model_->num_layers()) *
+         static_cast<double>(batch) *
+         static_cast<double>(config_.num_key_value_heads) *
+         static_cast<double>(capacity) * static_cast<double>(config_.head_dim);
 }
 
 }  // namespace nn

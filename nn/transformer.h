@@ -79,15 +79,21 @@ struct TransformerConfig {
 // draws and no zero-fill (see nn/layers.h).
 struct WeightsToBeLoaded {};
 
-// Keys and values of one layer, for decoding one token at a time: the keys
-// are stored already rotated, so each step only appends.
+// Keys and values of one layer for decoding, allocated once for the whole
+// sequence (Transformer::NewKvCache): positions [0, KvCache::length) hold
+// the keys, already rotated, and the values of the tokens so far. A forward
+// of T tokens writes its own at [length, length + T) in place and attends
+// over the first length + T positions where they lie
+// (CachedCausalAttention), so decoding never copies nor allocates the cache.
 struct LayerKvCache {
-  Tensor keys;    // [B, Hkv, length, D], undefined while empty
-  Tensor values;  // [B, Hkv, length, D]
+  Tensor keys;    // [B, Hkv, capacity, D]
+  Tensor values;  // [B, Hkv, capacity, D]
 };
 struct KvCache {
   std::vector<LayerKvCache> layers;
-  int64_t length = 0;  // positions cached
+  int64_t batch = 0;     // rows B
+  int64_t capacity = 0;  // positions each row can hold
+  int64_t length = 0;    // positions cached
 };
 
 // Documents packed into the rows of a batch (Logits, Loss): a training row
@@ -124,7 +130,8 @@ class CausalSelfAttention : public Module {
   // x: [B, T, H] at `positions` -> [B, T, H].
   // Without a cache, attends causally within x (training, evaluation), from
   // positions.key_start on when it is set. With a cache (and no key_start),
-  // appends this step's rotated keys and values to it first and attends to
+  // writes this step's rotated keys and values into it at positions
+  // positions.rope.offset (the cache's length) .. + T first and attends to
   // everything cached (decoding).
   Tensor Forward(const Tensor& x, RopeTable& table,
                  const TokenPositions& positions, LayerKvCache* cache) const;
@@ -189,11 +196,11 @@ class DecoderStack : public Module {
  public:
   DecoderStack(const TransformerConfig& config, Rng* rng);
   // ids: [B, T] -> final normed hidden states [B, T, H]; with
-  // `last_position_only`, those of each row's last position, [B, 1, H]
-  // (every position still fills the cache).
+  // `last_positions` > 0, those of each row's last positions only,
+  // [B, last_positions, H] (every position still fills the cache).
   Tensor Forward(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                  RopeTable& table, const TokenPositions& positions,
-                 KvCache* cache, bool last_position_only = false) const;
+                 KvCache* cache, int64_t last_positions = 0) const;
   const Embedding& embed_tokens() const { return embed_tokens_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   // See Transformer::SetActivationCheckpointing.
@@ -229,17 +236,21 @@ class Transformer : public Module {
   void SetSequenceLength(int64_t sequence_length);
 
   // ids: [B, T] (row-major) at positions offset .. offset+T-1 -> logits
-  // [B*T, vocab]. With a cache, decodes: appends to it and advances it.
-  // With `documents` (offset 0, no cache), each row holds packed documents
-  // (see PackedDocuments). Throws when offset + T exceeds a sliding window.
+  // [B*T, vocab]. With a cache (B rows, offset = its length, offset + T
+  // within its capacity, grad mode off), decodes: writes the T positions
+  // into it and advances it. With `documents` (offset 0, no cache), each
+  // row holds packed documents (see PackedDocuments). Throws when
+  // offset + T exceeds a sliding window.
   Tensor Logits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                 int64_t offset = 0, KvCache* cache = nullptr,
                 const PackedDocuments* documents = nullptr);
-  // The logits of each row's last position only, [B, vocab]: the final
-  // norm and the output head run on those B rows, not on B*T (a prefill
-  // that samples the next token needs no more). Otherwise as Logits.
+  // The logits of each row's last `last` positions only, [B*last, vocab]
+  // (row b's at rows b*last ..): the final norm and the output head run on
+  // those rows, not on B*T (a prefill that samples the next token needs
+  // one, the passkey's answer check a few). Otherwise as Logits.
   Tensor LastLogits(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
-                    int64_t offset = 0, KvCache* cache = nullptr);
+                    int64_t offset = 0, KvCache* cache = nullptr,
+                    int64_t last = 1);
 
   // Mean next-token cross-entropy of logits(ids) against targets ([B, T],
   // entries equal to ignore_index do not count). The logits are never
@@ -253,8 +264,13 @@ class Transformer : public Module {
               int32_t ignore_index = kIgnoreIndex,
               const PackedDocuments* documents = nullptr);
 
-  // An empty cache (one entry per layer).
-  KvCache NewKvCache() const;
+  // An empty cache for `batch` rows of up to `capacity` positions each (a
+  // prompt and the tokens to generate after it), every layer's keys and
+  // values allocated now: KvCacheBytes(batch, capacity) in all.
+  KvCache NewKvCache(int64_t batch, int64_t capacity) const;
+  // 2 (keys, values) x layers x batch x kv_heads x capacity x head_dim
+  // floats, in bytes (a double: callers check it against memory first).
+  double KvCacheBytes(int64_t batch, int64_t capacity) const;
 
   // Rows of logits Loss computes at a time (>= 1): memory for them is
   // rows x vocab floats. Results are deterministic for a given value.
@@ -264,12 +280,12 @@ class Transformer : public Module {
 
  private:
   Transformer(const TransformerConfig& config, Rng* rng);
-  // The final hidden states as rows: [B*T, H], or [B, H] with
-  // `last_position_only`.
+  // The final hidden states as rows: [B*T, H], or [B*last_positions, H]
+  // when last_positions > 0.
   Tensor FlatHidden(const std::vector<int32_t>& ids, int64_t batch, int64_t seq,
                     int64_t offset, KvCache* cache,
                     const PackedDocuments* documents,
-                    bool last_position_only = false);
+                    int64_t last_positions = 0);
   // lm_head.weight, or the embeddings when tied: [vocab, hidden].
   const Tensor& OutputWeight() const;
 

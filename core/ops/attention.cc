@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,24 @@ std::vector<float*> OperandStarts(std::vector<Tensor>& tensors,
   return {qkv, qkv + k_column, qkv + v_column};
 }
 
+// The kernels' forward for the checked `shape` (its bf16 set) on q, k and v
+// where the shape's strides place their rows: returns a fresh output of
+// `out_shape` and lse [batch, q_heads, q_len], one float per query row.
+std::pair<Tensor, Tensor> Forward(const kernels::AttentionShape& shape,
+                                  const float* q, const float* k,
+                                  const float* v, const Shape& out_shape) {
+  // The kernel overwrites out and lse completely.
+  Tensor out = Tensor::Empty(out_shape);
+  Tensor lse = Tensor::Empty({static_cast<int64_t>(shape.batch),
+                              static_cast<int64_t>(shape.q_heads),
+                              static_cast<int64_t>(shape.q_len)});
+  Tensor workspace = Workspace(kernels::AttentionForwardWorkspaceFloats(shape));
+  profile::Scope scope(profile::Phase::kAttention);
+  kernels::AttentionForward(shape, {q, k, v, out.data(), lse.data()},
+                            DataOrNull(workspace));
+  return {out, lse};
+}
+
 // Runs the kernels' forward for the checked `shape` on `inputs` (q, k and v,
 // or the fused qkv: OperandStarts), as contiguous data, into a fresh output
 // of `out_shape`, and records their backward, whose gradients have the
@@ -120,20 +139,8 @@ Tensor RunAttention(const char* op, kernels::AttentionShape shape,
   std::vector<Tensor> data;
   for (const Tensor& input : inputs) data.push_back(ContiguousData(input));
   const std::vector<float*> qkv = OperandStarts(data, shape);
-  // The kernel overwrites out and lse completely.
-  Tensor out = Tensor::Empty(out_shape);
-  // lse: [batch, q_heads, q_len], one float per query row.
-  Tensor lse = Tensor::Empty({static_cast<int64_t>(shape.batch),
-                              static_cast<int64_t>(shape.q_heads),
-                              static_cast<int64_t>(shape.q_len)});
-  {
-    Tensor workspace =
-        Workspace(kernels::AttentionForwardWorkspaceFloats(shape));
-    profile::Scope scope(profile::Phase::kAttention);
-    kernels::AttentionForward(shape,
-                              {qkv[0], qkv[1], qkv[2], out.data(), lse.data()},
-                              DataOrNull(workspace));
-  }
+  Tensor out, lse;
+  std::tie(out, lse) = Forward(shape, qkv[0], qkv[1], qkv[2], out_shape);
   // Backward captures the output's data through a detached handle: the
   // output itself would own this node (a reference cycle).
   const Tensor saved_out = out.Detach();
@@ -346,6 +353,47 @@ Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v) {
               ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()));
   return CausalAttention(q, k, v, DefaultAttentionScale(q.size(3)),
                          k.size(2) - q.size(2));
+}
+
+namespace {
+
+// The strides of a 4-D view whose rows hold D contiguous floats, for the
+// kernels; `name` is the operand in the error.
+kernels::AttentionStrides ViewStrides(const char* op, const char* name,
+                                      const Tensor& x) {
+  const Shape& strides = x.strides();
+  ROTOR_CHECK(strides[3] == 1, op, ": the channels of ", name,
+              " must be contiguous (stride 1 in its last dimension), got "
+              "strides ",
+              ShapeToString(strides), " for shape ", ShapeToString(x.shape()));
+  return {static_cast<size_t>(strides[0]), static_cast<size_t>(strides[1]),
+          static_cast<size_t>(strides[2])};
+}
+
+}  // namespace
+
+Tensor CachedCausalAttention(const Tensor& q, const Tensor& k,
+                             const Tensor& v) {
+  const char* op = "CachedCausalAttention";
+  ROTOR_CHECK(!AnyRequiresGrad({&q, &k, &v}), op,
+              ": it is for decoding and records no backward, but grad mode "
+              "is on and an input requires grad (run it under NoGradGuard)");
+  ROTOR_CHECK(q.dim() == 4 && k.dim() == 4, op,
+              ": q and k must be 4-D [batch, heads, len, head_dim], got q ",
+              ShapeToString(q.shape()), " and k ", ShapeToString(k.shape()));
+  kernels::AttentionShape shape =
+      CheckedShape(op, q, k, v, /*causal=*/true, k.size(2) - q.size(2),
+                   DefaultAttentionScale(q.size(3)));
+  shape.q_strides = ViewStrides(op, "q", q);
+  shape.k_strides = ViewStrides(op, "k", k);
+  shape.v_strides = ViewStrides(op, "v", v);
+  const size_t width = shape.q_heads * shape.head_dim;
+  shape.out_strides =
+      kernels::TokenMajorAttentionStrides(shape.q_len, width, shape.head_dim);
+  shape.bf16 = AttentionTilesInBf16();
+  return Forward(shape, q.data(), k.data(), v.data(),
+                 {q.size(0), q.size(2), static_cast<int64_t>(width)})
+      .first;
 }
 
 Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -52,6 +52,18 @@ Tensor CausalAttention(const Tensor& q, const Tensor& k, const Tensor& v,
                        float scale, int64_t q_offset,
                        const std::vector<int32_t>& key_start);
 
+// Causal attention of the newest q_len positions over keys and values read
+// where they lie, e.g. the first kv_len positions of a KV cache preallocated
+// to more (decoding, nn/transformer.h), with no copy:
+//   q: [batch, q_heads, q_len, D]   k, v: [batch, kv_heads, kv_len, D]
+//   any batch, head and row strides, the D channels of a row contiguous;
+//   result: [batch, q_len, q_heads * D], token-major, ready for o_proj.
+// Query i sits at position kv_len - q_len + i, as in CausalAttention(q, k,
+// v), and the values are its bits (permuted to token-major). Inference
+// only: it records no backward, and throws if grad mode is on and an input
+// requires grad.
+Tensor CachedCausalAttention(const Tensor& q, const Tensor& k, const Tensor& v);
+
 // Throws unless key_start holds batch * len entries that follow the rules
 // above (0 <= key_start[p] <= p, non-decreasing along each row); the error
 // names `caller`, the row and the position.

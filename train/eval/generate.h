@@ -1,6 +1,10 @@
-// Text generation with a KV cache: the prompt is run once (prefill), then
-// each new token is one forward step at position offset p that appends its
-// keys and values to the cache, so step p costs O(p) instead of O(p^2).
+// Text generation with a KV cache: the prompt is run once (prefill, one
+// batched forward through the tiled causal attention), then each new token
+// is one forward step at position p that writes its keys and values into
+// the cache and attends over it, so step p costs O(p) instead of O(p^2).
+// The cache is allocated once for the prompt and max_new_tokens
+// (Transformer::NewKvCache) and written in place: decoding allocates no
+// buffer whose size grows with p, and copies nothing already cached.
 //
 // Sampling: logits / temperature, keep the top_k largest (0 = all), keep the
 // smallest set whose probability reaches top_p (1 = all), renormalise and
@@ -37,11 +41,26 @@ TokenId SampleToken(const float* logits, int64_t vocab,
 // Generates a continuation of `prompt_ids` and returns only the new ids,
 // all below tokenizer.VocabSize(): ids a larger model.vocab_size adds cannot
 // be decoded, so their logits are left out of sampling. `on_token`, if set,
-// is called with each new id as it is produced.
+// is called with each new id as it is produced. Refuses a KV cache larger
+// than the memory left (UsableMemory).
 std::vector<TokenId> GenerateTokens(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::vector<TokenId>& prompt_ids, const SamplingOptions& options,
     const std::function<void(TokenId)>& on_token = nullptr);
+
+// GenerateTokens for several prompts of one length (throws otherwise) as
+// one batch: one prefill of [B, prompt length], then decode steps of
+// [B, 1] until every row has stopped (a row that stopped keeps its place,
+// its output unread). Each row samples with its own generator seeded with
+// options.seed, so it gets what GenerateTokens gives its prompt alone, up
+// to the rounding of the batched products: a matrix product rounds a row
+// by the call's row count (core/ops/gemm.h), so logits differ from the
+// single prompt's in the last bits, and a greedy id only where two logits
+// are that close. Used by the passkey and retrieval evaluations.
+std::vector<std::vector<TokenId>> GenerateTokensBatch(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const SamplingOptions& options);
 
 // The ids generation starts from for the text `prompt`: the BOS the model's
 // texts started with in training (PromptBos: the document separator of a
@@ -50,6 +69,26 @@ std::vector<TokenId> GenerateTokens(
 // way from the GGUF file rotor export writes (tokenizer.ggml.add_bos_token).
 std::vector<TokenId> PromptIds(const Tokenizer& tokenizer, PromptStart start,
                                const std::string& prompt);
+
+// Prompt tokens (rows x prompt length) one batch of GenerateTokensInBatches
+// prefills at most, unless one prompt alone is longer: it bounds the
+// prefill's activations (about 4 x (hidden + intermediate) floats a token
+// in flight) and the batch's KV cache.
+// 2,048 made rotor eval --passkey --retrieval 1.8x faster than prompts one
+// by one at 256 tokens and 1.07x at 1,024 (the prefill's products are
+// large already); 4,096 and 8,192 were at most 8% faster for 1.4x and 2.6x
+// the peak memory (docs/training.md, "Generation").
+inline constexpr int64_t kMaxBatchPromptTokens = 2048;
+
+// Generates a continuation of each prompt, of max_new_tokens[i] new tokens
+// at most (options.max_new_tokens is not read), as GenerateTokensBatch
+// batches of the prompts that share a length and a max_new_tokens, in the
+// prompts' order, each of at most kMaxBatchPromptTokens prompt tokens.
+// Returns the new ids in the prompts' order.
+std::vector<std::vector<TokenId>> GenerateTokensInBatches(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const std::vector<int64_t>& max_new_tokens, SamplingOptions options);
 
 // Text in, text out, for a model rotor trains (the samples of rotor train):
 // the prompt is encoded as PromptIds with kDocumentSeparator, and the new

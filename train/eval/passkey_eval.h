@@ -4,15 +4,16 @@
 // when greedy decoding writes the key: the first run of digits of the
 // decoded continuation is the key (PasskeyAnswerMatches).
 //
-// That is computed exactly and mostly in one batched forward pass: when the
+// That is computed exactly and mostly in batched forward passes: when the
 // argmax of the logits predicts every answer token, given the true tokens
 // before it, greedy decoding writes exactly those tokens (by induction), so
 // the key is retrieved. Otherwise a BPE model may still write the digits
 // with other tokens ("4", "0517" for "405", "17"), so the example is
-// decoded greedily from its prompt (KV cache, GreedyAnswerMatches). With
-// the byte tokenizer a digit is a token, so the fallback could only agree
-// and is skipped. Digit accuracy (partial credit) counts the digits carried
-// by the answer tokens whose teacher-forced argmax is right.
+// decoded greedily from its prompt (KV cache, GreedyAnswersMatch, the
+// prompts of one length as a batch). With the byte tokenizer a digit is a
+// token, so the fallback could only agree and is skipped. Digit accuracy
+// (partial credit) counts the digits carried by the answer tokens whose
+// teacher-forced argmax is right.
 #ifndef ROTOR_TRAIN_EVAL_PASSKEY_EVAL_H_
 #define ROTOR_TRAIN_EVAL_PASSKEY_EVAL_H_
 
@@ -33,15 +34,17 @@ namespace rotor::train {
 // "4051", "405170" and "no idea" do not).
 bool PasskeyAnswerMatches(const std::string& generated, const std::string& key);
 
-// How many of an example's answer digits the logits of its inputs
-// ([rows >= answer.first + answer.count - 1, vocab], row t predicting token
-// t + 1) get right: the digits of each answer token that is the argmax
-// (given the true tokens before it). The key is retrieved when all are.
+// How many of an example's answer digits the logits of its inputs from
+// position first_row on get right (row r predicting token first_row + r +
+// 1; rows up to the one of position answer.first + answer.count - 2, and
+// first_row <= answer.first - 1, checked): the digits of each answer token
+// that is the argmax (given the true tokens before it). The key is
+// retrieved when all are.
 int64_t PasskeyDigitsRight(const float* logits, int64_t vocab,
                            const PasskeyExample& example,
-                           const Tokenizer& tokenizer);
+                           const Tokenizer& tokenizer, int64_t first_row = 0);
 bool PasskeyRetrieved(const float* logits, int64_t vocab,
-                      const PasskeyExample& example);
+                      const PasskeyExample& example, int64_t first_row = 0);
 
 // Whether generated ids write the key: cut after the token that completes
 // as many digits as the key has (what follows is past the answer, as for
@@ -50,11 +53,15 @@ bool GeneratedAnswerMatches(const Tokenizer& tokenizer,
                             std::vector<TokenId> generated,
                             const std::string& key);
 
-// Whether greedy decoding from the example's prompt (its tokens before the
+// Whether greedy decoding from each example's prompt (its tokens before the
 // answer) writes the key: num_digits + 1 new tokens at most (a space, then
-// at least one digit a token), checked by GeneratedAnswerMatches. Leaves
-// the model's sequence length at the prompt's plus the new tokens
-// (GenerateTokens).
+// at least one digit a token), checked by GeneratedAnswerMatches. The
+// prompts of one length decode as a batch (GenerateTokensInBatches).
+// Leaves the model's sequence length at a prompt's plus the new tokens.
+std::vector<bool> GreedyAnswersMatch(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<PasskeyExample>& examples);
+// The same for one example, alone: what the tests compare a grid with.
 bool GreedyAnswerMatches(nn::Transformer& model, const Tokenizer& tokenizer,
                          const PasskeyExample& example);
 
@@ -113,11 +120,13 @@ void VisitFields(Visitor& v, PasskeyCell& c) {
 }
 
 // One cell per (length, depth), lengths outer, with examples in
-// `tokenizer`'s tokens (the model's). Each cell runs its trials as one
-// batch with the RoPE frequencies fixed for length L
-// (Transformer::SetSequenceLength). Examples depend only on the options and
-// the tokenizer, not on the model, so different models with one tokenizer
-// answer the same questions.
+// `tokenizer`'s tokens (the model's). The examples of one length (every
+// depth) run teacher-forced in batches of at most kMaxBatchPromptTokens
+// input tokens with the RoPE frequencies fixed for length L
+// (Transformer::SetSequenceLength), the output head on the answer's rows
+// only (Transformer::LastLogits); the misses then decode in batches. Examples
+// depend only on the options and the tokenizer, not on the model, so different
+// models with one tokenizer answer the same questions.
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                                          const Tokenizer& tokenizer,
                                          const PasskeyEvalOptions& options);

@@ -362,6 +362,9 @@ std::vector<RetrievalCell> EvaluateRetrieval(
   std::vector<RetrievalCell> cells;
   for (const RetrievalTask task : options.tasks) {
     for (const int64_t length : options.lengths) {
+      // Every example of the task at this length, depths outer, answered
+      // by greedy generation in batches of prompts of one length.
+      std::vector<RetrievalExample> examples;
       for (size_t d = 0; d < options.depths.size(); ++d) {
         // Examples depend on (seed, task, length, depth index) only.
         Rng rng = PasskeyItemRng(options.seed,
@@ -369,20 +372,31 @@ std::vector<RetrievalCell> EvaluateRetrieval(
                                   static_cast<uint64_t>(length)) *
                                          1000 +
                                      d);
+        for (int64_t trial = 0; trial < options.trials; ++trial) {
+          examples.push_back(maker.Make(task, length, options.depths[d], rng));
+        }
+      }
+      std::vector<std::vector<TokenId>> prompts;
+      std::vector<int64_t> max_new_tokens;
+      for (const RetrievalExample& example : examples) {
+        prompts.push_back(example.prompt);
+        max_new_tokens.push_back(example.max_new_tokens);
+      }
+      SamplingOptions greedy;
+      greedy.temperature = 0.0;
+      const std::vector<std::vector<TokenId>> answers = GenerateTokensInBatches(
+          model, tokenizer, prompts, max_new_tokens, greedy);
+      for (size_t d = 0; d < options.depths.size(); ++d) {
         RetrievalCell cell;
         cell.task = task;
         cell.length = length;
         cell.depth = options.depths[d];
         cell.trials = options.trials;
         for (int64_t trial = 0; trial < options.trials; ++trial) {
-          const RetrievalExample example =
-              maker.Make(task, length, options.depths[d], rng);
-          SamplingOptions greedy;
-          greedy.temperature = 0.0;
-          greedy.max_new_tokens = example.max_new_tokens;
-          const std::string answer = tokenizer.Decode(
-              GenerateTokens(model, tokenizer, example.prompt, greedy), false);
-          const double match = RetrievalMatchFraction(answer, example.expected);
+          const size_t i = d * static_cast<size_t>(options.trials) +
+                           static_cast<size_t>(trial);
+          const double match = RetrievalMatchFraction(
+              tokenizer.Decode(answers[i], false), examples[i].expected);
           cell.match_sum += match;
           cell.correct += match == 1.0 ? 1 : 0;
         }

@@ -161,9 +161,11 @@ void VisitFields(Visitor& v, RetrievalCell& c) {
 }
 
 // One cell per (task, length, depth), tasks outer, then lengths. Each
-// example is answered by greedy generation with a KV cache (GenerateTokens,
-// temperature 0, max_new_tokens of the example). Examples depend only on
-// the options and the tokenizer: the same seed gives the same examples.
+// example is answered by greedy generation with a KV cache (temperature 0,
+// max_new_tokens of the example), the prompts of one task and length that
+// share a prompt length in batches (GenerateTokensInBatches). Examples
+// depend only on the options and the tokenizer: the same seed gives the
+// same examples.
 std::vector<RetrievalCell> EvaluateRetrieval(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const RetrievalEvalOptions& options);

@@ -10,9 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/autograd.h"
 #include "core/error.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/attention_scalar.h"
+#include "core/ops/ops.h"
 #include "tests/test_util.h"
 
 namespace rotor {
@@ -219,6 +221,62 @@ TEST(AttentionOp, LongSequencePeakMemoryIsLinear) {
   // It really ran: every gradient reached its leaf.
   EXPECT_TRUE(q.grad().defined() && k.grad().defined() && v.grad().defined());
   EXPECT_GT(peak, size_t{kHq * kT * kD * sizeof(float)});
+}
+
+// CachedCausalAttention reads k and v where they lie, as the first kv_len
+// positions of a larger cache, and q as a strided view, and writes the
+// output token-major: the bits of CausalAttention on contiguous copies,
+// permuted. Decoding (1 query), a prefill over several query tiles (70 >
+// 64 rows, the keys transposed once for all tiles) and a chunk with an
+// offset; grouped-query (4 over 2 heads), odd lengths.
+TEST(AttentionOp, CachedEqualsCausalOnContiguousCopiesBitwise) {
+  constexpr int64_t kB = 2, kHq = 4, kHkv = 2, kD = 8, kCapacity = 80;
+  std::mt19937 rng(27);
+  const Tensor k_cache =
+      RandomTensor({kB, kHkv, kCapacity, kD}, rng, -1, 1, false);
+  const Tensor v_cache =
+      RandomTensor({kB, kHkv, kCapacity, kD}, rng, -1, 1, false);
+  for (const auto& [q_len, kv_len] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {1, 37}, {3, 37}, {70, 70}, {5, 79}}) {
+    SCOPED_TRACE("q_len " + std::to_string(q_len) + " kv_len " +
+                 std::to_string(kv_len));
+    const Tensor q_btd = RandomTensor({kB, q_len, kHq, kD}, rng, -1, 1, false);
+    const Tensor q = q_btd.ViewAs({kB, kHq, q_len, kD},
+                                  {q_len * kHq * kD, kD, kHq * kD, 1}, 0);
+    const Shape kv_shape = {kB, kHkv, kv_len, kD};
+    const Shape cache_strides = {kHkv * kCapacity * kD, kCapacity * kD, kD, 1};
+    const Tensor k = k_cache.ViewAs(kv_shape, cache_strides, 0);
+    const Tensor v = v_cache.ViewAs(kv_shape, cache_strides, 0);
+    Tensor k_copy = Tensor::Empty(kv_shape), v_copy = Tensor::Empty(kv_shape),
+           q_copy = Tensor::Empty(q.shape());
+    k_copy.CopyFrom(k);
+    v_copy.CopyFrom(v);
+    q_copy.CopyFrom(q);
+    const Tensor cached = CachedCausalAttention(q, k, v);
+    ASSERT_EQ(cached.shape(), (Shape{kB, q_len, kHq * kD}));
+    const std::vector<float> expected =
+        Permute(CausalAttention(q_copy, k_copy, v_copy), {0, 2, 1, 3})
+            .ToVector();
+    EXPECT_EQ(cached.ToVector(), expected);
+  }
+}
+
+TEST(AttentionOp, CachedErrorsNameTheProblem) {
+  std::mt19937 rng(28);
+  const std::vector<Tensor> qkv = RandomQkv({1, 2, 1, 4}, {1, 1, 3, 4}, rng);
+  ROTOR_EXPECT_ERROR(CachedCausalAttention(qkv[0], qkv[1], qkv[2]),
+                     "CachedCausalAttention", "records no backward",
+                     "NoGradGuard");
+  NoGradGuard no_grad;
+  const Tensor wide = Tensor::Zeros({1, 1, 3, 8});
+  const Tensor strided = wide.ViewAs({1, 1, 3, 4}, {24, 24, 8, 2}, 0);
+  ROTOR_EXPECT_ERROR(CachedCausalAttention(qkv[0], strided, qkv[2]),
+                     "the channels of k must be contiguous", "[24, 24, 8, 2]");
+  ROTOR_EXPECT_ERROR(CachedCausalAttention(qkv[0], qkv[1], Tensor::Zeros({3})),
+                     "CachedCausalAttention", "same shape");
+  ROTOR_EXPECT_ERROR(
+      CachedCausalAttention(Tensor::Zeros({1, 2, 4, 4}), qkv[1], qkv[2]),
+      "q_len 4", "kv_len 3");
 }
 
 TEST(AttentionOp, ShapeErrorsNameTheShapes) {

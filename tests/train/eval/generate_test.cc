@@ -154,23 +154,123 @@ TEST(GenerateTokens, SeededSamplingRepeats) {
   EXPECT_NE(GenerateTokens(model, ByteTokenizer(), prompt, options), a);
 }
 
-// Every decoded token grows the KV cache, so its buffers have sizes no later
-// step reuses: generation hands them back to the system instead of leaving
-// them in the tensor pool, where an evaluation of many prompts (the
-// retrieval tasks) grew by tens of MB per prompt.
-TEST(GenerateTokens, KeepsNoBuffersOfItsGrowingCache) {
+// The KV cache is allocated once for the prompt and the new tokens and
+// written in place: after the first decoded token no step asks the tensor
+// pool for a buffer it has not handed out before (its bytes, live and
+// cached, stay the same), however long the generation. Growing the cache by
+// Concat asked for a buffer of a new size at every step. At the end the
+// pool gives back the buffers sized by the prompt's length.
+TEST(GenerateTokens, DecodingAllocatesNoNewBuffers) {
+  ReleaseCachedMemory();  // other tests' buffers would hide growth
   nn::Transformer model(ByteModelConfig(true), 1);
   SamplingOptions options = Options(0.0, 0, 1.0);
-  options.max_new_tokens = 12;
+  options.max_new_tokens = 24;
   options.stop_at_end_of_text = false;
-  const size_t live = GetMemoryStats().live_bytes;
-  for (const int length : {5, 9, 14}) {
-    const std::vector<TokenId> prompt(static_cast<size_t>(length), 'a');
-    EXPECT_EQ(GenerateTokens(model, ByteTokenizer(), prompt, options).size(),
-              12u);
-    EXPECT_EQ(GetMemoryStats().cached_bytes, 0u) << length;
-    EXPECT_EQ(GetMemoryStats().live_bytes, live) << length;
+  std::vector<size_t> totals;  // after the prefill, then each decode step
+  const std::vector<TokenId> prompt(9, 'a');
+  GenerateTokens(model, ByteTokenizer(), prompt, options, [&](TokenId) {
+    const MemoryStats stats = GetMemoryStats();
+    totals.push_back(stats.live_bytes + stats.cached_bytes);
+  });
+  ASSERT_EQ(totals.size(), 24u);
+  for (size_t step = 2; step < totals.size(); ++step) {
+    EXPECT_EQ(totals[step], totals[1]) << "step " << step;
   }
+  EXPECT_EQ(GetMemoryStats().cached_bytes, 0u);
+}
+
+// The prompts for GenerateTokensBatch: `count` of `length` ids (bytes after
+// the document separator), different in every row.
+std::vector<std::vector<TokenId>> Prompts(int count, int length) {
+  Rng rng(12);
+  std::vector<std::vector<TokenId>> prompts(count, std::vector<TokenId>{256});
+  for (auto& prompt : prompts) {
+    while (static_cast<int>(prompt.size()) < length) {
+      prompt.push_back(static_cast<TokenId>('a' + rng.Below(26)));
+    }
+  }
+  return prompts;
+}
+
+// A batch gives each row the ids GenerateTokens gives its prompt alone, at
+// 1 and 2 threads, greedy and sampled (each row with its own generator of
+// the same seed), with rows that stop at end of text while others go on (a
+// model whose end-of-text logit is raised, so sampled rows draw it at
+// different steps).
+TEST(GenerateTokensBatch, EachRowGetsWhatItsPromptGetsAlone) {
+  nn::Transformer model(ByteModelConfig(false), 2);
+  for (auto& [name, tensor] : model.NamedParameters()) {
+    if (name != "lm_head.weight") continue;
+    for (int64_t j = 0; j < 16; ++j) {
+      tensor.data()[ByteTokenizer::kEndOfText * 16 + j] =
+          tensor.data()['e' * 16 + j];
+    }
+  }
+  const std::vector<std::vector<TokenId>> prompts = Prompts(5, 7);
+  for (const double temperature : {0.0, 1.0}) {
+    SCOPED_TRACE("temperature " + std::to_string(temperature));
+    SamplingOptions options = Options(temperature);
+    options.max_new_tokens = 16;
+    options.seed = 3;
+    const auto batched = test::RunAtThreads(1, [&] {
+      return GenerateTokensBatch(model, ByteTokenizer(), prompts, options);
+    });
+    EXPECT_EQ(test::RunAtThreads(2,
+                                 [&] {
+                                   return GenerateTokensBatch(model,
+                                                              ByteTokenizer(),
+                                                              prompts, options);
+                                 }),
+              batched);
+    ASSERT_EQ(batched.size(), prompts.size());
+    size_t shortest = 16;
+    for (size_t row = 0; row < prompts.size(); ++row) {
+      EXPECT_EQ(batched[row],
+                GenerateTokens(model, ByteTokenizer(), prompts[row], options))
+          << "row " << row;
+      shortest = std::min(shortest, batched[row].size());
+    }
+    if (temperature > 0.0) {
+      EXPECT_LT(shortest, 16u);  // a row stopped early, the batch went on
+    }
+  }
+}
+
+// Greedy ids of a batch are the argmax of the whole sequence recomputed
+// without a cache, step by step, for every row.
+TEST(GenerateTokensBatch, GreedyIdsMatchFullRecomputation) {
+  nn::Transformer model(ByteModelConfig(true), 4);
+  const std::vector<std::vector<TokenId>> prompts = Prompts(3, 11);
+  SamplingOptions options = Options(0.0);
+  options.max_new_tokens = 25;  // beyond max_position_embeddings = 32
+  options.stop_at_end_of_text = false;
+  const auto batched =
+      GenerateTokensBatch(model, ByteTokenizer(), prompts, options);
+  NoGradGuard no_grad;
+  for (size_t row = 0; row < prompts.size(); ++row) {
+    ASSERT_EQ(batched[row].size(), 25u);
+    std::vector<TokenId> sequence = prompts[row];
+    for (size_t i = 0; i < batched[row].size(); ++i) {
+      const int64_t length = static_cast<int64_t>(sequence.size());
+      const Tensor logits = model.LastLogits(sequence, 1, length);
+      EXPECT_EQ(
+          std::max_element(logits.data(), logits.data() + 257) - logits.data(),
+          batched[row][i])
+          << "row " << row << " step " << i;
+      sequence.push_back(batched[row][i]);
+    }
+  }
+}
+
+TEST(GenerateTokensBatch, PromptsOfOneLengthOnly) {
+  nn::Transformer model(ByteModelConfig(true), 1);
+  ROTOR_EXPECT_ERROR(
+      GenerateTokensBatch(model, ByteTokenizer(), {{256, 'a', 'b'}, {256, 'a'}},
+                          Options(0.0)),
+      "prompt 0 has 3 tokens and prompt 1 has 2");
+  ROTOR_EXPECT_ERROR(
+      GenerateTokensBatch(model, ByteTokenizer(), {}, Options(0.0)),
+      "generate: the prompt is empty");
 }
 
 // The prefill needs the logits of the prompt's last position only: those of
