@@ -49,6 +49,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -211,6 +212,10 @@ void RunModel(const std::string& config_path, const Options& options,
   std::string dir =
       fs::temp_directory_path().string() + "/rotor_generate_bench_XXXXXX";
   ROTOR_CHECK(::mkdtemp(dir.data()) != nullptr, "cannot make ", dir);
+  // Removed however this function ends (the GGUF file of SmolLM2's shape
+  // is 540 MB).
+  const std::unique_ptr<const std::string, void (*)(const std::string*)>
+      remove_dir(&dir, [](const std::string* d) { fs::remove_all(*d); });
   const std::string gguf = dir + "/model.gguf";
   if (missing_llama_cpp.empty()) {
     train::GgufExportOptions write;
@@ -262,7 +267,6 @@ void RunModel(const std::string& config_path, const Options& options,
       row(setting + " (inside llama_decode)", llama.inside, &rotor);
     }
   }
-  fs::remove_all(dir);
 }
 
 int Main(int argc, char** argv) {
