@@ -4,21 +4,24 @@
 // memory copy bandwidth, the one for memory-bound kernels), the matmul
 // backend at a training step's own shapes (the yardstick for a whole
 // step), a step's model FLOPs, the SmolLM2-135M shape and the benchmarks'
-// step configs.
+// step configs, and main()'s error handling and flag lists.
 #ifndef ROTOR_BENCH_BENCH_UTIL_H_
 #define ROTOR_BENCH_BENCH_UTIL_H_
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/error.h"
 #include "core/ops/ops.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
@@ -75,6 +78,27 @@ inline std::string CpuModelName() {
     }
   }
   return "unknown";
+}
+
+// A benchmark's main(): runs `body` and returns its exit status, or prints
+// a rotor::Error it throws as "NAME: message" and returns 1.
+inline int RunMain(const char* name, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& error) {
+    std::fprintf(stderr, "%s: %s\n", name, error.what());
+    return 1;
+  }
+}
+
+// "2048,8192" -> {"2048", "8192"}: a flag's list of values.
+inline std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');) {
+    parts.push_back(part);
+  }
+  return parts;
 }
 
 // Copy bandwidth in GB/s (bytes read + bytes written, 1e9 bytes per GB) for

@@ -176,10 +176,6 @@ int Main(int argc, char** argv) {
 }  // namespace rotor
 
 int main(int argc, char** argv) {
-  try {
-    return rotor::Main(argc, argv);
-  } catch (const rotor::Error& e) {
-    std::fprintf(stderr, "gemm_bench: %s\n", e.what());
-    return 1;
-  }
+  return rotor::bench::RunMain("gemm_bench",
+                               [&] { return rotor::Main(argc, argv); });
 }

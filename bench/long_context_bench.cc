@@ -55,7 +55,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -164,15 +163,6 @@ int RunCase(int64_t seq, const std::string& mode,
   return 0;
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, ',');) {
-    parts.push_back(part);
-  }
-  return parts;
-}
-
 int Main(int argc, char** argv) {
   std::string seqs = "2048,8192,16384,32768", modes = "full,lora";
   std::string checkpointing = "none,layers", thread_counts = "1,2";
@@ -217,10 +207,10 @@ int Main(int argc, char** argv) {
       warmup, steps, bench::CpuModelName().c_str(), peak,
       GemmDescription().c_str());
   std::fflush(stdout);
-  for (const std::string& seq : SplitCommas(seqs)) {
-    for (const std::string& mode : SplitCommas(modes)) {
-      for (const std::string& ckpt : SplitCommas(checkpointing)) {
-        for (const std::string& threads : SplitCommas(thread_counts)) {
+  for (const std::string& seq : bench::SplitCommas(seqs)) {
+    for (const std::string& mode : bench::SplitCommas(modes)) {
+      for (const std::string& ckpt : bench::SplitCommas(checkpointing)) {
+        for (const std::string& threads : bench::SplitCommas(thread_counts)) {
           const std::string command =
               "'/proc/" + std::to_string(getpid()) + "/exe' --warmup " +
               std::to_string(warmup) + " --steps " + std::to_string(steps) +

@@ -2,6 +2,18 @@
 
 namespace rotor::train {
 
+const char* EvalPartName(EvalPart part) {
+  switch (part) {
+    case EvalPart::kPerplexity:
+      return "perplexity";
+    case EvalPart::kPasskey:
+      return "passkey";
+    case EvalPart::kRetrieval:
+      return "retrieval";
+  }
+  return "?";
+}
+
 VariantEvaluation EvaluateVariant(nn::Transformer& model,
                                   const Tokenizer& tokenizer,
                                   const EvalGrid& grid,

@@ -37,6 +37,12 @@ struct VariantEvaluation {
 };
 
 enum class EvalPart { kPerplexity, kPasskey, kRetrieval };
+// In the order EvaluateVariant measures them.
+inline constexpr EvalPart kEvalParts[] = {
+    EvalPart::kPerplexity, EvalPart::kPasskey, EvalPart::kRetrieval};
+// "perplexity", "passkey", "retrieval": the name of its VariantEvaluation
+// field (and of that field's key in the report's results files).
+const char* EvalPartName(EvalPart part);
 
 // Called when a part is measured, before the next starts (a caller shows
 // it while the rest runs).

@@ -1,6 +1,8 @@
 #include "train/extend/results.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "core/error.h"
 #include "train/io/atomic_file.h"
@@ -50,6 +52,12 @@ Json ToJson(const VariantResult& result) {
       {"eval_seconds", result.eval_seconds},
       {"finetune_seconds", result.finetune_seconds}};
   if (result.lora) json["lora"] = true;
+  if (!result.eval_part_seconds.empty()) {
+    Json& parts = json["eval_part_seconds"] = Json::object();
+    for (const auto& [part, seconds] : result.eval_part_seconds) {
+      parts[EvalPartName(part)] = seconds;
+    }
+  }
   json["inputs"] = result.inputs;
   return json;
 }
@@ -79,6 +87,23 @@ void RecordsFromJson(const Json& json, const char* key,
   }
 }
 
+// {"perplexity": 4.5, "passkey": 12.0, ...}: seconds by EvalPartName.
+std::map<EvalPart, double> EvalPartSecondsFromJson(const Json& json,
+                                                   const std::string& source) {
+  const std::string where = source + ": eval_part_seconds";
+  ROTOR_CHECK(json.is_object(), where, " must be an object");
+  std::map<EvalPart, double> seconds;
+  for (const auto& [name, value] : json.items()) {
+    const EvalPart* part =
+        std::find_if(std::begin(kEvalParts), std::end(kEvalParts),
+                     [&](EvalPart p) { return name == EvalPartName(p); });
+    ROTOR_CHECK(part != std::end(kEvalParts), where, ": unknown part \"", name,
+                "\" (the parts: perplexity, passkey, retrieval)");
+    seconds[*part] = JsonAs<double>(value, where + "." + name);
+  }
+  return seconds;
+}
+
 VariantResult VariantResultFromJson(const Json& json,
                                     const std::string& source) {
   VariantResult r;
@@ -95,6 +120,10 @@ VariantResult VariantResultFromJson(const Json& json,
   }
   r.eval_seconds = JsonMember<double>(json, "eval_seconds", source);
   r.finetune_seconds = JsonMember<double>(json, "finetune_seconds", source);
+  if (json.contains("eval_part_seconds")) {
+    r.eval_part_seconds =
+        EvalPartSecondsFromJson(json["eval_part_seconds"], source);
+  }
   if (json.contains("inputs"))
     r.inputs = InputsFromJson(json["inputs"], source);
   return r;

@@ -27,6 +27,11 @@ struct VariantResult : VariantEvaluation {
   bool lora =
       false;  // fine-tuned with LoRA (finetune.lora) rather than in full
   double eval_seconds = 0.0;
+  // Seconds of each part of the evaluation, as EvaluateVariant measured it:
+  // together eval_seconds, but for moments between parts. A part the grid
+  // skips has none, and so has every part of a result written before the
+  // report recorded them.
+  std::map<EvalPart, double> eval_part_seconds;
   // Training time of the fine-tune (its checkpoint's elapsed_seconds, so it
   // counts every invocation that worked on it); 0 for zero-shot.
   double finetune_seconds = 0.0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -241,9 +242,17 @@ VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
                                      bool finetuned) {
   VariantResult result;
   const double start = SteadySeconds();
-  static_cast<VariantEvaluation&>(result) =
-      EvaluateVariant(model, *tokenizer_, grid_);
+  // Each part's time: from the end of the previous one.
+  double part_start = start;
+  std::map<EvalPart, double> part_seconds;
+  static_cast<VariantEvaluation&>(result) = EvaluateVariant(
+      model, *tokenizer_, grid_, [&](EvalPart part, const VariantEvaluation&) {
+        const double now = SteadySeconds();
+        part_seconds[part] = now - part_start;
+        part_start = now;
+      });
   result.eval_seconds = SteadySeconds() - start;
+  result.eval_part_seconds = part_seconds;
   result.method = method;
   result.finetuned = finetuned;
   return result;

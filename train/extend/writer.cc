@@ -1,6 +1,7 @@
 #include "train/extend/writer.h"
 
 #include <iomanip>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -145,6 +146,9 @@ class ReportWriter {
   void WriteRetrieval(bool have_overview);
   void WriteChecks();
   void WriteTime();
+  // The time table's evaluations split into their parts (perplexity,
+  // passkey, retrieval), a row per variant.
+  void WriteEvalParts();
   void WriteSettings();
   // Every piece, wherever it was done (earlier invocations included): the
   // base run's and fine-tunes' elapsed_seconds and each evaluation's time.
@@ -598,6 +602,29 @@ void ReportWriter::WriteTime() {
         << reused << ".";
   }
   md_ << "\n\n";
+  WriteEvalParts();
+}
+
+void ReportWriter::WriteEvalParts() {
+  md_ << "Each evaluation by part (\"-\": not in the grid, or stored before "
+         "the report timed its parts):\n\n| model |";
+  for (EvalPart part : kEvalParts) md_ << " " << EvalPartName(part) << " |";
+  md_ << " evaluation |\n|---|";
+  for (size_t i = 0; i < std::size(kEvalParts); ++i) md_ << "---:|";
+  md_ << "---:|\n";
+  for (const VariantResult& r : results_) {
+    md_ << "| " << VariantLabel(r) << " |";
+    for (EvalPart part : kEvalParts) {
+      const auto seconds = r.eval_part_seconds.find(part);
+      md_ << " "
+          << (seconds == r.eval_part_seconds.end()
+                  ? std::string("-")
+                  : FormatDuration(seconds->second))
+          << " |";
+    }
+    md_ << " " << FormatDuration(r.eval_seconds) << " |\n";
+  }
+  md_ << "\n";
 }
 
 void ReportWriter::WriteSettings() {

@@ -59,6 +59,35 @@ TEST(VariantResult, JsonRoundTripAndFiles) {
                      path + ": unknown method \"rope9\"");
 }
 
+// The seconds of each part of an evaluation read back; a result without
+// them (written before the report timed parts) writes no key; a part of
+// another name is refused naming it.
+TEST(VariantResult, EvalPartSecondsReadBack) {
+  test::TempDir dir;
+  const std::string path = dir.Path("yarn-finetuned.json");
+  VariantResult r = Example();
+  r.eval_part_seconds = {{EvalPart::kPerplexity, 0.25},
+                         {EvalPart::kRetrieval, 1.125}};
+  SaveVariantResult(path, r);
+  const std::optional<VariantResult> back = LoadVariantResult(path);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->eval_part_seconds, r.eval_part_seconds);
+  Json json = ParseJson(ReadFile(path), path);
+  EXPECT_EQ(json["eval_part_seconds"],
+            ParseJson(R"({"perplexity": 0.25, "retrieval": 1.125})", "want"));
+
+  SaveVariantResult(path, Example());
+  EXPECT_EQ(ReadFile(path).find("eval_part_seconds"), std::string::npos);
+
+  json["eval_part_seconds"]["prefill"] = 2.0;
+  WriteFileAtomically(path, json.dump());
+  ROTOR_EXPECT_ERROR(LoadVariantResult(path),
+                     path + ": eval_part_seconds: unknown part \"prefill\"");
+  json["eval_part_seconds"] = Json::object({{"passkey", "slow"}});
+  WriteFileAtomically(path, json.dump());
+  ROTOR_EXPECT_ERROR(LoadVariantResult(path), "eval_part_seconds.passkey");
+}
+
 // A variant whose loss overflows exp has an infinite perplexity, which
 // JSON holds as null: the file reads back with it, so a rerun reuses it.
 TEST(VariantResult, InfinitePerplexityReadsBack) {
@@ -301,6 +330,7 @@ TEST(VariantResult, ReadsFilesOfEarlierVersions) {
   EXPECT_EQ(back->passkey[0].num_digits, 5);
   EXPECT_TRUE(back->retrieval.empty());
   EXPECT_TRUE(back->inputs.empty());
+  EXPECT_TRUE(back->eval_part_seconds.empty());
   // Written again, it is what Example() writes.
   SaveVariantResult(path, *back);
   const std::string again = ReadFile(path);

@@ -16,6 +16,7 @@
 #include "tests/test_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/data/prepare.h"
+#include "train/extend/results.h"
 #include "train/io/atomic_file.h"
 #include "train/io/plot.h"
 #include "train/tokenizer/bpe_trainer.h"
@@ -151,6 +152,18 @@ TEST(ExtendReport, TinyModelEndToEnd) {
             std::string::npos);
   EXPECT_NE(ReadFile(dir.Path("report/results.json")).find("\"variants\""),
             std::string::npos);
+  // Each evaluation timed by part: this grid has all three, and they add
+  // up to no more than the whole.
+  const std::optional<VariantResult> yarn = LoadVariantResult(
+      VariantResultPath(dir.Path("report"), RopeType::kYarn, true));
+  ASSERT_TRUE(yarn.has_value());
+  double parts = 0.0;
+  for (EvalPart part : kEvalParts) {
+    ASSERT_EQ(yarn->eval_part_seconds.count(part), 1u) << EvalPartName(part);
+    EXPECT_GT(yarn->eval_part_seconds.at(part), 0.0) << EvalPartName(part);
+    parts += yarn->eval_part_seconds.at(part);
+  }
+  EXPECT_LE(parts, yarn->eval_seconds);
   EXPECT_NE(
       ReadFile(dir.Path("report/logs/finetune-yarn.log")).find("step 2/2"),
       std::string::npos);

@@ -90,6 +90,10 @@ std::string Report(
       Variant(RopeType::kDefault, false, 4.0, 8.0, 10, 0),
       Variant(RopeType::kYarn, false, 4.4, 5.0, 9, 2),
       Variant(RopeType::kYarn, true, 3.9, 4.2, 9, 9)};
+  // The fine-tune's evaluation timed by part (without retrieval); the
+  // zero-shot results as stored before the report timed parts.
+  results.back().eval_part_seconds = {{EvalPart::kPerplexity, 3.0},
+                                      {EvalPart::kPasskey, 6.0}};
   if (retrieval) {
     for (VariantResult& r : results) r.retrieval = Retrieval(0, 0);
     results.back().retrieval = finetuned_cells;
@@ -126,6 +130,13 @@ TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
   ExpectHas(report,
             "| the whole comparison (base training included) under 1h00m | "
             "7m10s | yes |");
+  // Each evaluation by part: "-" for a part not measured or not recorded.
+  ExpectHas(report,
+            "| model | perplexity | passkey | retrieval | evaluation |\n"
+            "|---|---:|---:|---:|---:|\n"
+            "| default (zero-shot) | - | - | - | 0m10s |\n"
+            "| yarn (zero-shot) | - | - | - | 0m10s |\n"
+            "| yarn + fine-tune | 0m03s | 0m06s | - | 0m10s |\n");
   ExpectHas(report,
             "  - yarn: `model.max_position_embeddings=224` "
             "`model.rope_scaling={rope_type: yarn, factor: 2, "
