@@ -134,7 +134,7 @@ void BufferPool::AddLive(size_t bytes) {
 }
 
 size_t BufferPool::CapLocked() const {
-  return cap_ == kFollowPeak ? high_water_ : cap_;
+  return cap_ == kFollowPeak ? high_water_ + high_water_ / 2 : cap_;
 }
 
 void BufferPool::Unlink(Block* block) {

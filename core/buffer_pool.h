@@ -10,10 +10,13 @@
 // the buffers released longest ago go back to the system first (least
 // recently used), so sizes a run no longer asks for (an earlier phase's, a
 // shorter sequence's) leave, and sizes it keeps cycling through stay. Unless
-// set (SetCap), the cap follows the most bytes ever live at once: the cache
-// never holds more than the program has needed at its peak, so the pool at
-// most doubles that peak, and a step that cycles its buffers (whose freed
-// buffers are at most what it held live) keeps them all.
+// set (SetCap), the cap is half as much again as the most bytes ever live at
+// once. It scales with the run, and a training step fits: the buffers a step
+// frees come to a little more than its peak of live bytes (sizes that are
+// not live at the same moment), and the half keeps them all, so steady
+// training allocates nothing
+// (Transformer.TrainingStepReusesBuffersInSteadyState). The pool then holds at
+// most 2.5 times the peak of live bytes.
 //
 // Every operation is O(1) (plus one hash lookup when allocating) under one
 // mutex: each buffer carries its list links in a header in front of its
@@ -42,7 +45,7 @@ struct MemoryStats {
 
 class BufferPool {
  public:
-  // kFollowPeak: the cap is the most bytes ever live at once.
+  // kFollowPeak: the cap is 1.5 times the most bytes ever live at once.
   static constexpr size_t kFollowPeak = SIZE_MAX;
 
   explicit BufferPool(size_t cap_bytes = kFollowPeak) : cap_(cap_bytes) {}
@@ -58,7 +61,7 @@ class BufferPool {
   void Release(float* buffer, size_t size) noexcept;
 
   // Sets the cap on cached bytes (kFollowPeak: follow the peak of live
-  // bytes), evicting down to it at once.
+  // bytes, as by default), evicting down to it at once.
   void SetCap(size_t cap_bytes);
   // Gives every cached buffer back to the system (the cap stays).
   void ReleaseCached();

@@ -38,9 +38,9 @@ Shape ContiguousStrides(const Shape& shape);
 // kept and handed to the next request of exactly the same size, so after a
 // training step's first run no memory is requested from the system and no
 // fresh pages fault in (a large cost for eager frameworks). The cached bytes
-// are capped, by default at the most bytes ever held by live tensors at
-// once; past the cap, the buffers freed longest ago return to the system
-// first, so sizes a run stopped asking for do not pile up.
+// are capped, by default at 1.5 times the most bytes ever held by live
+// tensors at once; past the cap, the buffers freed longest ago return to the
+// system first, so sizes a run stopped asking for do not pile up.
 class Storage {
  public:
   // zero_fill = false leaves the contents unspecified (for outputs that are

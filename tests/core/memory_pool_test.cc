@@ -241,20 +241,23 @@ TEST(BufferPool, StatsCountLivePeakCachedAndTheCap) {
   EXPECT_EQ(pool.Stats().evicted, 2u);
 }
 
-// The default cap is the most bytes ever live at once (not reset by
-// ResetPeak): 1000 floats cached, then 2000 live and freed makes 3000
-// cached against a cap of 2000, and the older 1000 go.
+// The default cap is 1.5 times the most bytes ever live at once (not reset
+// by ResetPeak): after 1000 and 2000 floats, the cap is 3000 and holds both;
+// 1500 more makes 4500, and the two older buffers go.
 TEST(BufferPool, TheDefaultCapFollowsThePeakOfLiveBytes) {
   BufferPool pool;
   Cycle(pool, 1000);
-  EXPECT_EQ(pool.Stats().cap_bytes, 1000 * kFloat);
+  EXPECT_EQ(pool.Stats().cap_bytes, 1500 * kFloat);
   pool.ResetPeak();
-  EXPECT_EQ(pool.Stats().cap_bytes, 1000 * kFloat);
+  EXPECT_EQ(pool.Stats().cap_bytes, 1500 * kFloat);
   Cycle(pool, 2000);
+  EXPECT_EQ(pool.Stats().cap_bytes, 3000 * kFloat);
+  EXPECT_EQ(pool.Stats().cached_bytes, 3000 * kFloat);
+  Cycle(pool, 1500);
   const MemoryStats stats = pool.Stats();
-  EXPECT_EQ(stats.cap_bytes, 2000 * kFloat);
-  EXPECT_EQ(stats.cached_bytes, 2000 * kFloat);
-  EXPECT_EQ(stats.evicted, 1u);
+  EXPECT_EQ(stats.cap_bytes, 3000 * kFloat);
+  EXPECT_EQ(stats.cached_bytes, 1500 * kFloat);
+  EXPECT_EQ(stats.evicted, 2u);
 }
 
 // Threads allocate, write, check and release buffers of a few sizes under a
