@@ -1,18 +1,14 @@
 #include "core/tensor.h"
 
-#include <algorithm>
 #include <cstring>
-#include <iterator>
-#include <mutex>
 #include <sstream>
-#include <unordered_map>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/buffer_pool.h"
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/profile.h"
-#include "hwy/aligned_allocator.h"
 
 namespace rotor {
 
@@ -45,93 +41,6 @@ Shape ContiguousStrides(const Shape& shape) {
 }
 
 namespace {
-
-// The caching pool behind Storage: free lists keyed by exact size in floats.
-// hwy::AllocateAlignedBytes gives HWY_ALIGNMENT (64-byte) alignment, so every
-// tensor starts on a cache line and a full AVX-512 vector.
-//
-// Release runs in destructors, also while an exception (often
-// std::bad_alloc) unwinds the stack, so it must not allocate: Allocate makes
-// room in a size's free list for every buffer of that size it hands out, and
-// Release only pushes into that room.
-class BufferPool {
- public:
-  float* Allocate(size_t size) {
-    const size_t bytes = CheckedMul(size == 0 ? size_t{1} : size, sizeof(float),
-                                    "the bytes of a tensor");
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      FreeList& list = free_[size];
-      if (!list.buffers.empty()) {
-        float* buffer = list.buffers.back();
-        list.buffers.pop_back();
-        stats_.cached_bytes -= bytes;
-        AddLive(bytes);
-        return buffer;
-      }
-      list.buffers.reserve(list.count + 1);
-      ++list.count;
-    }
-    void* buffer = hwy::AllocateAlignedBytes(bytes, nullptr, nullptr);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (buffer == nullptr) {
-      --free_[size].count;
-      throw Error(
-          StrCat("out of memory allocating a tensor of ", bytes, " bytes"));
-    }
-    AddLive(bytes);
-    return static_cast<float*>(buffer);
-  }
-
-  void Release(float* buffer, size_t size) noexcept {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.live_bytes -= Bytes(size);
-    stats_.cached_bytes += Bytes(size);
-    free_.find(size)->second.buffers.push_back(buffer);  // within capacity
-  }
-
-  void ReleaseCached() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = free_.begin(); it != free_.end();) {
-      FreeList& list = it->second;
-      for (float* buffer : list.buffers) {
-        hwy::FreeAlignedBytes(buffer, nullptr, nullptr);
-      }
-      list.count -= list.buffers.size();
-      list.buffers.clear();  // keeps the room of the live buffers
-      it = list.count == 0 ? free_.erase(it) : std::next(it);
-    }
-    stats_.cached_bytes = 0;
-  }
-
-  MemoryStats Stats() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
-  }
-
-  void ResetPeak() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.peak_live_bytes = stats_.live_bytes;
-  }
-
- private:
-  struct FreeList {
-    std::vector<float*> buffers;  // cached; capacity >= count
-    size_t count = 0;             // buffers of this size, live or cached
-  };
-
-  // Exact for sizes Allocate accepted.
-  static size_t Bytes(size_t size) { return (size == 0 ? 1 : size) * 4; }
-  void AddLive(size_t bytes) {
-    stats_.live_bytes += bytes;
-    stats_.peak_live_bytes =
-        std::max(stats_.peak_live_bytes, stats_.live_bytes);
-  }
-
-  std::mutex mutex_;
-  std::unordered_map<size_t, FreeList> free_;
-  MemoryStats stats_;
-};
 
 // Never destroyed: tensors in static objects may be freed after main().
 BufferPool& Pool() {

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer_pool.h"
+
 namespace rotor {
 
 using Shape = std::vector<int64_t>;
@@ -32,10 +34,13 @@ Shape ContiguousStrides(const Shape& shape);
 
 // Aligned float buffer shared by a tensor and its views.
 //
-// Buffers come from a caching pool: a freed buffer is kept and handed to the
-// next request of exactly the same size. A training step allocates the same
-// sizes every step, so after the first step no memory is requested from the
-// system and no fresh pages fault in (a large cost for eager frameworks).
+// Buffers come from a caching pool (core/buffer_pool.h): a freed buffer is
+// kept and handed to the next request of exactly the same size, so after a
+// training step's first run no memory is requested from the system and no
+// fresh pages fault in (a large cost for eager frameworks). The cached bytes
+// are capped, by default at 1.5 times the most bytes ever held by live
+// tensors at once; past the cap, the buffers freed longest ago return to the
+// system first, so sizes a run stopped asking for do not pile up.
 class Storage {
  public:
   // zero_fill = false leaves the contents unspecified (for outputs that are
@@ -53,13 +58,10 @@ class Storage {
   size_t size_;
 };
 
-// Bytes held by live tensors, the peak of that since the last reset, and the
-// bytes of freed buffers kept in the pool for reuse.
-struct MemoryStats {
-  size_t live_bytes = 0;
-  size_t peak_live_bytes = 0;
-  size_t cached_bytes = 0;
-};
+// The pool's figures (core/buffer_pool.h MemoryStats): bytes held by live
+// tensors, their peak since the last ResetPeakMemory, the bytes of freed
+// buffers cached for reuse and their cap, and counts of reused, fresh and
+// evicted buffers.
 MemoryStats GetMemoryStats();
 void ResetPeakMemory();
 // Returns the pool's cached buffers to the system.

@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "core/tensor.h"
 #include "nn/lora.h"
 #include "train/checkpoint.h"
 #include "train/config/model_yaml.h"
@@ -338,10 +337,6 @@ VariantResult ReportRunner::RunVariant(RopeType method, bool finetuned,
   VariantResult result =
       finetuned ? Finetuned(method, lora, inputs) : ZeroShot(method);
   result.inputs = inputs;
-  // The tensor pool (core/tensor.h) keeps every buffer size a run asked
-  // for; the next variant trains or evaluates at other sizes, so without
-  // this the report's memory would be the sum of every variant's.
-  ReleaseCachedMemory();
   SaveVariantResult(path, result);
   Say(name + ": " + VariantSummary(result, plan_.extended_length));
   return result;
