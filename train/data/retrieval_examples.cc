@@ -287,10 +287,28 @@ RetrievalMaker::RetrievalMaker(const Tokenizer& tokenizer,
 
 RetrievalExample RetrievalMaker::Make(RetrievalTask task, int64_t length,
                                       double depth, Rng& rng) const {
+  return Build(task, length, depth, rng, 1);
+}
+
+RetrievalExample RetrievalMaker::MakeRow(RetrievalTask task, int64_t row,
+                                         double depth, Rng& rng) const {
+  return Build(task, row + kRetrievalAnswerSlack, depth, rng,
+               kRetrievalRowDraws);
+}
+
+RetrievalExample RetrievalMaker::Build(RetrievalTask task, int64_t length,
+                                       double depth, Rng& rng,
+                                       int draws) const {
   ROTOR_CHECK(depth >= 0.0 && depth <= 1.0,
               "retrieval: depth must be in [0, 1], got ", depth);
-  const TaskText text = ComposeTask(task, rng);
+  TaskText text = ComposeTask(task, rng);
   TaskTokens pieces = EncodeTask(parts_.tokenizer, text);
+  // Keys and values of other lengths until the text fits.
+  for (int draw = 1;
+       draw < draws && pieces.size() + kRetrievalAnswerSlack > length; ++draw) {
+    text = ComposeTask(task, rng);
+    pieces = EncodeTask(parts_.tokenizer, text);
+  }
   const int64_t needed = pieces.size() + kRetrievalAnswerSlack;
   RetrievalExample example;
   example.task = task;
@@ -387,8 +405,7 @@ void MixRetrievalExamples(Batch& batch, const RetrievalMaker& maker,
     const double depth =
         rng.Uniform() < kPasskeyStartShare ? 0.0 : rng.Uniform();
     // seq + 1 tokens of prompt and answer: the slack is not generated here.
-    const RetrievalExample example =
-        maker.Make(task, seq + 1 + kRetrievalAnswerSlack, depth, rng);
+    const RetrievalExample example = maker.MakeRow(task, seq + 1, depth, rng);
     std::vector<TokenId> tokens = example.prompt;
     tokens.insert(tokens.end(), example.answer.begin(), example.answer.end());
     std::copy(tokens.begin(), tokens.end() - 1,

@@ -104,18 +104,33 @@ class RetrievalMaker {
   // hold the task's text (naming the task and the tokens it needs).
   RetrievalExample Make(RetrievalTask task, int64_t length, double depth,
                         Rng& rng) const;
+  // A training row: prompt and answer of exactly `row` tokens (no slack).
+  // Keys and values are drawn again, up to kRetrievalRowDraws times, while
+  // their text does not fit (see RetrievalRowMinLength), then as Make.
+  RetrievalExample MakeRow(RetrievalTask task, int64_t row, double depth,
+                           Rng& rng) const;
 
   const Tokenizer& tokenizer() const { return parts_.tokenizer; }
 
  private:
+  // Make with up to `draws` draws of the task's text.
+  RetrievalExample Build(RetrievalTask task, int64_t length, double depth,
+                         Rng& rng, int draws) const;
+
   PromptParts parts_;
 };
 
-// The most tokens a training row of `task` took over a fixed sample of
+// Draws of a training row's keys and values before a row too short for
+// them is refused.
+inline constexpr int kRetrievalRowDraws = 64;
+
+// The most tokens a training row of `task` took over a fixed sample of 64
 // draws in `maker`'s tokenizer (prompt and answer, no filler): the row
 // length train.seq_len + 1 must hold it. Keys and values change the count
-// by a few tokens; a rarer, longer draw is refused when it is made, naming
-// the task and the tokens it needs.
+// by a few tokens (niah_multikey's four keys the most), so a rarer, longer
+// draw can exceed it: MakeRow then draws again, which at this length
+// succeeds within kRetrievalRowDraws draws all but never (the chance that
+// one draw does not fit is about 1 in 64 or less).
 int64_t RetrievalRowMinLength(const RetrievalMaker& maker, RetrievalTask task);
 
 // Whether shares `passkey` and `retrieval` of the rows fit in a batch:
