@@ -99,6 +99,12 @@ double Trainer::ForwardBackward() {
                          config_.data.passkey_loss, t.seed, first_row,
                          static_cast<int>(config_.data.passkey_digits));
     }
+    if (retrieval_maker_) {
+      MixRetrievalExamples(batch, *retrieval_maker_,
+                           config_.data.retrieval_tasks,
+                           config_.data.passkey_fraction,
+                           config_.data.retrieval_fraction, t.seed, first_row);
+    }
     scored.push_back(static_cast<int64_t>(std::count_if(
         batch.targets.begin(), batch.targets.end(),
         [](TokenId target) { return target != kPasskeyIgnoredTarget; })));

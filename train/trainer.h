@@ -5,7 +5,8 @@
 //     zero gradients
 //     for each of gradient_accumulation_steps micro-batches:
 //       (with data.passkey_fraction, some rows become passkey examples:
-//        train/data/passkey.h)
+//        train/data/passkey.h; with data.retrieval_fraction, others
+//        RULER-style retrieval examples: train/data/retrieval_examples.h)
 //       loss = cross-entropy(model(inputs), targets)
 //       backward(loss * micro_tokens / step_tokens)   (token-weighted mean)
 //     clip the global gradient norm, AdamW update
@@ -39,6 +40,7 @@
 #include "train/checkpoint.h"
 #include "train/config/train_config.h"
 #include "train/data/batches.h"
+#include "train/data/retrieval_examples.h"
 #include "train/data/token_file.h"
 #include "train/distributed/communicator.h"
 #include "train/distributed/data_parallel.h"
@@ -166,6 +168,8 @@ class Trainer {
   std::string tokenizer_spec_;  // the data's: "byte" or its tokenizer.json
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<PasskeyMaker> passkey_maker_;  // null without passkey rows
+  // null without retrieval rows
+  std::unique_ptr<RetrievalMaker> retrieval_maker_;
   TokenFile train_tokens_;
   TokenFile val_tokens_;
   MetricsLog metrics_;

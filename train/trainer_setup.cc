@@ -16,6 +16,7 @@
 #include "train/config/memory_estimate.h"
 #include "train/data/data_dir.h"
 #include "train/data/passkey.h"
+#include "train/data/retrieval_examples.h"
 #include "train/io/output_file.h"
 #include "train/trainer.h"
 
@@ -133,6 +134,19 @@ void Trainer::LoadDataTokenizer() {
   if (config_.data.passkey_fraction > 0.0) {
     passkey_maker_ =
         std::make_unique<PasskeyMaker>(*tokenizer_, config_.train.seq_len + 1);
+  }
+  if (config_.data.retrieval_fraction > 0.0) {
+    const int64_t row = config_.train.seq_len + 1;
+    retrieval_maker_ = std::make_unique<RetrievalMaker>(
+        *tokenizer_, row + kRetrievalAnswerSlack);
+    for (RetrievalTask task : config_.data.retrieval_tasks) {
+      const int64_t needed = RetrievalRowMinLength(*retrieval_maker_, task);
+      ROTOR_CHECK(
+          needed <= row, config_.file, ": data.retrieval_tasks: a ",
+          RetrievalTaskName(task), " row needs about ", needed, " tokens of ",
+          tokenizer_->Name(), " without filler, but train.seq_len + 1 is ", row,
+          "; set train.seq_len >= ", needed - 1, " or leave the task out");
+    }
   }
 }
 

@@ -242,6 +242,18 @@ std::vector<BadInput> ConfigCases() {
                  "data:\n  passkey_loss: answers\n",
                  "data.passkey_loss: passkey loss must be 'retrieval' or "
                  "'all'"),
+      ConfigLine("RetrievalTaskUnknown", "data:\n",
+                 "data:\n  retrieval_tasks: [niah_double]\n",
+                 "data.retrieval_tasks: unknown retrieval task 'niah_double'"),
+      ConfigLine("RetrievalAndPasskeyRowsOverOne", "data:\n",
+                 "data:\n  passkey_fraction: 0.5\n"
+                 "  retrieval_fraction: 0.75\n",
+                 "data.retrieval_fraction: must be at most 1 - "
+                 "data.passkey_fraction (0.5)"),
+      // Checked with the data's tokenizer once it is known.
+      ConfigLine("RetrievalRowsLongerThanSeqLen", "data:\n",
+                 "data:\n  retrieval_fraction: 0.5\n",
+                 "data.retrieval_tasks: a niah_single row needs about"),
       ConfigLine("OutputDirAList", "output_dir: ", "output_dir: [a]\n#",
                  "output_dir: expected a non-empty string"),
       Config(

@@ -655,6 +655,37 @@ TEST(PasskeyMix, TrainingWithAPasskeyShareChangesOnlyTheRowsItReplaces) {
   EXPECT_NE(mixed, text);
 }
 
+// Retrieval rows change the run and replay exactly; a row length that
+// cannot hold a task is refused before training, naming the task, the
+// tokenizer and the seq_len that would.
+TEST(RetrievalMix, TrainingWithRetrievalRowsIsDeterministicAndChecked) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  auto config = [&](const std::string& name, const std::string& fraction,
+                    const std::string& seq_len) {
+    return test::TinyConfig(
+        data, dir.Path(name),
+        {"data.passkey_fraction=0.25", "data.retrieval_fraction=" + fraction,
+         "data.retrieval_tasks=[niah_single]",
+         "model.max_position_embeddings=" + seq_len, "train.seq_len=" + seq_len,
+         "train.max_steps=2", "eval.every_n_steps=0"});
+  };
+  auto run = [&](const std::string& name, const std::string& fraction) {
+    std::ostringstream log;
+    Trainer trainer(config(name, fraction, "384"), log);
+    return trainer.Run().train_loss;
+  };
+  const double passkeys = run("passkeys", "0");
+  const double mixed = run("mixed", "0.5");
+  EXPECT_EQ(run("mixed_again", "0.5"), mixed);
+  EXPECT_NE(mixed, passkeys);
+  std::ostringstream log;
+  ROTOR_EXPECT_ERROR(Trainer(config("short", "0.5", "256"), log),
+                     "data.retrieval_tasks: a niah_single row needs about",
+                     "tokens of byte", "train.seq_len + 1 is 257",
+                     "set train.seq_len >= ");
+}
+
 // The trainer counts tokens_seen in int64_t. A config built in code (the
 // extend report's) skips the parser's check of the run's token count, and a
 // checkpoint's trainer_state.json can hold any count: both are errors, not

@@ -61,6 +61,23 @@ std::optional<ConfigProblem> FindReportConfigProblem(
                          "is required with base.practice.steps > 0: the "
                          "practice run's folder"};
   }
+  if (!RowSharesFit(config.practice_passkey_fraction,
+                    config.practice_retrieval_fraction)) {
+    return ConfigProblem{
+        "base.practice.retrieval_fraction",
+        StrCat("must be at most 1 - base.practice.passkey_fraction (",
+               config.practice_passkey_fraction,
+               "): a row is a passkey or a retrieval example, got ",
+               config.practice_retrieval_fraction)};
+  }
+  if (config.practice_retrieval_tasks.empty() &&
+      (config.practice_retrieval_fraction > 0 ||
+       config.finetune_retrieval_fraction.value_or(0.0) > 0)) {
+    return ConfigProblem{"base.practice.retrieval_tasks",
+                         "must name a task with retrieval rows in practice or "
+                         "the fine-tunes (niah_single, niah_multikey, "
+                         "niah_multivalue, variable_tracking)"};
+  }
   if (config.finetune_min_lr > config.finetune_lr) {
     return ConfigProblem{
         "finetune.min_lr",

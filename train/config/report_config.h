@@ -5,12 +5,15 @@
 //   base: { config: configs/default.yaml, overrides: [],
 //           init_from: "", data: "",
 //           practice: { steps: 800, passkey_fraction: 0.75, warmup_steps: 50,
-//                       output_dir: runs/default-passkey } }
+//                       output_dir: runs/default-passkey,
+//                       examples_only_steps: 0, retrieval_fraction: 0,
+//                       retrieval_tasks: [niah_single, ...] } }
 //   output_dir: runs/extend-report
 //   factor: 4
 //   methods: [default, linear, ntk, dynamic, yarn, llama3, longrope]
 //   finetune: { steps: 200, lr: 5e-4, min_lr: 5e-5, warmup_steps: 20,
 //               tokens_per_step: 8192, passkey_fraction: 0.5,
+//               retrieval_fraction: (the base's),
 //               skip: [dynamic],
 //               lora: { r, alpha, dropout, target_modules, trainable, lr } }
 //   eval: { lengths: [], documents: 10, method: truncate, stride: 0,
@@ -108,6 +111,18 @@ struct ExtendReportConfig {
   double practice_passkey_fraction = 0.75;
   int64_t practice_warmup_steps = 50;
   std::string practice_output_dir;  // required when practice_steps > 0
+  // RULER-style retrieval rows in practice (data.retrieval_fraction and
+  // data.retrieval_tasks of the practice run; the fine-tunes draw from the
+  // same tasks when finetune.retrieval_fraction is set). The two fractions
+  // add up to at most 1.
+  double practice_retrieval_fraction = 0.0;
+  std::vector<RetrievalTask> practice_retrieval_tasks = AllRetrievalTasks();
+  // The learning ladder's curriculum (docs/learn.md, rungs 06-09): a first
+  // phase of this many steps whose rows are all examples (passkeys, and
+  // retrieval rows in the practice's proportion), no text, in
+  // <practice_output_dir>-examples-only; then the practice above from its
+  // weights. 0: no first phase.
+  int64_t practice_examples_only_steps = 0;
   std::string output_dir = "runs/extend-report";
   double factor = 4.0;                          // s
   std::vector<RopeType> methods = RopeTypes();  // all, in display order
@@ -121,6 +136,9 @@ struct ExtendReportConfig {
   int64_t finetune_tokens_per_step = 0;
   // data.passkey_fraction of the fine-tunes; unset: the base config's.
   std::optional<double> finetune_passkey_fraction;
+  // data.retrieval_fraction of the fine-tunes, with practice's tasks;
+  // unset: the base config's fraction and tasks.
+  std::optional<double> finetune_retrieval_fraction;
   std::vector<RopeType> finetune_skip = RopeTypesNotFinetuned();
   // finetune.lora: each fine-tuned method is fine-tuned a second time with
   // LoRA on the same budget (steps, tokens per step, warm-up and cosine):
@@ -156,6 +174,9 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
   using limits::kMaxSteps;
   const field::Choices<RopeType> methods{
       {RopeTypeName, RopeTypeFromName, RefuseMethod}, "rope_type names"};
+  const field::Choices<RetrievalTask> tasks{
+      {RetrievalTaskName, RetrievalTaskFromName, RefuseRetrievalTask},
+      "retrieval task names"};
   v.Map(Key{"base", "the base model"}, [&](auto& base) {
     base(Key{"config", "its training config (required to train one)"},
          c.base_config, field::Text{});
@@ -165,18 +186,26 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
          c.base_init_from, field::Text{});
     base(Key{"data", "prepared data or a folder of text files"}, c.base_data,
          field::Text{});
-    base.Map(Key{"practice", "passkey practice after the base run"},
-             [&](auto& practice) {
-               practice(Key{"steps", "steps of practice; 0: none"},
-                        c.practice_steps, field::Int{0, kMaxSteps});
-               practice(Key{"passkey_fraction", "passkey rows in practice"},
-                        c.practice_passkey_fraction,
-                        field::RealAbove{0.0, 1.0});
-               practice(Key{"warmup_steps", "practice warm-up steps"},
-                        c.practice_warmup_steps, field::Int{0, kMaxSteps});
-               practice(Key{"output_dir", "the practice run's folder"},
-                        c.practice_output_dir, field::Text{});
-             });
+    base.Map(
+        Key{"practice", "passkey practice after the base run"},
+        [&](auto& practice) {
+          practice(Key{"steps", "steps of practice; 0: none"}, c.practice_steps,
+                   field::Int{0, kMaxSteps});
+          practice(Key{"passkey_fraction", "passkey rows in practice"},
+                   c.practice_passkey_fraction, field::RealAbove{0.0, 1.0});
+          practice(Key{"warmup_steps", "practice warm-up steps"},
+                   c.practice_warmup_steps, field::Int{0, kMaxSteps});
+          practice(Key{"output_dir", "the practice run's folder"},
+                   c.practice_output_dir, field::Text{});
+          practice(Key{"retrieval_fraction",
+                       "RULER-style retrieval rows in practice"},
+                   c.practice_retrieval_fraction, field::Real{0.0, 1.0});
+          practice(Key{"retrieval_tasks", "the tasks of those rows"},
+                   c.practice_retrieval_tasks, tasks);
+          practice(Key{"examples_only_steps",
+                       "a first phase without text rows; 0: none"},
+                   c.practice_examples_only_steps, field::Int{0, kMaxSteps});
+        });
   });
   v(Key{"output_dir", "report.md, report.html and the runs go here"},
     c.output_dir, field::Text{});
@@ -202,6 +231,8 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
              field::Int{0, limits::kMaxBatchSize * limits::kMaxPositions});
     finetune(Key{"passkey_fraction", "passkey rows; absent: the base's"},
              c.finetune_passkey_fraction, field::Real{0.0, 1.0});
+    finetune(Key{"retrieval_fraction", "retrieval rows; absent: the base's"},
+             c.finetune_retrieval_fraction, field::Real{0.0, 1.0});
     finetune(Key{"skip", "methods not fine-tuned"}, c.finetune_skip, methods);
     finetune.Map(
         Key{"lora", "each fine-tune again with LoRA"},
@@ -233,10 +264,7 @@ void VisitFields(Visitor& v, ExtendReportConfig& c) {
     eval(Key{"trials", "passkey trials per length and depth"}, c.trials,
          field::Int{1, kMaxEvalTrials});
     eval(Key{"retrieval_tasks", "RULER-style tasks; []: none"},
-         c.retrieval_tasks,
-         field::Choices<RetrievalTask>{
-             {RetrievalTaskName, RetrievalTaskFromName, RefuseRetrievalTask},
-             "retrieval task names"});
+         c.retrieval_tasks, tasks);
     eval(Key{"retrieval_lengths", "empty: the passkey lengths that fit"},
          c.retrieval_lengths,
          field::Ints{"positive integers", kMaxEvalGridPoints});

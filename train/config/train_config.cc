@@ -109,6 +109,22 @@ std::optional<ConfigProblem> FindTrainConfigProblem(const TrainConfig& config) {
                ", or model.max_position_embeddings: ", t.seq_len,
                " with a rope_scaling whose factor covers it")};
   }
+  if (!RowSharesFit(config.data.passkey_fraction,
+                    config.data.retrieval_fraction)) {
+    return ConfigProblem{
+        "data.retrieval_fraction",
+        StrCat("must be at most 1 - data.passkey_fraction (",
+               config.data.passkey_fraction,
+               "): a row is a passkey or a retrieval example, got ",
+               config.data.retrieval_fraction)};
+  }
+  if (config.data.retrieval_fraction > 0 &&
+      config.data.retrieval_tasks.empty()) {
+    return ConfigProblem{"data.retrieval_tasks",
+                         "must name a task with data.retrieval_fraction > 0 "
+                         "(niah_single, niah_multikey, niah_multivalue, "
+                         "variable_tracking)"};
+  }
   const int64_t shortest =
       PasskeyMinLength(static_cast<int>(config.data.passkey_digits));
   if (config.data.passkey_fraction > 0 && t.seq_len + 1 < shortest) {
@@ -357,6 +373,18 @@ std::string DataStreamDifferences(const TrainConfig& saved,
   compare("data.passkey_loss",
           std::string(PasskeyLossName(saved.data.passkey_loss)),
           std::string(PasskeyLossName(now.data.passkey_loss)));
+  compare("data.retrieval_fraction", saved.data.retrieval_fraction,
+          now.data.retrieval_fraction);
+  if (saved.data.retrieval_fraction > 0 || now.data.retrieval_fraction > 0) {
+    // Without retrieval rows the tasks draw nothing.
+    const auto names = [](const std::vector<RetrievalTask>& tasks) {
+      std::vector<std::string> list;
+      for (RetrievalTask task : tasks) list.push_back(RetrievalTaskName(task));
+      return JoinNames(list);
+    };
+    compare("data.retrieval_tasks", names(saved.data.retrieval_tasks),
+            names(now.data.retrieval_tasks));
+  }
   return differences;
 }
 

@@ -34,6 +34,7 @@
 #include "nn/transformer.h"
 #include "train/config/model_config.h"
 #include "train/data/passkey.h"
+#include "train/data/retrieval_examples.h"
 #include "train/eval/validation.h"
 
 namespace YAML {
@@ -63,6 +64,13 @@ struct DataConfig {
   PasskeyLoss passkey_loss = PasskeyLoss::kRetrieval;
   // Digits in each passkey; rotor eval --passkey asks for as many.
   int64_t passkey_digits = kPasskeyDefaultDigits;
+  // Share of training rows replaced by RULER-style retrieval examples
+  // (train/data/retrieval_examples.h), the loss on the answer only: other
+  // rows than the passkey ones, so the two fractions add up to at most 1.
+  // 0 disables.
+  double retrieval_fraction = 0.0;
+  // The tasks those rows are drawn from, uniformly.
+  std::vector<RetrievalTask> retrieval_tasks = AllRetrievalTasks();
   // Documents packed into a training row (each begins at the data's
   // separator token; a row that begins mid-document, at 0): with
   // data.document_mask they do not attend to each other, with
@@ -83,6 +91,13 @@ void VisitFields(Visitor& v, DataConfig& d) {
     field::Parsed<PasskeyLoss>{PasskeyLossName, ParsePasskeyLoss});
   v(Key{"passkey_digits", "digits in each passkey key"}, d.passkey_digits,
     field::Int{1, kPasskeyMaxDigits});
+  v(Key{"retrieval_fraction", "share of rows that are retrieval examples"},
+    d.retrieval_fraction, field::Real{0.0, 1.0});
+  v(Key{"retrieval_tasks", "the RULER-style tasks of those rows"},
+    d.retrieval_tasks,
+    field::Choices<RetrievalTask>{
+        {RetrievalTaskName, RetrievalTaskFromName, RefuseRetrievalTask},
+        "retrieval task names"});
   v(Key{"document_mask", "packed documents do not attend to each other"},
     d.documents.mask_attention, field::Flag{});
   v(Key{"document_positions", "RoPE positions restart at each document"},
@@ -380,7 +395,7 @@ TrainConfig ParseCheckpointTrainConfig(const std::string& yaml_text,
 
 // The settings that decide which data a run sees (batch_size, seq_len,
 // gradient_accumulation_steps, seed, passkey_fraction, passkey_digits,
-// passkey_loss) that
+// passkey_loss, retrieval_fraction, retrieval_tasks) that
 // differ between `saved` (a checkpoint's run) and `now`, each as
 // "train.seq_len 32 (checkpoint) vs 16 (config)", comma-separated; empty if
 // none differs.

@@ -153,6 +153,8 @@ TrainConfig PracticeConfig(const ExtendReportConfig& report,
   config.train.init_from = base_checkpoint;
   config.train.resume = ResumeMode::kAuto;
   config.data.passkey_fraction = report.practice_passkey_fraction;
+  config.data.retrieval_fraction = report.practice_retrieval_fraction;
+  config.data.retrieval_tasks = report.practice_retrieval_tasks;
   config.train.max_steps = report.practice_steps;
   config.train.warmup_steps =
       std::min(report.practice_warmup_steps, report.practice_steps);
@@ -161,6 +163,43 @@ TrainConfig PracticeConfig(const ExtendReportConfig& report,
   config.checkpoint.keep_last_n = 1;
   CheckBuiltConfig(config, "passkey practice");
   return config;
+}
+
+TrainConfig PracticeFirstPhaseConfig(const ExtendReportConfig& report,
+                                     const ReportPlan& plan,
+                                     const std::string& base_checkpoint) {
+  TrainConfig config = PracticeConfig(report, plan, base_checkpoint);
+  config.output_dir = report.practice_output_dir + "-examples-only";
+  // The practice's proportion of passkey to retrieval rows, over all rows.
+  const double examples =
+      report.practice_passkey_fraction + report.practice_retrieval_fraction;
+  config.data.passkey_fraction = report.practice_passkey_fraction / examples;
+  config.data.retrieval_fraction = 1.0 - config.data.passkey_fraction;
+  config.train.max_steps = report.practice_examples_only_steps;
+  config.train.warmup_steps = std::min(report.practice_warmup_steps,
+                                       report.practice_examples_only_steps);
+  CheckBuiltConfig(config, "practice's first phase");
+  return config;
+}
+
+std::string PracticeDescription(const ExtendReportConfig& report) {
+  std::string text;
+  if (report.practice_examples_only_steps > 0) {
+    text = StrCat(report.practice_examples_only_steps,
+                  " steps of examples only, then ");
+  }
+  text += StrCat(report.practice_steps, " steps with ",
+                 report.practice_passkey_fraction, " passkey rows");
+  if (report.practice_retrieval_fraction > 0) {
+    std::string tasks;
+    for (RetrievalTask task : report.practice_retrieval_tasks) {
+      tasks +=
+          (tasks.empty() ? "" : ", ") + std::string(RetrievalTaskName(task));
+    }
+    text += StrCat(" and ", report.practice_retrieval_fraction,
+                   " retrieval rows (", tasks, ")");
+  }
+  return text;
 }
 
 TrainConfig FinetuneConfig(const ExtendReportConfig& report,
@@ -172,6 +211,10 @@ TrainConfig FinetuneConfig(const ExtendReportConfig& report,
   config.model = ExtendModelConfig(plan.base.model, method, report.factor,
                                    plan.base_length);
   config.data.passkey_fraction = FinetunePasskeyFraction(report, plan.base);
+  if (report.finetune_retrieval_fraction) {
+    config.data.retrieval_fraction = *report.finetune_retrieval_fraction;
+    config.data.retrieval_tasks = report.practice_retrieval_tasks;
+  }
   TrainSection& train = config.train;
   train.init_from = base_checkpoint;
   train.resume = ResumeMode::kAuto;

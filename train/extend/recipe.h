@@ -73,18 +73,33 @@ ModelConfig ExtendModelConfig(const ModelConfig& base, RopeType method,
                               double factor, int64_t base_length);
 
 // Tokens per optimizer step and data.passkey_fraction of the fine-tunes:
-// the report's, or the base run's where the report leaves them unset.
+// the report's, or the base run's where the report leaves them unset
+// (data.retrieval_fraction likewise: FinetuneConfig).
 int64_t FinetuneTokensPerStep(const ExtendReportConfig& report,
                               const TrainConfig& base);
 double FinetunePasskeyFraction(const ExtendReportConfig& report,
                                const TrainConfig& base);
 
 // The passkey-practice run: the base config at its own length, from the
-// weights of `base_checkpoint`, with the report's share of passkey rows, in
+// weights of `base_checkpoint` (the base's, or the first phase's), with the
+// report's shares of passkey and retrieval rows, in
 // report.practice_output_dir.
 TrainConfig PracticeConfig(const ExtendReportConfig& report,
                            const ReportPlan& plan,
                            const std::string& base_checkpoint);
+
+// The practice's first phase (report.practice_examples_only_steps > 0): the
+// practice run with every row an example, passkey and retrieval rows in the
+// practice's proportion, for report.practice_examples_only_steps steps, in
+// <report.practice_output_dir>-examples-only.
+TrainConfig PracticeFirstPhaseConfig(const ExtendReportConfig& report,
+                                     const ReportPlan& plan,
+                                     const std::string& base_checkpoint);
+
+// What the practice does, for the log and report.md: "120 steps of examples
+// only, then 300 steps with 0.5 passkey rows and 0.25 retrieval rows
+// (niah_single, variable_tracking)".
+std::string PracticeDescription(const ExtendReportConfig& report);
 
 // The fine-tune of `method`: from the weights of `base_checkpoint`,
 // report.finetune_steps steps at s*L with the method's model settings, in

@@ -225,14 +225,24 @@ void ReportRunner::TrainBase() {
   }
   if (config_.practice_steps == 0) return;
 
+  if (config_.practice_examples_only_steps > 0) {
+    const TrainConfig first =
+        PracticeFirstPhaseConfig(config_, plan_, run_.base_checkpoint);
+    run_.base_checkpoint = TrainOrReuse(
+        first, "practice's first phase", "practice-examples-only.log",
+        StrCat("practice's first phase (", config_.practice_examples_only_steps,
+               " steps at length ", plan_.base_length, ", examples only -> ",
+               first.output_dir));
+    run_.practice_seconds +=
+        LoadTrainerState(run_.base_checkpoint).elapsed_seconds;
+  }
   const TrainConfig practice =
       PracticeConfig(config_, plan_, run_.base_checkpoint);
   run_.base_checkpoint = TrainOrReuse(
       practice, "passkey practice", "practice.log",
-      StrCat("passkey practice (", config_.practice_steps, " steps at length ",
-             plan_.base_length, ", ", config_.practice_passkey_fraction,
-             " passkey rows -> ", practice.output_dir));
-  run_.practice_seconds =
+      StrCat("passkey practice (", PracticeDescription(config_), " at length ",
+             plan_.base_length, " -> ", practice.output_dir));
+  run_.practice_seconds +=
       LoadTrainerState(run_.base_checkpoint).elapsed_seconds;
   Say("base model after passkey practice: " + run_.base_checkpoint);
 }

@@ -316,9 +316,7 @@ void ReportWriter::WriteIntro() {
   }
   for (const std::string& o : config_.base_overrides) md_ << " `" << o << "`";
   if (config_.practice_steps > 0) {
-    md_ << ", then " << config_.practice_steps
-        << " steps of passkey practice with "
-        << config_.practice_passkey_fraction << " passkey rows";
+    md_ << ", then passkey practice: " << PracticeDescription(config_);
   }
   md_ << "), trained at **L = " << plan_.base_length << "** tokens, extended "
       << "by **s = " << config_.factor << "** to **" << sl

@@ -353,6 +353,8 @@ TEST(ConfigFields, TrainConfigRoundTripsThroughYaml) {
   config.data.passkey_fraction = 0.25;
   config.data.passkey_loss = PasskeyLoss::kAll;
   config.data.passkey_digits = 3;
+  config.data.retrieval_fraction = 0.5;
+  config.data.retrieval_tasks = {RetrievalTask::kNiahMultikey};
   config.data.documents = {true, true};
   TrainSection& t = config.train;
   t.batch_size = 4;
@@ -406,6 +408,9 @@ TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
   config.practice_passkey_fraction = 0.5;
   config.practice_warmup_steps = 3;
   config.practice_output_dir = "runs/practice";
+  config.practice_retrieval_fraction = 0.25;
+  config.practice_retrieval_tasks = {RetrievalTask::kNiahSingle};
+  config.practice_examples_only_steps = 10;
   config.output_dir = "runs/report";
   config.factor = 8.0;
   config.methods = {RopeType::kYarn, RopeType::kLinear};
@@ -415,6 +420,7 @@ TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
   config.finetune_warmup_steps = 2;
   config.finetune_tokens_per_step = 1024;
   config.finetune_passkey_fraction = 0.25;
+  config.finetune_retrieval_fraction = 0.125;
   config.finetune_skip = {};
   config.lora_finetune.lora = {true, 4, 16.0, 0.05, {"o_proj"}};
   config.lora_finetune.trainable = {"norm"};

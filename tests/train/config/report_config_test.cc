@@ -97,6 +97,31 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
           "base: {config: b.yaml}\nfinetune: {passkey_fraction: 2}\n",
           "r.yaml"),
       "r.yaml:2:", "finetune.passkey_fraction", "[0, 1]");
+  // Passkey and retrieval rows of practice fit in the rows, drawn from a
+  // task.
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10,\n"
+                              "  output_dir: p, passkey_fraction: 0.75,\n"
+                              "  retrieval_fraction: 0.5}}\n",
+                              "r.yaml"),
+      "r.yaml:", "base.practice.retrieval_fraction",
+      "must be at most 1 - base.practice.passkey_fraction (0.75)", "got 0.5");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10,\n"
+                              "  output_dir: p, retrieval_fraction: 0.2,\n"
+                              "  retrieval_tasks: []}}\n",
+                              "r.yaml"),
+      "r.yaml:", "base.practice.retrieval_tasks", "must name a task");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml, practice: {steps: 10,\n"
+                              "  output_dir: p, examples_only_steps: -1}}\n",
+                              "r.yaml"),
+      "r.yaml:", "base.practice.examples_only_steps", "-1");
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig(
+          "base: {config: b.yaml}\nfinetune: {retrieval_fraction: 2}\n",
+          "r.yaml"),
+      "r.yaml:2:", "finetune.retrieval_fraction", "[0, 1]");
   ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig(
           "base: {config: b.yaml}\nfinetune: {lr: 1e-4, min_lr: 1e-3}\n",

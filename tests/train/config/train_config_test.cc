@@ -507,7 +507,8 @@ TEST(TrainConfig, ErrorsNameFileLineColumnAndKeyPath) {
       {m + "data:\n  path: d\n  format: text\n",
        {"run.yaml:10:3: data.format: unknown key (known keys: "
         "document_mask, document_positions, passkey_digits, passkey_fraction, "
-        "passkey_loss, path, tokenizer)"}},
+        "passkey_loss, path, retrieval_fraction, retrieval_tasks, "
+        "tokenizer)"}},
       {m + "data:\n  path: d\n  document_mask: packed\n",
        {"run.yaml:10:18: data.document_mask: expected true or false"}},
       {m + "data:\n  path: d\n  passkey_loss: answers\n",
@@ -667,6 +668,55 @@ TEST(TrainConfig, PasskeyFractionAndInitFromKeys) {
   ROTOR_EXPECT_ERROR(
       test::TinyConfig("data", "out", {"data.passkey_fraction=1.5"}),
       "data.passkey_fraction", "[0, 1]", "1.5");
+}
+
+// data.retrieval_fraction and data.retrieval_tasks: off and all four tasks
+// by default, read, kept by the resolved config and compared on resume
+// (the tasks only when rows are drawn from them); with the passkey rows at
+// most all rows, and a task to draw from.
+TEST(TrainConfig, RetrievalFractionAndTasksKeys) {
+  const TrainConfig defaults = test::TinyConfig("data", "out");
+  EXPECT_EQ(defaults.data.retrieval_fraction, 0.0);
+  EXPECT_EQ(defaults.data.retrieval_tasks, AllRetrievalTasks());
+  const TrainConfig config = test::TinyConfig(
+      "data", "out",
+      {"data.passkey_fraction=0.5", "data.retrieval_fraction=0.25",
+       "data.retrieval_tasks=[variable_tracking, niah_single]",
+       "train.seq_len=128", "model.max_position_embeddings=128"});
+  EXPECT_EQ(config.data.retrieval_fraction, 0.25);
+  const std::vector<RetrievalTask> tasks = {RetrievalTask::kVariableTracking,
+                                            RetrievalTask::kNiahSingle};
+  EXPECT_EQ(config.data.retrieval_tasks, tasks);
+  const TrainConfig round_trip =
+      ParseTrainConfig(TrainConfigToYaml(config), "resolved.yaml");
+  EXPECT_EQ(round_trip.data.retrieval_fraction, 0.25);
+  EXPECT_EQ(round_trip.data.retrieval_tasks, tasks);
+  TrainConfig other = config;
+  other.data.retrieval_tasks = {RetrievalTask::kNiahSingle};
+  EXPECT_EQ(DataStreamDifferences(config, other),
+            "data.retrieval_tasks [variable_tracking, niah_single] "
+            "(checkpoint) vs [niah_single] (config)");
+  other = config;
+  other.data.retrieval_fraction = 0.5;
+  EXPECT_EQ(DataStreamDifferences(config, other),
+            "data.retrieval_fraction 0.25 (checkpoint) vs 0.5 (config)");
+  TrainConfig no_rows = defaults, other_tasks = defaults;
+  other_tasks.data.retrieval_tasks = tasks;
+  EXPECT_EQ(DataStreamDifferences(no_rows, other_tasks), "");
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig(
+          "data", "out",
+          {"data.passkey_fraction=0.75", "data.retrieval_fraction=0.5",
+           "train.seq_len=128", "model.max_position_embeddings=128"}),
+      "data.retrieval_fraction",
+      "must be at most 1 - data.passkey_fraction (0.75)", "got 0.5");
+  ROTOR_EXPECT_ERROR(test::TinyConfig("data", "out",
+                                      {"data.retrieval_fraction=0.5",
+                                       "data.retrieval_tasks=[]"}),
+                     "data.retrieval_tasks", "must name a task");
+  ROTOR_EXPECT_ERROR(
+      test::TinyConfig("data", "out", {"data.retrieval_tasks=[niah]"}),
+      "data.retrieval_tasks", "unknown retrieval task 'niah'");
 }
 
 // data.passkey_digits: 5 by default, read, kept by the resolved config and

@@ -257,6 +257,78 @@ TEST(PracticeAndFinetuneConfig, TheLoraFinetuneIsTheSameBudgetWithAFrozenBase) {
   EXPECT_EQ(TrainConfigToYaml(lora), TrainConfigToYaml(full));
 }
 
+// The curriculum: practice.examples_only_steps is a first run whose rows are
+// all examples, passkey and retrieval rows in the practice's proportion,
+// in its own folder; the practice then mixes text with
+// practice.retrieval_fraction retrieval rows of practice.retrieval_tasks,
+// which the fine-tunes draw from with finetune.retrieval_fraction (without
+// it, the base config's data keys as they are).
+TEST(PracticeAndFinetuneConfig, TheCurriculumsPhasesAndRetrievalRows) {
+  const ExtendReportConfig report = TinyReport(
+      {"base.overrides=[data.path=d, output_dir=base, train.seq_len=400, "
+       "model.max_position_embeddings=400]",
+       "base.practice.passkey_fraction=0.3",
+       "base.practice.retrieval_fraction=0.2",
+       "base.practice.retrieval_tasks=[niah_single]",
+       "base.practice.examples_only_steps=7", "base.practice.warmup_steps=5"});
+  const ReportPlan plan = PlanReport(report);
+  const TrainConfig practice = PracticeConfig(report, plan, "first");
+  EXPECT_EQ(practice.output_dir, "practice");
+  EXPECT_EQ(practice.train.init_from, "first");
+  EXPECT_EQ(practice.train.max_steps, 3);
+  EXPECT_EQ(practice.train.warmup_steps, 3);
+  EXPECT_EQ(practice.data.passkey_fraction, 0.3);
+  EXPECT_EQ(practice.data.retrieval_fraction, 0.2);
+  EXPECT_EQ(practice.data.retrieval_tasks,
+            std::vector<RetrievalTask>{RetrievalTask::kNiahSingle});
+  TrainConfig first = PracticeFirstPhaseConfig(report, plan, "ckpt");
+  EXPECT_EQ(first.output_dir, "practice-examples-only");
+  EXPECT_EQ(first.train.init_from, "ckpt");
+  EXPECT_EQ(first.train.max_steps, 7);
+  EXPECT_EQ(first.train.warmup_steps, 5);
+  EXPECT_DOUBLE_EQ(first.data.passkey_fraction, 0.6);
+  EXPECT_DOUBLE_EQ(first.data.retrieval_fraction, 0.4);
+  // Otherwise the practice run.
+  first.output_dir = practice.output_dir;
+  first.train.init_from = practice.train.init_from;
+  first.train.max_steps = practice.train.max_steps;
+  first.train.warmup_steps = practice.train.warmup_steps;
+  first.data.passkey_fraction = practice.data.passkey_fraction;
+  first.data.retrieval_fraction = practice.data.retrieval_fraction;
+  EXPECT_EQ(TrainConfigToYaml(first), TrainConfigToYaml(practice));
+  EXPECT_EQ(PracticeDescription(report),
+            "7 steps of examples only, then 3 steps with 0.3 passkey rows "
+            "and 0.2 retrieval rows (niah_single)");
+  EXPECT_EQ(PracticeDescription(TinyReport({})),
+            "3 steps with 0.75 passkey rows");
+
+  // Passkey rows alone: the first phase is all passkeys.
+  const ExtendReportConfig passkeys =
+      TinyReport({"base.overrides=[data.path=d, output_dir=base, "
+                  "train.seq_len=112, model.max_position_embeddings=112]",
+                  "base.practice.examples_only_steps=2"});
+  const TrainConfig all_passkeys =
+      PracticeFirstPhaseConfig(passkeys, PlanReport(passkeys), "ckpt");
+  EXPECT_EQ(all_passkeys.data.passkey_fraction, 1.0);
+  EXPECT_EQ(all_passkeys.data.retrieval_fraction, 0.0);
+
+  // The fine-tunes: the base's data keys, or finetune.retrieval_fraction
+  // with the practice's tasks.
+  EXPECT_EQ(FinetuneConfig(report, plan, RopeType::kYarn, "ckpt")
+                .data.retrieval_fraction,
+            0.0);
+  const ExtendReportConfig tuned = TinyReport(
+      {"base.overrides=[data.path=d, output_dir=base, train.seq_len=400, "
+       "model.max_position_embeddings=400]",
+       "base.practice.retrieval_tasks=[variable_tracking]",
+       "finetune.passkey_fraction=0.5", "finetune.retrieval_fraction=0.25"});
+  const TrainConfig yarn =
+      FinetuneConfig(tuned, PlanReport(tuned), RopeType::kYarn, "ckpt");
+  EXPECT_EQ(yarn.data.retrieval_fraction, 0.25);
+  EXPECT_EQ(yarn.data.retrieval_tasks,
+            std::vector<RetrievalTask>{RetrievalTask::kVariableTracking});
+}
+
 // A rotor checkpoint given as base.init_from brings its own passkey key
 // length: a base trained on 2-digit keys was once tested on 5-digit ones
 // (the default) and scored 0 % everywhere.

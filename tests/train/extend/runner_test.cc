@@ -61,7 +61,8 @@ TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
       "       depths: [1], trials: 1}\n");
   std::ostringstream log;
   const ExtendReportSummary summary = RunExtendReport(config, log);
-  EXPECT_NE(log.str().find("passkey practice (2 steps at length 112"),
+  EXPECT_NE(log.str().find("passkey practice (2 steps with 0.5 passkey rows "
+                           "at length 112"),
             std::string::npos)
       << log.str();
   const std::string practice_config =
@@ -76,7 +77,8 @@ TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
             std::string::npos);
   EXPECT_NE(yarn_config.find("passkey_fraction: 0.25"), std::string::npos);
   EXPECT_NE(yarn_config.find("seq_len: 224"), std::string::npos);
-  EXPECT_NE(ReadFile(summary.report_path).find("2 steps of passkey practice"),
+  EXPECT_NE(ReadFile(summary.report_path)
+                .find("passkey practice: 2 steps with 0.5 passkey rows"),
             std::string::npos);
 
   // A practice run made by hand from the same base checkpoint, named
@@ -105,6 +107,53 @@ TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
       "passkey practice: " + dir.Path("practice") + " holds another run",
       "data.passkey_fraction 0.5 (checkpoint) vs 0.75 (config)",
       "delete that folder");
+}
+
+// With base.practice.examples_only_steps, the ladder's curriculum: a first
+// run of examples only from the base, then the practice from its weights,
+// both reused when run again; report.md says so.
+TEST(ExtendReport, TheCurriculumsFirstPhaseComesBeforePractice) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  const ExtendReportConfig config = TinyReport(
+      dir, data,
+      "model.max_position_embeddings=112, train.seq_len=112, "
+      "train.batch_size=2, train.max_steps=2",
+      "  practice: {steps: 2, passkey_fraction: 0.5, examples_only_steps: 3,\n"
+      "             output_dir: " +
+          dir.Path("practice") + "}\n",
+      "factor: 2\n"
+      "methods: [default]\n"
+      "finetune: {steps: 0}\n"
+      "eval: {lengths: [112], documents: 1, passkey_lengths: [112],\n"
+      "       depths: [1], trials: 1, retrieval_tasks: []}\n");
+  std::ostringstream log;
+  const ExtendReportSummary summary = RunExtendReport(config, log);
+  EXPECT_NE(log.str().find("practice's first phase (3 steps at length 112, "
+                           "examples only -> " +
+                           dir.Path("practice-examples-only")),
+            std::string::npos)
+      << log.str();
+  const std::string first = ReadFile(
+      dir.Path("practice-examples-only/checkpoints/step_00000003/config.yaml"));
+  EXPECT_NE(first.find("init_from: " + dir.Path("base")), std::string::npos);
+  EXPECT_NE(first.find("passkey_fraction: 1\n"), std::string::npos) << first;
+  const std::string practice =
+      ReadFile(dir.Path("practice/checkpoints/step_00000002/config.yaml"));
+  EXPECT_NE(practice.find("init_from: " + dir.Path("practice-examples-only")),
+            std::string::npos)
+      << practice;
+  EXPECT_NE(practice.find("passkey_fraction: 0.5\n"), std::string::npos);
+  EXPECT_NE(ReadFile(summary.report_path)
+                .find("passkey practice: 3 steps of examples only, then 2 "
+                      "steps with 0.5 passkey rows"),
+            std::string::npos);
+  std::ostringstream reused;
+  RunExtendReport(config, reused);
+  EXPECT_EQ(reused.str().find("first phase (3 steps"), std::string::npos)
+      << reused.str();
+  EXPECT_EQ(reused.str().find("passkey practice (2 steps"), std::string::npos)
+      << reused.str();
 }
 
 TEST(ExtendReport, TinyModelEndToEnd) {
