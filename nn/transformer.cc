@@ -339,17 +339,12 @@ Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
     ROTOR_CHECK(batch == cache->batch, "Transformer::Logits: ", batch,
                 " rows but the KV cache was made for ", cache->batch);
     ROTOR_CHECK(offset + seq <= cache->capacity,
-                "Transformer::Logits: "
-                "positions up to ",
-                offset + seq,
-                " exceed the KV cache's "
-                "capacity of ",
-                cache->capacity,
-                " (make it for the prompt "
-                "and every token to generate)");
+                "Transformer::Logits: positions up to ", offset + seq,
+                " exceed the KV cache's capacity of ", cache->capacity,
+                " (make it for the prompt and every token to generate)");
     ROTOR_CHECK(!GradModeEnabled(),
-                "Transformer::Logits: decoding with a "
-                "KV cache records no gradients; run it under NoGradGuard");
+                "Transformer::Logits: decoding with a KV cache records no "
+                "gradients; run it under NoGradGuard");
   }
   const Tensor hidden = model_->Forward(ids, batch, seq, rope_table_, positions,
                                         cache, last_positions);
