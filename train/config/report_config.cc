@@ -70,6 +70,16 @@ std::optional<ConfigProblem> FindReportConfigProblem(
                "): a row is a passkey or a retrieval example, got ",
                config.practice_retrieval_fraction)};
   }
+  if (config.finetune_passkey_fraction && config.finetune_retrieval_fraction &&
+      !RowSharesFit(*config.finetune_passkey_fraction,
+                    *config.finetune_retrieval_fraction)) {
+    return ConfigProblem{
+        "finetune.retrieval_fraction",
+        StrCat("must be at most 1 - finetune.passkey_fraction (",
+               *config.finetune_passkey_fraction,
+               "): a row is a passkey or a retrieval example, got ",
+               *config.finetune_retrieval_fraction)};
+  }
   if (config.practice_retrieval_tasks.empty() &&
       (config.practice_retrieval_fraction > 0 ||
        config.finetune_retrieval_fraction.value_or(0.0) > 0)) {

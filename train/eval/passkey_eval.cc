@@ -144,6 +144,7 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
     // Teacher-forced, in batches of at most kMaxBatchPromptTokens input
     // tokens; only the answer rows' logits, [rows * answer_rows, vocab].
     const int64_t count = static_cast<int64_t>(examples.size());
+    if (count == 0) continue;  // no depths: no cells
     const int64_t batch =
         std::clamp<int64_t>(kMaxBatchPromptTokens / length, 1, count);
     std::vector<bool> retrieved;

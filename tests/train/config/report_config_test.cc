@@ -122,6 +122,15 @@ TEST(ExtendReportConfig, ParsesDefaultsAndRejectsMistakes) {
           "base: {config: b.yaml}\nfinetune: {retrieval_fraction: 2}\n",
           "r.yaml"),
       "r.yaml:2:", "finetune.retrieval_fraction", "[0, 1]");
+  // The fine-tunes' shares too, when both are given: refused here, not
+  // after the base run, the practice and the zero-shot evaluations.
+  ROTOR_EXPECT_ERROR(
+      ParseExtendReportConfig("base: {config: b.yaml}\nfinetune: "
+                              "{passkey_fraction: 0.75, retrieval_fraction: "
+                              "0.5}\n",
+                              "r.yaml"),
+      "r.yaml:", "finetune.retrieval_fraction",
+      "must be at most 1 - finetune.passkey_fraction (0.75)", "got 0.5");
   ROTOR_EXPECT_ERROR(
       ParseExtendReportConfig(
           "base: {config: b.yaml}\nfinetune: {lr: 1e-4, min_lr: 1e-3}\n",

@@ -113,6 +113,17 @@ TEST(PasskeyEval, GridMatchesGreedyDecodingOfTheSameExamples) {
   }
 }
 
+// No depths: no examples and no cells (the batch size is clamped to the
+// examples' count, which must then not be reached).
+TEST(PasskeyEval, NoDepthsGiveNoCells) {
+  nn::Transformer model(TinyConfig(), 11);
+  PasskeyEvalOptions options;
+  options.lengths = {120};
+  options.depths = {};
+  options.trials = 3;
+  EXPECT_TRUE(EvaluatePasskey(model, kBytes, options).empty());
+}
+
 // Byte results equal the byte-only scoring rotor had before: one batched
 // forward per cell, a key retrieved when the argmax predicts each digit.
 TEST(PasskeyEval, ByteResultsEqualTheByteOnlyScoring) {
