@@ -93,13 +93,16 @@ std::map<EvalPart, double> EvalPartSecondsFromJson(const Json& json,
   const std::string where = source + ": eval_part_seconds";
   ROTOR_CHECK(json.is_object(), where, " must be an object");
   std::map<EvalPart, double> seconds;
-  for (const auto& [name, value] : json.items()) {
+  for (const auto& item : json.items()) {
+    // A named variable, not a structured binding: C++17 lambdas (clang's)
+    // cannot capture those.
+    const std::string& name = item.key();
     const EvalPart* part =
         std::find_if(std::begin(kEvalParts), std::end(kEvalParts),
                      [&](EvalPart p) { return name == EvalPartName(p); });
     ROTOR_CHECK(part != std::end(kEvalParts), where, ": unknown part \"", name,
                 "\" (the parts: perplexity, passkey, retrieval)");
-    seconds[*part] = JsonAs<double>(value, where + "." + name);
+    seconds[*part] = JsonAs<double>(item.value(), where + "." + name);
   }
   return seconds;
 }
