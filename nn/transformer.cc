@@ -349,6 +349,7 @@ Tensor Transformer::FlatHidden(const std::vector<int32_t>& ids, int64_t batch,
   const Tensor hidden = model_->Forward(ids, batch, seq, rope_table_, positions,
                                         cache, last_positions);
   if (cache != nullptr) cache->length += seq;
+  forwarded_positions_ += batch * seq;
   return Reshape(hidden, {batch * (last_positions > 0 ? last_positions : seq),
                           config_.hidden_size});
 }

@@ -278,6 +278,11 @@ class Transformer : public Module {
   void SetLossChunkRows(int64_t rows);
   int64_t loss_chunk_rows() const { return loss_chunk_rows_; }
 
+  // Positions run through the decoder layers so far (B x T of every Logits,
+  // LastLogits and Loss): what prefills and decode steps cost, counted for
+  // tests and benchmarks.
+  int64_t forwarded_positions() const { return forwarded_positions_; }
+
  private:
   Transformer(const TransformerConfig& config, Rng* rng);
   // The final hidden states as rows: [B*T, H], or [B*last_positions, H]
@@ -295,6 +300,7 @@ class Transformer : public Module {
   DecoderStack* model_;
   Linear* lm_head_ = nullptr;  // null when tied
   int64_t loss_chunk_rows_ = kDefaultLossChunkRows;
+  int64_t forwarded_positions_ = 0;
 };
 
 }  // namespace nn

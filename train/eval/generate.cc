@@ -59,72 +59,51 @@ TokenId SampleToken(const float* logits, int64_t vocab,
   return order[keep - 1];
 }
 
-namespace {
+nn::KvCache NewKvCacheInMemory(const nn::Transformer& model, int64_t batch,
+                               int64_t capacity, const std::string& what) {
+  const double cache_bytes = model.KvCacheBytes(batch, capacity);
+  const MemoryLimit limit = UsableMemory();
+  ROTOR_CHECK(cache_bytes <= static_cast<double>(limit.bytes), what, " needs ",
+              FormatBytes(cache_bytes), ", more than the ",
+              FormatBytes(limit.bytes), " left under ", limit.source);
+  return model.NewKvCache(batch, capacity);
+}
 
-// GenerateTokens and GenerateTokensBatch: `prompts` of one length, run as
-// one batch; on_token(row, id) gets each row's new ids as they come.
-std::vector<std::vector<TokenId>> Generate(
-    nn::Transformer& model, const Tokenizer& tokenizer,
-    const std::vector<std::vector<TokenId>>& prompts,
-    const SamplingOptions& options,
+std::vector<std::vector<TokenId>> DecodeFromCache(
+    nn::Transformer& model, const Tokenizer& tokenizer, nn::KvCache& cache,
+    Tensor last_logits, const SamplingOptions& options,
+    const std::vector<bool>& skip,
     const std::function<void(int64_t, TokenId)>& on_token) {
-  ROTOR_CHECK(!prompts.empty() && !prompts[0].empty(),
-              "generate: the prompt is empty");
-  const int64_t batch = static_cast<int64_t>(prompts.size());
-  const int64_t prompt_length = static_cast<int64_t>(prompts[0].size());
-  for (size_t row = 1; row < prompts.size(); ++row) {
-    ROTOR_CHECK(static_cast<int64_t>(prompts[row].size()) == prompt_length,
-                "generate: a batch's prompts must have one length, but "
-                "prompt 0 has ",
-                prompt_length, " tokens and prompt ", row, " has ",
-                prompts[row].size());
-  }
+  const int64_t batch = cache.batch;
+  const int64_t vocab = model.config().vocab_size;
+  ROTOR_CHECK(last_logits.dim() == 2 && last_logits.size(0) == batch &&
+                  last_logits.size(1) == vocab && last_logits.is_contiguous(),
+              "generate: the last logits must be a contiguous [", batch, ", ",
+              vocab, "] (the cache's rows x the vocabulary), got ",
+              ShapeToString(last_logits.shape()));
+  ROTOR_CHECK(skip.empty() || static_cast<int64_t>(skip.size()) == batch,
+              "generate: ", skip.size(), " rows to skip for a batch of ",
+              batch);
   ROTOR_CHECK(options.max_new_tokens >= 0,
               "generate: max_new_tokens must be >= 0, got ",
               options.max_new_tokens);
   NoGradGuard no_grad;
-  const int64_t vocab = model.config().vocab_size;
   // A model may have more ids than the tokenizer (model.vocab_size rounded
   // up); the extra ones cannot be decoded, so they are never drawn.
   const int64_t drawable = std::min<int64_t>(vocab, tokenizer.VocabSize());
   const std::vector<TokenId> end_ids = EndOfTextIds(tokenizer);
-  const int64_t total = CheckedAdd(prompt_length, options.max_new_tokens,
-                                   "generate: prompt + max_new_tokens");
-  ROTOR_CHECK(total <= limits::kMaxPositions, "generate: the prompt's ",
-              prompt_length, " tokens + max_new_tokens ",
-              options.max_new_tokens, " exceed rotor's limit of ",
-              limits::kMaxPositions, " positions");
-  // The KV cache holds `total` positions of every row, allocated up front:
-  // refuse now what cannot fit.
-  const double cache_bytes = model.KvCacheBytes(batch, total);
-  const MemoryLimit limit = UsableMemory();
-  ROTOR_CHECK(cache_bytes <= static_cast<double>(limit.bytes),
-              "generate: the KV cache of ", batch, " x (the prompt's ",
-              prompt_length, " tokens + max_new_tokens ",
-              options.max_new_tokens, ") needs ", FormatBytes(cache_bytes),
-              ", more than the ", FormatBytes(limit.bytes), " left under ",
-              limit.source);
-  // One RoPE base for the whole sequence (prefill and every decoded token),
-  // fixed from its final length: see nn/rope_scaling.h. (Dynamic NTK keeps
-  // the plain base up to L0; LongRoPE takes its short factors while the
-  // whole sequence fits in original_max_position_embeddings, as in HF.)
-  model.SetSequenceLength(total);
   // Each row draws from its own generator, as it would alone.
   std::vector<Rng> rngs(static_cast<size_t>(batch), Rng(options.seed));
-  nn::KvCache cache = model.NewKvCache(batch, total);
-
-  std::vector<TokenId> ids;
-  ids.reserve(static_cast<size_t>(batch * prompt_length));
-  for (const std::vector<TokenId>& prompt : prompts) {
-    ids.insert(ids.end(), prompt.begin(), prompt.end());
-  }
   std::vector<std::vector<TokenId>> generated(static_cast<size_t>(batch));
   std::vector<bool> done(static_cast<size_t>(batch),
                          options.max_new_tokens == 0);
-  // Prefill: every prompt position fills the cache, and each step samples
-  // from each row's last logits, [B, vocab].
-  Tensor logits = model.LastLogits(ids, batch, prompt_length, 0, &cache);
-  ids.resize(static_cast<size_t>(batch));  // one new id per row and step
+  for (int64_t row = 0; row < batch && !skip.empty(); ++row) {
+    if (skip[row]) done[row] = true;
+  }
+  // One new id per row and step; a skipped row feeds id 0, unread.
+  std::vector<TokenId> ids(static_cast<size_t>(batch), 0);
+  // Each step's logits replace the last ones, which are freed then.
+  Tensor logits = std::move(last_logits);  // [B, vocab]
   while (std::find(done.begin(), done.end(), false) != done.end()) {
     for (int64_t row = 0; row < batch; ++row) {
       if (done[row]) continue;  // it keeps feeding its last id, unread
@@ -145,6 +124,61 @@ std::vector<std::vector<TokenId>> Generate(
     logits = model.LastLogits(ids, batch, 1, cache.length, &cache);
   }
   return generated;
+}
+
+namespace {
+
+// GenerateTokens and GenerateTokensBatch: `prompts` of one length, run as
+// one batch (a prefill, then DecodeFromCache); on_token(row, id) gets each
+// row's new ids as they come.
+std::vector<std::vector<TokenId>> Generate(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const SamplingOptions& options,
+    const std::function<void(int64_t, TokenId)>& on_token) {
+  ROTOR_CHECK(!prompts.empty() && !prompts[0].empty(),
+              "generate: the prompt is empty");
+  const int64_t batch = static_cast<int64_t>(prompts.size());
+  const int64_t prompt_length = static_cast<int64_t>(prompts[0].size());
+  for (size_t row = 1; row < prompts.size(); ++row) {
+    ROTOR_CHECK(static_cast<int64_t>(prompts[row].size()) == prompt_length,
+                "generate: a batch's prompts must have one length, but "
+                "prompt 0 has ",
+                prompt_length, " tokens and prompt ", row, " has ",
+                prompts[row].size());
+  }
+  ROTOR_CHECK(options.max_new_tokens >= 0,
+              "generate: max_new_tokens must be >= 0, got ",
+              options.max_new_tokens);
+  NoGradGuard no_grad;
+  const int64_t total = CheckedAdd(prompt_length, options.max_new_tokens,
+                                   "generate: prompt + max_new_tokens");
+  ROTOR_CHECK(total <= limits::kMaxPositions, "generate: the prompt's ",
+              prompt_length, " tokens + max_new_tokens ",
+              options.max_new_tokens, " exceed rotor's limit of ",
+              limits::kMaxPositions, " positions");
+  // The KV cache holds `total` positions of every row, allocated up front:
+  // refuse now what cannot fit.
+  nn::KvCache cache = NewKvCacheInMemory(
+      model, batch, total,
+      StrCat("generate: the KV cache of ", batch, " x (the prompt's ",
+             prompt_length, " tokens + max_new_tokens ", options.max_new_tokens,
+             ")"));
+  // One RoPE base for the whole sequence (prefill and every decoded token),
+  // fixed from its final length: see nn/rope_scaling.h. (Dynamic NTK keeps
+  // the plain base up to L0; LongRoPE takes its short factors while the
+  // whole sequence fits in original_max_position_embeddings, as in HF.)
+  model.SetSequenceLength(total);
+  std::vector<TokenId> ids;
+  ids.reserve(static_cast<size_t>(batch * prompt_length));
+  for (const std::vector<TokenId>& prompt : prompts) {
+    ids.insert(ids.end(), prompt.begin(), prompt.end());
+  }
+  // Prefill: every prompt position fills the cache; decoding starts from
+  // each row's last logits, [B, vocab].
+  return DecodeFromCache(model, tokenizer, cache,
+                         model.LastLogits(ids, batch, prompt_length, 0, &cache),
+                         options, {}, on_token);
 }
 
 }  // namespace

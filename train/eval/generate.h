@@ -62,6 +62,30 @@ std::vector<std::vector<TokenId>> GenerateTokensBatch(
     const std::vector<std::vector<TokenId>>& prompts,
     const SamplingOptions& options);
 
+// The decode loop of generation, from a KV cache that already holds each
+// row's prompt (its first cache.length positions) and `last_logits`
+// [cache.batch, vocab], each row's logits at its last prompt position:
+// samples each row's next id from them, then runs each new id as one
+// forward step [B, 1] at position cache.length and samples from its
+// logits, until every row has max_new_tokens new ids or stopped at an end
+// of text, as GenerateTokensBatch (a prefill, then this). Rows with
+// skip[row] set (empty: none) start stopped: they run in the steps, their
+// output is never read and comes back empty. The cache needs room for
+// cache.length + max_new_tokens - 1 positions (the last id is not run).
+// The passkey evaluation decodes its misses from the cache its
+// teacher-forced pass filled.
+std::vector<std::vector<TokenId>> DecodeFromCache(
+    nn::Transformer& model, const Tokenizer& tokenizer, nn::KvCache& cache,
+    Tensor last_logits, const SamplingOptions& options,
+    const std::vector<bool>& skip = {},
+    const std::function<void(int64_t, TokenId)>& on_token = nullptr);
+
+// model.NewKvCache(batch, capacity), refused (rotor::Error: `what` "needs
+// N bytes, more than the M left under" the limit) when it needs more
+// memory than is left (UsableMemory).
+nn::KvCache NewKvCacheInMemory(const nn::Transformer& model, int64_t batch,
+                               int64_t capacity, const std::string& what);
+
 // The ids generation starts from for the text `prompt`: the BOS the model's
 // texts started with in training (PromptBos: the document separator of a
 // model rotor trained; a Hugging Face model's own BOS, or none), then the

@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
+#include <utility>
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/ops/ops.h"
+#include "core/tensor.h"
+#include "nn/rope_scaling.h"
 #include "train/eval/generate.h"
 #include "train/tokenizer/byte_tokenizer.h"
 
@@ -104,6 +110,21 @@ bool GreedyAnswerMatches(nn::Transformer& model, const Tokenizer& tokenizer,
   return GreedyAnswersMatch(model, tokenizer, {example})[0];
 }
 
+namespace {
+
+// Whether `rope` rotates by the same angles, with the same attention
+// factor, in sequences of a and b tokens (always, unless its frequencies
+// depend on the sequence length: dynamic NTK past L0, LongRoPE across L0).
+bool SameRopeAt(const RopeScalingConfig& rope, int64_t a, int64_t b) {
+  if (!RopeDependsOnSequenceLength(rope.rope_type)) return true;
+  const RopeFrequencies at_a = ComputeRopeFrequencies(rope, a);
+  const RopeFrequencies at_b = ComputeRopeFrequencies(rope, b);
+  return at_a.inv_freq == at_b.inv_freq &&
+         at_a.attention_factor == at_b.attention_factor;
+}
+
+}  // namespace
+
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                                          const Tokenizer& tokenizer,
                                          const PasskeyEvalOptions& options) {
@@ -120,14 +141,12 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                                  : PasskeyMaker(tokenizer, options.filler);
   // A byte is a token: greedy decoding writes the key only as its digits.
   const bool decode_misses = tokenizer.Name() != ByteTokenizer::kName;
+  SamplingOptions greedy;
+  greedy.temperature = 0.0;
   std::vector<PasskeyCell> cells;
   for (const int64_t length : options.lengths) {
-    // Every example at this length, depths outer, their inputs row by row.
+    // Every example at this length, depths outer.
     std::vector<PasskeyExample> examples;
-    std::vector<TokenId> inputs;
-    // The answer's tokens are an example's last: the last `answer_rows`
-    // input positions predict them in every example.
-    int64_t answer_rows = 1;
     for (size_t d = 0; d < options.depths.size(); ++d) {
       // Keys depend on (seed, length, depth index) only.
       Rng rng = PasskeyItemRng(options.seed,
@@ -135,49 +154,95 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
       for (int64_t trial = 0; trial < options.trials; ++trial) {
         examples.push_back(
             maker.Make(length + 1, options.depths[d], rng, options.num_digits));
-        inputs.insert(inputs.end(), examples.back().tokens.begin(),
-                      examples.back().tokens.end() - 1);
-        answer_rows = std::max(answer_rows, examples.back().answer.count);
       }
+    }
+    if (examples.empty()) continue;  // no depths: no cells
+    // The answer's tokens are an example's last, so the examples whose
+    // answers have as many tokens (and keys as many digits) share the
+    // prompt before it, P = length + 1 - count tokens: those run together.
+    std::map<std::pair<int64_t, size_t>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < examples.size(); ++i) {
+      groups[{examples[i].answer.count, examples[i].key.size()}].push_back(i);
     }
     model.SetSequenceLength(length);
-    // Teacher-forced, in batches of at most kMaxBatchPromptTokens input
-    // tokens; only the answer rows' logits, [rows * answer_rows, vocab].
-    const int64_t count = static_cast<int64_t>(examples.size());
-    if (count == 0) continue;  // no depths: no cells
-    const int64_t batch =
-        std::clamp<int64_t>(kMaxBatchPromptTokens / length, 1, count);
-    std::vector<bool> retrieved;
-    std::vector<int64_t> digits_right;
-    for (int64_t first = 0; first < count; first += batch) {
-      const int64_t rows = std::min(batch, count - first);
-      const std::vector<TokenId> batch_inputs(
-          inputs.begin() + first * length,
-          inputs.begin() + (first + rows) * length);
-      const Tensor logits =
-          model.LastLogits(batch_inputs, rows, length, 0, nullptr, answer_rows);
-      for (int64_t row = 0; row < rows; ++row) {
-        const float* row_logits = logits.data() + row * answer_rows * vocab;
-        const PasskeyExample& example = examples[first + row];
-        const int64_t first_row = length - answer_rows;
-        digits_right.push_back(PasskeyDigitsRight(row_logits, vocab, example,
-                                                  tokenizer, first_row));
-        retrieved.push_back(
-            PasskeyRetrieved(row_logits, vocab, example, first_row));
+    std::vector<bool> retrieved(examples.size(), false);
+    std::vector<int64_t> digits_right(examples.size(), 0);
+    std::vector<size_t> later;  // misses decoded from their prompts
+    const int64_t batch = std::max<int64_t>(1, kMaxBatchPromptTokens / length);
+    for (const auto& [key, members] : groups) {
+      const int64_t answer_rows = key.first;
+      const int64_t prompt = length + 1 - answer_rows;
+      greedy.max_new_tokens = static_cast<int64_t>(key.second) + 1;
+      const int64_t decoded_length = prompt + greedy.max_new_tokens;
+      // Greedy decoding continues the teacher-forced pass's KV cache from
+      // the prompt on. That pass rotates at the RoPE frequencies of
+      // `length`, the decoding of a prompt alone at those of
+      // decoded_length (GenerateTokens): where they differ (dynamic NTK
+      // or LongRoPE across L0), the misses decode from their prompts
+      // instead (GreedyAnswersMatch), to keep the greedy ids the same.
+      const bool continue_cache =
+          decode_misses &&
+          SameRopeAt(model.config().rope, length, decoded_length);
+      for (size_t first = 0; first < members.size();
+           first += static_cast<size_t>(batch)) {
+        const int64_t rows = std::min<int64_t>(
+            batch, static_cast<int64_t>(members.size() - first));
+        std::vector<TokenId> inputs;
+        for (int64_t row = 0; row < rows; ++row) {
+          const std::vector<TokenId>& tokens =
+              examples[members[first + row]].tokens;
+          inputs.insert(inputs.end(), tokens.begin(), tokens.end() - 1);
+        }
+        std::optional<nn::KvCache> cache;
+        if (continue_cache) {
+          cache = NewKvCacheInMemory(
+              model, rows, std::max(length, decoded_length),
+              StrCat("passkey eval: the KV cache of ", rows, " x ",
+                     std::max(length, decoded_length), " positions"));
+        }
+        // Teacher-forced: the answer rows' logits only, [rows *
+        // answer_rows, vocab] (through the cache: the same bits).
+        const Tensor logits = model.LastLogits(
+            inputs, rows, length, 0, cache ? &*cache : nullptr, answer_rows);
+        std::vector<bool> skip(static_cast<size_t>(rows), true);
+        bool any_miss = false;
+        for (int64_t row = 0; row < rows; ++row) {
+          const size_t i = members[first + row];
+          const float* row_logits = logits.data() + row * answer_rows * vocab;
+          const int64_t first_row = length - answer_rows;
+          digits_right[i] = PasskeyDigitsRight(row_logits, vocab, examples[i],
+                                               tokenizer, first_row);
+          retrieved[i] =
+              PasskeyRetrieved(row_logits, vocab, examples[i], first_row);
+          if (!decode_misses || retrieved[i]) continue;
+          skip[row] = false;
+          any_miss = true;
+          if (!continue_cache) later.push_back(i);
+        }
+        if (!continue_cache || !any_miss) continue;
+        // The misses, decoded greedily: back to the prompt's end in the
+        // cache; the first new token is the argmax of the logits at
+        // position prompt - 1, each row's first answer row.
+        cache->length = prompt;
+        Tensor last =
+            Reshape(Contiguous(Narrow(
+                        Reshape(logits, {rows, answer_rows, vocab}), 1, 0, 1)),
+                    {rows, vocab});
+        const std::vector<std::vector<TokenId>> generated = DecodeFromCache(
+            model, tokenizer, *cache, std::move(last), greedy, skip);
+        for (int64_t row = 0; row < rows; ++row) {
+          if (skip[row]) continue;
+          const size_t i = members[first + row];
+          retrieved[i] = GeneratedAnswerMatches(tokenizer, generated[row],
+                                                examples[i].key);
+        }
       }
     }
-    // The misses, decoded greedily in batches.
-    std::vector<size_t> misses;
-    for (size_t i = 0; i < examples.size(); ++i) {
-      if (decode_misses && !retrieved[i]) misses.push_back(i);
-    }
     std::vector<PasskeyExample> missed;
-    for (const size_t i : misses) missed.push_back(examples[i]);
+    for (const size_t i : later) missed.push_back(examples[i]);
     const std::vector<bool> decoded =
         GreedyAnswersMatch(model, tokenizer, missed);
-    for (size_t m = 0; m < misses.size(); ++m) {
-      retrieved[misses[m]] = decoded[m];
-    }
+    for (size_t m = 0; m < later.size(); ++m) retrieved[later[m]] = decoded[m];
     for (size_t d = 0; d < options.depths.size(); ++d) {
       PasskeyCell cell;
       cell.length = length;

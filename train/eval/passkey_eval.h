@@ -9,9 +9,10 @@
 // before it, greedy decoding writes exactly those tokens (by induction), so
 // the key is retrieved. Otherwise a BPE model may still write the digits
 // with other tokens ("4", "0517" for "405", "17"), so the example is
-// decoded greedily from its prompt (KV cache, GreedyAnswersMatch, the
-// prompts of one length as a batch). With the byte tokenizer a digit is a
-// token, so the fallback could only agree and is skipped. Digit accuracy
+// decoded greedily from its prompt: on from the KV cache the teacher-forced
+// pass filled, rewound to the prompt's end (DecodeFromCache), so no prompt
+// runs twice. With the byte tokenizer a digit is a token, so the fallback
+// could only agree and is skipped. Digit accuracy
 // (partial credit) counts the digits carried by the answer tokens whose
 // teacher-forced argmax is right.
 #ifndef ROTOR_TRAIN_EVAL_PASSKEY_EVAL_H_
@@ -121,12 +122,19 @@ void VisitFields(Visitor& v, PasskeyCell& c) {
 
 // One cell per (length, depth), lengths outer, with examples in
 // `tokenizer`'s tokens (the model's). The examples of one length (every
-// depth) run teacher-forced in batches of at most kMaxBatchPromptTokens
-// input tokens with the RoPE frequencies fixed for length L
-// (Transformer::SetSequenceLength), the output head on the answer's rows
-// only (Transformer::LastLogits); the misses then decode in batches. Examples
-// depend only on the options and the tokenizer, not on the model, so different
-// models with one tokenizer answer the same questions.
+// depth) whose answers take as many tokens (so share the prompt length P =
+// L + 1 - answer tokens) run teacher-forced in batches of at most
+// kMaxBatchPromptTokens input tokens with the RoPE frequencies fixed for
+// length L (Transformer::SetSequenceLength), through a KV cache, the output
+// head on the answer's rows only (Transformer::LastLogits). A batch with a
+// miss then rewinds the cache to P and decodes greedily from there, the
+// first new token the argmax of the logits at P - 1 (DecodeFromCache: the
+// ids GreedyAnswersMatch gives, without prefilling the prompt again). Where
+// greedy decoding of the prompt alone would rotate with other frequencies
+// (dynamic NTK or LongRoPE, whose frequencies at P + new tokens differ from
+// those at L), the misses decode as GreedyAnswersMatch instead. Examples
+// depend only on the options and the tokenizer, not on the model, so
+// different models with one tokenizer answer the same questions.
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
                                          const Tokenizer& tokenizer,
                                          const PasskeyEvalOptions& options);

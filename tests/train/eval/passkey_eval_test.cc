@@ -6,7 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "core/autograd.h"
 #include "tests/test_util.h"
@@ -249,6 +254,290 @@ TEST(PasskeyEval, GridInAnyTokenizerMatchesGreedyDecoding) {
       EXPECT_LE(cells[d].digits_right, 10);
     }
   }
+}
+
+// EvaluatePasskey as it was before it decoded its misses from the
+// teacher-forced pass's KV cache: every example of a length teacher-forced
+// in batches of kMaxBatchPromptTokens input tokens without a cache, then
+// each miss's prompt prefilled again and decoded (GreedyAnswersMatch).
+std::vector<PasskeyCell> PrefillingMissesAgain(
+    nn::Transformer& model, const Tokenizer& tokenizer,
+    const PasskeyEvalOptions& options) {
+  NoGradGuard no_grad;
+  const int64_t vocab = model.config().vocab_size;
+  int64_t longest = 0;
+  for (const int64_t length : options.lengths)
+    longest = std::max(longest, length);
+  const PasskeyMaker maker(tokenizer, longest + 1);
+  std::vector<PasskeyCell> cells;
+  for (const int64_t length : options.lengths) {
+    std::vector<PasskeyExample> examples;
+    std::vector<TokenId> inputs;
+    int64_t answer_rows = 1;
+    for (size_t d = 0; d < options.depths.size(); ++d) {
+      Rng rng = PasskeyItemRng(options.seed,
+                               static_cast<uint64_t>(length) * 1000 + d);
+      for (int64_t trial = 0; trial < options.trials; ++trial) {
+        examples.push_back(
+            maker.Make(length + 1, options.depths[d], rng, options.num_digits));
+        inputs.insert(inputs.end(), examples.back().tokens.begin(),
+                      examples.back().tokens.end() - 1);
+        answer_rows = std::max(answer_rows, examples.back().answer.count);
+      }
+    }
+    model.SetSequenceLength(length);
+    const int64_t count = static_cast<int64_t>(examples.size());
+    const int64_t batch =
+        std::clamp<int64_t>(kMaxBatchPromptTokens / length, 1, count);
+    std::vector<bool> retrieved;
+    std::vector<int64_t> digits_right;
+    for (int64_t first = 0; first < count; first += batch) {
+      const int64_t rows = std::min(batch, count - first);
+      const Tensor logits = model.LastLogits(
+          std::vector<TokenId>(inputs.begin() + first * length,
+                               inputs.begin() + (first + rows) * length),
+          rows, length, 0, nullptr, answer_rows);
+      for (int64_t row = 0; row < rows; ++row) {
+        const float* row_logits = logits.data() + row * answer_rows * vocab;
+        const PasskeyExample& example = examples[first + row];
+        digits_right.push_back(PasskeyDigitsRight(
+            row_logits, vocab, example, tokenizer, length - answer_rows));
+        retrieved.push_back(
+            PasskeyRetrieved(row_logits, vocab, example, length - answer_rows));
+      }
+    }
+    std::vector<size_t> misses;
+    std::vector<PasskeyExample> missed;
+    for (size_t i = 0; i < examples.size(); ++i) {
+      if (retrieved[i]) continue;
+      misses.push_back(i);
+      missed.push_back(examples[i]);
+    }
+    const std::vector<bool> decoded =
+        GreedyAnswersMatch(model, tokenizer, missed);
+    for (size_t m = 0; m < misses.size(); ++m)
+      retrieved[misses[m]] = decoded[m];
+    for (size_t d = 0; d < options.depths.size(); ++d) {
+      PasskeyCell cell;
+      cell.length = length;
+      cell.depth = options.depths[d];
+      cell.trials = options.trials;
+      for (int64_t trial = 0; trial < options.trials; ++trial) {
+        const size_t i = d * options.trials + trial;
+        cell.digits_right += digits_right[i];
+        cell.correct += retrieved[i] ? 1 : 0;
+      }
+      cells.push_back(cell);
+    }
+  }
+  return cells;
+}
+
+// A byte-level BPE of 330 tokens trained on the passkey's sentences with
+// two-digit numbers: its merges join some digit pairs only, so a key takes
+// from 3 to 5 tokens (the space, then the digits) as its digits fall.
+std::string DigitPairBpeJson() {
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    text += std::string(kPasskeyFiller) + "The pass key is " +
+            std::to_string(i * 37 % 100) + ". " + kPasskeyQuestion + "\n";
+  }
+  const std::vector<std::string_view> documents = {text};
+  BpeTrainerOptions options;
+  options.vocab_size = 330;
+  return BpeTokenizerJson(
+      TrainBpe(CountWords(documents, options.split_pattern), options), options);
+}
+
+// A two-layer model on `tokenizer`'s vocabulary with L0 = 128, weights drawn
+// wide enough (0.2) that its greedy choices are clear.
+nn::TransformerConfig BpeConfig(const Tokenizer& tokenizer,
+                                RopeType type = RopeType::kDefault) {
+  nn::TransformerConfig config = test::TinyTransformerConfig(128, type);
+  config.vocab_size = tokenizer.VocabSize();
+  config.num_hidden_layers = 2;
+  config.initializer_range = 0.2;
+  return config;
+}
+
+// The examples' answers take different numbers of tokens at a length (so
+// the evaluation groups them by prompt length).
+bool MixedAnswerTokens(const Tokenizer& tokenizer,
+                       const PasskeyEvalOptions& options, int64_t length) {
+  const PasskeyMaker maker(tokenizer, length + 1);
+  std::set<int64_t> counts;
+  for (size_t d = 0; d < options.depths.size(); ++d) {
+    Rng rng =
+        PasskeyItemRng(options.seed, static_cast<uint64_t>(length) * 1000 + d);
+    for (int64_t trial = 0; trial < options.trials; ++trial) {
+      counts.insert(
+          maker.Make(length + 1, options.depths[d], rng, options.num_digits)
+              .answer.count);
+    }
+  }
+  return counts.size() > 1;
+}
+
+// Another tokenizer, seen the same, that records the ids of every Decode:
+// the passkey evaluation decodes each greedy answer to check it, so the
+// records hold the greedy ids of every miss.
+class RecordingTokenizer : public Tokenizer {
+ public:
+  explicit RecordingTokenizer(const Tokenizer& inner) : inner_(inner) {}
+  std::vector<TokenId> Encode(std::string_view text,
+                              bool add_special_tokens) const override {
+    return inner_.Encode(text, add_special_tokens);
+  }
+  std::string Decode(const std::vector<TokenId>& ids,
+                     bool skip_special_tokens) const override {
+    decoded_.push_back(ids);
+    return inner_.Decode(ids, skip_special_tokens);
+  }
+  int64_t VocabSize() const override { return inner_.VocabSize(); }
+  std::optional<TokenId> TokenToId(std::string_view token) const override {
+    return inner_.TokenToId(token);
+  }
+  std::string Name() const override { return inner_.Name(); }
+
+  // The ids of the Decode calls since the last Take, sorted.
+  std::vector<std::vector<TokenId>> Take() const {
+    std::vector<std::vector<TokenId>> out;
+    out.swap(decoded_);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  const Tokenizer& inner_;
+  mutable std::vector<std::vector<TokenId>> decoded_;
+};
+
+void ExpectSameCells(const std::vector<PasskeyCell>& got,
+                     const std::vector<PasskeyCell>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE("cell " + std::to_string(i));
+    EXPECT_EQ(got[i].length, want[i].length);
+    EXPECT_EQ(got[i].depth, want[i].depth);
+    EXPECT_EQ(got[i].correct, want[i].correct);
+    EXPECT_EQ(got[i].digits_right, want[i].digits_right);
+  }
+}
+
+// The teacher-forced pass through a KV cache gives the bits of the pass
+// without one (the misses decode on from that cache, and their
+// teacher-forced scores must not change): the same matrix products, and
+// attention over the cache is CausalAttention's bits.
+TEST(PasskeyEval, TeacherForcedThroughACacheGivesTheSameBits) {
+  const test::TempDir dir;
+  const auto tokenizer =
+      LoadTokenizer(dir.Write("bpe.json", DigitPairBpeJson()));
+  nn::Transformer model(BpeConfig(*tokenizer), 7);
+  const PasskeyMaker maker(*tokenizer, 141);
+  Rng rng(3);
+  std::vector<TokenId> inputs;
+  for (int row = 0; row < 3; ++row) {
+    const PasskeyExample example = maker.Make(141, row * 0.5, rng);
+    inputs.insert(inputs.end(), example.tokens.begin(),
+                  example.tokens.end() - 1);
+  }
+  NoGradGuard no_grad;
+  for (const int threads : {1, 2}) {
+    test::ThreadCountGuard guard(threads);
+    const std::vector<float> plain =
+        model.LastLogits(inputs, 3, 140, 0, nullptr, 4).ToVector();
+    nn::KvCache cache = model.NewKvCache(3, 150);
+    const std::vector<float> cached =
+        model.LastLogits(inputs, 3, 140, 0, &cache, 4).ToVector();
+    ASSERT_EQ(plain.size(), cached.size());
+    EXPECT_EQ(
+        std::memcmp(plain.data(), cached.data(), plain.size() * sizeof(float)),
+        0)
+        << threads << " threads";
+  }
+}
+
+// Decoding the misses from the teacher-forced pass's cache gives the cells
+// and the greedy ids of prefilling each miss's prompt again: in a BPE whose
+// keys take 3 to 5 tokens, at 1 and 2 threads, and with dynamic NTK (L0 =
+// 128) at lengths where the two ways rotate alike (100), and where the
+// decoding's longer sequence (126 + 1 - count + 6 > 128) or the length
+// itself (160) gets a larger base, so the misses decode from their prompts.
+TEST(PasskeyEval, MissesDecodedFromTheCacheGiveTheCellsOfPrefillingAgain) {
+  const test::TempDir dir;
+  const auto bpe = LoadTokenizer(dir.Write("bpe.json", DigitPairBpeJson()));
+  const RecordingTokenizer tokenizer(*bpe);
+  PasskeyEvalOptions options;
+  options.lengths = {100, 126, 160};
+  options.depths = {0.0, 0.5, 1.0};
+  options.trials = 4;
+  for (const int64_t length : options.lengths) {
+    EXPECT_TRUE(MixedAnswerTokens(tokenizer, options, length)) << length;
+  }
+  for (const RopeType type : {RopeType::kDefault, RopeType::kDynamic}) {
+    SCOPED_TRACE(RopeTypeName(type));
+    nn::Transformer model(BpeConfig(tokenizer, type), 9);
+    tokenizer.Take();
+    const std::vector<PasskeyCell> want =
+        PrefillingMissesAgain(model, tokenizer, options);
+    const std::vector<std::vector<TokenId>> want_ids = tokenizer.Take();
+    // Every example missed and was decoded: 36 answers of 2 ids or more
+    // (the single ids are the digit counts of tokens), not all the same.
+    std::set<std::vector<TokenId>> answers;
+    for (const std::vector<TokenId>& ids : want_ids) {
+      if (ids.size() > 1) answers.insert(ids);
+    }
+    EXPECT_GT(answers.size(), 3u);
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      ExpectSameCells(
+          test::RunAtThreads(
+              threads,
+              [&] { return EvaluatePasskey(model, tokenizer, options); }),
+          want);
+      EXPECT_EQ(tokenizer.Take(), want_ids);
+    }
+  }
+}
+
+// A miss is decoded on from the teacher-forced pass's cache, not from its
+// prompt prefilled again: a grid that misses every key runs its examples'
+// inputs once, plus one position per batch row for each decode step after
+// the first new token (max_new_tokens - 1 = 5 steps at most), where the
+// old way ran each prompt (at least length - 4 tokens: answers take up to
+// 5) a second time. With dynamic NTK past L0 the decoding's frequencies
+// differ from the teacher-forced pass's, and the misses are prefilled again.
+TEST(PasskeyEval, MissesAreNotPrefilledAgain) {
+  const test::TempDir dir;
+  const auto tokenizer =
+      LoadTokenizer(dir.Write("bpe.json", DigitPairBpeJson()));
+  PasskeyEvalOptions options;
+  options.depths = {0.0, 1.0};
+  options.trials = 5;
+  const int64_t examples = 2 * 5;  // at each length
+  // The positions `evaluate` runs through `model`.
+  const auto forwarded = [&](nn::Transformer& model, const auto& evaluate) {
+    const int64_t before = model.forwarded_positions();
+    for (const PasskeyCell& cell : evaluate(model, *tokenizer, options)) {
+      EXPECT_EQ(cell.correct, 0);
+    }
+    return model.forwarded_positions() - before;
+  };
+  nn::Transformer model(BpeConfig(*tokenizer), 9);
+  options.lengths = {100, 120};
+  const int64_t inputs = examples * (100 + 120);
+  // Each length's 10 examples fit in one batch per answer length: at most 5
+  // decode steps of 10 rows each.
+  const int64_t decoding = forwarded(model, EvaluatePasskey) - inputs;
+  EXPECT_GT(decoding, 0);  // the misses were decoded
+  EXPECT_LE(decoding, 2 * 5 * examples);
+  EXPECT_GT(forwarded(model, PrefillingMissesAgain) - inputs,
+            examples * (100 - 4 + 120 - 4));
+
+  nn::Transformer dynamic(BpeConfig(*tokenizer, RopeType::kDynamic), 9);
+  options.lengths = {160};
+  EXPECT_GT(forwarded(dynamic, EvaluatePasskey) - examples * 160,
+            examples * (160 - 4));
 }
 
 }  // namespace
