@@ -19,8 +19,8 @@
 #   head64     3 query heads of 64 dimensions on 1 kv head instead of 6 of 32
 #              on 2 (the same parameters): more rotary pairs whose angles
 #              stay below one turn within L, as in the models people extend
-#   passes6    the base trained 1,000 steps more (peak lr 1e-3): six passes
-#              over Brown's training split instead of three
+#   passes6    2,000 steps instead of 1,000: six passes over Brown's training
+#              split instead of three (scripts/extend_hf_report.sh's base)
 #   repeats25  25% more training tokens as documents that repeat a span of
 #              16-127 tokens of a training document twice ("c c"), the data
 #              from which attention learns to copy (induction heads)
@@ -101,22 +101,20 @@ json.dump(meta, open(os.path.join(dst, "meta.json"), "w"), indent=2)
 PY
 fi
 
-common=(train.max_steps="${steps}" logging.progress=false)
+common=(logging.progress=false)
 ((smoke)) && common+=(eval.every_n_steps=0 checkpoint.every_n_steps=0)
-train() { # NAME DATA OVERRIDES...
-  local name="$1" data="$2"
-  shift 2
-  [[ -n "$(ls "${RUNS}/${name}/checkpoints" 2>/dev/null)" ]] ||
+train() { # NAME DATA STEPS OVERRIDES...
+  local name="$1" data="$2" max_steps="$3"
+  shift 3
+  [[ -d "${RUNS}/${name}/checkpoints/$(printf 'step_%08d' "${max_steps}")" ]] ||
     "${ROTOR}" train "${REPO_ROOT}/configs/brown-bpe.yaml" \
-      output_dir="${RUNS}/${name}" data.path="${data}" "${common[@]}" "$@" \
+      output_dir="${RUNS}/${name}" data.path="${data}" train.max_steps="${max_steps}" "${common[@]}" "$@" \
       >"${RUNS}/${name}.log"
 }
-train base "${DATA}"
-train head64 "${DATA}" model.num_attention_heads=3 model.num_key_value_heads=1
-train repeats25 "${repeats}"
-base_checkpoint="$(ls -d "${RUNS}"/base/checkpoints/step_* | tail -1)"
-train passes6 "${DATA}" train.init_from="${base_checkpoint}" train.lr=1.0e-3 \
-  train.min_lr=1.0e-4 train.warmup_steps=$((steps < 50 ? 1 : 50))
+train base "${DATA}" "${steps}"
+train head64 "${DATA}" "${steps}" model.num_attention_heads=3 model.num_key_value_heads=1
+train repeats25 "${repeats}" "${steps}"
+train passes6 "${DATA}" $((2 * steps))
 
 printf '| variant | 64 | 128 | 256 | 512 | 1024 | 1024 / 256 | [0,64) | [64,128) | [128,256) | [256,512) | [512,1024) |\n'
 printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
