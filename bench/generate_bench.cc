@@ -175,7 +175,11 @@ LlamaCppTimes TimeLlamaCpp(const std::string& gguf,
     if (pipe) pclose(pipe);
     throw Error("llama.cpp failed (see above); command: " + command);
   }
-  pclose(pipe);
+  // A line followed by a failure (node exiting non-zero after printing) is
+  // not a measurement either.
+  const int status = pclose(pipe);
+  ROTOR_CHECK(status == 0, "llama.cpp exited with status ", status,
+              " after printing: ", line, "command: ", command);
   LlamaCppTimes t;
   char backend[64] = {0};
   ROTOR_CHECK(
