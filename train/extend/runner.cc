@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -113,6 +114,15 @@ class ReportRunner {
   std::string TrainOrReuse(const TrainConfig& config, const std::string& reused,
                            const std::string& log_name,
                            const std::string& announcement);
+  // The fine-tuned variants to run, in order: (method, LoRA) for every
+  // method not in finetune.skip, LoRA too when lora_finetune enables it.
+  std::vector<std::pair<RopeType, bool>> FinetunedVariants() const;
+  // Builds every training config the report will run (the practice and
+  // each fine-tune) and checks it before anything trains: a share of rows
+  // over 1 that only appears once the base config's passkey_fraction fills
+  // in an absent finetune.passkey_fraction would otherwise stop the report
+  // after its base training and practice.
+  void CheckTrainingConfigs() const;
   // With report text files (plan_.text_files), prepares them with the
   // model's tokenizer into plan_.base.data.path; then checks that the data
   // folder's tokenizer is the model's.
@@ -245,6 +255,36 @@ void ReportRunner::TrainBase() {
   run_.practice_seconds +=
       LoadTrainerState(run_.base_checkpoint).elapsed_seconds;
   Say("base model after passkey practice: " + run_.base_checkpoint);
+}
+
+std::vector<std::pair<RopeType, bool>> ReportRunner::FinetunedVariants() const {
+  std::vector<std::pair<RopeType, bool>> variants;
+  if (config_.finetune_steps == 0) return variants;
+  for (RopeType method : config_.methods) {
+    const std::vector<RopeType>& skip = config_.finetune_skip;
+    if (std::find(skip.begin(), skip.end(), method) != skip.end()) continue;
+    // The same budget with LoRA, for the full/LoRA comparison.
+    for (bool lora : {false, true}) {
+      if (lora && !config_.lora_finetune.lora.enabled) continue;
+      variants.emplace_back(method, lora);
+    }
+  }
+  return variants;
+}
+
+void ReportRunner::CheckTrainingConfigs() const {
+  // The builders check what they build; the checkpoint is only a name here.
+  const std::string checkpoint =
+      plan_.init_from.empty() ? plan_.base.output_dir : plan_.init_from;
+  if (config_.practice_steps > 0) {
+    if (config_.practice_examples_only_steps > 0) {
+      PracticeFirstPhaseConfig(config_, plan_, checkpoint);
+    }
+    PracticeConfig(config_, plan_, checkpoint);
+  }
+  for (const auto& [method, lora] : FinetunedVariants()) {
+    FinetuneConfig(config_, plan_, method, checkpoint, lora);
+  }
 }
 
 VariantResult ReportRunner::Evaluate(nn::Transformer& model, RopeType method,
@@ -455,6 +495,7 @@ ExtendReportSummary ReportRunner::Run() {
   const double start = SteadySeconds();
   SetNumThreads(static_cast<int>(config_.threads));
   plan_ = PlanReport(config_);
+  CheckTrainingConfigs();
   // The report never writes into what it reads: `rotor prepare --force` of
   // its data, or a new run into its base's folder, would replace it.
   const std::string harm =
@@ -491,19 +532,10 @@ ExtendReportSummary ReportRunner::Run() {
   for (RopeType method : config_.methods) {
     results.push_back(RunVariant(method, false));
   }
-  const std::vector<RopeType>& skip = config_.finetune_skip;
-  for (RopeType method : config_.methods) {
-    if (config_.finetune_steps == 0 ||
-        std::find(skip.begin(), skip.end(), method) != skip.end()) {
-      continue;
-    }
-    // The same budget with LoRA, for the full/LoRA comparison.
-    for (bool lora : {false, true}) {
-      if (lora && !config_.lora_finetune.lora.enabled) continue;
-      results.push_back(RunVariant(method, true, lora));
-      if (config_.export_format == ReportExport::kHf) {
-        ExportFinetuned(method, lora);
-      }
+  for (const auto& [method, lora] : FinetunedVariants()) {
+    results.push_back(RunVariant(method, true, lora));
+    if (config_.export_format == ReportExport::kHf) {
+      ExportFinetuned(method, lora);
     }
   }
   run_.invocation_seconds = SteadySeconds() - start;

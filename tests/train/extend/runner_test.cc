@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -107,6 +108,32 @@ TEST(ExtendReport, PasskeyPracticeBecomesTheBase) {
       "passkey practice: " + dir.Path("practice") + " holds another run",
       "data.passkey_fraction 0.5 (checkpoint) vs 0.75 (config)",
       "delete that folder");
+}
+
+// A fine-tune whose rows cannot fit (finetune.retrieval_fraction beside the
+// base config's passkey_fraction, which fills in the absent
+// finetune.passkey_fraction) is refused before the base trains, not after
+// the base run and its practice.
+TEST(ExtendReport, RefusesAFinetuneConfigBeforeAnythingTrains) {
+  test::TempDir dir;
+  const std::string data = test::PrepareTextData(dir);
+  const ExtendReportConfig config = TinyReport(
+      dir, data,
+      "model.max_position_embeddings=112, train.seq_len=112, "
+      "train.batch_size=2, train.max_steps=2, data.passkey_fraction=0.9",
+      "  practice: {steps: 2, passkey_fraction: 0.5, output_dir: " +
+          dir.Path("practice") + "}\n",
+      "factor: 2\n"
+      "methods: [yarn]\n"
+      "finetune: {steps: 1, warmup_steps: 1, retrieval_fraction: 0.25,\n"
+      "           tokens_per_step: 224}\n"
+      "eval: {lengths: [112], documents: 1, passkey_lengths: [112],\n"
+      "       depths: [1], trials: 1}\n");
+  std::ostringstream log;
+  ROTOR_EXPECT_ERROR(RunExtendReport(config, log), "yarn fine-tune",
+                     "data.retrieval_fraction", "0.25");
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("base"))) << log.str();
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("practice")));
 }
 
 // With base.practice.examples_only_steps, the ladder's curriculum: a first
