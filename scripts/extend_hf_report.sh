@@ -7,7 +7,7 @@
 # extend-report: every RoPE scaling method, zero-shot and fine-tuned, with
 # perplexity against length, passkey and RULER-style retrieval.
 #
-#   bash scripts/extend_hf_report.sh             # about 40 minutes on 2 cores
+#   bash scripts/extend_hf_report.sh             # about 42 minutes on 2 cores
 #   bash scripts/extend_hf_report.sh factor=8    # arguments override report-hf.yaml keys
 #   bash scripts/extend_hf_report.sh --smoke     # every step at a few optimizer
 #                                                # steps (CI; no set-up: needs
@@ -97,9 +97,10 @@ printf 'step\tseconds\tpeak_rss_kib\n' >"${STEPS}"
 
 # The base: 2,000 steps of 4,096 tokens (six passes over Brown's training
 # split) instead of brown-bpe.yaml's 1,500. Against 1,000 steps its perplexity
-# at L falls from 153.7 to about 134 and unscaled RoPE's damage at 4L grows
-# from x1.22 to about x1.40 (scripts/context_use.sh, docs/context-extension.md
-# 7.8.1); 3,000 would not fit the 45-minute target on 2 cores.
+# at L falls from 153.7 to 130.8 and unscaled RoPE's damage at 4L grows from
+# x1.224 to x1.451 (all 25 validation documents: scripts/context_use.sh,
+# docs/context-extension.md 7.8.1), and its passkey practice retrieves every
+# key at L; 3,000 would not fit the 45-minute target on 2 cores.
 base_overrides=(output_dir="${BASE_RUN}" data.path="${DATA}"
   logging.progress=false)
 report_overrides=(base.init_from="${BASE_HF}" base.data="${DATA}"

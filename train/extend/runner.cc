@@ -275,7 +275,7 @@ std::vector<std::pair<RopeType, bool>> ReportRunner::FinetunedVariants() const {
 void ReportRunner::CheckTrainingConfigs() const {
   // The builders check what they build; the checkpoint is only a name here.
   const std::string checkpoint =
-      plan_.init_from.empty() ? plan_.base.output_dir : plan_.init_from;
+      plan_.init_from.empty() ? "the base run's checkpoint" : plan_.init_from;
   if (config_.practice_steps > 0) {
     if (config_.practice_examples_only_steps > 0) {
       PracticeFirstPhaseConfig(config_, plan_, checkpoint);
