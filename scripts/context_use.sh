@@ -125,6 +125,7 @@ printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for name in base head64 passes6 repeats25; do
   "${ROTOR}" eval --checkpoint "${RUNS}/${name}" --data "${DATA}" \
     --lengths 64,128,256,512,1024 --documents "${documents}" --json \
+    --plot "${RUNS}/${name}-ppl.png" \
     --force >"${RUNS}/${name}-eval.json" 2>"${RUNS}/${name}-eval.log"
   python3 - "${name}" "${RUNS}/${name}-eval.json" <<'PY'
 import json, math, sys
