@@ -228,18 +228,19 @@ void Tensor::CopyFrom(const Tensor& src) {
     std::memmove(data(), src.data(), numel() * sizeof(float));
     return;
   }
-  float* base = data();
-  size_t i = 0;
   // A contiguous source in another storage is read in place (the KV cache's
   // in-place writes); otherwise it is copied out first, as it may overlap.
+  std::vector<float> copied;
+  const float* values = nullptr;
   if (src.is_contiguous() &&
       src.checked_impl().storage != checked_impl().storage) {
-    const float* values = src.data();
-    ForEachOffset(shape(), strides(),
-                  [&](int64_t offset) { base[offset] = values[i++]; });
-    return;
+    values = src.data();
+  } else {
+    copied = src.ToVector();
+    values = copied.data();
   }
-  const std::vector<float> values = src.ToVector();
+  float* base = data();
+  size_t i = 0;
   ForEachOffset(shape(), strides(),
                 [&](int64_t offset) { base[offset] = values[i++]; });
 }

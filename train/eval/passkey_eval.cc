@@ -123,6 +123,73 @@ bool SameRopeAt(const RopeScalingConfig& rope, int64_t a, int64_t b) {
          at_a.attention_factor == at_b.attention_factor;
 }
 
+// What the check found for one example.
+struct PasskeyOutcome {
+  int64_t digits_right = 0;
+  bool retrieved = false;
+};
+
+// One batch of a length's examples (`rows`, indices into `examples`) whose
+// answers take as many tokens, so share the prompt length P: teacher-forced
+// through a KV cache when `continue_cache` (the output head on the answer
+// rows only, [rows * answer tokens, vocab]), then, if a row missed, the cache
+// rewound to P and every row decoded greedily from there, the misses read
+// (the first new token is the argmax of the logits at P - 1, each row's
+// first answer row). Without `continue_cache` the misses go to `later`.
+void CheckBatch(nn::Transformer& model, const Tokenizer& tokenizer,
+                const std::vector<PasskeyExample>& examples,
+                const std::vector<size_t>& rows, int64_t length,
+                const SamplingOptions& greedy, bool decode_misses,
+                bool continue_cache, std::vector<PasskeyOutcome>& outcomes,
+                std::vector<size_t>& later) {
+  const int64_t vocab = model.config().vocab_size;
+  const int64_t batch = static_cast<int64_t>(rows.size());
+  const int64_t answer_rows = examples[rows[0]].answer.count;
+  const int64_t prompt = length + 1 - answer_rows;
+  std::vector<TokenId> inputs;
+  for (const size_t i : rows) {
+    inputs.insert(inputs.end(), examples[i].tokens.begin(),
+                  examples[i].tokens.end() - 1);
+  }
+  std::optional<nn::KvCache> cache;
+  if (continue_cache) {
+    const int64_t capacity = std::max(length, prompt + greedy.max_new_tokens);
+    cache = NewKvCacheInMemory(model, batch, capacity,
+                               StrCat("passkey eval: the KV cache of ", batch,
+                                      " x ", capacity, " positions"));
+  }
+  // Through the cache: the same bits as without.
+  const Tensor logits = model.LastLogits(
+      inputs, batch, length, 0, cache ? &*cache : nullptr, answer_rows);
+  std::vector<bool> skip(rows.size(), true);
+  for (int64_t row = 0; row < batch; ++row) {
+    const PasskeyExample& example = examples[rows[row]];
+    const float* row_logits = logits.data() + row * answer_rows * vocab;
+    const int64_t first_row = length - answer_rows;
+    PasskeyOutcome& outcome = outcomes[rows[row]];
+    outcome.digits_right =
+        PasskeyDigitsRight(row_logits, vocab, example, tokenizer, first_row);
+    outcome.retrieved = PasskeyRetrieved(row_logits, vocab, example, first_row);
+    if (!decode_misses || outcome.retrieved) continue;
+    skip[row] = false;
+    if (!continue_cache) later.push_back(rows[row]);
+  }
+  if (!continue_cache ||
+      std::find(skip.begin(), skip.end(), false) == skip.end()) {
+    return;
+  }
+  cache->length = prompt;
+  Tensor last = Reshape(
+      Contiguous(Narrow(Reshape(logits, {batch, answer_rows, vocab}), 1, 0, 1)),
+      {batch, vocab});
+  const std::vector<std::vector<TokenId>> generated =
+      DecodeFromCache(model, tokenizer, *cache, std::move(last), greedy, skip);
+  for (int64_t row = 0; row < batch; ++row) {
+    if (skip[row]) continue;
+    outcomes[rows[row]].retrieved = GeneratedAnswerMatches(
+        tokenizer, generated[row], examples[rows[row]].key);
+  }
+}
 }  // namespace
 
 std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
@@ -131,7 +198,6 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
   ROTOR_CHECK(options.trials >= 1, "passkey eval: trials must be >= 1, got ",
               options.trials);
   NoGradGuard no_grad;
-  const int64_t vocab = model.config().vocab_size;
   int64_t longest = 0;
   for (const int64_t length : options.lengths) {
     longest = std::max(longest, length);
@@ -165,8 +231,7 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
       groups[{examples[i].answer.count, examples[i].key.size()}].push_back(i);
     }
     model.SetSequenceLength(length);
-    std::vector<bool> retrieved(examples.size(), false);
-    std::vector<int64_t> digits_right(examples.size(), 0);
+    std::vector<PasskeyOutcome> outcomes(examples.size());
     std::vector<size_t> later;  // misses decoded from their prompts
     const int64_t batch = std::max<int64_t>(1, kMaxBatchPromptTokens / length);
     for (const auto& [key, members] : groups) {
@@ -185,64 +250,22 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
           SameRopeAt(model.config().rope, length, decoded_length);
       for (size_t first = 0; first < members.size();
            first += static_cast<size_t>(batch)) {
-        const int64_t rows = std::min<int64_t>(
-            batch, static_cast<int64_t>(members.size() - first));
-        std::vector<TokenId> inputs;
-        for (int64_t row = 0; row < rows; ++row) {
-          const std::vector<TokenId>& tokens =
-              examples[members[first + row]].tokens;
-          inputs.insert(inputs.end(), tokens.begin(), tokens.end() - 1);
-        }
-        std::optional<nn::KvCache> cache;
-        if (continue_cache) {
-          cache = NewKvCacheInMemory(
-              model, rows, std::max(length, decoded_length),
-              StrCat("passkey eval: the KV cache of ", rows, " x ",
-                     std::max(length, decoded_length), " positions"));
-        }
-        // Teacher-forced: the answer rows' logits only, [rows *
-        // answer_rows, vocab] (through the cache: the same bits).
-        const Tensor logits = model.LastLogits(
-            inputs, rows, length, 0, cache ? &*cache : nullptr, answer_rows);
-        std::vector<bool> skip(static_cast<size_t>(rows), true);
-        bool any_miss = false;
-        for (int64_t row = 0; row < rows; ++row) {
-          const size_t i = members[first + row];
-          const float* row_logits = logits.data() + row * answer_rows * vocab;
-          const int64_t first_row = length - answer_rows;
-          digits_right[i] = PasskeyDigitsRight(row_logits, vocab, examples[i],
-                                               tokenizer, first_row);
-          retrieved[i] =
-              PasskeyRetrieved(row_logits, vocab, examples[i], first_row);
-          if (!decode_misses || retrieved[i]) continue;
-          skip[row] = false;
-          any_miss = true;
-          if (!continue_cache) later.push_back(i);
-        }
-        if (!continue_cache || !any_miss) continue;
-        // The misses, decoded greedily: back to the prompt's end in the
-        // cache; the first new token is the argmax of the logits at
-        // position prompt - 1, each row's first answer row.
-        cache->length = prompt;
-        Tensor last =
-            Reshape(Contiguous(Narrow(
-                        Reshape(logits, {rows, answer_rows, vocab}), 1, 0, 1)),
-                    {rows, vocab});
-        const std::vector<std::vector<TokenId>> generated = DecodeFromCache(
-            model, tokenizer, *cache, std::move(last), greedy, skip);
-        for (int64_t row = 0; row < rows; ++row) {
-          if (skip[row]) continue;
-          const size_t i = members[first + row];
-          retrieved[i] = GeneratedAnswerMatches(tokenizer, generated[row],
-                                                examples[i].key);
-        }
+        const std::vector<size_t> rows(
+            members.begin() + static_cast<std::ptrdiff_t>(first),
+            members.begin() +
+                static_cast<std::ptrdiff_t>(std::min(
+                    members.size(), first + static_cast<size_t>(batch))));
+        CheckBatch(model, tokenizer, examples, rows, length, greedy,
+                   decode_misses, continue_cache, outcomes, later);
       }
     }
     std::vector<PasskeyExample> missed;
     for (const size_t i : later) missed.push_back(examples[i]);
     const std::vector<bool> decoded =
         GreedyAnswersMatch(model, tokenizer, missed);
-    for (size_t m = 0; m < later.size(); ++m) retrieved[later[m]] = decoded[m];
+    for (size_t m = 0; m < later.size(); ++m) {
+      outcomes[later[m]].retrieved = decoded[m];
+    }
     for (size_t d = 0; d < options.depths.size(); ++d) {
       PasskeyCell cell;
       cell.length = length;
@@ -252,8 +275,8 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
       for (int64_t trial = 0; trial < options.trials; ++trial) {
         const size_t i = d * static_cast<size_t>(options.trials) +
                          static_cast<size_t>(trial);
-        cell.digits_right += digits_right[i];
-        cell.correct += retrieved[i] ? 1 : 0;
+        cell.digits_right += outcomes[i].digits_right;
+        cell.correct += outcomes[i].retrieved ? 1 : 0;
       }
       cells.push_back(cell);
     }
