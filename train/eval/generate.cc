@@ -14,6 +14,7 @@
 #include "core/limits.h"
 #include "core/memory_limit.h"
 #include "core/tensor.h"
+#include "train/eval/shared_prefix.h"
 
 namespace rotor::train {
 
@@ -128,6 +129,33 @@ std::vector<std::vector<TokenId>> DecodeFromCache(
 
 namespace {
 
+// prompt_length + max_new_tokens, the positions one generation's KV cache
+// holds: throws unless the prompt is not empty, max_new_tokens >= 0 and
+// the sum is within rotor's limit.
+int64_t GenerationLength(int64_t prompt_length, int64_t max_new_tokens) {
+  ROTOR_CHECK(prompt_length > 0, "generate: the prompt is empty");
+  ROTOR_CHECK(max_new_tokens >= 0,
+              "generate: max_new_tokens must be >= 0, got ", max_new_tokens);
+  const int64_t total = CheckedAdd(prompt_length, max_new_tokens,
+                                   "generate: prompt + max_new_tokens");
+  ROTOR_CHECK(total <= limits::kMaxPositions, "generate: the prompt's ",
+              prompt_length, " tokens + max_new_tokens ", max_new_tokens,
+              " exceed rotor's limit of ", limits::kMaxPositions, " positions");
+  return total;
+}
+
+// The KV cache of `rows` generations of `total` positions, allocated up
+// front: refused now if it cannot fit.
+nn::KvCache GenerationCache(const nn::Transformer& model, int64_t rows,
+                            int64_t prompt_length,
+                            const SamplingOptions& options) {
+  return NewKvCacheInMemory(
+      model, rows, GenerationLength(prompt_length, options.max_new_tokens),
+      StrCat("generate: the KV cache of ", rows, " x (the prompt's ",
+             prompt_length, " tokens + max_new_tokens ", options.max_new_tokens,
+             ")"));
+}
+
 // GenerateTokens and GenerateTokensBatch: `prompts` of one length, run as
 // one batch (a prefill, then DecodeFromCache); on_token(row, id) gets each
 // row's new ids as they come.
@@ -136,39 +164,15 @@ std::vector<std::vector<TokenId>> Generate(
     const std::vector<std::vector<TokenId>>& prompts,
     const SamplingOptions& options,
     const std::function<void(int64_t, TokenId)>& on_token) {
-  ROTOR_CHECK(!prompts.empty() && !prompts[0].empty(),
-              "generate: the prompt is empty");
   const int64_t batch = static_cast<int64_t>(prompts.size());
-  const int64_t prompt_length = static_cast<int64_t>(prompts[0].size());
-  for (size_t row = 1; row < prompts.size(); ++row) {
-    ROTOR_CHECK(static_cast<int64_t>(prompts[row].size()) == prompt_length,
-                "generate: a batch's prompts must have one length, but "
-                "prompt 0 has ",
-                prompt_length, " tokens and prompt ", row, " has ",
-                prompts[row].size());
-  }
-  ROTOR_CHECK(options.max_new_tokens >= 0,
-              "generate: max_new_tokens must be >= 0, got ",
-              options.max_new_tokens);
+  const int64_t prompt_length = PromptsLength(prompts, "generate");
   NoGradGuard no_grad;
-  const int64_t total = CheckedAdd(prompt_length, options.max_new_tokens,
-                                   "generate: prompt + max_new_tokens");
-  ROTOR_CHECK(total <= limits::kMaxPositions, "generate: the prompt's ",
-              prompt_length, " tokens + max_new_tokens ",
-              options.max_new_tokens, " exceed rotor's limit of ",
-              limits::kMaxPositions, " positions");
-  // The KV cache holds `total` positions of every row, allocated up front:
-  // refuse now what cannot fit.
-  nn::KvCache cache = NewKvCacheInMemory(
-      model, batch, total,
-      StrCat("generate: the KV cache of ", batch, " x (the prompt's ",
-             prompt_length, " tokens + max_new_tokens ", options.max_new_tokens,
-             ")"));
+  nn::KvCache cache = GenerationCache(model, batch, prompt_length, options);
   // One RoPE base for the whole sequence (prefill and every decoded token),
   // fixed from its final length: see nn/rope_scaling.h. (Dynamic NTK keeps
   // the plain base up to L0; LongRoPE takes its short factors while the
   // whole sequence fits in original_max_position_embeddings, as in HF.)
-  model.SetSequenceLength(total);
+  model.SetSequenceLength(cache.capacity);
   std::vector<TokenId> ids;
   ids.reserve(static_cast<size_t>(batch * prompt_length));
   for (const std::vector<TokenId>& prompt : prompts) {
@@ -212,21 +216,30 @@ std::vector<std::vector<TokenId>> GenerateTokensInBatches(
   for (size_t i = 0; i < prompts.size(); ++i) {
     groups[{prompts[i].size(), max_new_tokens[i]}].push_back(i);
   }
+  NoGradGuard no_grad;
   for (const auto& [key, members] : groups) {
     const auto& [length, new_tokens] = key;
-    const size_t rows = static_cast<size_t>(std::max<int64_t>(
-        1, kMaxBatchPromptTokens /
-               std::max<int64_t>(static_cast<int64_t>(length), 1)));
+    std::vector<std::vector<TokenId>> group;
+    for (const size_t i : members) group.push_back(prompts[i]);
+    const int64_t rows = std::min<int64_t>(
+        static_cast<int64_t>(members.size()),
+        std::max<int64_t>(
+            1, kMaxBatchPromptTokens /
+                   std::max<int64_t>(static_cast<int64_t>(length), 1)));
     options.max_new_tokens = new_tokens;
-    for (size_t first = 0; first < members.size(); first += rows) {
-      const size_t last = std::min(members.size(), first + rows);
-      std::vector<std::vector<TokenId>> batch;
-      for (size_t m = first; m < last; ++m)
-        batch.push_back(prompts[members[m]]);
+    // One cache for the group's batches, which share their prompts'
+    // common beginnings through it (train/eval/shared_prefix.h).
+    nn::KvCache cache =
+        GenerationCache(model, rows, static_cast<int64_t>(length), options);
+    model.SetSequenceLength(cache.capacity);
+    for (const PrefixBatch& batch : PlanPrefixBatches(group, 1, rows)) {
+      nn::KvCache view =
+          FirstRows(cache, static_cast<int64_t>(batch.rows.size()));
+      Tensor last = PrefillPlannedBatch(model, group, batch, view, 1);
       std::vector<std::vector<TokenId>> out =
-          GenerateTokensBatch(model, tokenizer, batch, options);
-      for (size_t m = first; m < last; ++m) {
-        generated[members[m]] = std::move(out[m - first]);
+          DecodeFromCache(model, tokenizer, view, std::move(last), options);
+      for (size_t row = 0; row < batch.rows.size(); ++row) {
+        generated[members[batch.rows[row]]] = std::move(out[row]);
       }
     }
   }

@@ -105,10 +105,13 @@ std::vector<TokenId> PromptIds(const Tokenizer& tokenizer, PromptStart start,
 inline constexpr int64_t kMaxBatchPromptTokens = 2048;
 
 // Generates a continuation of each prompt, of max_new_tokens[i] new tokens
-// at most (options.max_new_tokens is not read), as GenerateTokensBatch
-// batches of the prompts that share a length and a max_new_tokens, in the
-// prompts' order, each of at most kMaxBatchPromptTokens prompt tokens.
-// Returns the new ids in the prompts' order.
+// at most (options.max_new_tokens is not read): the prompts that share a
+// length and a max_new_tokens run through one KV cache in batches of at
+// most kMaxBatchPromptTokens prompt tokens, as PlanPrefixBatches orders
+// them (train/eval/shared_prefix.h), so their common beginnings run once;
+// each batch is a prefill, then DecodeFromCache. The ids are each prompt's
+// alone wherever no two logits are within rounding. Returns the new ids in
+// the prompts' order.
 std::vector<std::vector<TokenId>> GenerateTokensInBatches(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const std::vector<std::vector<TokenId>>& prompts,

@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "nn/rope_scaling.h"
 #include "train/eval/generate.h"
+#include "train/eval/shared_prefix.h"
 #include "train/tokenizer/byte_tokenizer.h"
 
 namespace rotor::train {
@@ -129,38 +130,24 @@ struct PasskeyOutcome {
   bool retrieved = false;
 };
 
-// One batch of a length's examples (`rows`, indices into `examples`) whose
-// answers take as many tokens, so share the prompt length P: teacher-forced
-// through a KV cache when `continue_cache` (the output head on the answer
-// rows only, [rows * answer tokens, vocab]), then, if a row missed, the cache
-// rewound to P and every row decoded greedily from there, the misses read
-// (the first new token is the argmax of the logits at P - 1, each row's
-// first answer row). Without `continue_cache` the misses go to `later`.
+// One planned batch of a length's examples (`rows`, indices into
+// `examples`) whose answers take as many tokens, so share the prompt length
+// P, teacher-forced through `cache` (its rows, already prefilled:
+// `logits`, the answer rows' [rows * answer tokens, vocab]). Then, if a row
+// missed and `continue_cache`, the cache is rewound to P and every row
+// decoded greedily from there, the misses read (the first new token is the
+// argmax of the logits at P - 1, each row's first answer row). Without
+// `continue_cache` the misses go to `later`.
 void CheckBatch(nn::Transformer& model, const Tokenizer& tokenizer,
                 const std::vector<PasskeyExample>& examples,
                 const std::vector<size_t>& rows, int64_t length,
+                const Tensor& logits, nn::KvCache& cache,
                 const SamplingOptions& greedy, bool decode_misses,
                 bool continue_cache, std::vector<PasskeyOutcome>& outcomes,
                 std::vector<size_t>& later) {
   const int64_t vocab = model.config().vocab_size;
   const int64_t batch = static_cast<int64_t>(rows.size());
   const int64_t answer_rows = examples[rows[0]].answer.count;
-  const int64_t prompt = length + 1 - answer_rows;
-  std::vector<TokenId> inputs;
-  for (const size_t i : rows) {
-    inputs.insert(inputs.end(), examples[i].tokens.begin(),
-                  examples[i].tokens.end() - 1);
-  }
-  std::optional<nn::KvCache> cache;
-  if (continue_cache) {
-    const int64_t capacity = std::max(length, prompt + greedy.max_new_tokens);
-    cache = NewKvCacheInMemory(model, batch, capacity,
-                               StrCat("passkey eval: the KV cache of ", batch,
-                                      " x ", capacity, " positions"));
-  }
-  // Through the cache: the same bits as without.
-  const Tensor logits = model.LastLogits(
-      inputs, batch, length, 0, cache ? &*cache : nullptr, answer_rows);
   std::vector<bool> skip(rows.size(), true);
   for (int64_t row = 0; row < batch; ++row) {
     const PasskeyExample& example = examples[rows[row]];
@@ -178,16 +165,56 @@ void CheckBatch(nn::Transformer& model, const Tokenizer& tokenizer,
       std::find(skip.begin(), skip.end(), false) == skip.end()) {
     return;
   }
-  cache->length = prompt;
+  cache.length = length + 1 - answer_rows;
   Tensor last = Reshape(
       Contiguous(Narrow(Reshape(logits, {batch, answer_rows, vocab}), 1, 0, 1)),
       {batch, vocab});
   const std::vector<std::vector<TokenId>> generated =
-      DecodeFromCache(model, tokenizer, *cache, std::move(last), greedy, skip);
+      DecodeFromCache(model, tokenizer, cache, std::move(last), greedy, skip);
   for (int64_t row = 0; row < batch; ++row) {
     if (skip[row]) continue;
     outcomes[rows[row]].retrieved = GeneratedAnswerMatches(
         tokenizer, generated[row], examples[rows[row]].key);
+  }
+}
+
+// A length's examples whose answers take as many tokens (`members`): their
+// inputs (each example but its last token) teacher-forced through one KV
+// cache of up to max_rows rows, in the batches PlanPrefixBatches makes, so
+// the beginnings they share (the filler before each key) run once
+// (train/eval/shared_prefix.h); CheckBatch checks each batch.
+void CheckGroup(nn::Transformer& model, const Tokenizer& tokenizer,
+                const std::vector<PasskeyExample>& examples,
+                const std::vector<size_t>& members, int64_t length,
+                int64_t max_rows, const SamplingOptions& greedy,
+                bool decode_misses, bool continue_cache,
+                std::vector<PasskeyOutcome>& outcomes,
+                std::vector<size_t>& later) {
+  const int64_t answer_rows = examples[members[0]].answer.count;
+  const int64_t prompt = length + 1 - answer_rows;
+  std::vector<std::vector<TokenId>> inputs;
+  for (const size_t i : members) {
+    inputs.emplace_back(examples[i].tokens.begin(),
+                        examples[i].tokens.end() - 1);
+  }
+  const int64_t rows = std::min(max_rows, static_cast<int64_t>(members.size()));
+  const int64_t capacity =
+      continue_cache ? std::max(length, prompt + greedy.max_new_tokens)
+                     : length;
+  nn::KvCache cache =
+      NewKvCacheInMemory(model, rows, capacity,
+                         StrCat("passkey eval: the KV cache of ", rows, " x ",
+                                capacity, " positions"));
+  for (const PrefixBatch& batch :
+       PlanPrefixBatches(inputs, answer_rows, rows)) {
+    nn::KvCache view =
+        FirstRows(cache, static_cast<int64_t>(batch.rows.size()));
+    const Tensor logits =
+        PrefillPlannedBatch(model, inputs, batch, view, answer_rows);
+    std::vector<size_t> batch_examples;
+    for (const size_t row : batch.rows) batch_examples.push_back(members[row]);
+    CheckBatch(model, tokenizer, examples, batch_examples, length, logits, view,
+               greedy, decode_misses, continue_cache, outcomes, later);
   }
 }
 }  // namespace
@@ -248,16 +275,8 @@ std::vector<PasskeyCell> EvaluatePasskey(nn::Transformer& model,
       const bool continue_cache =
           decode_misses &&
           SameRopeAt(model.config().rope, length, decoded_length);
-      for (size_t first = 0; first < members.size();
-           first += static_cast<size_t>(batch)) {
-        const std::vector<size_t> rows(
-            members.begin() + static_cast<std::ptrdiff_t>(first),
-            members.begin() +
-                static_cast<std::ptrdiff_t>(std::min(
-                    members.size(), first + static_cast<size_t>(batch))));
-        CheckBatch(model, tokenizer, examples, rows, length, greedy,
-                   decode_misses, continue_cache, outcomes, later);
-      }
+      CheckGroup(model, tokenizer, examples, members, length, batch, greedy,
+                 decode_misses, continue_cache, outcomes, later);
     }
     std::vector<PasskeyExample> missed;
     for (const size_t i : later) missed.push_back(examples[i]);

@@ -125,8 +125,11 @@ void VisitFields(Visitor& v, PasskeyCell& c) {
 // depth) whose answers take as many tokens (so share the prompt length P =
 // L + 1 - answer tokens) run teacher-forced in batches of at most
 // kMaxBatchPromptTokens input tokens with the RoPE frequencies fixed for
-// length L (Transformer::SetSequenceLength), through a KV cache, the output
-// head on the answer's rows only (Transformer::LastLogits). A batch with a
+// length L (Transformer::SetSequenceLength), through one KV cache, the
+// output head on the answer's rows only (Transformer::LastLogits). They
+// share one filler before their keys, which runs once
+// (train/eval/shared_prefix.h: logits to rounding, about half the
+// positions at five depths). A batch with a
 // miss then rewinds the cache to P and decodes greedily from there, the
 // first new token the argmax of the logits at P - 1 (DecodeFromCache: the
 // ids GreedyAnswersMatch gives, without prefilling the prompt again). Where

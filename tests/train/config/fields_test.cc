@@ -435,7 +435,7 @@ TEST(ConfigFields, ReportConfigRoundTripsThroughYaml) {
   config.retrieval_tasks = {RetrievalTask::kVariableTracking};
   config.retrieval_lengths = {500};
   config.retrieval_trials = 3;
-  config.checks = {2.0, 1.2, 0.8, 0.9, 60.0};
+  config.checks = {2.0, 1.2, 0.8, 0.9, 60.0, 0.5};
   config.export_format = ReportExport::kHf;
   config.threads = 1;
   const std::map<std::string, std::string> defaults =

@@ -278,7 +278,7 @@ TEST(GenerateTokensBatch, PromptsOfOneLengthOnly) {
       "prompt 0 has 3 tokens and prompt 1 has 2");
   ROTOR_EXPECT_ERROR(
       GenerateTokensBatch(model, ByteTokenizer(), {}, Options(0.0)),
-      "generate: the prompt is empty");
+      "generate: no prompts");
 }
 
 // The prefill needs the logits of the prompt's last position only: those of

@@ -424,6 +424,27 @@ void ExpectSameCells(const std::vector<PasskeyCell>& got,
   }
 }
 
+// EvaluatePasskey at 1 and 2 threads gives the cells `want` and decodes
+// the ids `want_ids`; returns the positions each of the two runs forwarded.
+std::vector<int64_t> ExpectSameAtOneAndTwoThreads(
+    nn::Transformer& model, const RecordingTokenizer& tokenizer,
+    const PasskeyEvalOptions& options, const std::vector<PasskeyCell>& want,
+    const std::vector<std::vector<TokenId>>& want_ids) {
+  std::vector<int64_t> forwarded;
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    const int64_t before = model.forwarded_positions();
+    ExpectSameCells(
+        test::RunAtThreads(
+            threads,
+            [&] { return EvaluatePasskey(model, tokenizer, options); }),
+        want);
+    EXPECT_EQ(tokenizer.Take(), want_ids);
+    forwarded.push_back(model.forwarded_positions() - before);
+  }
+  return forwarded;
+}
+
 // The teacher-forced pass through a KV cache gives the bits of the pass
 // without one (the misses decode on from that cache, and their
 // teacher-forced scores must not change): the same matrix products, and
@@ -488,15 +509,7 @@ TEST(PasskeyEval, MissesDecodedFromTheCacheGiveTheCellsOfPrefillingAgain) {
       if (ids.size() > 1) answers.insert(ids);
     }
     EXPECT_GT(answers.size(), 3u);
-    for (const int threads : {1, 2}) {
-      SCOPED_TRACE(std::to_string(threads) + " threads");
-      ExpectSameCells(
-          test::RunAtThreads(
-              threads,
-              [&] { return EvaluatePasskey(model, tokenizer, options); }),
-          want);
-      EXPECT_EQ(tokenizer.Take(), want_ids);
-    }
+    ExpectSameAtOneAndTwoThreads(model, tokenizer, options, want, want_ids);
   }
 }
 
@@ -538,6 +551,33 @@ TEST(PasskeyEval, MissesAreNotPrefilledAgain) {
   options.lengths = {160};
   EXPECT_GT(forwarded(dynamic, EvaluatePasskey) - examples * 160,
             examples * (160 - 4));
+}
+
+// Groups larger than a batch (700 tokens: 2 rows) share their filler
+// before the key (train/eval/shared_prefix.h): the cells and the misses'
+// greedy ids are those of teacher-forcing every example whole, at 1 and 2
+// threads, for fewer positions run: R whole, then each example from the
+// beginning it shares with R.
+TEST(PasskeyEval, SharedBeginningsGiveTheCellsOfWholePrompts) {
+  const test::TempDir dir;
+  const auto bpe = LoadTokenizer(dir.Write("bpe.json", DigitPairBpeJson()));
+  const RecordingTokenizer tokenizer(*bpe);
+  PasskeyEvalOptions options;
+  options.lengths = {700};
+  options.depths = {0.0, 0.5, 1.0};
+  options.trials = 4;
+  nn::Transformer model(BpeConfig(tokenizer), 9);
+  tokenizer.Take();
+  const std::vector<PasskeyCell> want =
+      PrefillingMissesAgain(model, tokenizer, options);
+  const std::vector<std::vector<TokenId>> want_ids = tokenizer.Take();
+  EXPECT_FALSE(want_ids.empty());  // misses were decoded
+  // 12 examples of 700 inputs whole would be 8,400 positions, before the
+  // decode steps (6 at most for each of 12 rows).
+  for (const int64_t forwarded : ExpectSameAtOneAndTwoThreads(
+           model, tokenizer, options, want, want_ids)) {
+    EXPECT_LT(forwarded, 12 * 700 * 3 / 4);
+  }
 }
 
 }  // namespace

@@ -142,8 +142,9 @@ TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
             "`model.rope_scaling={rope_type: yarn, factor: 2, "
             "original_max_position_embeddings: 112, beta_fast: 32, "
             "beta_slow: 1, truncate: true}`");
-  // No retrieval tasks: no retrieval section, picture or hint.
+  // No retrieval tasks: no retrieval section, picture, hint or check.
   EXPECT_EQ(report.find("## Retrieval"), std::string::npos);
+  EXPECT_EQ(report.find("niah_single at"), std::string::npos);
   EXPECT_EQ(report.find("retrieval.png"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.Path("report/retrieval.png")));
   EXPECT_EQ(report.find(kRetrievalHint), std::string::npos);
@@ -155,11 +156,17 @@ TEST(WriteReport, TablesAndChecksAtTheDefaultThresholds) {
 // marked in the picture and the text says so.
 TEST(WriteReport, RetrievalOverviewIsDrawnInItsSection) {
   test::TempDir dir;
-  const std::string report = Report(dir, {}, true, Retrieval(6, 0));
+  const std::string report =
+      Report(dir, {"finetune.retrieval_fraction=0.25"}, true, Retrieval(6, 0));
   const size_t section = report.find("## Retrieval (RULER-style)");
   const size_t checks = report.find("## Checks");
   ASSERT_NE(section, std::string::npos) << report;
   ExpectHas(report, "| yarn + fine-tune | 60% | 60% |");
+  // The yarn fine-tune's niah_single at sL against its check's 80% (the
+  // recipe practises the tasks).
+  ExpectHas(report,
+            "| niah_single at 224 after yarn fine-tuning >= 80% | 60% | no |");
+  EXPECT_GT(report.find("niah_single at 224 after"), checks);
   if (!GnuplotAvailable()) {
     EXPECT_EQ(report.find(kRetrievalImage), std::string::npos);
     ExpectHas(report, "retrieval.png");  // named among the plot notes
@@ -183,6 +190,8 @@ TEST(WriteReport, RetrievalHintOnlyWhenNothingIsAnswered) {
     ExpectHas(report, kRetrievalHint);
     ExpectHas(report, "data.passkey_fraction");
     ExpectHas(report, "7.1 \"passkey practice\"");
+    // Not practised: no niah_single check.
+    EXPECT_EQ(report.find("niah_single at 224 after"), std::string::npos);
     EXPECT_GT(report.find(kRetrievalHint), report.find("## Retrieval"));
     EXPECT_LT(report.find(kRetrievalHint), report.find("## Checks"));
   }
@@ -198,10 +207,14 @@ TEST(WriteReport, RetrievalHintOnlyWhenNothingIsAnswered) {
 
 TEST(WriteReport, ChecksTakeTheirThresholdsFromTheConfig) {
   test::TempDir dir;
-  const std::string report = Report(
-      dir, {"checks.zeroshot_ppl_ratio_min=2.5",
-            "checks.finetuned_ppl_ratio_max=1.02",
-            "checks.finetuned_passkey_min=0.95", "checks.max_seconds=400"});
+  const std::string report =
+      Report(dir,
+             {"checks.zeroshot_ppl_ratio_min=2.5",
+              "checks.finetuned_ppl_ratio_max=1.02",
+              "checks.finetuned_passkey_min=0.95", "checks.max_seconds=400",
+              "checks.finetuned_niah_single_min=0.9",
+              "finetune.retrieval_fraction=0.25"},
+             true, Retrieval(9, 0));
   ExpectHas(report,
             "(zero-shot, ratio > 2.5) | 8.000 vs 4.000 at 112 (x2.00) | no |");
   ExpectHas(report, "within 2% of the base at 112 | 4.200 (x1.050) | no |");
@@ -209,6 +222,7 @@ TEST(WriteReport, ChecksTakeTheirThresholdsFromTheConfig) {
             "after yarn fine-tuning >= 95% (base at 112 >= 95%) | 90% "
             "(base at 112: 100%) | no |");
   ExpectHas(report, "under 6m40s | 7m10s | no |");
+  ExpectHas(report, "after yarn fine-tuning >= 90% | 90% | yes |");
 }
 
 }  // namespace
