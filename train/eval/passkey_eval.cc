@@ -132,16 +132,16 @@ struct PasskeyOutcome {
 
 // One planned batch of a length's examples (`rows`, indices into
 // `examples`) whose answers take as many tokens, so share the prompt length
-// P, teacher-forced through `cache` (its rows, already prefilled:
-// `logits`, the answer rows' [rows * answer tokens, vocab]). Then, if a row
-// missed and `continue_cache`, the cache is rewound to P and every row
+// P, already teacher-forced (`logits`, the answer rows' [rows * answer
+// tokens, vocab]; through `cache`, its rows, when continue_cache). Then, if
+// a row missed and `continue_cache`, the cache is rewound to P and every row
 // decoded greedily from there, the misses read (the first new token is the
 // argmax of the logits at P - 1, each row's first answer row). Without
 // `continue_cache` the misses go to `later`.
 void CheckBatch(nn::Transformer& model, const Tokenizer& tokenizer,
                 const std::vector<PasskeyExample>& examples,
                 const std::vector<size_t>& rows, int64_t length,
-                const Tensor& logits, nn::KvCache& cache,
+                const Tensor& logits, nn::KvCache* cache,
                 const SamplingOptions& greedy, bool decode_misses,
                 bool continue_cache, std::vector<PasskeyOutcome>& outcomes,
                 std::vector<size_t>& later) {
@@ -165,12 +165,12 @@ void CheckBatch(nn::Transformer& model, const Tokenizer& tokenizer,
       std::find(skip.begin(), skip.end(), false) == skip.end()) {
     return;
   }
-  cache.length = length + 1 - answer_rows;
+  cache->length = length + 1 - answer_rows;
   Tensor last = Reshape(
       Contiguous(Narrow(Reshape(logits, {batch, answer_rows, vocab}), 1, 0, 1)),
       {batch, vocab});
   const std::vector<std::vector<TokenId>> generated =
-      DecodeFromCache(model, tokenizer, cache, std::move(last), greedy, skip);
+      DecodeFromCache(model, tokenizer, *cache, std::move(last), greedy, skip);
   for (int64_t row = 0; row < batch; ++row) {
     if (skip[row]) continue;
     outcomes[rows[row]].retrieved = GeneratedAnswerMatches(
@@ -198,23 +198,39 @@ void CheckGroup(nn::Transformer& model, const Tokenizer& tokenizer,
                         examples[i].tokens.end() - 1);
   }
   const int64_t rows = std::min(max_rows, static_cast<int64_t>(members.size()));
-  const int64_t capacity =
-      continue_cache ? std::max(length, prompt + greedy.max_new_tokens)
-                     : length;
-  nn::KvCache cache =
-      NewKvCacheInMemory(model, rows, capacity,
-                         StrCat("passkey eval: the KV cache of ", rows, " x ",
-                                capacity, " positions"));
-  for (const PrefixBatch& batch :
-       PlanPrefixBatches(inputs, answer_rows, rows)) {
-    nn::KvCache view =
-        FirstRows(cache, static_cast<int64_t>(batch.rows.size()));
-    const Tensor logits =
-        PrefillPlannedBatch(model, inputs, batch, view, answer_rows);
+  const std::vector<PrefixBatch> plan =
+      PlanPrefixBatches(inputs, answer_rows, rows);
+  // A cache when the misses decode on from it or batches share beginnings
+  // through it; otherwise the plain prefill (the same bits, less memory).
+  std::optional<nn::KvCache> cache;
+  if (continue_cache || plan.size() > 1) {
+    const int64_t capacity =
+        continue_cache ? std::max(length, prompt + greedy.max_new_tokens)
+                       : length;
+    cache = NewKvCacheInMemory(model, rows, capacity,
+                               StrCat("passkey eval: the KV cache of ", rows,
+                                      " x ", capacity, " positions"));
+  }
+  for (const PrefixBatch& batch : plan) {
+    const int64_t batch_rows = static_cast<int64_t>(batch.rows.size());
+    std::optional<nn::KvCache> view;
+    Tensor logits;
+    if (cache) {
+      view = FirstRows(*cache, batch_rows);
+      logits = PrefillPlannedBatch(model, inputs, batch, *view, answer_rows);
+    } else {
+      std::vector<TokenId> ids;
+      for (const size_t row : batch.rows) {
+        ids.insert(ids.end(), inputs[row].begin(), inputs[row].end());
+      }
+      logits =
+          model.LastLogits(ids, batch_rows, length, 0, nullptr, answer_rows);
+    }
     std::vector<size_t> batch_examples;
     for (const size_t row : batch.rows) batch_examples.push_back(members[row]);
-    CheckBatch(model, tokenizer, examples, batch_examples, length, logits, view,
-               greedy, decode_misses, continue_cache, outcomes, later);
+    CheckBatch(model, tokenizer, examples, batch_examples, length, logits,
+               view ? &*view : nullptr, greedy, decode_misses, continue_cache,
+               outcomes, later);
   }
 }
 }  // namespace

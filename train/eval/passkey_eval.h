@@ -126,13 +126,14 @@ void VisitFields(Visitor& v, PasskeyCell& c) {
 // L + 1 - answer tokens) run teacher-forced in batches of at most
 // kMaxBatchPromptTokens input tokens with the RoPE frequencies fixed for
 // length L (Transformer::SetSequenceLength), through one KV cache, the
-// output head on the answer's rows only (Transformer::LastLogits). They
-// share one filler before their keys, which runs once
-// (train/eval/shared_prefix.h: logits to rounding, about half the
-// positions at five depths). A batch with a
+// output head on the answer's rows only (Transformer::LastLogits). When
+// they take more than one batch, the filler they share before their keys
+// runs once (train/eval/shared_prefix.h: logits to rounding). A batch with
+// a
 // miss then rewinds the cache to P and decodes greedily from there, the
 // first new token the argmax of the logits at P - 1 (DecodeFromCache: the
-// ids GreedyAnswersMatch gives, without prefilling the prompt again). Where
+// ids GreedyAnswersMatch gives, to rounding, without prefilling the prompt
+// again). Where
 // greedy decoding of the prompt alone would rotate with other frequencies
 // (dynamic NTK or LongRoPE, whose frequencies at P + new tokens differ from
 // those at L), the misses decode as GreedyAnswersMatch instead. Examples

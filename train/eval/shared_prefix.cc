@@ -56,6 +56,10 @@ std::vector<PrefixBatch> PlanPrefixBatches(
     int64_t max_rows) {
   ROTOR_CHECK(max_rows >= 1, "shared prefix: max_rows must be >= 1, got ",
               max_rows);
+  ROTOR_CHECK(keep >= 1,
+              "shared prefix: keep must be >= 1 (the positions "
+              "whose logits are read), got ",
+              keep);
   const size_t count = prompts.size();
   const int64_t length = PromptsLength(prompts, "shared prefix");
   if (count <= static_cast<size_t>(max_rows)) {
@@ -125,11 +129,14 @@ Tensor PrefillPlannedBatch(nn::Transformer& model,
               " shared positions leave fewer than ", last, " of a ", length,
               "-token prompt to run");
   // Row 0's keys and values at [0, shared), [1, Hkv, shared, D] per layer,
-  // into rows 1 .. rows - 1.
+  // into rows 1 .. rows - 1: read out once (the rows share its storage),
+  // then written into each.
   for (nn::LayerKvCache& layer : cache.layers) {
     for (Tensor* cached : {&layer.keys, &layer.values}) {
-      const Tensor source = Narrow(Narrow(*cached, 0, 0, 1), 2, 0, shared);
-      for (int64_t row = 1; row < rows && shared > 0; ++row) {
+      if (rows == 1 || shared == 0) break;
+      const Tensor row0 = Narrow(Narrow(*cached, 0, 0, 1), 2, 0, shared);
+      const Tensor source = Tensor::FromVector(row0.shape(), row0.ToVector());
+      for (int64_t row = 1; row < rows; ++row) {
         Narrow(Narrow(*cached, 0, row, 1), 2, 0, shared).CopyFrom(source);
       }
     }

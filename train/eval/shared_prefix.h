@@ -1,14 +1,18 @@
 // Prompts that begin alike prefill their common beginning once. The
-// passkey's and RULER's prompts of one length are one filler stream with a
-// needle placed at a depth: a prompt at depth d begins with the same BOS and
-// round(d * F) filler tokens as every prompt at a depth >= d. A position's
+// passkey's prompts of one length are one filler stream with the key placed
+// at a depth: a prompt at depth d begins with the same BOS and round(d * F)
+// filler tokens as every prompt at a depth >= d (RULER's prompts likewise,
+// after their introduction, up to their first needle). A position's
 // keys and values depend only on the tokens up to it, so a prompt's KV cache
 // at positions [0, n), where it agrees with an earlier prompt, can be copied
 // from that prompt's, and only positions [n, P) need running (a chunked
 // prefill: CachedCausalAttention's queries at n .. P-1 over keys 0 .. P-1).
-// At the depths 0, 0.25, 0.5, 0.75, 1 of the evaluations this runs about
-// half the prompt tokens through the matrix products and two thirds of
-// the attention's query-key pairs.
+// At the depths 0, 0.25, 0.5, 0.75, 1 with 10 examples each (the report's
+// passkey grid, one answer length), the plan runs 53% (at 2,048 tokens,
+// one prompt a batch) to 74% (at 128, 16 a batch) of the prompt positions
+// through the matrix products and 65-88% of attention's query-key pairs
+// (the ideal: 1/2 and 5/8; batches that mix depths run from their least
+// shared length). Prompts that fit in one batch share nothing.
 //
 // The copied keys and values were computed in another matrix product, of
 // another row count, so they can differ from a full prefill's in the last
@@ -20,7 +24,7 @@
 // shares the most tokens with the others) in cache row 0, and the later
 // batches come in decreasing order of what they share with R, so row 0
 // still holds R's keys and values on each batch's shared positions (a batch
-// writes only past them, and every later batch shares fewer).
+// writes only past them, and no later batch shares more).
 #ifndef ROTOR_TRAIN_EVAL_SHARED_PREFIX_H_
 #define ROTOR_TRAIN_EVAL_SHARED_PREFIX_H_
 
@@ -47,7 +51,7 @@ struct PrefixBatch {
 // The batches, of at most max_rows prompts (>= 1), that run `prompts` (one
 // length P, not empty), each prompt exactly once. Its shared length with R
 // is n = min(common prefix with R, P - keep), so that each row still runs
-// its last `keep` positions (the logits its caller reads).
+// its last `keep` (>= 1) positions (the logits its caller reads).
 // - Prompts that all fit in one batch: that batch, in their order, shared
 //   0 (nothing runs before it to share from).
 // - Otherwise the first batch is R (the first of the prompts with the

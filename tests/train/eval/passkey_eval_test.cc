@@ -258,8 +258,9 @@ TEST(PasskeyEval, GridInAnyTokenizerMatchesGreedyDecoding) {
 
 // EvaluatePasskey as it was before it decoded its misses from the
 // teacher-forced pass's KV cache: every example of a length teacher-forced
-// in batches of kMaxBatchPromptTokens input tokens without a cache, then
-// each miss's prompt prefilled again and decoded (GreedyAnswersMatch).
+// whole, in batches of kMaxBatchPromptTokens input tokens without a cache,
+// then each miss's prompt prefilled again alone and decoded
+// (GreedyAnswerMatches).
 std::vector<PasskeyCell> PrefillingMissesAgain(
     nn::Transformer& model, const Tokenizer& tokenizer,
     const PasskeyEvalOptions& options) {
@@ -313,10 +314,10 @@ std::vector<PasskeyCell> PrefillingMissesAgain(
       misses.push_back(i);
       missed.push_back(examples[i]);
     }
-    const std::vector<bool> decoded =
-        GreedyAnswersMatch(model, tokenizer, missed);
-    for (size_t m = 0; m < misses.size(); ++m)
-      retrieved[misses[m]] = decoded[m];
+    // Each miss decoded from its prompt alone (no batch, nothing shared).
+    for (size_t m = 0; m < misses.size(); ++m) {
+      retrieved[misses[m]] = GreedyAnswerMatches(model, tokenizer, missed[m]);
+    }
     for (size_t d = 0; d < options.depths.size(); ++d) {
       PasskeyCell cell;
       cell.length = length;

@@ -91,7 +91,7 @@ TEST(PlanPrefixBatches, EachPromptOnceSharingOnlyWhatRowZeroStillHolds) {
     }
     // Something is shared: the depth-1 prompts share all but their last
     // positions with R.
-    if (max_rows <= 3) {  // the first later batch holds only depth-1 rows
+    if (max_rows <= 2) {  // the first later batch holds only depth-1 rows
       EXPECT_EQ(plan[1].shared, 60 - keep);
     }
   }
@@ -106,6 +106,8 @@ TEST(PlanPrefixBatches, EachPromptOnceSharingOnlyWhatRowZeroStillHolds) {
   ROTOR_EXPECT_ERROR(PlanPrefixBatches(prompts, 1, 0),
                      "max_rows must be >= 1, got 0");
   ROTOR_EXPECT_ERROR(PlanPrefixBatches({}, 1, 1), "no prompts");
+  ROTOR_EXPECT_ERROR(PlanPrefixBatches(prompts, 0, 2),
+                     "keep must be >= 1 (the positions whose logits are read)");
 }
 
 // Two layers (the copied keys and values feed a layer that reads them),

@@ -222,7 +222,8 @@ TEST(WriteReport, ChecksTakeTheirThresholdsFromTheConfig) {
             "after yarn fine-tuning >= 95% (base at 112 >= 95%) | 90% "
             "(base at 112: 100%) | no |");
   ExpectHas(report, "under 6m40s | 7m10s | no |");
-  ExpectHas(report, "after yarn fine-tuning >= 90% | 90% | yes |");
+  ExpectHas(report,
+            "| niah_single at 224 after yarn fine-tuning >= 90% | 90% | yes |");
 }
 
 }  // namespace
