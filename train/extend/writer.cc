@@ -535,13 +535,13 @@ void ReportWriter::WriteChecks() {
           << " |\n";
     }
   }
-  // Expected of a recipe that practises the RULER tasks only (in its
-  // practice, or in the fine-tunes' data): a model that never saw them
-  // answers none (the retrieval section says so).
+  // Expected of a recipe that practises the RULER tasks only (the base
+  // config's data, the practice, or the fine-tunes' data): a model that
+  // never saw them answers none (the retrieval section says so).
   const bool practised =
+      plan_.base.data.retrieval_fraction > 0 ||
       (config_.practice_steps > 0 && config_.practice_retrieval_fraction > 0) ||
-      config_.finetune_retrieval_fraction.value_or(
-          plan_.base.data.retrieval_fraction) > 0;
+      config_.finetune_retrieval_fraction.value_or(0) > 0;
   const VariantResult* yarn_finetuned =
       FindVariant(results_, RopeType::kYarn, true);
   const std::optional<double> niah =
