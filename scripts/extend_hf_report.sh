@@ -7,7 +7,7 @@
 # extend-report: every RoPE scaling method, zero-shot and fine-tuned, with
 # perplexity against length, passkey and RULER-style retrieval.
 #
-#   bash scripts/extend_hf_report.sh             # about 42 minutes on 2 cores
+#   bash scripts/extend_hf_report.sh             # about 38 minutes on 2 cores
 #   bash scripts/extend_hf_report.sh factor=8    # arguments override report-hf.yaml keys
 #   bash scripts/extend_hf_report.sh --smoke     # every step at a few optimizer
 #                                                # steps (CI; no set-up: needs
