@@ -173,16 +173,13 @@ std::vector<std::vector<TokenId>> Generate(
   // the plain base up to L0; LongRoPE takes its short factors while the
   // whole sequence fits in original_max_position_embeddings, as in HF.)
   model.SetSequenceLength(cache.capacity);
-  std::vector<TokenId> ids;
-  ids.reserve(static_cast<size_t>(batch * prompt_length));
-  for (const std::vector<TokenId>& prompt : prompts) {
-    ids.insert(ids.end(), prompt.begin(), prompt.end());
-  }
   // Prefill: every prompt position fills the cache; decoding starts from
   // each row's last logits, [B, vocab].
-  return DecodeFromCache(model, tokenizer, cache,
-                         model.LastLogits(ids, batch, prompt_length, 0, &cache),
-                         options, {}, on_token);
+  return DecodeFromCache(
+      model, tokenizer, cache,
+      PrefillPlannedBatch(model, prompts, AllPrompts(prompts.size()), &cache,
+                          1),
+      options, {}, on_token);
 }
 
 }  // namespace
@@ -235,7 +232,7 @@ std::vector<std::vector<TokenId>> GenerateTokensInBatches(
     for (const PrefixBatch& batch : PlanPrefixBatches(group, 1, rows)) {
       nn::KvCache view =
           FirstRows(cache, static_cast<int64_t>(batch.rows.size()));
-      Tensor last = PrefillPlannedBatch(model, group, batch, view, 1);
+      Tensor last = PrefillPlannedBatch(model, group, batch, &view, 1);
       std::vector<std::vector<TokenId>> out =
           DecodeFromCache(model, tokenizer, view, std::move(last), options);
       for (size_t row = 0; row < batch.rows.size(); ++row) {

@@ -214,18 +214,9 @@ void CheckGroup(nn::Transformer& model, const Tokenizer& tokenizer,
   for (const PrefixBatch& batch : plan) {
     const int64_t batch_rows = static_cast<int64_t>(batch.rows.size());
     std::optional<nn::KvCache> view;
-    Tensor logits;
-    if (cache) {
-      view = FirstRows(*cache, batch_rows);
-      logits = PrefillPlannedBatch(model, inputs, batch, *view, answer_rows);
-    } else {
-      std::vector<TokenId> ids;
-      for (const size_t row : batch.rows) {
-        ids.insert(ids.end(), inputs[row].begin(), inputs[row].end());
-      }
-      logits =
-          model.LastLogits(ids, batch_rows, length, 0, nullptr, answer_rows);
-    }
+    if (cache) view = FirstRows(*cache, batch_rows);
+    const Tensor logits = PrefillPlannedBatch(
+        model, inputs, batch, view ? &*view : nullptr, answer_rows);
     std::vector<size_t> batch_examples;
     for (const size_t row : batch.rows) batch_examples.push_back(members[row]);
     CheckBatch(model, tokenizer, examples, batch_examples, length, logits,

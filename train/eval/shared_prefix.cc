@@ -62,12 +62,7 @@ std::vector<PrefixBatch> PlanPrefixBatches(
               keep);
   const size_t count = prompts.size();
   const int64_t length = PromptsLength(prompts, "shared prefix");
-  if (count <= static_cast<size_t>(max_rows)) {
-    PrefixBatch all;
-    all.rows.resize(count);
-    std::iota(all.rows.begin(), all.rows.end(), size_t{0});
-    return {all};
-  }
+  if (count <= static_cast<size_t>(max_rows)) return {AllPrompts(count)};
   const size_t reference = ReferencePrompt(prompts);
   const int64_t most = std::max<int64_t>(0, length - keep);
   std::vector<int64_t> shared(count);
@@ -118,26 +113,30 @@ nn::KvCache FirstRows(nn::KvCache& cache, int64_t rows) {
 
 Tensor PrefillPlannedBatch(nn::Transformer& model,
                            const std::vector<std::vector<TokenId>>& prompts,
-                           const PrefixBatch& batch, nn::KvCache& cache,
+                           const PrefixBatch& batch, nn::KvCache* cache,
                            int64_t last) {
   const int64_t rows = static_cast<int64_t>(batch.rows.size());
-  ROTOR_CHECK(cache.batch == rows, "shared prefix: a batch of ", rows,
-              " prompts in a KV cache of ", cache.batch, " rows");
+  ROTOR_CHECK(cache == nullptr || cache->batch == rows,
+              "shared prefix: a batch of ", rows, " prompts in a KV cache of ",
+              cache ? cache->batch : 0, " rows");
   const int64_t length = static_cast<int64_t>(prompts[batch.rows[0]].size());
   const int64_t shared = batch.shared;
   ROTOR_CHECK(shared >= 0 && shared + last <= length, "shared prefix: ", shared,
               " shared positions leave fewer than ", last, " of a ", length,
               "-token prompt to run");
-  // Row 0's keys and values at [0, shared), [1, Hkv, shared, D] per layer,
-  // into rows 1 .. rows - 1: read out once (the rows share its storage),
-  // then written into each.
-  for (nn::LayerKvCache& layer : cache.layers) {
-    for (Tensor* cached : {&layer.keys, &layer.values}) {
-      if (rows == 1 || shared == 0) break;
-      const Tensor row0 = Narrow(Narrow(*cached, 0, 0, 1), 2, 0, shared);
-      const Tensor source = Tensor::FromVector(row0.shape(), row0.ToVector());
-      for (int64_t row = 1; row < rows; ++row) {
-        Narrow(Narrow(*cached, 0, row, 1), 2, 0, shared).CopyFrom(source);
+  ROTOR_CHECK(cache != nullptr || shared == 0, "shared prefix: ", shared,
+              " shared positions but no KV cache to take them from");
+  if (cache != nullptr && rows > 1 && shared > 0) {
+    // Row 0's keys and values at [0, shared), [1, Hkv, shared, D] per
+    // layer, into rows 1 .. rows - 1: read out once (the rows share its
+    // storage), then written into each.
+    for (nn::LayerKvCache& layer : cache->layers) {
+      for (Tensor* cached : {&layer.keys, &layer.values}) {
+        const Tensor row0 = Narrow(Narrow(*cached, 0, 0, 1), 2, 0, shared);
+        const Tensor source = Tensor::FromVector(row0.shape(), row0.ToVector());
+        for (int64_t row = 1; row < rows; ++row) {
+          Narrow(Narrow(*cached, 0, row, 1), 2, 0, shared).CopyFrom(source);
+        }
       }
     }
   }
@@ -146,8 +145,15 @@ Tensor PrefillPlannedBatch(nn::Transformer& model,
   for (const size_t i : batch.rows) {
     ids.insert(ids.end(), prompts[i].begin() + shared, prompts[i].end());
   }
-  cache.length = shared;
-  return model.LastLogits(ids, rows, length - shared, shared, &cache, last);
+  if (cache != nullptr) cache->length = shared;
+  return model.LastLogits(ids, rows, length - shared, shared, cache, last);
+}
+
+PrefixBatch AllPrompts(size_t count) {
+  PrefixBatch all;
+  all.rows.resize(count);
+  std::iota(all.rows.begin(), all.rows.end(), size_t{0});
+  return all;
 }
 
 }  // namespace rotor::train

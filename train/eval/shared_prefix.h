@@ -71,13 +71,18 @@ nn::KvCache FirstRows(nn::KvCache& cache, int64_t rows);
 // Prefills one planned batch into `cache` (exactly batch.rows.size() rows,
 // e.g. FirstRows of the plan's cache; capacity >= P): copies row 0's
 // positions [0, batch.shared) to the other rows, then runs each row's
-// positions [shared, P) at offset `shared`, which leaves cache.length = P.
+// positions [shared, P) at offset `shared`, which leaves cache->length = P.
+// Without a cache (shared must be 0) it is the plain prefill of the rows.
 // Returns the logits of each row's last `last` positions, [rows * last,
 // vocab] (Transformer::LastLogits).
 Tensor PrefillPlannedBatch(nn::Transformer& model,
                            const std::vector<std::vector<TokenId>>& prompts,
-                           const PrefixBatch& batch, nn::KvCache& cache,
+                           const PrefixBatch& batch, nn::KvCache* cache,
                            int64_t last);
+
+// The batch of prompts 0 .. count - 1 in their order, sharing nothing: one
+// plain batched prefill.
+PrefixBatch AllPrompts(size_t count);
 
 }  // namespace rotor::train
 

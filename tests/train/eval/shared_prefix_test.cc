@@ -155,7 +155,7 @@ TEST(PrefillPlannedBatch, LogitsOfEveryPromptAloneToRounding) {
       planned += rows * (length - batch.shared);
       nn::KvCache view = FirstRows(cache, rows);
       const std::vector<float> logits =
-          PrefillPlannedBatch(model, prompts, batch, view, last).ToVector();
+          PrefillPlannedBatch(model, prompts, batch, &view, last).ToVector();
       EXPECT_EQ(view.length, length);
       for (int64_t row = 0; row < rows; ++row) {
         const std::vector<float>& want = alone[batch.rows[row]];
@@ -171,7 +171,8 @@ TEST(PrefillPlannedBatch, LogitsOfEveryPromptAloneToRounding) {
   }
 }
 
-// A batch sharing more than its rows leave to run is refused.
+// A batch sharing more than its rows leave to run, or sharing without a
+// cache to share from, is refused.
 TEST(PrefillPlannedBatch, RefusesASharedLengthThatLeavesTooFewPositions) {
   nn::Transformer model(test::TinyTransformerConfig(128), 5);
   const std::vector<std::vector<TokenId>> prompts = {{256, 'a', 'b', 'c'}};
@@ -180,9 +181,12 @@ TEST(PrefillPlannedBatch, RefusesASharedLengthThatLeavesTooFewPositions) {
   batch.rows = {0};
   batch.shared = 3;
   NoGradGuard no_grad;
-  ROTOR_EXPECT_ERROR(PrefillPlannedBatch(model, prompts, batch, cache, 2),
+  ROTOR_EXPECT_ERROR(PrefillPlannedBatch(model, prompts, batch, &cache, 2),
                      "3 shared positions leave fewer than 2 of a 4-token");
   ROTOR_EXPECT_ERROR(FirstRows(cache, 2), "2 rows of a KV cache of 1");
+  batch.shared = 1;
+  ROTOR_EXPECT_ERROR(PrefillPlannedBatch(model, prompts, batch, nullptr, 2),
+                     "1 shared positions but no KV cache to take them from");
 }
 
 // GenerateTokensInBatches (the retrieval evaluation's generation): prompts
